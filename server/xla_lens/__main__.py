@@ -1,0 +1,3 @@
+from xla_lens.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,130 @@
+"""Parse a script and run every enabled rule over it."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+import traceback
+import warnings
+from dataclasses import dataclass, field, replace
+
+from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
+from ..rules.model import ScriptModel
+from ..rules.registry import all_rules
+from .config import Settings, resolve_target
+
+log = logging.getLogger("xla_lens")
+
+SUPPRESS = re.compile(r"#\s*xla-lens:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
+BOM = "\ufeff"
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    message: str
+    span: Span
+
+
+@dataclass
+class Analysis:
+    path: str
+    source: str
+    target: Target
+    findings: list[Finding] = field(default_factory=list)
+    model: ScriptModel | None = None
+    syntax_error: SyntaxProblem | None = None
+    # (rule code, traceback) for rules that crashed; the other rules still reported.
+    rule_errors: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.syntax_error is None
+
+
+def parse(source: str, path: str = "<script>") -> ScriptModel:
+    """Parse ``source`` (raises SyntaxError/ValueError/RecursionError on bad input)."""
+    text = source[1:] if source.startswith(BOM) else source
+    with warnings.catch_warnings():
+        # Invalid escape sequences in the user's strings are not our business here.
+        warnings.simplefilter("ignore")
+        tree = ast.parse(text, filename=path)
+    return ScriptModel(text, tree, path)
+
+
+def _suppressions(model: ScriptModel) -> dict[int, set[str] | None]:
+    """Line → suppressed codes (None = every code) from ``# xla-lens: ignore[...]``."""
+    out: dict[int, set[str] | None] = {}
+    if "xla-lens" not in model.source:
+        return out
+    for i, line in enumerate(model.lines):
+        m = SUPPRESS.search(line)
+        if m:
+            codes = m.group("codes")
+            out[i] = None if codes is None else {c.strip().upper() for c in codes.split(",") if c.strip()}
+    return out
+
+
+def _suppressed(finding: Finding, table: dict[int, set[str] | None]) -> bool:
+    for line in {finding.span.start.line, finding.span.end.line}:
+        if line in table:
+            codes = table[line]
+            if codes is None or any(finding.code.startswith(c) for c in codes):
+                return True
+    return False
+
+
+def syntax_problem(exc: BaseException, source: str) -> SyntaxProblem:
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        line = max(exc.lineno - 1, 0)
+        col = max((exc.offset or 1) - 1, 0)
+        lines = source.splitlines()
+        # SyntaxError.offset counts code points in 3.11+ for str input... but can overshoot.
+        if line < len(lines):
+            col = min(col, len(lines[line]))
+        msg = f"syntax error: {exc.msg}"
+        return SyntaxProblem(msg, Span(Pos(line, col), Pos(line, col + 1)))
+    if isinstance(exc, RecursionError | MemoryError):
+        msg = "the file is too deeply nested to analyse"
+    else:
+        msg = f"cannot parse the file: {exc}"
+    return SyntaxProblem(msg, Span(Pos(0, 0), Pos(0, 0)))
+
+
+def analyze(
+    source: str,
+    path: str = "<script>",
+    settings: Settings | None = None,
+    target: Target | None = None,
+) -> Analysis:
+    settings = settings or Settings()
+    target = target or resolve_target(settings)
+    try:
+        model = parse(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return Analysis(path, source, target, syntax_error=syntax_problem(exc, source))
+    result = Analysis(path, source, target, model=model)
+    ctx = RuleContext(target=target)
+    suppress = _suppressions(model)
+    for rule in all_rules():
+        if not settings.enabled(rule.code):
+            continue
+        try:
+            found = list(rule.check(model, ctx))
+        except Exception:  # one broken rule must not silence the others
+            tb = traceback.format_exc()
+            log.error("rule %s crashed on %s:\n%s", rule.code, path, tb)
+            result.rule_errors.append((rule.code, tb))
+            continue
+        severity = settings.severity.get(rule.code)
+        for f in found:
+            if _suppressed(f, suppress):
+                continue
+            if severity is not None and f.severity != severity:
+                f = replace(f, severity=severity)
+            result.findings.append(f)
+    result.findings.sort(key=lambda f: (f.span.start, f.code))
+    return result
+
+
+__all__ = ["Analysis", "Severity", "SyntaxProblem", "analyze", "parse"]

@@ -1,0 +1,377 @@
+"""Apply the rules' declarative edit operations to source text in one libcst pass.
+
+libcst round-trips source exactly, so everything the operations do not touch stays
+byte-identical (comments, blank lines, CRLF, tabs). Operations are anchored on spans that
+come from the stdlib ``ast``; libcst's PositionProvider reports the same spans (it too
+excludes parentheses and decorators), converted here to 0-based lines.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from ..rules.base import (
+    AddImport,
+    AppendToBody,
+    EditOp,
+    InsertAfter,
+    InsertBefore,
+    Pos,
+    RemoveKeyword,
+    RemoveStatement,
+    Replace,
+    ReplaceStatement,
+    SetArgs,
+    SetKeyword,
+    Span,
+)
+
+
+class FixError(Exception):
+    """A fix could not be applied or produced invalid code; the source is unchanged."""
+
+
+@dataclass
+class ApplyResult:
+    code: str
+    applied: int
+    dropped: list[EditOp]
+
+
+def _span_of(r: CodeRange) -> Span:
+    return Span(Pos(r.start.line - 1, r.start.column), Pos(r.end.line - 1, r.end.column))
+
+
+def _statements(code: str, config: cst.PartialParserConfig | None = None) -> list[cst.BaseStatement]:
+    mod = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=config)
+    return list(mod.body)
+
+
+def _expression(code: str, config: cst.PartialParserConfig | None = None) -> cst.BaseExpression:
+    try:
+        return cst.parse_expression(code, config=config)
+    except cst.ParserSyntaxError:
+        # A multi-line receiver segment parses once parenthesised.
+        return cst.parse_expression(f"({code})", config=config)
+
+
+def _args(code: str) -> list[cst.Arg]:
+    call = cst.parse_expression(f"f({code})")
+    assert isinstance(call, cst.Call)
+    return list(call.args)
+
+
+class _Applier(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, ops: Sequence[EditOp], config: cst.PartialParserConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.expr_ops: dict[Span, list[EditOp]] = defaultdict(list)
+        self.stmt_ops: dict[Span, list[EditOp]] = defaultdict(list)
+        self.body_ops: dict[Span, list[AppendToBody]] = defaultdict(list)
+        self.imports: list[AddImport] = []
+        for op in ops:
+            if isinstance(op, AddImport):
+                if op not in self.imports:
+                    self.imports.append(op)
+            elif isinstance(op, AppendToBody):
+                if op not in self.body_ops[op.span]:
+                    self.body_ops[op.span].append(op)
+            elif isinstance(op, RemoveStatement | ReplaceStatement | InsertAfter | InsertBefore):
+                if op not in self.stmt_ops[op.span]:
+                    self.stmt_ops[op.span].append(op)
+            elif op not in self.expr_ops[op.span]:
+                self.expr_ops[op.span].append(op)
+        self.applied: set[EditOp] = set()
+        self.used_imports: list[AddImport] = []
+
+    def _span(self, node: cst.CSTNode) -> Span | None:
+        try:
+            return _span_of(self.get_metadata(PositionProvider, node))
+        except KeyError:
+            return None
+
+    def _mark(self, op: EditOp) -> None:
+        self.applied.add(op)
+
+    # --- expressions ----------------------------------------------------------------
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        updated = super().on_leave(original_node, updated_node)
+        if not isinstance(original_node, cst.BaseExpression) or not self.expr_ops:
+            return updated
+        span = self._span(original_node)
+        ops = self.expr_ops.get(span) if span is not None else None
+        if not ops:
+            return updated
+        # Argument edits first; a whole-node replacement wins over them.
+        for op in ops:
+            if isinstance(op, SetKeyword | RemoveKeyword | SetArgs) and isinstance(updated, cst.Call):
+                updated = self._edit_call(updated, op)
+                self._mark(op)
+        for op in ops:
+            if isinstance(op, Replace):
+                new = _expression(op.code, self.config)
+                if isinstance(updated, cst.BaseExpression) and (updated.lpar or updated.rpar):
+                    try:
+                        new = new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+                    except TypeError:
+                        pass
+                updated = new
+                self._mark(op)
+                break
+        return updated
+
+    def _edit_call(self, call: cst.Call, op: EditOp) -> cst.Call:
+        args = list(call.args)
+        if isinstance(op, SetArgs):
+            return call.with_changes(args=_args(op.code))
+        index = next(
+            (i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == op.name),
+            None,
+        )
+        if isinstance(op, RemoveKeyword):
+            if index is None:
+                return call
+            removed = args.pop(index)
+            if index == len(args) and args:
+                # The new last argument takes over the removed one's trailing comma
+                # (or lack of it), so multi-line layouts stay as they were.
+                args[-1] = args[-1].with_changes(comma=removed.comma)
+            return call.with_changes(args=args)
+        assert isinstance(op, SetKeyword)
+        value = _expression(op.code, self.config)
+        if index is not None:
+            args[index] = args[index].with_changes(value=value)
+            return call.with_changes(args=args)
+        new_arg = cst.Arg(
+            value=value,
+            keyword=cst.Name(op.name),
+            equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""),
+                whitespace_after=cst.SimpleWhitespace(""),
+            ),
+        )
+        if args and isinstance(args[-1].comma, cst.Comma):
+            last = args[-1]
+            separator = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
+            new_arg = new_arg.with_changes(comma=last.comma)
+            if separator is not None:
+                args[-1] = last.with_changes(comma=separator)
+            else:
+                args[-1] = last.with_changes(
+                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                )
+        args.append(new_arg)
+        return call.with_changes(args=args)
+
+    # --- statements -----------------------------------------------------------------
+    def _rewrite_body(
+        self, original: Sequence[cst.BaseStatement], updated: Sequence[cst.BaseStatement]
+    ) -> tuple[list[cst.BaseStatement], bool]:
+        out: list[cst.BaseStatement] = []
+        carried_lines: list[cst.EmptyLine] = []
+        changed = False
+        for orig, upd in zip(original, updated, strict=True):
+            before, replacement, after = self._statement_ops(orig, upd)
+            if before or after or replacement is not upd:
+                changed = True
+            out.extend(before)
+            if replacement is None:
+                # Keep comments that sat above a removed statement.
+                carried_lines.extend(getattr(upd, "leading_lines", ()))
+            else:
+                if carried_lines and hasattr(replacement, "leading_lines"):
+                    replacement = replacement.with_changes(
+                        leading_lines=[*carried_lines, *replacement.leading_lines]
+                    )
+                    carried_lines = []
+                out.append(replacement)
+            if after:
+                if carried_lines and hasattr(after[0], "leading_lines"):
+                    after[0] = after[0].with_changes(
+                        leading_lines=[*carried_lines, *after[0].leading_lines]
+                    )
+                    carried_lines = []
+                out.extend(after)
+        return out, changed
+
+    def _statement_ops(
+        self, orig: cst.BaseStatement, upd: cst.BaseStatement
+    ) -> tuple[list[cst.BaseStatement], cst.BaseStatement | None, list[cst.BaseStatement]]:
+        before: list[cst.BaseStatement] = []
+        after: list[cst.BaseStatement] = []
+        if isinstance(orig, cst.SimpleStatementLine):
+            assert isinstance(upd, cst.SimpleStatementLine)
+            kept: list[cst.BaseSmallStatement] = []
+            replaced: list[cst.BaseStatement] = []
+            for small_orig, small_upd in zip(orig.body, upd.body, strict=True):
+                span = self._span(small_orig)
+                ops = self.stmt_ops.get(span, []) if span is not None else []
+                removed = False
+                for op in ops:
+                    self._mark(op)
+                    if isinstance(op, RemoveStatement):
+                        removed = True
+                    elif isinstance(op, ReplaceStatement):
+                        removed = True
+                        replaced.extend(_statements(op.code, self.config))
+                    elif isinstance(op, InsertBefore):
+                        before.extend(_statements(op.code, self.config))
+                    elif isinstance(op, InsertAfter):
+                        after.extend(_statements(op.code, self.config))
+                if not removed:
+                    kept.append(small_upd)
+            if not replaced and len(kept) == len(upd.body):
+                return before, upd, after
+            if kept:
+                kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+                line: cst.BaseStatement | None = upd.with_changes(body=kept)
+                after = [*replaced, *after]
+            elif replaced:
+                first = replaced[0]
+                if hasattr(first, "leading_lines"):
+                    first = first.with_changes(leading_lines=upd.leading_lines)
+                line = first
+                after = [*replaced[1:], *after]
+            else:
+                line = None
+            return before, line, after
+        span = self._span(orig)
+        ops = self.stmt_ops.get(span, []) if span is not None else []
+        line = upd
+        for op in ops:
+            self._mark(op)
+            if isinstance(op, RemoveStatement):
+                line = None
+            elif isinstance(op, ReplaceStatement):
+                new = _statements(op.code, self.config)
+                if new and hasattr(new[0], "leading_lines") and hasattr(upd, "leading_lines"):
+                    new[0] = new[0].with_changes(leading_lines=upd.leading_lines)
+                line = new[0] if new else None
+                after = [*new[1:], *after]
+            elif isinstance(op, InsertBefore):
+                before.extend(_statements(op.code, self.config))
+            elif isinstance(op, InsertAfter):
+                after.extend(_statements(op.code, self.config))
+        return before, line, after
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        body, changed = self._rewrite_body(original_node.body, updated_node.body)
+        if not changed:
+            return updated_node
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()])]
+        return updated_node.with_changes(body=body)
+
+    def _append_body(self, original, updated):
+        span = self._span(original)
+        ops = self.body_ops.get(span) if span is not None else None
+        if not ops or not isinstance(updated.body, cst.IndentedBlock):
+            return updated
+        extra: list[cst.BaseStatement] = []
+        for op in ops:
+            self._mark(op)
+            extra.extend(_statements(op.code, self.config))
+        block = updated.body
+        return updated.with_changes(body=block.with_changes(body=[*block.body, *extra]))
+
+    def leave_For(self, original_node, updated_node):
+        return self._append_body(original_node, updated_node)
+
+    def leave_While(self, original_node, updated_node):
+        return self._append_body(original_node, updated_node)
+
+    def leave_With(self, original_node, updated_node):
+        return self._append_body(original_node, updated_node)
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        return self._append_body(original_node, updated_node)
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        body, _ = self._rewrite_body(original_node.body, updated_node.body)
+        if self.imports:
+            body = self._add_imports(updated_node, body)
+        return updated_node.with_changes(body=body)
+
+    def _add_imports(self, module: cst.Module, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        existing = {
+            module.code_for_node(s).strip()
+            for s in body
+            if isinstance(s, cst.SimpleStatementLine)
+            and all(isinstance(x, cst.Import | cst.ImportFrom) for x in s.body)
+        }
+        new = []
+        for op in self.imports:
+            self._mark(op)
+            if op.statement.strip() not in existing:
+                new.extend(_statements(op.statement, self.config))
+                existing.add(op.statement.strip())
+        if not new:
+            return body
+        # After the last import of the leading import block (docstring and __future__
+        # imports stay first); with no imports, after the docstring.
+        insert_at = 0
+        for i, stmt in enumerate(body):
+            if _is_import_line(stmt):
+                insert_at = i + 1
+            elif i == 0 and _is_docstring(stmt):
+                insert_at = 1
+            elif isinstance(stmt, cst.Try) and insert_at == i and _try_imports(stmt):
+                insert_at = i + 1
+            else:
+                break
+        return [*body[:insert_at], *new, *body[insert_at:]]
+
+
+def _is_import_line(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body
+    )
+
+
+def _try_imports(stmt: cst.Try) -> bool:
+    return all(_is_import_line(s) for s in stmt.body.body)
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
+
+
+def apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
+    """Apply ``ops`` to ``source``. Raises FixError if the source does not parse with
+    libcst or the result is not valid Python."""
+    ops = list(ops)
+    if not ops:
+        return ApplyResult(source, 0, [])
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise FixError(f"cannot parse the file to fix it: {exc.message}") from exc
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    applier = _Applier(ops, module.config_for_parsing)
+    try:
+        new_module = wrapper.visit(applier)
+    except cst.ParserSyntaxError as exc:
+        raise FixError(f"a fix produced code that does not parse: {exc.message}") from exc
+    code = new_module.code
+    if code != source:
+        try:
+            compile(code, "<fixed>", "exec", dont_inherit=True, flags=0x400)  # ast only
+        except SyntaxError as exc:
+            raise FixError(f"a fix produced invalid Python: {exc.msg}") from exc
+    dropped = [op for op in ops if op not in applier.applied]
+    return ApplyResult(code, len(ops) - len(dropped), dropped)

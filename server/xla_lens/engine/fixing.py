@@ -1,0 +1,89 @@
+"""Fixing: one finding's fix, or every safe fix to a fixpoint (so fix(fix(x)) == fix(x))."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..rules.base import EditOp, Finding, Target
+from .analysis import BOM, analyze
+from .apply import FixError, apply_ops
+from .config import Settings, resolve_target
+
+MAX_ROUNDS = 8
+
+
+@dataclass
+class FixOutcome:
+    source: str
+    # Codes of the findings whose fixes were applied, in order, with repeats.
+    applied: list[str] = field(default_factory=list)
+    # Findings that remain afterwards with no safe fix (what the user still has to do).
+    remaining: list[Finding] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.applied)
+
+
+def _split_bom(source: str) -> tuple[str, str]:
+    return (BOM, source[1:]) if source.startswith(BOM) else ("", source)
+
+
+def apply_fix(source: str, finding: Finding) -> str:
+    """The source with one finding's fix applied. Raises FixError."""
+    if finding.fix is None:
+        raise FixError(f"{finding.code} has no automatic fix")
+    bom, body = _split_bom(source)
+    return bom + apply_ops(body, finding.fix.ops).code
+
+
+def fix_source(
+    source: str,
+    path: str = "<script>",
+    settings: Settings | None = None,
+    target: Target | None = None,
+    accept: Callable[[Finding], bool] | None = None,
+) -> FixOutcome:
+    """Apply every safe fix (those ``accept`` allows) until nothing more changes."""
+    settings = settings or Settings()
+    target = target or resolve_target(settings)
+    bom, text = _split_bom(source)
+    outcome = FixOutcome(source)
+    for _ in range(MAX_ROUNDS):
+        analysis = analyze(text, path, settings, target)
+        if not analysis.ok:
+            outcome.error = analysis.syntax_error.message if analysis.syntax_error else "parse error"
+            break
+        chosen = [
+            f
+            for f in analysis.findings
+            if f.fix is not None and f.fix.safe and (accept is None or accept(f))
+        ]
+        if not chosen:
+            break
+        ops: list[EditOp] = [op for f in chosen for op in f.fix.ops]  # type: ignore[union-attr]
+        try:
+            new_text = apply_ops(text, ops).code
+        except FixError:
+            new_text = _apply_one_by_one(text, chosen)
+        if new_text == text:
+            break
+        outcome.applied.extend(f.code for f in chosen)
+        text = new_text
+    final = analyze(text, path, settings, target)
+    outcome.remaining = [f for f in final.findings if f.fix is None or not f.fix.safe]
+    outcome.source = bom + text
+    return outcome
+
+
+def _apply_one_by_one(text: str, findings: list[Finding]) -> str:
+    """Fallback when the combined edit fails: apply the first fix that works on its own
+    (spans are only valid for the current text, so the next round re-analyses)."""
+    for f in findings:
+        try:
+            return apply_ops(text, f.fix.ops).code  # type: ignore[union-attr]
+        except FixError:
+            continue
+    return text

@@ -1,0 +1,216 @@
+"""The vocabulary every rule speaks: positions, findings, and declarative edits.
+
+Rules never touch libcst themselves. They describe *what* to change as small edit
+operations anchored on source positions; the engine applies them in one libcst pass
+(so formatting and comments survive) only when a fix is actually requested.
+Detection therefore stays on the cheap stdlib ``ast`` parse.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+Target = Literal["legacy", "modern"]
+
+
+@dataclass(frozen=True, order=True)
+class Pos:
+    """A position: 0-based line, 0-based column in Unicode code points."""
+
+    line: int
+    col: int
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    start: Pos
+    end: Pos
+
+    def contains(self, other: Span) -> bool:
+        return self.start <= other.start and other.end <= self.end
+
+
+class Severity(enum.IntEnum):
+    # Values match LSP DiagnosticSeverity so adapters can pass them straight through.
+    ERROR = 1
+    WARNING = 2
+    INFORMATION = 3
+    HINT = 4
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        aliases = {"info": "information", "warn": "warning"}
+        key = aliases.get(text.strip().lower(), text.strip().lower())
+        try:
+            return cls[key.upper()]
+        except KeyError:
+            raise ValueError(
+                f"unknown severity {text!r} (use error, warning, information or hint)"
+            ) from None
+
+
+class Category(enum.StrEnum):
+    CONVERSION = "conversion"
+    DISTRIBUTED = "distributed"
+    TRAINER = "trainer"
+    PERFORMANCE = "performance"
+    MODERNISATION = "modernisation"
+
+
+# --- Edit operations -------------------------------------------------------------
+# Every operation is anchored on the span of an existing node, exactly as the stdlib
+# ``ast`` reports it (converted to code points). The engine matches spans to libcst
+# nodes; an operation whose anchor is not found is dropped (never applied elsewhere).
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace the expression at ``span`` with ``code`` (a Python expression)."""
+
+    span: Span
+    code: str
+
+
+@dataclass(frozen=True)
+class SetKeyword:
+    """Add ``name=code`` to the call at ``span``, or replace that keyword's value."""
+
+    span: Span
+    name: str
+    code: str
+
+
+@dataclass(frozen=True)
+class RemoveKeyword:
+    span: Span
+    name: str
+
+
+@dataclass(frozen=True)
+class SetArgs:
+    """Replace all arguments of the call at ``span`` with ``code`` (argument list text)."""
+
+    span: Span
+    code: str
+
+
+@dataclass(frozen=True)
+class RemoveStatement:
+    """Remove the statement at ``span`` (a ``pass`` keeps an emptied block valid)."""
+
+    span: Span
+
+
+@dataclass(frozen=True)
+class ReplaceStatement:
+    """Replace the statement at ``span`` with one or more statements of ``code``."""
+
+    span: Span
+    code: str
+
+
+@dataclass(frozen=True)
+class InsertAfter:
+    """Insert the statements of ``code`` after the statement at ``span``."""
+
+    span: Span
+    code: str
+
+
+@dataclass(frozen=True)
+class InsertBefore:
+    span: Span
+    code: str
+
+
+@dataclass(frozen=True)
+class AppendToBody:
+    """Append the statements of ``code`` at the end of the body of the compound
+    statement (``for``/``while``/``def``/``with``) at ``span``."""
+
+    span: Span
+    code: str
+
+
+@dataclass(frozen=True)
+class AddImport:
+    """Ensure ``statement`` (``import a.b as c`` / ``from a import b``) is at module top."""
+
+    statement: str
+
+
+EditOp = (
+    Replace
+    | SetKeyword
+    | RemoveKeyword
+    | SetArgs
+    | RemoveStatement
+    | ReplaceStatement
+    | InsertAfter
+    | InsertBefore
+    | AppendToBody
+    | AddImport
+)
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    ops: tuple[EditOp, ...]
+    # A safe fix keeps the program's meaning on XLA; unsafe fixes are offered as quick
+    # fixes but never applied by fix-all / convert.
+    safe: bool = True
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    message: str
+    span: Span
+    severity: Severity
+    fix: Fix | None = None
+    # Set when there is no safe automatic fix: what the user should do by hand.
+    manual: str | None = None
+    deprecated: bool = False
+    related: tuple[tuple[Span, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    target: Target
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule: its identity, docs, and detection function.
+
+    ``check`` is a pure function of the parsed script and the context.
+    ``hover`` maps qualified API names this rule is about to Markdown text shown on hover.
+    """
+
+    code: str
+    name: str
+    category: Category
+    summary: str
+    severity: Severity
+    check: Callable[[ScriptModel, RuleContext], Iterable[Finding]]
+    has_fix: bool
+    hover: dict[str, str] = field(default_factory=dict)
+    doc: str = ""
+
+    @property
+    def doc_anchor(self) -> str:
+        return f"{self.code.lower()}-{self.name}"
+
+
+DOC_BASE = "https://github.com/xla-lens/xla-lens/blob/main/README.md"
+
+
+def doc_url(rule: Rule) -> str:
+    return f"{DOC_BASE}#{rule.doc_anchor}"

@@ -1,0 +1,530 @@
+"""A semantic view of one script, computed once per parse and shared by every rule.
+
+It resolves import aliases (``from torch.cuda import amp`` makes ``amp.autocast`` mean
+``torch.cuda.amp.autocast``), indexes calls by qualified name, finds the training loop
+(the loop that runs ``backward()`` / an optimizer step, following calls into local step
+functions), and converts stdlib ``ast`` positions (UTF-8 byte columns) to code points.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .base import AddImport, Pos, Span
+
+LOOP_TYPES = (ast.For, ast.While, ast.AsyncFor)
+SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+OPTIMIZER_CLASSES = {
+    "torch.optim.SGD",
+    "torch.optim.Adam",
+    "torch.optim.AdamW",
+    "torch.optim.RMSprop",
+    "torch.optim.Adagrad",
+    "torch.optim.Adadelta",
+    "torch.optim.Adamax",
+    "torch.optim.NAdam",
+    "torch.optim.RAdam",
+    "torch.optim.LBFGS",
+    "torch_xla.amp.syncfree.SGD",
+    "torch_xla.amp.syncfree.Adam",
+    "torch_xla.amp.syncfree.AdamW",
+}
+XLA_LOADERS = {
+    "torch_xla.distributed.parallel_loader.MpDeviceLoader",
+    "torch_xla.distributed.parallel_loader.ParallelLoader",
+}
+SYNC_CALLS = {"torch_xla.core.xla_model.mark_step", "torch_xla.sync", "torch_xla.step"}
+
+
+def is_cuda_string(node: ast.AST) -> bool:
+    """``"cuda"``, ``"cuda:0"`` or an f-string starting with ``cuda``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        v = node.value
+        return v == "cuda" or (v.startswith("cuda:") and v[5:].isdigit())
+    if isinstance(node, ast.JoinedStr) and node.values:
+        first = node.values[0]
+        return (
+            isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+            and first.value.startswith("cuda")
+        )
+    return False
+
+
+def const_str(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw
+    return None
+
+
+def arg_or_keyword(call: ast.Call, index: int, name: str) -> ast.expr | None:
+    kw = keyword(call, name)
+    if kw is not None:
+        return kw.value
+    if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in call.args):
+        return call.args[index]
+    return None
+
+
+def method_name(call: ast.Call) -> str | None:
+    return call.func.attr if isinstance(call.func, ast.Attribute) else None
+
+
+def receiver(call: ast.Call) -> ast.expr | None:
+    return call.func.value if isinstance(call.func, ast.Attribute) else None
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a chain of names and attributes, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+@dataclass
+class TrainingLoop:
+    node: ast.For | ast.While | ast.AsyncFor
+    # Functions defined in this script that the loop calls and that run the step
+    # (their bodies count as "inside the loop").
+    step_functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
+
+    def regions(self) -> list[ast.AST]:
+        return [self.node, *self.step_functions]
+
+
+class ScriptModel:
+    """Everything rules need to know about one parsed script."""
+
+    def __init__(self, source: str, tree: ast.Module, path: str = "<script>") -> None:
+        self.source = source
+        self.tree = tree
+        self.path = path
+        self.lines = source.splitlines(keepends=True)
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.calls: list[ast.Call] = []
+        self.loops: list[ast.For | ast.While | ast.AsyncFor] = []
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self.imports: dict[str, str] = {}
+        self.import_nodes: list[ast.Import | ast.ImportFrom] = []
+        self.assignments: dict[str, list[ast.Assign | ast.AnnAssign]] = defaultdict(list)
+        self._index()
+
+    # --- indexing ----------------------------------------------------------------
+    def _index(self) -> None:
+        stack: list[ast.AST] = [self.tree]
+        while stack:
+            node = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+                stack.append(child)
+            if isinstance(node, ast.Call):
+                self.calls.append(node)
+            elif isinstance(node, LOOP_TYPES):
+                self.loops.append(node)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.functions.setdefault(node.name, node)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                self.import_nodes.append(node)
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        self.assignments[t.id].append(node)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                self.assignments[node.target.id].append(node)
+        # Source order matters for "last import wins" and for stable output.
+        self.calls.sort(key=_order)
+        self.loops.sort(key=_order)
+        self.import_nodes.sort(key=_order)
+        for imp in self.import_nodes:
+            if isinstance(imp, ast.Import):
+                for alias in imp.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        root = alias.name.split(".")[0]
+                        self.imports[root] = root
+            elif imp.level == 0 and imp.module:
+                for alias in imp.names:
+                    if alias.name != "*":
+                        self.imports[alias.asname or alias.name] = f"{imp.module}.{alias.name}"
+        for names in self.assignments.values():
+            names.sort(key=_order)
+
+    # --- names ---------------------------------------------------------------------
+    def qualname(self, node: ast.AST) -> str | None:
+        """Fully qualified name of a name/attribute chain rooted at an import."""
+        name = dotted(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        target = self.imports.get(root)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def call_name(self, call: ast.Call) -> str | None:
+        return self.qualname(call.func)
+
+    def calls_to(self, *qualnames: str) -> Iterator[ast.Call]:
+        wanted = set(qualnames)
+        for call in self.calls:
+            if self.call_name(call) in wanted:
+                yield call
+
+    def calls_to_prefix(self, prefix: str) -> Iterator[tuple[ast.Call, str]]:
+        for call in self.calls:
+            q = self.call_name(call)
+            if q is not None and (q == prefix or q.startswith(prefix + ".")):
+                yield call, q
+
+    def method_calls(self, *names: str) -> Iterator[ast.Call]:
+        wanted = set(names)
+        for call in self.calls:
+            if method_name(call) in wanted:
+                yield call
+
+    def local_alias(self, module: str) -> str | None:
+        """The name this script already binds to ``module`` (``import a.b as X`` → X)."""
+        found = None
+        for local, target in self.imports.items():
+            if target == module:
+                found = local
+        return found
+
+    @cached_property
+    def uses_torch_xla(self) -> bool:
+        return any(t.split(".")[0] == "torch_xla" for t in self.imports.values())
+
+    def assigned_from(self, name: str) -> list[ast.expr]:
+        values = []
+        for a in self.assignments.get(name, []):
+            if a.value is not None:
+                values.append(a.value)
+        return values
+
+    def names_assigned_from_calls(self, qualnames: set[str]) -> set[str]:
+        out = set()
+        for name, assigns in self.assignments.items():
+            for a in assigns:
+                if isinstance(a.value, ast.Call) and self.call_name(a.value) in qualnames:
+                    out.add(name)
+        return out
+
+    @cached_property
+    def optimizer_names(self) -> set[str]:
+        names = self.names_assigned_from_calls(OPTIMIZER_CLASSES)
+        # Optimizers built through a helper we cannot follow still show up by name.
+        for name in self.assignments:
+            if name in {"optimizer", "optim", "opt"} or name.endswith("_optimizer"):
+                names.add(name)
+        return names
+
+    def is_optimizer(self, node: ast.AST | None) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in self.optimizer_names
+        if isinstance(node, ast.Attribute):
+            return node.attr in {"optimizer", "optim", "opt"}
+        return False
+
+    # --- structure -------------------------------------------------------------------
+    def parent(self, node: ast.AST) -> ast.AST | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        p = self.parents.get(node)
+        while p is not None:
+            yield p
+            p = self.parents.get(p)
+
+    def enclosing_statement(self, node: ast.AST) -> ast.stmt | None:
+        cur: ast.AST | None = node
+        while cur is not None and not isinstance(cur, ast.stmt):
+            cur = self.parents.get(cur)
+        return cur
+
+    def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        for a in self.ancestors(node):
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+                return a
+        return None
+
+    def innermost_loop(self, node: ast.AST) -> ast.For | ast.While | ast.AsyncFor | None:
+        for a in self.ancestors(node):
+            if isinstance(a, LOOP_TYPES):
+                return a
+            if isinstance(a, SCOPE_TYPES):
+                return None
+        return None
+
+    def is_module_level(self, node: ast.AST) -> bool:
+        return not any(isinstance(a, SCOPE_TYPES) for a in self.ancestors(node))
+
+    def walk_scope(self, root: ast.AST) -> Iterator[ast.AST]:
+        """Walk ``root`` without entering nested functions, lambdas or classes."""
+        stack = list(ast.iter_child_nodes(root))
+        while stack:
+            node = stack.pop()
+            yield node
+            if not isinstance(node, SCOPE_TYPES):
+                stack.extend(ast.iter_child_nodes(node))
+
+    def _is_step_call(self, call: ast.Call) -> bool:
+        name = method_name(call)
+        if name == "backward":
+            return True
+        if name == "step" and (self.is_optimizer(receiver(call)) or self._is_scaler(receiver(call))):
+            return True
+        return self.call_name(call) == "torch_xla.core.xla_model.optimizer_step"
+
+    def _is_scaler(self, node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.scaler_names
+
+    @cached_property
+    def scaler_names(self) -> set[str]:
+        return self.names_assigned_from_calls(
+            {
+                "torch.cuda.amp.GradScaler",
+                "torch.amp.GradScaler",
+                "torch.GradScaler",
+                "torch_xla.amp.GradScaler",
+                "torch.cuda.amp.grad_scaler.GradScaler",
+            }
+        )
+
+    @cached_property
+    def step_functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Functions of this script whose body runs a training step, followed two calls deep."""
+        direct = {
+            name: fn
+            for name, fn in self.functions.items()
+            if any(isinstance(n, ast.Call) and self._is_step_call(n) for n in self.walk_scope(fn))
+        }
+        result = dict(direct)
+        for _ in range(2):
+            for name, fn in self.functions.items():
+                if name in result:
+                    continue
+                for n in self.walk_scope(fn):
+                    if (
+                        isinstance(n, ast.Call)
+                        and isinstance(n.func, ast.Name)
+                        and n.func.id in result
+                        and self.innermost_loop(n) is None
+                    ):
+                        result[name] = fn
+                        break
+        return result
+
+    @cached_property
+    def training_loops(self) -> list[TrainingLoop]:
+        """Innermost loops that run a training step, in source order."""
+        found: dict[ast.AST, TrainingLoop] = {}
+        for call in self.calls:
+            step_fn = None
+            if self._is_step_call(call):
+                pass
+            elif isinstance(call.func, ast.Name) and call.func.id in self.step_functions:
+                step_fn = self.step_functions[call.func.id]
+            else:
+                continue
+            loop = self.innermost_loop(call)
+            if loop is None:
+                continue
+            entry = found.setdefault(loop, TrainingLoop(loop))
+            if step_fn is not None and step_fn not in entry.step_functions:
+                entry.step_functions.append(step_fn)
+        for entry in found.values():
+            # A step function that calls a deeper step function: include the callee too.
+            for fn in list(entry.step_functions):
+                for n in self.walk_scope(fn):
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
+                        callee = self.step_functions.get(n.func.id)
+                        if callee is not None and callee not in entry.step_functions:
+                            entry.step_functions.append(callee)
+        return sorted(found.values(), key=lambda t: _order(t.node))
+
+    def in_training_loop(self, node: ast.AST) -> TrainingLoop | None:
+        for loop in self.training_loops:
+            for region in loop.regions():
+                if node is region or any(a is region for a in self.ancestors(node)):
+                    return loop
+        return None
+
+    def nodes_in_training_loops(self) -> Iterator[tuple[TrainingLoop, ast.AST]]:
+        seen: set[int] = set()
+        for loop in self.training_loops:
+            for region in loop.regions():
+                body = region.body if isinstance(region, LOOP_TYPES) else region.body
+                for stmt in body:
+                    for n in [stmt, *self.walk_scope(stmt)]:
+                        if id(n) not in seen:
+                            seen.add(id(n))
+                            yield loop, n
+
+    # --- script-wide facts --------------------------------------------------------------
+    @cached_property
+    def is_distributed(self) -> bool:
+        markers = {
+            "torch.distributed.init_process_group",
+            "torch.nn.parallel.DistributedDataParallel",
+            "torch.utils.data.DistributedSampler",
+            "torch.utils.data.distributed.DistributedSampler",
+            "torch_xla.distributed.xla_multiprocessing.spawn",
+            "torch_xla.launch",
+            "torch.multiprocessing.spawn",
+        }
+        if any(self.call_name(c) in markers for c in self.calls):
+            return True
+        if "_mp_fn" in self.functions:
+            return True
+        return any(
+            t.startswith("torch_xla.distributed.xla_multiprocessing") for t in self.imports.values()
+        )
+
+    @cached_property
+    def uses_grad_scaler(self) -> bool:
+        return bool(self.scaler_names)
+
+    @cached_property
+    def uses_amp(self) -> bool:
+        amp_calls = {
+            "torch.cuda.amp.autocast",
+            "torch.autocast",
+            "torch.amp.autocast",
+            "torch_xla.amp.autocast",
+            "torch.cpu.amp.autocast",
+        }
+        return self.uses_grad_scaler or any(self.call_name(c) in amp_calls for c in self.calls)
+
+    @cached_property
+    def uses_trainer(self) -> bool:
+        return any(
+            (self.call_name(c) or "").startswith("transformers.")
+            and (self.call_name(c) or "").endswith(("Trainer", "TrainingArguments"))
+            for c in self.calls
+        )
+
+    @cached_property
+    def device_variable(self) -> str | None:
+        """The name the script keeps its device in (``device = ...``), if any."""
+        for name in ("device", "dev", "xla_device"):
+            if name in self.assignments:
+                return name
+        for name, assigns in self.assignments.items():
+            for a in assigns:
+                if isinstance(a.value, ast.Call) and self.call_name(a.value) in {
+                    "torch.device",
+                    "torch_xla.core.xla_model.xla_device",
+                    "torch_xla.device",
+                }:
+                    return name
+        return None
+
+    # --- positions ------------------------------------------------------------------------
+    def _col(self, lineno: int, byte_col: int) -> int:
+        if lineno - 1 >= len(self.lines):
+            return byte_col
+        line = self.lines[lineno - 1]
+        if line.isascii():
+            return byte_col
+        return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
+
+    def span(self, node: ast.AST) -> Span:
+        end_line = getattr(node, "end_lineno", None) or node.lineno
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end_col = node.col_offset
+        return Span(
+            Pos(node.lineno - 1, self._col(node.lineno, node.col_offset)),
+            Pos(end_line - 1, self._col(end_line, end_col)),
+        )
+
+    def segment(self, node: ast.AST) -> str:
+        return ast.get_source_segment(self.source, node) or ast.unparse(node)
+
+    def line_text(self, line0: int) -> str:
+        return self.lines[line0].rstrip("\r\n") if 0 <= line0 < len(self.lines) else ""
+
+
+class Emitter:
+    """Builds replacement code and records the imports it needs, reusing the script's
+    own aliases (``import torch_xla.core.xla_model as X`` makes the fix write ``X.``)."""
+
+    def __init__(self, model: ScriptModel) -> None:
+        self.model = model
+        self.imports: list[AddImport] = []
+
+    def module(self, qualname: str, default_alias: str | None = None) -> str:
+        existing = self.model.local_alias(qualname)
+        if existing is not None:
+            return existing
+        if default_alias and default_alias != qualname:
+            stmt = f"import {qualname} as {default_alias}"
+            name = default_alias
+        else:
+            stmt = f"import {qualname}"
+            name = qualname
+        self._add(AddImport(stmt))
+        return name
+
+    def name_from(self, module: str, name: str) -> str:
+        """``from module import name``, unless the name is taken by something else."""
+        full = f"{module}.{name}"
+        bound = self.model.imports.get(name)
+        if bound == full:
+            return name
+        if bound is not None or name in self.model.functions or name in self.model.assignments:
+            return f"{self.module(module)}.{name}"
+        self._add(AddImport(f"from {module} import {name}"))
+        return name
+
+    def _add(self, op: AddImport) -> None:
+        if op not in self.imports:
+            self.imports.append(op)
+
+    # Common torch_xla modules under their conventional names.
+    @property
+    def xm(self) -> str:
+        return self.module("torch_xla.core.xla_model", "xm")
+
+    @property
+    def xr(self) -> str:
+        return self.module("torch_xla.runtime", "xr")
+
+    @property
+    def pl(self) -> str:
+        return self.module("torch_xla.distributed.parallel_loader", "pl")
+
+    @property
+    def torch_xla(self) -> str:
+        return self.module("torch_xla")
+
+    @property
+    def torch(self) -> str:
+        return self.module("torch")
+
+
+def _order(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def iter_names(node: ast.AST) -> Iterable[str]:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            yield n.id

@@ -1,0 +1,62 @@
+"""The torch_xla API each target speaks (GUIDE.md section E), as code emitters.
+
+``legacy`` is the guide's torch_xla 1.13 API (SageMaker Training Compiler containers);
+``modern`` is torch_xla >= 2.5. Every fix writes its torch_xla calls through here so
+the two dialects stay in one table.
+"""
+
+from __future__ import annotations
+
+from .base import Target
+from .model import Emitter
+
+
+def device(e: Emitter, target: Target) -> str:
+    if target == "legacy":
+        return f"{e.xm}.xla_device()"
+    return f"{e.torch_xla}.device()"
+
+
+def device_ref(e: Emitter, target: Target) -> str:
+    """The script's device variable when it has one, else a device call."""
+    return e.model.device_variable or device(e, target)
+
+
+def sync(e: Emitter, target: Target) -> str:
+    if target == "legacy":
+        return f"{e.xm}.mark_step()"
+    return f"{e.torch_xla}.sync()"
+
+
+def world_size(e: Emitter, target: Target) -> str:
+    if target == "legacy":
+        return f"{e.xm}.xrt_world_size()"
+    return f"{e.xr}.world_size()"
+
+
+def global_ordinal(e: Emitter, target: Target) -> str:
+    if target == "legacy":
+        return f"{e.xm}.get_ordinal()"
+    return f"{e.xr}.global_ordinal()"
+
+
+def local_ordinal(e: Emitter, target: Target) -> str:
+    if target == "legacy":
+        return f"{e.xm}.get_local_ordinal()"
+    return f"{e.xr}.local_ordinal()"
+
+
+def optimizer_step(e: Emitter, optimizer: str) -> str:
+    return f"{e.xm}.optimizer_step({optimizer})"
+
+
+def launch(e: Emitter, target: Target, fn: str) -> str:
+    if target == "legacy":
+        xmp = e.module("torch_xla.distributed.xla_multiprocessing", "xmp")
+        return f"{xmp}.spawn({fn})"
+    return f"{e.torch_xla}.launch({fn})"
+
+
+# The qualified names of the same API in each dialect, for detection.
+DEVICE_CALLS = {"torch_xla.core.xla_model.xla_device", "torch_xla.device"}
+SYNC_CALLS = {"torch_xla.core.xla_model.mark_step", "torch_xla.sync"}

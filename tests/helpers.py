@@ -1,0 +1,38 @@
+"""Shared helpers for rule tests: analyse and fix source snippets with the real engine."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from xla_lens.engine import analyze, fix_source
+from xla_lens.engine.fixing import apply_fix
+from xla_lens.rules.base import Finding
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def findings(text: str, code: str | None = None, target: str = "modern") -> list[Finding]:
+    result = analyze(src(text), target=target)
+    assert result.ok, result.syntax_error
+    assert not result.rule_errors, result.rule_errors
+    return [f for f in result.findings if code is None or f.code == code]
+
+
+def fixed(text: str, code: str | None = None, target: str = "modern") -> str:
+    """Fix-all restricted to ``code``; asserts the result parses and is idempotent."""
+    accept = (lambda f: f.code == code) if code else None
+    out = fix_source(src(text), target=target, accept=accept)
+    assert out.error is None, out.error
+    ast.parse(out.source)
+    again = fix_source(out.source, target=target, accept=accept)
+    assert again.source == out.source, "fix is not idempotent"
+    return out.source
+
+
+def fix_one(text: str, finding: Finding) -> str:
+    out = apply_fix(src(text), finding)
+    ast.parse(out)
+    return out
