@@ -61,7 +61,11 @@ def _suppressions(model: ScriptModel) -> dict[int, set[str] | None]:
         m = SUPPRESS.search(line)
         if m:
             codes = m.group("codes")
-            out[i] = None if codes is None else {c.strip().upper() for c in codes.split(",") if c.strip()}
+            out[i] = (
+                None
+                if codes is None
+                else {c.strip().upper() for c in codes.split(",") if c.strip()}
+            )
     return out
 
 

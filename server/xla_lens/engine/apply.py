@@ -48,7 +48,9 @@ def _span_of(r: CodeRange) -> Span:
     return Span(Pos(r.start.line - 1, r.start.column), Pos(r.end.line - 1, r.end.column))
 
 
-def _statements(code: str, config: cst.PartialParserConfig | None = None) -> list[cst.BaseStatement]:
+def _statements(
+    code: str, config: cst.PartialParserConfig | None = None
+) -> list[cst.BaseStatement]:
     mod = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=config)
     return list(mod.body)
 
@@ -112,7 +114,9 @@ class _Applier(cst.CSTTransformer):
             return updated
         # Argument edits first; a whole-node replacement wins over them.
         for op in ops:
-            if isinstance(op, SetKeyword | RemoveKeyword | SetArgs) and isinstance(updated, cst.Call):
+            if isinstance(op, SetKeyword | RemoveKeyword | SetArgs) and isinstance(
+                updated, cst.Call
+            ):
                 updated = self._edit_call(updated, op)
                 self._mark(op)
         for op in ops:
@@ -160,7 +164,9 @@ class _Applier(cst.CSTTransformer):
         )
         if args and isinstance(args[-1].comma, cst.Comma):
             last = args[-1]
-            separator = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
+            separator = (
+                args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
+            )
             new_arg = new_arg.with_changes(comma=last.comma)
             if separator is not None:
                 args[-1] = last.with_changes(comma=separator)
@@ -302,7 +308,9 @@ class _Applier(cst.CSTTransformer):
             body = self._add_imports(updated_node, body)
         return updated_node.with_changes(body=body)
 
-    def _add_imports(self, module: cst.Module, body: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    def _add_imports(
+        self, module: cst.Module, body: list[cst.BaseStatement]
+    ) -> list[cst.BaseStatement]:
         existing = {
             module.code_for_node(s).strip()
             for s in body

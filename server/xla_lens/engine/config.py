@@ -32,7 +32,13 @@ class Settings:
 
     def __hash__(self) -> int:
         return hash(
-            (self.target, self.select, self.ignore, tuple(sorted(self.severity.items())), self.interpreter)
+            (
+                self.target,
+                self.select,
+                self.ignore,
+                tuple(sorted(self.severity.items())),
+                self.interpreter,
+            )
         )
 
     def enabled(self, code: str) -> bool:

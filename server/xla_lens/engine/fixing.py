@@ -54,7 +54,9 @@ def fix_source(
     for _ in range(MAX_ROUNDS):
         analysis = analyze(text, path, settings, target)
         if not analysis.ok:
-            outcome.error = analysis.syntax_error.message if analysis.syntax_error else "parse error"
+            outcome.error = (
+                analysis.syntax_error.message if analysis.syntax_error else "parse error"
+            )
             break
         chosen = [
             f

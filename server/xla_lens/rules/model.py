@@ -288,7 +288,9 @@ class ScriptModel:
         name = method_name(call)
         if name == "backward":
             return True
-        if name == "step" and (self.is_optimizer(receiver(call)) or self._is_scaler(receiver(call))):
+        if name == "step" and (
+            self.is_optimizer(receiver(call)) or self._is_scaler(receiver(call))
+        ):
             return True
         return self.call_name(call) == "torch_xla.core.xla_model.optimizer_step"
 

@@ -39,9 +39,7 @@ def _is_cuda_picker(model: ScriptModel, node: ast.AST) -> bool:
 
 
 def _finding(model: ScriptModel, node: ast.AST, message: str, fix: Fix | None, manual=None):
-    return Finding(
-        CODE, message, model.span(node), Severity.WARNING, fix=fix, manual=manual
-    )
+    return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix, manual=manual)
 
 
 def _replace(model: ScriptModel, e: Emitter, node: ast.AST, code: str, title: str) -> Fix:
@@ -70,15 +68,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 node,
                 "device picked by torch.cuda.is_available(): on an XLA device that is False, "
                 "so this silently trains on the CPU",
-                Fix(f"Use the XLA device: {code}", (ReplaceStatement(model.span(node), code), *e.imports)),
+                Fix(
+                    f"Use the XLA device: {code}",
+                    (ReplaceStatement(model.span(node), code), *e.imports),
+                ),
             )
 
     for call in model.calls:
         if id(call) in handled:
             continue
         name = model.call_name(call)
-        if name == "torch.device" and call.args and (
-            is_cuda_string(call.args[0]) or _is_cuda_picker(model, call.args[0])
+        if (
+            name == "torch.device"
+            and call.args
+            and (is_cuda_string(call.args[0]) or _is_cuda_picker(model, call.args[0]))
         ):
             e = Emitter(model)
             code = xla_api.device(e, target)

@@ -1,0 +1,154 @@
+"""The check, fix and rules commands."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from pathlib import Path
+
+from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
+from ..engine.config import parse_codes, settings_for_path
+from ..rules.registry import all_rules
+from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
+from .files import FileProblem, discover, read_source, write_atomically
+from .output import Reported, format_json, format_sarif, format_text, rules_markdown
+
+
+def _cli_settings(args: argparse.Namespace) -> dict:
+    return {
+        "target": args.target,
+        "select": parse_codes(args.select, "--select") if args.select else None,
+        "ignore": parse_codes(args.ignore, "--ignore") if args.ignore else None,
+        "interpreter": args.interpreter,
+    }
+
+
+def _settings(path: Path, overrides: dict) -> Settings:
+    # pyproject.toml first, the command line on top of it.
+    return settings_for_path(path).merged(**overrides)
+
+
+def _err(message: str) -> None:
+    print(f"xla-lens: {message}", file=sys.stderr)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    try:
+        overrides = _cli_settings(args)
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    reported: list[Reported] = []
+    problems = 0
+    files = 0
+    for path in discover(args.paths):
+        try:
+            source = read_source(path)
+            settings = _settings(path, overrides)
+        except (FileProblem, ConfigError) as exc:
+            _err(str(exc))
+            problems += 1
+            continue
+        files += 1
+        result = analyze(source.text, str(path), settings, resolve_target(settings))
+        if result.syntax_error is not None:
+            se = result.syntax_error
+            _err(
+                f"{path}:{se.span.start.line + 1}:{se.span.start.col + 1}: {se.message} (not analysed)"
+            )
+            problems += 1
+            continue
+        for code, _tb in result.rule_errors:
+            _err(f"{path}: internal error in rule {code}; other rules still ran (please report)")
+        reported.extend(Reported(path, f) for f in result.findings)
+    if args.format == "json":
+        print(format_json(reported))
+    elif args.format == "sarif":
+        print(format_sarif(reported, Path.cwd()))
+    else:
+        if reported:
+            print(format_text(reported))
+        fixable = sum(1 for r in reported if r.finding.fix is not None and r.finding.fix.safe)
+        summary = f"{len(reported)} finding{'s' * (len(reported) != 1)} in {files} file{'s' * (files != 1)}"
+        if fixable:
+            summary += f" ({fixable} fixable with `xla-lens fix`)"
+        print(summary, file=sys.stderr if reported else sys.stdout)
+    if problems:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if reported else EXIT_OK
+
+
+def fix_command(args: argparse.Namespace) -> int:
+    try:
+        overrides = _cli_settings(args)
+    except ConfigError as exc:
+        _err(str(exc))
+        return EXIT_ERROR
+    problems = 0
+    changed_files = 0
+    remaining = 0
+    for path in discover(args.paths):
+        try:
+            source = read_source(path)
+            settings = _settings(path, overrides)
+        except (FileProblem, ConfigError) as exc:
+            _err(str(exc))
+            problems += 1
+            continue
+        outcome = fix_source(source.text, str(path), settings, resolve_target(settings))
+        if outcome.error is not None:
+            _err(f"{path}: {outcome.error}; left untouched")
+            problems += 1
+            continue
+        for f in outcome.remaining:
+            remaining += 1
+            note = f.manual or (f.fix.title + " (needs review, not applied)" if f.fix else "")
+            print(
+                f"{path}:{f.span.start.line + 1}:{f.span.start.col + 1}: {f.code} {f.message}"
+                + (f"\n    {note}" if note else ""),
+                file=sys.stderr,
+            )
+        if outcome.source == source.text:
+            continue
+        changed_files += 1
+        if args.diff:
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    source.text.splitlines(keepends=True),
+                    outcome.source.splitlines(keepends=True),
+                    fromfile=f"a/{path}",
+                    tofile=f"b/{path}",
+                )
+            )
+        else:
+            try:
+                write_atomically(path, outcome.source)
+            except OSError as exc:
+                _err(f"{path}: cannot write: {exc.strerror or exc}")
+                problems += 1
+                continue
+            codes = sorted(set(outcome.applied))
+            print(
+                f"fixed {path}: {len(outcome.applied)} fix{'es' * (len(outcome.applied) != 1)} ({', '.join(codes)})"
+            )
+    verb = "would change" if args.diff else "changed"
+    print(
+        f"{changed_files} file{'s' * (changed_files != 1)} {verb}; {remaining} finding{'s' * (remaining != 1)} left to do by hand",
+        file=sys.stderr,
+    )
+    if problems:
+        return EXIT_ERROR
+    if args.diff and changed_files:
+        return EXIT_FINDINGS
+    return EXIT_FINDINGS if remaining else EXIT_OK
+
+
+def rules_command(args: argparse.Namespace) -> int:
+    if args.format == "markdown":
+        print(rules_markdown())
+        return EXIT_OK
+    for r in all_rules():
+        fix = "fix" if r.has_fix else "   "
+        print(f"{r.code}  {fix}  {r.category:<13} {r.summary}")
+    return EXIT_OK

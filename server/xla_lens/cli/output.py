@@ -1,0 +1,150 @@
+"""Formatters for `xla-lens check`: text for people, JSON for scripts, SARIF for code scanning."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import __version__
+from ..rules.base import Finding, Severity, doc_url
+from ..rules.registry import all_rules, get_rule
+
+SEVERITY_NAMES = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFORMATION: "information",
+    Severity.HINT: "hint",
+}
+SARIF_LEVELS = {
+    Severity.ERROR: "error",
+    Severity.WARNING: "warning",
+    Severity.INFORMATION: "note",
+    Severity.HINT: "note",
+}
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+
+@dataclass
+class Reported:
+    path: Path
+    finding: Finding
+
+
+def as_record(r: Reported) -> dict:
+    f = r.finding
+    return {
+        "path": str(r.path),
+        "code": f.code,
+        "severity": SEVERITY_NAMES[f.severity],
+        "message": f.message,
+        "line": f.span.start.line + 1,
+        "column": f.span.start.col + 1,
+        "end_line": f.span.end.line + 1,
+        "end_column": f.span.end.col + 1,
+        "fix": {"title": f.fix.title} if f.fix is not None else None,
+    }
+
+
+def format_text(items: Sequence[Reported]) -> str:
+    lines = []
+    for r in items:
+        f = r.finding
+        where = f"{r.path}:{f.span.start.line + 1}:{f.span.start.col + 1}"
+        sev = SEVERITY_NAMES[f.severity]
+        line = f"{where}: {f.code} [{sev}] {f.message}"
+        if f.fix is not None:
+            line += f"\n    fix: {f.fix.title}" + (
+                "" if f.fix.safe else " (review: not applied by `fix`)"
+            )
+        elif f.manual:
+            line += f"\n    no automatic fix: {f.manual}"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def format_json(items: Sequence[Reported]) -> str:
+    return json.dumps([as_record(r) for r in items], indent=2, ensure_ascii=False)
+
+
+def format_sarif(items: Sequence[Reported], root: Path) -> str:
+    rules = list(all_rules())
+    index = {r.code: i for i, r in enumerate(rules)}
+    driver = {
+        "name": "xla-lens",
+        "version": __version__,
+        "semanticVersion": __version__,
+        "informationUri": doc_url(rules[0]).split("#")[0] if rules else "",
+        "rules": [
+            {
+                "id": r.code,
+                "name": r.name,
+                "shortDescription": {"text": r.summary},
+                "helpUri": doc_url(r),
+                "defaultConfiguration": {"level": SARIF_LEVELS[r.severity]},
+                "properties": {"category": str(r.category), "fixable": r.has_fix},
+            }
+            for r in rules
+        ],
+    }
+    results = []
+    for r in items:
+        f = r.finding
+        try:
+            uri = r.path.resolve().relative_to(root.resolve()).as_posix()
+            location = {"uri": uri, "uriBaseId": "SRCROOT"}
+        except ValueError:
+            location = {"uri": r.path.resolve().as_uri()}
+        message = f.message
+        if f.fix is not None:
+            message += f" Fix: {f.fix.title}."
+        elif f.manual:
+            message += f" {f.manual}"
+        result = {
+            "ruleId": f.code,
+            "level": SARIF_LEVELS[f.severity],
+            "message": {"text": message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": location,
+                        "region": {
+                            "startLine": f.span.start.line + 1,
+                            "startColumn": f.span.start.col + 1,
+                            "endLine": f.span.end.line + 1,
+                            "endColumn": f.span.end.col + 1,
+                        },
+                    }
+                }
+            ],
+        }
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        results.append(result)
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {"driver": driver},
+                "originalUriBaseIds": {"SRCROOT": {"uri": root.resolve().as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+def rules_markdown() -> str:
+    """The README's rule table, generated so it cannot drift from the registry."""
+    out = ["| code | rule | what it means | fix |", "|---|---|---|---|"]
+    for r in all_rules():
+        out.append(
+            f"| [{r.code}](#{r.doc_anchor}) | `{r.name}` | {r.summary} | {'yes' if r.has_fix else 'no (explains what to do)'} |"
+        )
+    return "\n".join(out)
+
+
+__all__ = ["Reported", "format_json", "format_sarif", "format_text", "get_rule", "rules_markdown"]

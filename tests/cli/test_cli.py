@@ -1,0 +1,164 @@
+"""The xla-lens command line, run as a real subprocess on real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CUDA = "import torch\n\nmodel = torch.nn.Linear(2, 2).cuda()  # keep this comment\n"
+CLEAN = "import torch\n\nx = torch.zeros(2)\n"
+
+
+def xla_lens(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xla_lens", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "train.py").write_text(CUDA)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_check_exit_codes_and_text(project: Path) -> None:
+    found = xla_lens("check", "train.py", "--target", "modern", cwd=project)
+    assert found.returncode == 1, found.stderr
+    assert "train.py:3:9: XLA101" in found.stdout
+    assert "fix: Replace .cuda() with .to(torch_xla.device())" in found.stdout
+    clean = xla_lens("check", "clean.py", "--target", "modern", cwd=project)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+
+
+def test_check_json_records(project: Path) -> None:
+    out = xla_lens("check", "train.py", "--format", "json", "--target", "modern", cwd=project)
+    records = json.loads(out.stdout)
+    assert records == [
+        {
+            "path": "train.py",
+            "code": "XLA101",
+            "severity": "warning",
+            "message": records[0]["message"],
+            "line": 3,
+            "column": 9,
+            "end_line": 3,
+            "end_column": 37,
+            "fix": {"title": "Replace .cuda() with .to(torch_xla.device())"},
+        }
+    ]
+
+
+def test_check_sarif_is_code_scanning_shaped(project: Path) -> None:
+    out = xla_lens("check", ".", "--format", "sarif", "--target", "modern", cwd=project)
+    doc = json.loads(out.stdout)
+    assert doc["version"] == "2.1.0"
+    (run,) = doc["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert all({"id", "shortDescription", "helpUri"} <= set(r) for r in rules)
+    (result,) = run["results"]
+    assert rules[result["ruleIndex"]]["id"] == result["ruleId"] == "XLA101"
+    assert result["level"] in {"error", "warning", "note", "none"}
+    loc = result["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "train.py", "uriBaseId": "SRCROOT"}
+    assert loc["region"]["startLine"] == 3 and loc["region"]["startColumn"] == 9
+    assert run["columnKind"] == "unicodeCodePoints"
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"].endswith("/")
+
+
+def test_usage_and_io_errors_exit_2_without_traceback(project: Path) -> None:
+    for args in (
+        ["check", "missing.py"],
+        ["check", "--select", "nope", "train.py"],
+        ["frobnicate"],
+    ):
+        out = xla_lens(*args, cwd=project)
+        assert out.returncode == 2, args
+        assert "Traceback" not in out.stderr
+    (project / "latin1.py").write_bytes(b"# caf\xe9\nx = 1\n")
+    out = xla_lens("check", "latin1.py", cwd=project)
+    assert out.returncode == 2 and "not valid UTF-8" in out.stderr
+
+
+def test_fix_in_place_keeps_comments_and_is_idempotent(project: Path) -> None:
+    out = xla_lens("fix", "train.py", "--target", "modern", cwd=project)
+    assert out.returncode == 0, out.stderr
+    text = (project / "train.py").read_text()
+    assert text == (
+        "import torch\nimport torch_xla\n\n"
+        "model = torch.nn.Linear(2, 2).to(torch_xla.device())  # keep this comment\n"
+    )
+    again = xla_lens("fix", "train.py", "--target", "modern", cwd=project)
+    assert again.returncode == 0
+    assert (project / "train.py").read_text() == text
+
+
+def test_fix_diff_writes_nothing(project: Path) -> None:
+    out = xla_lens("fix", "--diff", "train.py", "--target", "legacy", cwd=project)
+    assert out.returncode == 1
+    assert "+import torch_xla.core.xla_model as xm" in out.stdout
+    assert "-model = torch.nn.Linear(2, 2).cuda()" in out.stdout
+    assert (project / "train.py").read_text() == CUDA
+
+
+def test_fix_leaves_unparsable_files_untouched(project: Path) -> None:
+    broken = "import torch\nx = torch.zeros(2).cuda(\n"
+    (project / "broken.py").write_text(broken)
+    out = xla_lens("fix", "broken.py", "train.py", "--target", "modern", cwd=project)
+    assert out.returncode == 2
+    assert "broken.py" in out.stderr and "left untouched" in out.stderr
+    assert (project / "broken.py").read_text() == broken
+    assert ".to(torch_xla.device())" in (project / "train.py").read_text()
+
+
+def test_crlf_bom_and_tabs_survive_fix(project: Path) -> None:
+    raw = "\ufeffimport torch\r\nif True:\r\n\tm = torch.nn.Linear(2, 2).cuda()\r\n"
+    (project / "win.py").write_bytes(raw.encode("utf-8"))
+    out = xla_lens("fix", "win.py", "--target", "modern", cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert (project / "win.py").read_bytes().decode("utf-8") == (
+        "\ufeffimport torch\r\nimport torch_xla\r\nif True:\r\n"
+        "\tm = torch.nn.Linear(2, 2).to(torch_xla.device())\r\n"
+    )
+
+
+def test_suppression_comment_and_pyproject_settings(project: Path) -> None:
+    (project / "train.py").write_text(
+        "import torch\nm = torch.nn.Linear(2, 2).cuda()  # xla-lens: ignore[XLA101]\n"
+    )
+    assert xla_lens("check", "train.py", cwd=project).returncode == 0
+    (project / "other.py").write_text(CUDA)
+    (project / "pyproject.toml").write_text(
+        '[tool.xla-lens]\ntarget = "legacy"\nignore = ["XLA1"]\n'
+    )
+    assert xla_lens("check", "other.py", cwd=project).returncode == 0
+    (project / "pyproject.toml").write_text('[tool.xla-lens]\ntarget = "legacy"\n')
+    out = xla_lens("check", "other.py", cwd=project)
+    assert out.returncode == 1 and "xm.xla_device()" in out.stdout
+
+
+def test_directory_walk_skips_venvs(project: Path) -> None:
+    venv = project / ".venv" / "lib"
+    venv.mkdir(parents=True)
+    (venv / "dep.py").write_text(CUDA)
+    out = xla_lens("check", ".", "--format", "json", "--target", "modern", cwd=project)
+    assert {r["path"] for r in json.loads(out.stdout)} == {"train.py"}
+
+
+def test_rules_listing_covers_the_registry(project: Path) -> None:
+    from xla_lens.rules.registry import all_rules
+
+    out = xla_lens("rules", "--format", "markdown", cwd=project)
+    assert out.returncode == 0
+    for rule in all_rules():
+        assert f"[{rule.code}](#{rule.doc_anchor})" in out.stdout
