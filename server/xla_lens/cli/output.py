@@ -138,12 +138,17 @@ def format_sarif(items: Sequence[Reported], root: Path) -> str:
 
 
 def rules_markdown() -> str:
-    """The README's rule table, generated so it cannot drift from the registry."""
+    """The README's rule reference, generated so it cannot drift from the registry."""
+    rules = all_rules()
     out = ["| code | rule | what it means | fix |", "|---|---|---|---|"]
-    for r in all_rules():
-        out.append(
-            f"| [{r.code}](#{r.doc_anchor}) | `{r.name}` | {r.summary} | {'yes' if r.has_fix else 'no (explains what to do)'} |"
-        )
+    for r in rules:
+        fix = "yes" if r.has_fix else "no (explains what to do)"
+        out.append(f"| [{r.code}](#{r.doc_anchor}) | {r.category} | {r.summary} | {fix} |")
+    for r in rules:
+        out += ["", f"### {r.code} {r.name}", "", r.summary + "."]
+        if r.doc:
+            out += ["", r.doc.strip()]
+        out += ["", f"Severity: {SEVERITY_NAMES[r.severity]}. Automatic fix: {'yes' if r.has_fix else 'no'}."]
     return "\n".join(out)
 
 

@@ -1,0 +1,214 @@
+"""Latency of the xla-lens language server on real-size training scripts.
+
+Drives `python -m xla_lens serve` over stdio with a minimal JSON-RPC client (no editor in
+the loop) and prints, for 200, 2,000 and 10,000-line scripts generated from the samples:
+cold start to first diagnostics, didChange -> publishDiagnostics after small incremental
+edits (p50/p95), textDocument/codeAction (p50/p95), and the server's RSS.
+
+    .venv/bin/python bench/lsp_latency.py [--edits 30] [--sizes 200,2000,10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import make_script  # noqa: E402
+
+TARGETS_MS = {2000: 30.0, 10000: 150.0}
+
+
+class Client:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.ids = itertools.count(1)
+        self.pending: dict[int, asyncio.Future] = {}
+        self.diagnostics: asyncio.Queue = asyncio.Queue()
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while True:
+            header = await self.proc.stdout.readuntil(b"\r\n\r\n")
+            length = int(
+                next(
+                    line.split(b":")[1]
+                    for line in header.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                )
+            )
+            msg = json.loads(await self.proc.stdout.readexactly(length))
+            if "id" in msg and "method" in msg:  # a request from the server
+                await self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            elif "id" in msg:
+                self.pending.pop(msg["id"]).set_result(msg)
+            elif msg.get("method") == "textDocument/publishDiagnostics":
+                await self.diagnostics.put((time.perf_counter(), msg["params"]))
+
+    async def _send(self, msg: dict) -> None:
+        body = json.dumps(msg).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        await self.proc.stdin.drain()
+
+    async def request(self, method: str, params: dict) -> dict:
+        rid = next(self.ids)
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        await self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return await fut
+
+    async def notify(self, method: str, params: dict) -> None:
+        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def diagnostics_for(self, uri: str, version: int | None) -> float:
+        while True:
+            stamp, params = await self.diagnostics.get()
+            if params["uri"] == uri and (
+                version is None or params.get("version") in (version, None)
+            ):
+                return stamp
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+async def bench_size(lines: int, edits: int, folder: Path) -> dict:
+    text = make_script(lines)
+    path = folder / f"train_{lines}.py"
+    path.write_text(text)
+    uri = path.as_uri()
+    t0 = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "xla_lens",
+        "serve",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    client = Client(proc)
+    await client.request(
+        "initialize",
+        {
+            "processId": os.getpid(),
+            "rootUri": folder.as_uri(),
+            "capabilities": {"textDocument": {"publishDiagnostics": {}}},
+            "initializationOptions": {"debounceMs": 0, "settings": {"target": "modern"}},
+            "workspaceFolders": [{"uri": folder.as_uri(), "name": "bench"}],
+        },
+    )
+    await client.notify("initialized", {})
+    await client.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+    )
+    first = await client.diagnostics_for(uri, 1)
+    cold_ms = (first - t0) * 1000
+
+    change_ms: list[float] = []
+    action_ms: list[float] = []
+    line_count = text.count("\n")
+    for i in range(edits):
+        version = i + 2
+        # Type a comment at the end of a line in the middle of the file: a realistic keystroke.
+        row = (line_count // 2 + i * 7) % line_count
+        start = time.perf_counter()
+        await client.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [
+                    {
+                        "range": {
+                            "start": {"line": row, "character": 0},
+                            "end": {"line": row, "character": 0},
+                        },
+                        "text": "# edited\n" if i % 2 == 0 else "",
+                    }
+                ],
+            },
+        )
+        stamp = await client.diagnostics_for(uri, version)
+        change_ms.append((stamp - start) * 1000)
+        start = time.perf_counter()
+        await client.request(
+            "textDocument/codeAction",
+            {
+                "textDocument": {"uri": uri},
+                "range": {
+                    "start": {"line": row, "character": 0},
+                    "end": {"line": row + 3, "character": 0},
+                },
+                "context": {"diagnostics": []},
+            },
+        )
+        action_ms.append((time.perf_counter() - start) * 1000)
+    rss = rss_mb(proc.pid)
+    await client.request("shutdown", {})
+    await client.notify("exit", {})
+    try:
+        await asyncio.wait_for(proc.wait(), 5)
+    except TimeoutError:
+        proc.kill()
+    client.reader.cancel()
+    return {
+        "lines": lines,
+        "cold_ms": cold_ms,
+        "change_p50": statistics.median(change_ms),
+        "change_p95": pct(change_ms, 0.95),
+        "action_p50": statistics.median(action_ms),
+        "action_p95": pct(action_ms, 0.95),
+        "rss_mb": rss,
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edits", type=int, default=30)
+    parser.add_argument("--sizes", default="200,2000,10000")
+    args = parser.parse_args()
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = [await bench_size(int(n), args.edits, Path(tmp)) for n in args.sizes.split(",")]
+    print(
+        f"{'lines':>6} {'cold start':>11} {'didChange p50':>14} {'p95':>8} {'codeAction p50':>15} {'p95':>8} {'RSS':>8}"
+    )
+    for r in rows:
+        print(
+            f"{r['lines']:>6} {r['cold_ms']:>9.0f}ms {r['change_p50']:>12.1f}ms {r['change_p95']:>6.1f}ms"
+            f" {r['action_p50']:>13.1f}ms {r['action_p95']:>6.1f}ms {r['rss_mb']:>6.0f}MB"
+        )
+    for r in rows:
+        target = TARGETS_MS.get(r["lines"])
+        if target is not None:
+            verdict = "meets" if r["change_p50"] <= target else "MISSES"
+            print(
+                f"target: diagnostics p50 <= {target:.0f} ms on {r['lines']} lines: {verdict} ({r['change_p50']:.1f} ms)"
+            )
+    cold = rows[0]["cold_ms"]
+    print(f"target: cold start <= 1500 ms: {'meets' if cold <= 1500 else 'MISSES'} ({cold:.0f} ms)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

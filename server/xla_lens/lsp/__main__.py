@@ -1,0 +1,3 @@
+from xla_lens.lsp.server import main
+
+raise SystemExit(main())

@@ -1,0 +1,181 @@
+"""Code actions: a quick fix and a "disable for this line" per finding, fix-all, and
+"Convert to PyTorch/XLA". The list comes from the cached analysis (cheap); the edits are
+built in ``codeAction/resolve`` (libcst work, in a thread) unless the client cannot
+resolve them lazily."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types
+
+from ..engine.apply import FixError
+from ..rules.base import Span
+from . import fixes
+from .core import XlaLensServer
+from .diagnostics import SOURCE, to_diagnostic
+from .documents import is_open
+from .positions import UTF16
+from .state import Entry
+from .textedits import minimal_edits
+
+FIX_ALL_KIND = "source.fixAll.xla"
+CONVERT_KIND = "source.convert.xla"
+QUICKFIX = types.CodeActionKind.QuickFix
+KINDS = [QUICKFIX, FIX_ALL_KIND, CONVERT_KIND]
+
+FIX_ALL_TITLE = "Fix all auto-fixable xla-lens problems"
+CONVERT_TITLE = "Convert to PyTorch/XLA"
+
+
+def workspace_edit(
+    ls: XlaLensServer, uri: str, version: int | None, old: str, new: str, encoding: str = UTF16
+) -> types.WorkspaceEdit:
+    """A versioned edit when the client supports it, so a stale edit is refused."""
+    edits: list[types.TextEdit] = minimal_edits(old, new, encoding)
+    if ls.client_supports("workspace.workspace_edit.document_changes"):
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=version
+                    ),
+                    edits=edits,  # type: ignore[arg-type]
+                )
+            ]
+        )
+    return types.WorkspaceEdit(changes={uri: edits})
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    return not only or any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+def _data(entry: Entry, action: str, index: int | None = None) -> dict[str, Any]:
+    return {"uri": entry.uri, "version": entry.version, "action": action, "index": index}
+
+
+def _indices_from_context(entry: Entry, context: types.CodeActionContext) -> set[int]:
+    """Findings the client names through the diagnostics it sends back."""
+    out = set()
+    for diag in context.diagnostics:
+        data = diag.data if isinstance(diag.data, dict) else None
+        if diag.source == SOURCE and data and data.get("version") == entry.version:
+            index = data.get("index")
+            if isinstance(index, int) and 0 <= index < len(entry.analysis.findings):
+                out.add(index)
+    return out
+
+
+def list_actions(entry: Entry, params: types.CodeActionParams) -> list[types.CodeAction]:
+    only = params.context.only
+    if not entry.analysis.findings:
+        return []
+    span = Span(entry.pos(params.range.start), entry.pos(params.range.end))
+    indices = {i for i, _ in entry.findings_in(span)} | _indices_from_context(entry, params.context)
+    actions: list[types.CodeAction] = []
+    findings = entry.analysis.findings
+    if _wanted(QUICKFIX, only):
+        for i in sorted(indices, key=lambda i: (findings[i].span.start, findings[i].code)):
+            f = findings[i]
+            diag = to_diagnostic(entry, f, i)
+            if f.fix is not None:
+                title = f.fix.title if f.fix.safe else f"{f.fix.title} (review: changes behaviour)"
+                actions.append(
+                    types.CodeAction(
+                        title=f"{title} ({f.code})",
+                        kind=QUICKFIX,
+                        diagnostics=[diag],
+                        is_preferred=f.fix.safe,
+                        data=_data(entry, "fix", i),
+                    )
+                )
+        for i in sorted(indices, key=lambda i: (findings[i].span.start, findings[i].code)):
+            f = findings[i]
+            if fixes.ignore_line_of(entry, f) is not None:
+                actions.append(
+                    types.CodeAction(
+                        title=f"Disable {f.code} for this line",
+                        kind=QUICKFIX,
+                        diagnostics=[to_diagnostic(entry, f, i)],
+                        data=_data(entry, "ignore", i),
+                    )
+                )
+    safe = [f for f in findings if f.fix is not None and f.fix.safe]
+    if safe and _wanted(FIX_ALL_KIND, only):
+        actions.append(
+            types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, data=_data(entry, "fixAll"))
+        )
+    if any(fixes.is_conversion(f) for f in safe) and _wanted(CONVERT_KIND, only):
+        actions.append(
+            types.CodeAction(title=CONVERT_TITLE, kind=CONVERT_KIND, data=_data(entry, "convert"))
+        )
+    return actions
+
+
+def new_source(entry: Entry, action: str, index: int | None) -> str | None:
+    """The text after the action, or None when it has nothing to do."""
+    compute: dict[str, Callable[[], str | None]] = {
+        "fix": lambda: fixes.quick_fix(entry, index),  # type: ignore[arg-type]
+        "ignore": lambda: fixes.ignore_on_line(entry, index),  # type: ignore[arg-type]
+        "fixAll": lambda: fixes.fix_all(entry).source,
+        "convert": lambda: fixes.convert(entry).source,
+    }
+    if action not in compute:
+        return None
+    try:
+        return compute[action]()
+    except FixError:
+        return None
+
+
+async def resolve(ls: XlaLensServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    uri, version = data.get("uri"), data.get("version")
+    kind, index = data.get("action"), data.get("index")
+    if not isinstance(uri, str) or not is_open(ls, uri):
+        return action
+    entry = ls.cache.get(uri, version)
+    if entry is None:
+        # The text moved on; per-finding edits would land in the wrong place.
+        ls.log_client(f"xla-lens: code action '{action.title}' is stale; ask again")
+        return action
+    new = await asyncio.to_thread(new_source, entry, str(kind), index)
+    if new is None:
+        ls.log_client(
+            f"xla-lens: '{action.title}' could not be applied to {uri}", types.MessageType.Warning
+        )
+        return action
+    action.edit = workspace_edit(ls, uri, entry.version, entry.source, new, entry.encoding)
+    return action
+
+
+def register(ls: XlaLensServer) -> None:
+    @ls.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=KINDS, resolve_provider=True),
+    )
+    @ls.guarded("codeAction", default=[])
+    async def code_action(
+        ls: XlaLensServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        if not is_open(ls, uri):
+            return []
+        entry = ls.cache.get(uri, ls.workspace.get_text_document(uri).version)
+        if entry is None or not entry.ok:
+            return []
+        actions = list_actions(entry, params)
+        if not ls.resolve_supports_edit():
+            actions = [await resolve(ls, a) for a in actions]
+        return actions
+
+    @ls.feature(types.CODE_ACTION_RESOLVE)
+    async def code_action_resolve(ls: XlaLensServer, action: types.CodeAction) -> types.CodeAction:
+        try:
+            return await resolve(ls, action)
+        except Exception:
+            ls.report("codeAction/resolve")
+            return action

@@ -1,0 +1,156 @@
+"""Hover: what XLA needs at the API under the cursor (from each rule's ``hover`` table),
+plus the findings on that line.
+
+Rules key their hover text by qualified API name (``torch.device``), by method
+(``.cuda``), by keyword argument (``padding=`` or ``transformers.AutoTokenizer(padding=)``)
+or by a module prefix (``torch_xla.core.xla_model.*``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from functools import cache
+
+from lsprotocol import types
+
+from ..rules.base import Finding, Pos, Span
+from ..rules.model import ScriptModel
+from ..rules.registry import all_rules
+from .core import XlaLensServer
+from .documents import current_entry
+from .state import Entry
+
+
+@cache
+def hover_table() -> dict[str, tuple[str, ...]]:
+    """API key → Markdown texts (several rules may speak about one API)."""
+    table: dict[str, list[str]] = {}
+    for rule in all_rules():
+        for key, text in rule.hover.items():
+            texts = table.setdefault(key, [])
+            if text not in texts:
+                texts.append(text)
+    return {k: tuple(v) for k, v in table.items()}
+
+
+def _contains(span: Span, pos: Pos) -> bool:
+    return span.start <= pos <= span.end
+
+
+def _attr_span(model: ScriptModel, node: ast.Attribute) -> Span:
+    """The span of the ``.attr`` part of an attribute (where the method name is)."""
+    full = model.span(node)
+    return Span(Pos(full.end.line, full.end.col - len(node.attr)), full.end)
+
+
+def _candidates(model: ScriptModel, node: ast.AST) -> Iterator[tuple[int, str]]:
+    """(priority, key): exact names (0) beat a keyword's call (1) and module wildcards (3)."""
+    if isinstance(node, ast.keyword) and node.arg:
+        call = model.parent(node)
+        if isinstance(call, ast.Call):
+            name = model.call_name(call)
+            if name:
+                yield 0, f"{name}({node.arg}=)"
+            if isinstance(call.func, ast.Attribute):
+                yield 0, f".{call.func.attr}({node.arg}=)"
+        yield 0, f"{node.arg}="
+        if isinstance(call, ast.Call):
+            # optim= in TrainingArguments(...): the call's own text still applies.
+            for priority, key in _candidates(model, call.func):
+                yield priority + 1, key
+        return
+    if isinstance(node, ast.Name | ast.Attribute):
+        q = model.qualname(node)
+        if q:
+            yield 0, q
+            parts = q.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                yield 3, ".".join(parts[:i]) + ".*"
+        elif isinstance(node, ast.Attribute):
+            # A method on a local object (model.cuda(), loss.item(), optimizer.step()).
+            yield 0, f".{node.attr}"
+
+
+def _nodes_at(model: ScriptModel, pos: Pos) -> list[ast.AST]:
+    """Name/attribute/keyword nodes under ``pos``, innermost first."""
+    hits: list[tuple[int, ast.AST]] = []
+    for node in ast.walk(model.tree):
+        if isinstance(node, ast.Attribute):
+            if _contains(_attr_span(model, node), pos):
+                hits.append((0, node))
+            elif _contains(model.span(node), pos):
+                hits.append((_size(model.span(node)), node))
+        elif isinstance(node, ast.Name) and _contains(model.span(node), pos):
+            hits.append((0, node))
+        elif isinstance(node, ast.keyword) and node.arg and hasattr(node, "lineno"):
+            name_span = Span(
+                model.span(node).start,
+                Pos(model.span(node).start.line, model.span(node).start.col + len(node.arg)),
+            )
+            if _contains(name_span, pos):
+                hits.append((0, node))
+    hits.sort(key=lambda h: h[0])
+    return [n for _, n in hits]
+
+
+def _size(span: Span) -> int:
+    return (span.end.line - span.start.line) * 10_000 + span.end.col - span.start.col
+
+
+def api_hover(model: ScriptModel, pos: Pos) -> tuple[list[str], Span | None]:
+    table = hover_table()
+    found = [
+        (priority, depth, key, node)
+        for depth, node in enumerate(_nodes_at(model, pos))
+        for priority, key in _candidates(model, node)
+        if key in table
+    ]
+    if not found:
+        return [], None
+    _, _, key, node = min(found, key=lambda f: (f[0], f[1]))
+    return list(table[key]), model.span(node)
+
+
+def _finding_text(f: Finding) -> str:
+    lines = [f"**{f.code}** {f.message}"]
+    if f.fix is not None:
+        lines.append(f"Fix: {f.fix.title}" + ("" if f.fix.safe else " (review: changes behaviour)"))
+    elif f.manual:
+        lines.append(f"By hand: {f.manual}")
+    return "  \n".join(lines)
+
+
+def hover_for(entry: Entry, position: types.Position) -> types.Hover | None:
+    model = entry.analysis.model
+    if model is None:
+        return None
+    pos = entry.pos(position)
+    texts, span = api_hover(model, pos)
+    on_line = [
+        f for f in entry.analysis.findings if f.span.start.line <= pos.line <= f.span.end.line
+    ]
+    under = [f for f in on_line if _contains(f.span, pos)]
+    if not texts and not under:
+        return None
+    parts = list(texts)
+    if on_line:
+        parts.append(
+            "**xla-lens on this line**\n\n" + "\n\n".join(_finding_text(f) for f in on_line)
+        )
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)
+        ),
+        range=entry.range(span) if span is not None else entry.range(under[0].span),
+    )
+
+
+def register(ls: XlaLensServer) -> None:
+    @ls.feature(types.TEXT_DOCUMENT_HOVER)
+    @ls.guarded("hover")
+    async def hover(ls: XlaLensServer, params: types.HoverParams) -> types.Hover | None:
+        entry = await current_entry(ls, params.text_document.uri)
+        if entry is None or not entry.ok:
+            return None
+        return hover_for(entry, params.position)
