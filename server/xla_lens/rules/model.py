@@ -463,6 +463,23 @@ class ScriptModel:
     def line_text(self, line0: int) -> str:
         return self.lines[line0].rstrip("\r\n") if 0 <= line0 < len(self.lines) else ""
 
+    def in_indented_block(self, stmt: ast.stmt) -> bool:
+        """False for a statement of a one-line suite (``if c: stmt``, ``for x in y: stmt``).
+
+        The engine inserts and appends statements only in indented blocks and at module
+        level, so statement fixes anchored in a one-line suite would be dropped.
+        """
+        parent = self.parents.get(stmt)
+        if parent is None or isinstance(parent, ast.Module):
+            return True
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list) and stmt in block:
+                first = next(s for s in block if s.lineno == stmt.lineno)
+                col = self._col(first.lineno, first.col_offset)
+                return not self.line_text(first.lineno - 1)[:col].strip()
+        return True
+
 
 class Emitter:
     """Builds replacement code and records the imports it needs, reusing the script's

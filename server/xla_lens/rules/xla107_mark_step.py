@@ -1,0 +1,125 @@
+"""XLA107: a training loop never marks the step.
+
+XLA tensors are lazy: without a sync at the end of each iteration the graph keeps
+growing across steps until something reads a value, so every step recompiles a bigger
+graph (or memory runs out). ``MpDeviceLoader``/``ParallelLoader`` sync by themselves.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from . import xla_api
+from .base import AppendToBody, Category, Finding, Fix, Rule, RuleContext, Severity, Span
+from .model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, keyword
+from .xla106_device_loader import is_xla_loader, iterated_loader, will_wrap
+
+CODE = "XLA107"
+OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
+
+
+def _is_sync(model: ScriptModel, call: ast.Call) -> bool:
+    name = model.call_name(call)
+    if name in SYNC_CALLS:
+        return True
+    if name == OPTIMIZER_STEP:
+        # optimizer_step(barrier=True) marks the step itself.
+        barrier = keyword(call, "barrier")
+        return (
+            barrier is not None
+            and isinstance(barrier.value, ast.Constant)
+            and barrier.value.value is True
+        )
+    return False
+
+
+def _syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
+    """A sync in the loop, its step functions, or a local function they call."""
+    seen: set[int] = set()
+    regions: list[ast.AST] = list(loop.regions())
+    while regions:
+        region = regions.pop()
+        if id(region) in seen:
+            continue
+        seen.add(id(region))
+        for node in ast.walk(region):
+            if not isinstance(node, ast.Call):
+                continue
+            if _is_sync(model, node):
+                return True
+            if isinstance(node.func, ast.Name) and node.func.id in model.functions:
+                regions.append(model.functions[node.func.id])
+    return False
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for loop in model.training_loops:
+        if _syncs(model, loop):
+            continue
+        if is_xla_loader(model, iterated_loader(model, loop.node)) or will_wrap(model, loop.node):
+            continue
+        e = Emitter(model)
+        code = xla_api.sync(e, ctx.target)
+        node = loop.node
+        # Report on the loop header only: the whole loop would paint the entire body.
+        header_end = node.iter if isinstance(node, ast.For | ast.AsyncFor) else node.test
+        span = model.span(node)
+        span = Span(span.start, model.span(header_end).end)
+        message = (
+            f"training loop never marks the step: XLA keeps tracing one growing graph "
+            f"across iterations; call {code} at the end of each iteration"
+        )
+        if not model.in_indented_block(node.body[0]):
+            yield Finding(
+                CODE,
+                message,
+                span,
+                Severity.WARNING,
+                manual=f"put the loop body on its own lines and end it with {code}",
+            )
+            continue
+        yield Finding(
+            CODE,
+            message,
+            span,
+            Severity.WARNING,
+            fix=Fix(
+                f"Add {code} at the end of the loop body",
+                (AppendToBody(model.span(node), code), *e.imports),
+            ),
+        )
+
+
+HOVER_SYNC = """\
+**XLA107 · mark the step at the end of each training iteration**
+
+XLA records operations lazily and compiles/runs the graph at a sync. Without one per
+iteration the graph grows across steps (recompiling every step) until a host read.
+
+Fix: call the sync as the last statement of the loop body (not needed when the loop
+iterates `pl.MpDeviceLoader`/`ParallelLoader`, which syncs for you).
+
+| target | API |
+|---|---|
+| modern (torch_xla ≥ 2.5) | `torch_xla.sync()` (or `with torch_xla.step():`) |
+| legacy (1.13) | `xm.mark_step()` (deprecated in 2.x) |
+
+`xm.optimizer_step(opt)` does not sync unless `barrier=True`.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="mark-step",
+    category=Category.CONVERSION,
+    summary="Training loop without a step sync → xm.mark_step() / torch_xla.sync() at the end of each iteration",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={
+        "torch_xla.core.xla_model.mark_step": HOVER_SYNC,
+        "torch_xla.sync": HOVER_SYNC,
+        "torch_xla.step": HOVER_SYNC,
+        "torch_xla.core.xla_model.optimizer_step": HOVER_SYNC,
+    },
+)

@@ -1,0 +1,148 @@
+"""XLA202: rank and world size read from torchrun's env vars or torch.distributed.
+
+The XLA launcher (``xmp.spawn`` / ``torch_xla.launch``) does not set ``LOCAL_RANK``,
+``RANK`` or ``WORLD_SIZE``, and ``dist.get_rank()`` needs an initialised process group;
+the XLA runtime knows each replica's ordinal and the world size directly.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from . import xla_api
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
+from .model import Emitter, ScriptModel, const_str
+
+CODE = "XLA202"
+Api = Callable[[Emitter, Target], str]
+ENV_KEYS: dict[str, Api] = {
+    "LOCAL_RANK": xla_api.local_ordinal,
+    "RANK": xla_api.global_ordinal,
+    "WORLD_SIZE": xla_api.world_size,
+}
+DIST_CALLS: dict[str, Api] = {
+    "torch.distributed.get_rank": xla_api.global_ordinal,
+    "torch.distributed.get_world_size": xla_api.world_size,
+    "torch.distributed.get_node_local_rank": xla_api.local_ordinal,
+}
+ENV_GETTERS = {"os.environ.get", "os.getenv"}
+
+
+def _env_key(model: ScriptModel, node: ast.AST) -> str | None:
+    """The key of ``os.environ["K"]`` (a read), ``os.environ.get("K", d)``, ``os.getenv("K")``."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.ctx, ast.Load)
+        and model.qualname(node.value) == "os.environ"
+    ):
+        return const_str(node.slice)
+    if isinstance(node, ast.Call) and model.call_name(node) in ENV_GETTERS and node.args:
+        return const_str(node.args[0])
+    return None
+
+
+def _int_wrapper(model: ScriptModel, node: ast.AST) -> ast.Call | None:
+    parent = model.parent(node)
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "int"
+        and "int" not in model.imports
+        and parent.args == [node]
+        and not parent.keywords
+    ):
+        return parent
+    return None
+
+
+def _finding(
+    model: ScriptModel, node: ast.AST, what: str, api: Api, target: Target, keep_str: bool
+) -> Finding:
+    e = Emitter(model)
+    value = api(e, target)
+    # An unwrapped env read is a str: keep it one so comparisons like == "0" still hold.
+    code = f"str({value})" if keep_str else value
+    return Finding(
+        CODE,
+        f"{what}: the XLA runtime gives it as {value}",
+        model.span(node),
+        Severity.WARNING,
+        fix=Fix(f"Replace with {code}", (Replace(model.span(node), code), *e.imports)),
+    )
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for node in ast.walk(model.tree):
+        key = _env_key(model, node)
+        if key is not None and key in ENV_KEYS:
+            wrapper = _int_wrapper(model, node)
+            yield _finding(
+                model,
+                wrapper or node,
+                f"the {key} env var is not set by the XLA launcher",
+                ENV_KEYS[key],
+                ctx.target,
+                keep_str=wrapper is None,
+            )
+    for call in model.calls:
+        name = model.call_name(call)
+        if name not in DIST_CALLS:
+            continue
+        short = name.rsplit(".", 1)[1]
+        if call.args or call.keywords:
+            # A process-group argument asks about a subgroup: no XLA runtime equivalent.
+            yield Finding(
+                CODE,
+                f"dist.{short}(group) for a subgroup: compute it from the XLA ordinals",
+                model.span(call),
+                Severity.WARNING,
+                manual="use xr.global_ordinal()/xr.world_size() (legacy: xm.get_ordinal()/"
+                "xm.xrt_world_size()) and derive the subgroup's rank by hand",
+            )
+            continue
+        yield _finding(
+            model,
+            call,
+            f"dist.{short}() needs a process group",
+            DIST_CALLS[name],
+            ctx.target,
+            False,
+        )
+
+
+HOVER_RANK = """\
+**XLA202 · rank and world size from the XLA runtime**
+
+The XLA launcher (`torch_xla.launch` / `xmp.spawn`) does not set torchrun's
+`LOCAL_RANK`/`RANK`/`WORLD_SIZE`, and `torch.distributed` needs a process group first.
+
+| value | modern (torch_xla ≥ 2.5) | legacy (1.13) |
+|---|---|---|
+| local rank | `xr.local_ordinal()` | `xm.get_local_ordinal()` |
+| global rank | `xr.global_ordinal()` | `xm.get_ordinal()` (removed in 2.9) |
+| world size | `xr.world_size()` | `xm.xrt_world_size()` (removed in 2.9) |
+
+`xr` is `torch_xla.runtime`. Fix: `local_rank = int(os.environ["LOCAL_RANK"])` →
+`local_rank = xr.local_ordinal()`.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="rank-world-size",
+    category=Category.DISTRIBUTED,
+    summary="Rank/world size from LOCAL_RANK/RANK/WORLD_SIZE env vars or dist.get_rank()/get_world_size() → the XLA runtime's ordinals",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={
+        "torch.distributed.get_rank": HOVER_RANK,
+        "torch.distributed.get_world_size": HOVER_RANK,
+        "torch_xla.runtime.world_size": HOVER_RANK,
+        "torch_xla.runtime.global_ordinal": HOVER_RANK,
+        "torch_xla.runtime.local_ordinal": HOVER_RANK,
+        "torch_xla.core.xla_model.get_ordinal": HOVER_RANK,
+        "torch_xla.core.xla_model.get_local_ordinal": HOVER_RANK,
+        "torch_xla.core.xla_model.xrt_world_size": HOVER_RANK,
+    },
+)

@@ -1,0 +1,115 @@
+from tests.helpers import findings, fixed, src
+
+SINGLE = """
+import torch
+from torch.utils.data import DataLoader
+
+loader = DataLoader(ds, batch_size=8)
+for x, y in loader:
+    optimizer.zero_grad()
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+print("done")
+"""
+
+
+def test_loop_without_sync_gets_one_at_the_end_modern():
+    (f,) = findings(SINGLE, "XLA107")
+    assert (f.span.start.line, f.span.end.line) == (4, 4)  # the loop header only
+    assert fixed(SINGLE, "XLA107") == src(SINGLE).replace(
+        "from torch.utils.data import DataLoader\n",
+        "from torch.utils.data import DataLoader\nimport torch_xla\n",
+    ).replace("    optimizer.step()\n", "    optimizer.step()\n    torch_xla.sync()\n")
+
+
+def test_legacy_target_appends_mark_step_with_the_scripts_alias():
+    code = SINGLE.replace("import torch\n", "import torch\nimport torch_xla.core.xla_model as X\n")
+    out = fixed(code, "XLA107", target="legacy")
+    assert "    optimizer.step()\n    X.mark_step()\nprint" in out
+    assert findings(out, "XLA107", target="legacy") == []
+
+
+def test_while_loop_and_step_function():
+    code = """
+    import torch
+
+    def train_step(batch):
+        model(batch).sum().backward()
+        optimizer.step()
+
+    step = 0
+    while step < 10:
+        train_step(next(it))
+        step += 1
+    """
+    out = fixed(code, "XLA107")
+    assert "    step += 1\n    torch_xla.sync()\n" in out
+
+
+def test_synced_loops_report_nothing():
+    code = """
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+    import torch_xla.distributed.parallel_loader as pl
+    from torch_xla import sync as do_sync
+
+    def step_fn(batch):
+        model(batch).sum().backward()
+        xm.optimizer_step(optimizer)
+        xm.mark_step()
+
+    for x in loader:
+        step_fn(x)
+    for x in loader:
+        model(x).sum().backward()
+        do_sync()
+    for x in loader:
+        model(x).sum().backward()
+        xm.optimizer_step(optimizer, barrier=True)
+    for x in pl.MpDeviceLoader(loader, device):
+        model(x).sum().backward()
+    para = pl.ParallelLoader(loader, [device])
+    for i, x in enumerate(para.per_device_loader(device)):
+        model(x).sum().backward()
+    for x in loader:
+        with torch_xla.step():
+            model(x).sum().backward()
+    """
+    assert findings(code, "XLA107") == []
+
+
+def test_optimizer_step_without_barrier_does_not_count_as_a_sync():
+    code = """
+    import torch_xla.core.xla_model as xm
+    for x in loader:
+        model(x).sum().backward()
+        xm.optimizer_step(optimizer)
+    """
+    assert len(findings(code, "XLA107")) == 1
+
+
+def test_distributed_dataloader_loop_is_left_to_xla106():
+    code = """
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+    dist.init_process_group("xla")
+    loader = DataLoader(ds)
+    for x in loader:
+        model(x).sum().backward()
+    for i in range(10):
+        model(i).sum().backward()
+    """
+    (f,) = findings(code, "XLA107")
+    assert f.span.start.line == 6  # only the range() loop: XLA106 wraps the other
+    assert {g.code for g in findings(code)} >= {"XLA106", "XLA107"}
+
+
+def test_one_line_loop_body_gets_manual_advice_not_a_half_applied_fix():
+    code = """
+    import torch
+    for x in loader: model(x).sum().backward(); optimizer.step()
+    """
+    (f,) = findings(code, "XLA107")
+    assert f.fix is None and "torch_xla.sync()" in f.manual
+    assert fixed(code, "XLA107") == src(code)

@@ -1,0 +1,87 @@
+from tests.helpers import findings, fixed, src
+
+ENV = """
+import os
+from os import environ as env
+
+local_rank = int(os.environ["LOCAL_RANK"])
+rank = int(os.environ.get("RANK", 0))
+world_size = int(os.getenv("WORLD_SIZE", "1"))
+is_first = env.get("RANK", "0") == "0"
+os.environ["RANK"] = "0"
+home = os.environ["HOME"]
+"""
+
+
+def test_env_reads_modern():
+    found = findings(ENV, "XLA202")
+    assert [f.span.start.line for f in found] == [3, 4, 5, 6]
+    assert fixed(ENV, "XLA202") == src(
+        """
+        import os
+        from os import environ as env
+        import torch_xla.runtime as xr
+
+        local_rank = xr.local_ordinal()
+        rank = xr.global_ordinal()
+        world_size = xr.world_size()
+        is_first = str(xr.global_ordinal()) == "0"
+        os.environ["RANK"] = "0"
+        home = os.environ["HOME"]
+        """
+    )
+
+
+def test_env_reads_legacy():
+    out = fixed(ENV, "XLA202", target="legacy")
+    assert "local_rank = xm.get_local_ordinal()\n" in out
+    assert "rank = xm.get_ordinal()\n" in out
+    assert "world_size = xm.xrt_world_size()\n" in out
+    assert "import torch_xla.core.xla_model as xm\n" in out
+
+
+def test_torch_distributed_calls_follow_aliases():
+    code = """
+    import torch.distributed as D
+    from torch.distributed import get_world_size
+    import torch_xla.runtime as R
+
+    if D.get_rank() == 0:
+        print(get_world_size())
+    """
+    assert fixed(code, "XLA202") == src(
+        """
+        import torch.distributed as D
+        from torch.distributed import get_world_size
+        import torch_xla.runtime as R
+
+        if R.global_ordinal() == 0:
+            print(R.world_size())
+        """
+    )
+    legacy = fixed(code, "XLA202", target="legacy")
+    assert "if xm.get_ordinal() == 0:\n    print(xm.xrt_world_size())\n" in legacy
+
+
+def test_subgroup_queries_have_no_automatic_fix():
+    code = """
+    import torch.distributed as dist
+    r = dist.get_rank(group)
+    """
+    (f,) = findings(code, "XLA202")
+    assert f.fix is None and f.manual
+
+
+def test_converted_code_reports_nothing():
+    code = """
+    import os
+    import torch_xla.runtime as xr
+    import torch_xla.core.xla_model as xm
+    rank = xr.global_ordinal()
+    local = xm.get_local_ordinal()
+    n = xr.world_size()
+    other = os.environ.get("MASTER_ADDR")
+    key = "RANK"
+    """
+    assert findings(code, "XLA202") == []
+    assert findings(code, "XLA202", target="legacy") == []
