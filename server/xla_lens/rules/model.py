@@ -9,6 +9,7 @@ functions), and converts stdlib ``ast`` positions (UTF-8 byte columns) to code p
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,23 @@ XLA_LOADERS = {
     "torch_xla.distributed.parallel_loader.ParallelLoader",
 }
 SYNC_CALLS = {"torch_xla.core.xla_model.mark_step", "torch_xla.sync", "torch_xla.step"}
+
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(source: str) -> list[str]:
+    """Lines (with their ends) as ``ast`` numbers them: only LF, CRLF and CR end a line.
+    str.splitlines also breaks at form feed, vertical tab, U+001C..U+001E, NEL, U+2028 and
+    U+2029, which may sit in comments and strings, and would shift every later line."""
+    lines: list[str] = []
+    start = 0
+    for m in _LINE_BREAK.finditer(source):
+        lines.append(source[start : m.end()])
+        start = m.end()
+    if start < len(source):
+        lines.append(source[start:])
+    return lines
 
 
 def is_cuda_string(node: ast.AST) -> bool:
@@ -115,7 +133,7 @@ class ScriptModel:
         self.source = source
         self.tree = tree
         self.path = path
-        self.lines = source.splitlines(keepends=True)
+        self.lines = split_lines(source)
         self.parents: dict[ast.AST, ast.AST] = {}
         self.calls: list[ast.Call] = []
         self.loops: list[ast.For | ast.While | ast.AsyncFor] = []
@@ -458,7 +476,22 @@ class ScriptModel:
         )
 
     def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.source, node) or ast.unparse(node)
+        # ast.get_source_segment re-splits the whole source on every call (quadratic on
+        # big scripts); self.lines is the same split, done once.
+        end_line = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None or end_line > len(self.lines):
+            return ast.unparse(node)
+        first, last = node.lineno - 1, end_line - 1
+        if first == last:
+            text = self.lines[first].encode()[node.col_offset : end_col].decode()
+        else:
+            text = (
+                self.lines[first].encode()[node.col_offset :].decode()
+                + "".join(self.lines[first + 1 : last])
+                + self.lines[last].encode()[:end_col].decode()
+            )
+        return text or ast.unparse(node)
 
     def line_text(self, line0: int) -> str:
         return self.lines[line0].rstrip("\r\n") if 0 <= line0 < len(self.lines) else ""

@@ -57,6 +57,20 @@ def launch(e: Emitter, target: Target, fn: str) -> str:
     return f"{e.torch_xla}.launch({fn})"
 
 
+def manual_seed(e: Emitter, target: Target, seed: str) -> str:
+    """Seed the XLA device's RNG (torch_xla 1.13 has no ``torch_xla.manual_seed``)."""
+    if target == "legacy":
+        return f"{e.xm}.set_rng_state({seed})"
+    return f"{e.torch_xla}.manual_seed({seed})"
+
+
+def grad_scaler(e: Emitter, target: Target, args: str) -> str:
+    """A GradScaler for XLA; ``args`` is the original argument text (may be empty)."""
+    if target == "legacy":
+        return f"{e.module('torch_xla.amp')}.GradScaler({args})"
+    return f'{e.torch}.amp.GradScaler("xla"{", " + args if args else ""})'
+
+
 # The qualified names of the same API in each dialect, for detection.
 DEVICE_CALLS = {"torch_xla.core.xla_model.xla_device", "torch_xla.device"}
 SYNC_CALLS = {"torch_xla.core.xla_model.mark_step", "torch_xla.sync"}

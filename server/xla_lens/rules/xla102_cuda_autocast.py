@@ -1,0 +1,142 @@
+"""XLA102: a CUDA autocast context, which does nothing for XLA tensors."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
+from .model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
+
+CODE = "XLA102"
+
+# torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)
+CUDA_AUTOCAST = {"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"}
+CUDA_PARAMS = ("enabled", "dtype", "cache_enabled")
+# torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)
+DEVICE_AUTOCAST = {"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast"}
+DEVICE_PARAMS = ("device_type", "dtype", "enabled", "cache_enabled")
+
+MESSAGE = (
+    "CUDA autocast is a silent no-op on XLA tensors: the ops inside it stay fp32. "
+    "Use an XLA autocast ({target})"
+)
+
+
+def _is_cuda_autocast(model: ScriptModel, call: ast.Call) -> tuple[bool, tuple[str, ...]]:
+    name = model.call_name(call)
+    if name in CUDA_AUTOCAST:
+        return True, CUDA_PARAMS
+    if name in DEVICE_AUTOCAST:
+        device = arg_or_keyword(call, 0, "device_type")
+        if device is not None and is_cuda_string(device):
+            return True, DEVICE_PARAMS
+    return False, ()
+
+
+def _arguments(
+    model: ScriptModel, call: ast.Call, params: tuple[str, ...]
+) -> dict[str, str] | None:
+    """Parameter name -> source text, positional arguments mapped to their names;
+    None when ``*args``/``**kwargs`` hide which parameter is which."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        kw.arg is None for kw in call.keywords
+    ):
+        return None
+    if len(call.args) > len(params):
+        return None
+    out = {params[i]: model.segment(a) for i, a in enumerate(call.args)}
+    for kw in call.keywords:
+        out[kw.arg] = model.segment(kw.value)  # type: ignore[index]
+    return out
+
+
+def _modern(model: ScriptModel, call: ast.Call, args: dict[str, str]) -> Fix:
+    e = Emitter(model)
+    torch = e.torch
+    # bf16 is the XLA autocast type (TPU/Neuron have no fast fp16); an explicit
+    # dtype is the user's choice and stays.
+    parts = ['"xla"', f"dtype={args.get('dtype', f'{torch}.bfloat16')}"]
+    parts += [f"{k}={v}" for k, v in args.items() if k not in {"device_type", "dtype"}]
+    code = f"{torch}.autocast({', '.join(parts)})"
+    return Fix(f"Replace with {code}", (Replace(model.span(call), code), *e.imports))
+
+
+def _legacy(model: ScriptModel, call: ast.Call, args: dict[str, str], cuda_form: bool) -> Fix:
+    e = Emitter(model)
+    amp = e.module("torch_xla.amp")
+    if cuda_form:
+        # Same signature as torch.cuda.amp.autocast: keep the arguments as written.
+        op = Replace(model.span(call.func), f"{amp}.autocast")
+        title = f"Use {amp}.autocast"
+    else:
+        kept = ", ".join(f"{k}={v}" for k, v in args.items() if k != "device_type")
+        code = f"{amp}.autocast({kept})"
+        op = Replace(model.span(call), code)
+        title = f"Replace with {code}"
+    return Fix(title, (op, *e.imports))
+
+
+def _target_api(target: Target) -> str:
+    if target == "legacy":
+        return "torch_xla.amp.autocast"
+    return 'torch.autocast("xla", dtype=torch.bfloat16)'
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for call in model.calls:
+        found, params = _is_cuda_autocast(model, call)
+        if not found:
+            continue
+        args = _arguments(model, call, params)
+        fix = manual = None
+        if args is None:
+            manual = (
+                f"Replace this autocast with {_target_api(ctx.target)}, passing the "
+                "arguments hidden in *args/**kwargs by name"
+            )
+        elif ctx.target == "legacy":
+            fix = _legacy(model, call, args, params == CUDA_PARAMS)
+        else:
+            fix = _modern(model, call, args)
+        yield Finding(
+            CODE,
+            MESSAGE.format(target=_target_api(ctx.target)),
+            model.span(call),
+            Severity.WARNING,
+            fix=fix,
+            manual=manual,
+        )
+
+
+HOVER = """\
+**XLA102 · CUDA autocast → XLA autocast**
+
+A CUDA autocast (`torch.cuda.amp.autocast()`, `torch.autocast("cuda")`) is a **silent no-op**
+on XLA tensors: nothing is cast and the step runs in fp32.
+
+| target | API |
+|---|---|
+| modern (torch_xla ≥ 2.5) | `torch.autocast("xla", dtype=torch.bfloat16)` |
+| legacy (1.13, SageMaker Training Compiler) | `torch_xla.amp.autocast(...)` (same arguments as `torch.cuda.amp.autocast`) |
+
+Fix: the autocast call is replaced; `enabled=`, an explicit `dtype=` and `cache_enabled=`
+are kept. `torch_xla.amp.autocast(device)` in torch_xla 2.9 raises on the CPU device
+("AMP only supported for XLA:TPU"), so the modern fix uses `torch.autocast("xla")`.
+With bf16 no loss scaling is needed (see XLA103).
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="cuda-autocast",
+    category=Category.CONVERSION,
+    summary='CUDA autocast (torch.cuda.amp.autocast, torch.autocast("cuda")) is a no-op on XLA → XLA autocast',
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={
+        "torch.cuda.amp.autocast": HOVER,
+        "torch.autocast": HOVER,
+        "torch.amp.autocast": HOVER,
+    },
+)

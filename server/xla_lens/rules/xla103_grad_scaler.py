@@ -1,0 +1,245 @@
+"""XLA103: a CUDA GradScaler.
+
+Legacy target: the guide's ``torch_xla.amp.GradScaler``. Modern target: with bf16 autocast
+no loss scaling is needed (GUIDE G), so the scaler goes away and its calls become the
+plain backward/step they wrap; that is only done when every use of the scaler is one
+of those calls.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from .base import (
+    Category,
+    EditOp,
+    Finding,
+    Fix,
+    RemoveKeyword,
+    RemoveStatement,
+    Replace,
+    Rule,
+    RuleContext,
+    SetArgs,
+    Severity,
+)
+from .model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
+
+CODE = "XLA103"
+
+CUDA_SCALERS = {"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"}
+# torch.amp.GradScaler(device="cuda", init_scale=..., ...): "cuda" is the default.
+DEVICE_SCALERS = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
+AUTOCASTS = {
+    "torch.cuda.amp.autocast",
+    "torch.autocast",
+    "torch.amp.autocast",
+    "torch_xla.amp.autocast",
+}
+# Atoms can take ``.backward()`` directly; anything else needs parentheses.
+ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)
+
+
+def _device_arg(call: ast.Call) -> tuple[bool, ast.expr | None]:
+    """(known, device node) for the device-first GradScaler forms."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        kw.arg is None for kw in call.keywords
+    ):
+        return False, None
+    return True, arg_or_keyword(call, 0, "device")
+
+
+def _is_cuda_scaler(model: ScriptModel, call: ast.Call) -> bool:
+    name = model.call_name(call)
+    if name in CUDA_SCALERS:
+        return True
+    if name in DEVICE_SCALERS:
+        known, device = _device_arg(call)
+        return known and (device is None or is_cuda_string(device))
+    return False
+
+
+def _args_without_device(model: ScriptModel, call: ast.Call) -> list[str]:
+    if model.call_name(call) in CUDA_SCALERS:
+        return [model.segment(a) for a in call.args] + [model.segment(k) for k in call.keywords]
+    args = [model.segment(a) for a in call.args[1:]]
+    return args + [model.segment(k) for k in call.keywords if k.arg != "device"]
+
+
+def _legacy_fix(model: ScriptModel, call: ast.Call) -> Fix:
+    e = Emitter(model)
+    name = f"{e.module('torch_xla.amp')}.GradScaler"
+    ops: list[EditOp] = [Replace(model.span(call.func), name)]
+    if model.call_name(call) in DEVICE_SCALERS:
+        # torch_xla.amp.GradScaler has the torch.cuda.amp signature: no device.
+        if keyword(call, "device") is not None:
+            ops.append(RemoveKeyword(model.span(call), "device"))
+        elif call.args:
+            ops.append(SetArgs(model.span(call), ", ".join(_args_without_device(model, call))))
+    return Fix(f"Use {name}", (*ops, *e.imports))
+
+
+def _xla_scaler_fix(model: ScriptModel, call: ast.Call) -> Fix:
+    e = Emitter(model)
+    args = ", ".join(['"xla"', *_args_without_device(model, call)])
+    code = f"{e.torch}.amp.GradScaler({args})"
+    # Keeps loss scaling (and its host read every step): the user chooses this over
+    # removing the scaler, so it is never applied by fix-all.
+    return Fix(
+        f"Keep loss scaling on XLA: {code}",
+        (Replace(model.span(call), code), *e.imports),
+        safe=False,
+    )
+
+
+def _scaler_statement(model: ScriptModel, call: ast.Call) -> tuple[str, ast.stmt] | None:
+    """``(name, statement)`` when the constructor is assigned straight to one name."""
+    stmt = model.parent(call)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and stmt.value is call:
+        target = stmt.targets[0]
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is call:
+        target = stmt.target
+    else:
+        return None
+    return (target.id, stmt) if isinstance(target, ast.Name) else None
+
+
+def _removal_ops(model: ScriptModel, name: str) -> tuple[list[EditOp], ast.AST | None]:
+    """The edits that drop scaler ``name``, or the first use they cannot handle."""
+    ops: list[EditOp] = []
+    owned: set[int] = set()
+    for assign in model.assignments.get(name, []):
+        value = assign.value
+        if not (isinstance(value, ast.Call) and _is_cuda_scaler(model, value)):
+            return [], assign
+        if _scaler_statement(model, value) is None:
+            return [], assign
+        ops.append(RemoveStatement(model.span(assign)))
+        owned.update(id(n) for n in ast.walk(assign))
+    for node in ast.walk(model.tree):
+        if not (isinstance(node, ast.Name) and node.id == name) or id(node) in owned:
+            continue
+        op = _use_op(model, node)
+        if op is None:
+            return [], node
+        ops.append(op)
+    return ops, None
+
+
+def _use_op(model: ScriptModel, node: ast.Name) -> EditOp | None:
+    attr = model.parent(node)
+    call = model.parent(attr) if attr is not None else None
+    if not (
+        isinstance(node.ctx, ast.Load)
+        and isinstance(attr, ast.Attribute)
+        and isinstance(call, ast.Call)
+        and call.func is attr
+    ):
+        return None
+    if attr.attr == "scale" and len(call.args) == 1 and not call.keywords:
+        loss = call.args[0]
+        if isinstance(loss, ast.Starred):
+            return None
+        code = model.segment(loss)
+        return Replace(model.span(call), code if isinstance(loss, ATOMS) else f"({code})")
+    if attr.attr == "step" and call.args and not isinstance(call.args[0], ast.Starred):
+        rest = [model.segment(a) for a in call.args[1:]] + [model.segment(k) for k in call.keywords]
+        opt = model.segment(call.args[0])
+        if not isinstance(call.args[0], ATOMS):
+            opt = f"({opt})"
+        return Replace(model.span(call), f"{opt}.step({', '.join(rest)})")
+    if attr.attr in {"update", "unscale_"}:
+        stmt = model.parent(call)
+        if isinstance(stmt, ast.Expr):
+            return RemoveStatement(model.span(stmt))
+    return None
+
+
+def _fp16_autocast(model: ScriptModel) -> bool:
+    for call in model.calls:
+        name = model.call_name(call)
+        if name not in AUTOCASTS:
+            continue
+        # dtype is the second parameter except in torch_xla.amp.autocast(device, enabled, dtype).
+        index = 2 if name == "torch_xla.amp.autocast" else 1
+        node = arg_or_keyword(call, index, "dtype")
+        if node is not None and (model.qualname(node) or "") in {"torch.float16", "torch.half"}:
+            return True
+    return False
+
+
+def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]:
+    """The removal fix, or (the GradScaler("xla") quick fix, why removal is not safe)."""
+    bound = _scaler_statement(model, call)
+    if bound is None:
+        why = "the scaler is not assigned to a plain variable"
+    else:
+        ops, blocker = _removal_ops(model, bound[0])
+        if blocker is None and _fp16_autocast(model):
+            fix = Fix(
+                "Remove the GradScaler (fp16 autocast: review underflow)", tuple(ops), safe=False
+            )
+            return fix, None
+        if blocker is None:
+            return Fix("Remove the GradScaler: bf16 needs no loss scaling", tuple(ops)), None
+        why = (
+            f"`{bound[0]}` is used beyond scale/step/update/unscale_ "
+            f"(line {blocker.lineno}: `{model.line_text(blocker.lineno - 1).strip()}`)"
+        )
+    manual = (
+        f"Removing the scaler is not automatic here: {why}. With bf16 autocast remove it by "
+        "hand (`scaler.scale(loss).backward()` → `loss.backward()`, `scaler.step(opt)` → "
+        '`opt.step()`, drop `scaler.update()`), or keep loss scaling with `torch.amp.GradScaler("xla")`, '
+        "which reads the host every step"
+    )
+    return _xla_scaler_fix(model, call), manual
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for call in model.calls:
+        if not _is_cuda_scaler(model, call):
+            continue
+        if ctx.target == "legacy":
+            fix, manual = _legacy_fix(model, call), None
+            message = "CUDA GradScaler: on XLA the loss scaler is torch_xla.amp.GradScaler"
+        else:
+            fix, manual = _modern(model, call)
+            message = (
+                "CUDA GradScaler: with bf16 autocast on XLA no loss scaling is needed; "
+                "remove the scaler (loss.backward(), optimizer.step())"
+            )
+        yield Finding(CODE, message, model.span(call), Severity.WARNING, fix=fix, manual=manual)
+
+
+HOVER = """\
+**XLA103 · CUDA GradScaler**
+
+A CUDA `GradScaler` scales the loss so fp16 gradients do not underflow. On XLA:
+
+| target | API |
+|---|---|
+| modern (torch_xla ≥ 2.5) | no scaler: bf16 autocast needs no loss scaling (`torch.amp.GradScaler("xla")` exists but reads the host every step) |
+| legacy (1.13, SageMaker Training Compiler) | `torch_xla.amp.GradScaler(...)` (same arguments) |
+
+Modern fix: `scaler = GradScaler()` is removed, `scaler.scale(loss).backward()` →
+`loss.backward()`, `scaler.step(opt)` → `opt.step()`, `scaler.update()` / `scaler.unscale_(opt)`
+are dropped — only when the scaler is used in no other way (a checkpointed
+`scaler.state_dict()` needs a hand edit). `torch_xla.amp.GradScaler` was removed in torch_xla 2.x.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="grad-scaler",
+    category=Category.CONVERSION,
+    summary="CUDA GradScaler → torch_xla.amp.GradScaler (legacy) or no loss scaling with bf16 (modern)",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={
+        "torch.cuda.amp.GradScaler": HOVER,
+        "torch.amp.GradScaler": HOVER,
+        "torch.GradScaler": HOVER,
+        ".unscale_": HOVER,
+    },
+)

@@ -1,0 +1,77 @@
+"""XLA105: a plain ``optimizer.step()`` in the training loop of a script without AMP.
+
+``xm.optimizer_step`` all-reduces the gradients across replicas before stepping (a no-op
+on one device), which a data-parallel XLA script needs and a plain step skips. Scripts
+that already reduce gradients themselves (``xm.reduce_gradients``/``xm.all_reduce``, or
+DDP) must keep the plain step, or every gradient would be reduced twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from . import xla_api
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
+from .model import Emitter, ScriptModel, receiver
+
+CODE = "XLA105"
+REDUCERS = {
+    "torch_xla.core.xla_model.reduce_gradients",
+    "torch_xla.core.xla_model.all_reduce",
+    "torch.nn.parallel.DistributedDataParallel",
+}
+
+
+def _reduces_gradients(model: ScriptModel) -> bool:
+    return any(model.call_name(c) in REDUCERS for c in model.calls)
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    # With a scaler the step is scaler.step(opt): XLA103 owns that path.
+    if model.uses_grad_scaler or _reduces_gradients(model):
+        return
+    for call in model.method_calls("step"):
+        opt = receiver(call)
+        if not model.is_optimizer(opt):
+            continue
+        # A closure (LBFGS) goes through optimizer_args; not worth guessing here.
+        if call.args or call.keywords or model.in_training_loop(call) is None:
+            continue
+        e = Emitter(model)
+        code = xla_api.optimizer_step(e, model.segment(opt))
+        yield Finding(
+            CODE,
+            f"optimizer step on XLA: {code} all-reduces the gradients across replicas "
+            "before stepping (a no-op on one device)",
+            model.span(call),
+            Severity.WARNING,
+            fix=Fix(f"Replace with {code}", (Replace(model.span(call), code), *e.imports)),
+        )
+
+
+HOVER = """\
+**XLA105 · optimizer.step() → xm.optimizer_step(optimizer)**
+
+On XLA the optimizer step goes through `xm.optimizer_step(optimizer)`: it all-reduces the
+gradients across replicas (nothing to do on one device) and then calls `optimizer.step()`.
+
+| target | API |
+|---|---|
+| modern (torch_xla ≥ 2.5) | `xm.optimizer_step(optimizer)` (`import torch_xla.core.xla_model as xm`) |
+| legacy (1.13, SageMaker Training Compiler) | `xm.optimizer_step(optimizer)` |
+
+It does not sync (`barrier=False`): the graph still runs at the `MpDeviceLoader`/`ParallelLoader`
+step or an explicit `torch_xla.sync()` / `xm.mark_step()` (XLA107). Not reported when the script
+reduces gradients itself (`xm.reduce_gradients`, `xm.all_reduce`, DDP) or uses a GradScaler.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="optimizer-step",
+    category=Category.CONVERSION,
+    summary="optimizer.step() in the training loop → xm.optimizer_step(optimizer)",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={".step": HOVER, "torch_xla.core.xla_model.optimizer_step": HOVER},
+)

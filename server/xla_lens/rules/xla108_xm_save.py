@@ -1,0 +1,93 @@
+"""XLA108: ``torch.save`` of a state dict (a checkpoint), where XLA wants ``xm.save``.
+
+A state dict of an XLA model holds XLA tensors: ``xm.save`` moves them to the CPU and
+writes on the master ordinal only, so replicas do not all write the same file.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
+from .model import Emitter, ScriptModel, arg_or_keyword, method_name
+
+CODE = "XLA108"
+# torch.save(obj, f, ...) keywords and their positions in xm.save(data, file_or_path).
+POSITIONS = {"obj": 0, "f": 1}
+
+
+def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
+    """A ``.state_dict()`` call, a dict literal holding one, or a name assigned one."""
+    if node is None or depth > 3:
+        return False
+    if isinstance(node, ast.Call):
+        return method_name(node) == "state_dict"
+    if isinstance(node, ast.Dict):
+        return any(_is_state_dict(model, v, depth + 1) for v in node.values)
+    if isinstance(node, ast.Name):
+        return any(_is_state_dict(model, v, depth + 1) for v in model.assigned_from(node.id))
+    return False
+
+
+def _fix(model: ScriptModel, call: ast.Call) -> Fix | None:
+    """Swap the function; ``obj=``/``f=`` become positions (xm.save names them differently).
+    None for the other torch.save options, which xm.save does not take."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > 2:
+        return None
+    e = Emitter(model)
+    ops: list[EditOp] = [Replace(model.span(call.func), f"{e.xm}.save")]
+    if call.keywords:
+        if any(kw.arg not in POSITIONS for kw in call.keywords):
+            return None
+        args = [model.segment(a) for a in call.args]
+        by_name = sorted(call.keywords, key=lambda kw: POSITIONS[kw.arg])  # type: ignore[index]
+        args += [model.segment(kw.value) for kw in by_name]
+        ops.append(SetArgs(model.span(call), ", ".join(args)))
+    return Fix(f"Replace with {e.xm}.save", (*ops, *e.imports))
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for call in model.calls_to("torch.save"):
+        if not _is_state_dict(model, arg_or_keyword(call, 0, "obj")):
+            continue
+        fix = _fix(model, call)
+        yield Finding(
+            CODE,
+            "checkpoint with torch.save: xm.save moves the XLA tensors to the CPU and writes "
+            "on the master ordinal only",
+            model.span(call),
+            Severity.WARNING,
+            fix=fix,
+            manual=None
+            if fix is not None
+            else "xm.save(data, path) takes no pickle options: drop them and call xm.save",
+        )
+
+
+HOVER = """\
+**XLA108 · torch.save checkpoint → xm.save**
+
+A state dict of a model on XLA holds XLA tensors. `xm.save(data, path)` moves them to the
+CPU first and writes on the master ordinal only (`master_only=True`), so in a multi-replica
+run one process writes the file.
+
+| target | API |
+|---|---|
+| modern (torch_xla ≥ 2.5) | `xm.save(model.state_dict(), path)` (`import torch_xla.core.xla_model as xm`) |
+| legacy (1.13, SageMaker Training Compiler) | `xm.save(model.state_dict(), path)` |
+
+Fix: `torch.save` → `xm.save`, arguments kept. torch.save's pickle options have no
+`xm.save` equivalent.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="xm-save",
+    category=Category.CONVERSION,
+    summary="torch.save(model.state_dict(), path) → xm.save(...) (CPU copy, master ordinal only)",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={"torch.save": HOVER, "torch_xla.core.xla_model.save": HOVER},
+)

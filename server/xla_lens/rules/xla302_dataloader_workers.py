@@ -1,0 +1,66 @@
+"""XLA302: Hugging Face TrainingArguments that load data in the training process."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
+from .model import ScriptModel, keyword
+from .xla301_trainer_optim import has_double_star, training_args_calls
+
+CODE = "XLA302"
+DEFAULT_WORKERS = 4
+BOUND = "at least the number of XLA devices and fewer than the number of CPU cores"
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for call in training_args_calls(model):
+        kw = keyword(call, "dataloader_num_workers")
+        if kw is None:
+            if has_double_star(call):
+                continue
+            anchor: ast.AST = call
+            what = "dataloader_num_workers is not set (0: batches load in the training process)"
+        elif isinstance(kw.value, ast.Constant) and kw.value.value == 0:
+            anchor = kw.value
+            what = "dataloader_num_workers=0 loads batches in the training process"
+        else:
+            continue
+        span = model.span(call)
+        yield Finding(
+            CODE,
+            f"{what}: on XLA the input pipeline must outpace the device; use {BOUND}",
+            model.span(anchor),
+            Severity.INFORMATION,
+            fix=Fix(
+                f"Set dataloader_num_workers={DEFAULT_WORKERS} (adjust: {BOUND})",
+                (SetKeyword(span, "dataloader_num_workers", str(DEFAULT_WORKERS)),),
+            ),
+        )
+
+
+HOVER = """\
+**XLA302 · `TrainingArguments(dataloader_num_workers=N)`**
+
+XLA runs the step asynchronously, so a data pipeline in the training process becomes the
+bottleneck. Set `dataloader_num_workers` (and `preprocessing_num_workers` in the Hugging Face
+example scripts) to **at least the number of devices and fewer than the number of CPU cores**.
+The fix writes `4` as a starting point. Same on the legacy (torch_xla 1.13) and modern targets.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="dataloader-workers",
+    category=Category.TRAINER,
+    summary="TrainingArguments with dataloader_num_workers unset or 0 → worker processes feed the device",
+    severity=Severity.INFORMATION,
+    check=check,
+    has_fix=True,
+    hover={
+        "transformers.TrainingArguments": HOVER,
+        "transformers.Seq2SeqTrainingArguments": HOVER,
+        "transformers.TrainingArguments(dataloader_num_workers=)": HOVER,
+        "transformers.Seq2SeqTrainingArguments(dataloader_num_workers=)": HOVER,
+    },
+)

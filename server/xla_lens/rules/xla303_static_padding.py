@@ -1,0 +1,171 @@
+"""XLA303: tokenizers and collators that pad to the longest sequence (a new shape per batch)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .model import ScriptModel, dotted, keyword, method_name, receiver
+
+CODE = "XLA303"
+DEFAULT_MAX_LENGTH = 128
+# Collators whose ``padding`` defaults to True (pad to longest); value = positional index of
+# (padding, max_length) in the dataclass constructor.
+COLLATORS = {
+    "DataCollatorWithPadding": (1, 2),
+    "DataCollatorForTokenClassification": (1, 2),
+    "DataCollatorForMultipleChoice": (1, 2),
+    "DataCollatorForSeq2Seq": (2, 3),
+}
+COLLATOR_MODULES = ("transformers", "transformers.data.data_collator")
+TOKENIZER_METHODS = {"batch_encode_plus", "encode_plus", "encode", "__call__"}
+
+
+@dataclass(frozen=True)
+class _Site:
+    call: ast.Call
+    # Positional indices of padding / max_length, when the API takes them positionally.
+    padding_index: int | None
+    max_length_index: int | None
+    pads_by_default: bool
+    takes_truncation: bool
+
+
+def _last_identifier(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def _tokenizer_names(model: ScriptModel) -> set[str]:
+    """Names bound to ``AutoTokenizer.from_pretrained(...)``-like calls (``tok = ...``)."""
+    out = set()
+    for name, assigns in model.assignments.items():
+        for a in assigns:
+            if isinstance(a.value, ast.Call):
+                func = dotted(a.value.func) or ""
+                if "tokenizer" in func.lower():
+                    out.add(name)
+    return out
+
+
+def _is_tokenizer(node: ast.AST | None, names: set[str]) -> bool:
+    ident = _last_identifier(node) if node is not None else None
+    return ident is not None and ("tokenizer" in ident.lower() or ident in names)
+
+
+def _collator(model: ScriptModel, call: ast.Call) -> str | None:
+    q = model.call_name(call) or ""
+    module, _, cls = q.rpartition(".")
+    return cls if cls in COLLATORS and module in COLLATOR_MODULES else None
+
+
+def _sites(model: ScriptModel) -> Iterator[_Site]:
+    names = _tokenizer_names(model)
+    for call in model.calls:
+        cls = _collator(model, call)
+        if cls is not None:
+            pad_i, max_i = COLLATORS[cls]
+            yield _Site(call, pad_i, max_i, True, False)
+            continue
+        method = method_name(call)
+        if method == "pad" and _is_tokenizer(receiver(call), names):
+            yield _Site(call, 1, 2, True, False)
+        elif method in TOKENIZER_METHODS and _is_tokenizer(receiver(call), names):
+            yield _Site(call, None, None, False, True)
+        elif _is_tokenizer(call.func, names):
+            # ``tokenizer(texts, ...)`` / ``self.tokenizer(texts, ...)``.
+            yield _Site(call, None, None, False, True)
+
+
+def _argument(call: ast.Call, index: int | None, name: str) -> ast.expr | None:
+    kw = keyword(call, name)
+    if kw is not None:
+        return kw.value
+    if index is not None and len(call.args) > index:
+        arg = call.args[index]
+        return None if isinstance(arg, ast.Starred) else arg
+    return None
+
+
+def _pads_to_longest(value: ast.expr | None, default: bool) -> bool:
+    if value is None:
+        return default
+    if isinstance(value, ast.Constant):
+        return value.value is True or value.value == "longest"
+    return isinstance(value, ast.Attribute) and value.attr == "LONGEST"
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for site in _sites(model):
+        call = site.call
+        padding = _argument(call, site.padding_index, "padding")
+        if not _pads_to_longest(padding, site.pads_by_default):
+            continue
+        if padding is None and any(kw.arg is None for kw in call.keywords):
+            continue  # ``**kwargs`` may set padding already
+        span = model.span(call)
+        ops: list[EditOp] = []
+        if padding is not None and keyword(call, "padding") is None:
+            ops.append(Replace(model.span(padding), '"max_length"'))
+        else:
+            ops.append(SetKeyword(span, "padding", '"max_length"'))
+        max_length = _argument(call, site.max_length_index, "max_length")
+        invented = max_length is None or (
+            isinstance(max_length, ast.Constant) and max_length.value is None
+        )
+        if invented:
+            ops.append(SetKeyword(span, "max_length", str(DEFAULT_MAX_LENGTH)))
+        if site.takes_truncation and keyword(call, "truncation") is None:
+            ops.append(SetKeyword(span, "truncation", "True"))
+        title = 'Pad to a fixed length: padding="max_length"'
+        if invented:
+            title += f", max_length={DEFAULT_MAX_LENGTH} (a default: adjust to your data)"
+        how = (
+            "pads to the longest sequence by default"
+            if padding is None
+            else "pads to the longest sequence"
+        )
+        yield Finding(
+            CODE,
+            f"{how}: every batch gets a new shape and XLA recompiles the graph; "
+            'use padding="max_length" with a fixed max_length',
+            model.span(padding if padding is not None else call),
+            Severity.WARNING,
+            # An invented max_length truncates or over-pads the data: the user must review it.
+            fix=Fix(title, tuple(ops), safe=not invented),
+        )
+
+
+HOVER = """\
+**XLA303 · static padding**
+
+XLA compiles one graph per input shape. `padding=True` / `padding="longest"` (and the
+default of `DataCollatorWithPadding`, `DataCollatorForSeq2Seq`, `tokenizer.pad`) give every
+batch its own sequence length, so the graph is recompiled again and again.
+
+Fix: `tokenizer(texts, padding="max_length", max_length=N, truncation=True)` and
+`DataCollatorWithPadding(tokenizer, padding="max_length", max_length=N)`. Choose `N` from
+your data (the quick fix writes 128 as a placeholder). Same on the legacy and modern targets.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="static-padding",
+    category=Category.TRAINER,
+    summary='Tokenizer/collator padding to the longest sequence → padding="max_length" (static shapes)',
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={
+        "transformers.DataCollatorWithPadding": HOVER,
+        "transformers.DataCollatorForSeq2Seq": HOVER,
+        "transformers.AutoTokenizer": HOVER,
+        ".pad": HOVER,
+        "padding=": HOVER,
+    },
+)

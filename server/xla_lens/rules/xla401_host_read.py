@@ -1,0 +1,213 @@
+"""XLA401: the training loop reads a device tensor on the host (an extra graph run per step)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+
+from .base import Category, Finding, Fix, ReplaceStatement, Rule, RuleContext, Severity
+from .model import Emitter, ScriptModel, method_name, receiver
+from .tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
+
+CODE = "XLA401"
+STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
+CONVERSIONS = frozenset({"float", "int", "bool"})
+# Calls whose only job is to report a value: deferring them to the end of the step keeps
+# the program's meaning, so their fix is safe.
+REPORTING_METHODS = frozenset(
+    {
+        "info",
+        "debug",
+        "warning",
+        "error",
+        "critical",
+        "exception",
+        "log",
+        "write",
+        "set_postfix",
+        "set_postfix_str",
+        "set_description",
+        "add_scalar",
+        "add_scalars",
+        "master_print",
+    }
+)
+BUILTIN_NAMES = frozenset(dir(builtins))
+MANUAL = (
+    "Keep the value on the device and read it once after the loop (e.g. "
+    "`total_loss += loss.detach()`, then `total_loss.item()` after the epoch), or move the "
+    "read into `xm.add_step_closure(fn, args=(...))`, which runs after the step's graph."
+)
+
+
+def _is_builtin_call(model: ScriptModel, call: ast.Call, names: frozenset[str]) -> bool:
+    f = call.func
+    return (
+        isinstance(f, ast.Name)
+        and f.id in names
+        and model.qualname(f) is None
+        and f.id not in model.functions
+    )
+
+
+def _outer_host_read(model: ScriptModel, call: ast.Call) -> bool:
+    """Whether ``call`` is the receiver of a later host read (``t.cpu().numpy()``)."""
+    cur: ast.AST = call
+    while True:
+        attr = model.parent(cur)
+        outer = model.parent(attr) if isinstance(attr, ast.Attribute) else None
+        if not (isinstance(outer, ast.Call) and outer.func is attr):
+            return False
+        if method_name(outer) in HOST_METHODS:
+            return True
+        cur = outer
+
+
+def _is_reporting(model: ScriptModel, call: ast.Call) -> bool:
+    return _is_builtin_call(model, call, frozenset({"print"})) or (
+        method_name(call) in REPORTING_METHODS
+    )
+
+
+def _reads(model: ScriptModel, tensors: TensorNames, node: ast.AST) -> str | None:
+    """What kind of host read ``node`` is, or None."""
+    if isinstance(node, ast.Call):
+        if method_name(node) in HOST_METHODS and receiver(node) is not None:
+            return None if _outer_host_read(model, node) else f".{method_name(node)}()"
+        if (
+            _is_builtin_call(model, node, CONVERSIONS)
+            and len(node.args) == 1
+            and tensors.is_tensor(node.args[0])
+        ):
+            return f"{node.func.id}(tensor)"  # type: ignore[attr-defined]
+        if _is_reporting(model, node):
+            values = [*node.args, *(kw.value for kw in node.keywords)]
+            if any(tensors.is_tensor(v) for v in values if not isinstance(v, ast.Starred)):
+                return "passing a tensor to a logging call"
+    if isinstance(node, ast.JoinedStr) and any(
+        isinstance(v, ast.FormattedValue) and tensors.is_tensor(v.value) for v in node.values
+    ):
+        return "formatting a tensor"
+    return None
+
+
+def _closure_functions(model: ScriptModel) -> set[str]:
+    """Functions the script already hands to ``add_step_closure``."""
+    return {
+        c.args[0].id
+        for c in model.calls_to(STEP_CLOSURE)
+        if c.args and isinstance(c.args[0], ast.Name)
+    }
+
+
+def _module_level_names(model: ScriptModel) -> set[str]:
+    out = set()
+    for stmt in model.tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(stmt.name)
+    return out
+
+
+def _bound_in(root: ast.AST) -> set[str]:
+    out = set()
+    for n in ast.walk(root):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
+            out.add(n.id)
+        elif isinstance(n, ast.arg):
+            out.add(n.arg)
+    return out
+
+
+def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
+    """Local names ``stmt`` reads, in order of first appearance (the closure's arguments)."""
+    scope = scope_of(model, stmt)
+    local = _bound_in(scope) if scope is not model.tree else set()
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        local |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
+    skip = _bound_in(stmt) | _module_level_names(model) | set(model.imports)
+    if scope is not model.tree:
+        # Globals are read when the closure runs; only the frame's own names need binding now.
+        skip |= {n for n in model.assignments if n not in local}
+    names: list[str] = []
+    loads = sorted(
+        (n for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    for n in loads:
+        if n.id in skip or n.id in names or (n.id in BUILTIN_NAMES and n.id not in local):
+            continue
+        names.append(n.id)
+    return names
+
+
+def _closure_fix(model: ScriptModel, stmt: ast.Expr) -> Fix:
+    e = Emitter(model)
+    names = free_names(model, stmt)
+    body = model.segment(stmt.value)
+    if names:
+        params = ", ".join(names)
+        args = params + ("," if len(names) == 1 else "")
+        code = f"{e.xm}.add_step_closure(lambda {params}: {body}, args=({args}))"
+    else:
+        code = f"{e.xm}.add_step_closure(lambda: {body})"
+    reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
+    title = "Read it after the step: wrap in xm.add_step_closure"
+    if not reporting:
+        title += " (runs later: review code that uses its result in this step)"
+    return Fix(title, (ReplaceStatement(model.span(stmt), code), *e.imports), safe=reporting)
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    tensors = TensorNames(model)
+    closures = _closure_functions(model)
+    for _loop, node in loop_nodes(model):
+        scope = scope_of(model, node)
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
+            continue
+        what = _reads(model, tensors, node)
+        if what is None:
+            continue
+        stmt = model.enclosing_statement(node)
+        message = (
+            f"{what} reads a device tensor on the host inside the training loop: XLA must "
+            "compile and run the pending graph right here, an extra sync every step"
+        )
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            fix = _closure_fix(model, stmt)
+            yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
+        else:
+            yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
+
+
+def _hover(api: str) -> str:
+    return f"""\
+**XLA401 · `{api}` in the training loop**
+
+XLA tensors are lazy: reading one on the host (`.item()`, `.tolist()`, `.cpu()`, `.numpy()`,
+`float(t)`, `print(t)`, an f-string) compiles and runs the pending graph mid-step.
+
+Fix: report from a step closure, which runs after the step's graph has executed:
+`xm.add_step_closure(lambda loss: print(loss.item()), args=(loss,))` (pass the tensors as
+`args`, so the closure sees this step's values). For running totals keep the sum on the
+device (`total += loss.detach()`) and read it once after the loop.
+`xm.add_step_closure` is the same on the legacy (torch_xla 1.13) and modern targets.
+"""
+
+
+RULE = Rule(
+    code=CODE,
+    name="host-read",
+    category=Category.PERFORMANCE,
+    summary="Host reads of tensors in the training loop (.item(), print(loss), float(t)) → xm.add_step_closure",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={
+        ".item": _hover(".item()"),
+        ".tolist": _hover(".tolist()"),
+        ".cpu": _hover(".cpu()"),
+        ".numpy": _hover(".numpy()"),
+        STEP_CLOSURE: _hover("xm.add_step_closure"),
+    },
+)

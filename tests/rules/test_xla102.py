@@ -1,0 +1,132 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+CUDA_FORMS = """
+import torch
+
+with torch.cuda.amp.autocast(True, torch.float16):
+    pass
+with torch.autocast("cuda", enabled=use_amp):
+    pass
+with torch.amp.autocast(device_type="cuda"):
+    pass
+"""
+
+
+def test_cuda_autocast_forms_are_reported_as_silent_no_ops():
+    found = findings(CUDA_FORMS, "XLA102")
+    assert [f.span.start.line for f in found] == [2, 4, 6]
+    assert all("silent no-op on XLA tensors" in f.message for f in found)
+    assert all(f.fix is not None and f.fix.safe for f in found)
+
+
+def test_modern_fix_is_bf16_xla_autocast_keeping_enabled_and_explicit_dtype():
+    assert fixed(CUDA_FORMS, "XLA102") == src(
+        """
+        import torch
+
+        with torch.autocast("xla", dtype=torch.float16, enabled=True):
+            pass
+        with torch.autocast("xla", dtype=torch.bfloat16, enabled=use_amp):
+            pass
+        with torch.autocast("xla", dtype=torch.bfloat16):
+            pass
+        """
+    )
+
+
+def test_legacy_fix_is_torch_xla_amp_autocast_with_the_original_arguments():
+    assert fixed(CUDA_FORMS, "XLA102", target="legacy") == src(
+        """
+        import torch
+        import torch_xla.amp
+
+        with torch_xla.amp.autocast(True, torch.float16):
+            pass
+        with torch_xla.amp.autocast(enabled=use_amp):
+            pass
+        with torch_xla.amp.autocast():
+            pass
+        """
+    )
+
+
+def test_aliases_are_followed_and_torch_is_imported_when_missing():
+    code = """
+    from torch.cuda import amp
+    from torch.cuda.amp import autocast
+
+    with amp.autocast(cache_enabled=False):
+        pass
+
+    @autocast()
+    def forward(x):
+        return x
+    """
+    assert [f.span.start.line for f in findings(code, "XLA102")] == [3, 6]
+    assert fixed(code, "XLA102") == src(
+        """
+        from torch.cuda import amp
+        from torch.cuda.amp import autocast
+        import torch
+
+        with torch.autocast("xla", dtype=torch.bfloat16, cache_enabled=False):
+            pass
+
+        @torch.autocast("xla", dtype=torch.bfloat16)
+        def forward(x):
+            return x
+        """
+    )
+
+
+def test_legacy_reuses_an_existing_torch_xla_amp_alias():
+    code = """
+    import torch
+    from torch_xla import amp as xamp
+
+    with torch.cuda.amp.autocast():
+        pass
+    """
+    assert "with xamp.autocast():" in fixed(code, "XLA102", target="legacy")
+
+
+def test_xla_and_cpu_autocasts_report_nothing():
+    code = """
+    import torch
+    import torch_xla.amp
+
+    with torch.autocast("xla", dtype=torch.bfloat16):
+        pass
+    with torch.autocast(device_type="xla"):
+        pass
+    with torch_xla.amp.autocast(device):
+        pass
+    with torch.autocast("cpu"), torch.cpu.amp.autocast():
+        pass
+    with torch.autocast(device.type):
+        pass
+    """
+    for target in ("modern", "legacy"):
+        assert findings(code, "XLA102", target) == []
+
+
+def test_hidden_arguments_get_a_manual_step_instead_of_a_fix():
+    code = """
+    import torch
+    with torch.cuda.amp.autocast(**amp_kwargs):
+        pass
+    """
+    (f,) = findings(code, "XLA102")
+    assert f.fix is None
+    assert 'torch.autocast("xla", dtype=torch.bfloat16)' in f.manual
+
+
+def test_hover_covers_each_autocast_api_and_both_targets():
+    rule = get_rule("XLA102")
+    assert rule is not None
+    for key in ("torch.cuda.amp.autocast", "torch.autocast", "torch.amp.autocast"):
+        text = rule.hover[key]
+        assert "no-op" in text and 'torch.autocast("xla", dtype=torch.bfloat16)' in text
+        assert "torch_xla.amp.autocast" in text

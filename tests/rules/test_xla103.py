@@ -1,0 +1,162 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fix_one, fixed, src
+
+LOOP = """
+import torch
+from torch.cuda.amp import GradScaler
+
+scaler = GradScaler(init_scale=1024.0)
+for x, y in loader:
+    optimizer.zero_grad()
+    with torch.autocast("xla", dtype=torch.bfloat16):
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    scaler.step(optimizer)
+    scaler.update()
+"""
+
+
+def test_modern_fix_removes_the_scaler_and_keeps_backward_and_step():
+    (f,) = findings(LOOP, "XLA103")
+    assert f.span.start.line == 3 and "no loss scaling is needed" in f.message
+    assert fixed(LOOP, "XLA103") == src(
+        """
+        import torch
+        from torch.cuda.amp import GradScaler
+
+        for x, y in loader:
+            optimizer.zero_grad()
+            with torch.autocast("xla", dtype=torch.bfloat16):
+                loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+        """
+    )
+
+
+def test_legacy_fix_is_torch_xla_amp_grad_scaler_with_the_same_arguments():
+    out = fixed(LOOP, "XLA103", target="legacy")
+    assert out == src(LOOP).replace(
+        "from torch.cuda.amp import GradScaler\n",
+        "from torch.cuda.amp import GradScaler\nimport torch_xla.amp\n",
+    ).replace("scaler = GradScaler(", "scaler = torch_xla.amp.GradScaler(")
+
+
+def test_device_first_forms_drop_the_device_for_legacy():
+    code = """
+    import torch
+    a = torch.amp.GradScaler("cuda", 1024.0, enabled=True)
+    b = torch.GradScaler(device="cuda", growth_interval=10)
+    c = torch.amp.GradScaler()
+    """
+    assert [f.span.start.line for f in findings(code, "XLA103", "legacy")] == [1, 2, 3]
+    assert fixed(code, "XLA103", target="legacy") == src(
+        """
+        import torch
+        import torch_xla.amp
+        a = torch_xla.amp.GradScaler(1024.0, enabled=True)
+        b = torch_xla.amp.GradScaler(growth_interval=10)
+        c = torch_xla.amp.GradScaler()
+        """
+    )
+
+
+def test_modern_removal_follows_the_alias_and_parenthesises_compound_losses():
+    code = """
+    import torch.cuda.amp as A
+
+    s = A.GradScaler()
+    def step(x):
+        s.scale(loss_a + loss_b).backward()
+        return s.step(opt)
+    for x in loader:
+        step(x)
+        s.update()
+    """
+    assert fixed(code, "XLA103") == src(
+        """
+        import torch.cuda.amp as A
+
+        def step(x):
+            (loss_a + loss_b).backward()
+            return opt.step()
+        for x in loader:
+            step(x)
+        """
+    )
+
+
+def test_other_uses_of_the_scaler_make_removal_manual_with_an_xla_scaler_quick_fix():
+    code = """
+    import torch
+    scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+    for x in loader:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    torch.save({"scaler": scaler.state_dict()}, "ckpt.pt")
+    """
+    (f,) = findings(code, "XLA103")
+    assert "line 7" in f.manual and 'torch.amp.GradScaler("xla")' in f.manual
+    assert f.fix is not None and not f.fix.safe
+    # fix-all leaves an unsafe fix alone ...
+    assert fixed(code, "XLA103") == src(code)
+    # ... and the quick fix keeps the scaler, on the XLA device.
+    out = fix_one(code, f)
+    assert 'scaler = torch.amp.GradScaler("xla", enabled=use_amp)' in out
+    assert findings(out, "XLA103") == []
+
+
+def test_scaler_not_bound_to_a_plain_name_is_manual():
+    code = """
+    import torch
+    class T:
+        def __init__(self):
+            self.scaler = torch.cuda.amp.GradScaler()
+    """
+    (f,) = findings(code, "XLA103")
+    assert "not assigned to a plain variable" in f.manual
+
+
+def test_fp16_autocast_makes_the_removal_a_reviewed_quick_fix():
+    code = """
+    import torch
+    scaler = torch.cuda.amp.GradScaler()
+    for x in loader:
+        with torch.autocast("xla", dtype=torch.float16):
+            loss = model(x)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    """
+    (f,) = findings(code, "XLA103")
+    assert f.fix is not None and not f.fix.safe
+
+
+def test_xla_scalers_and_removed_scalers_report_nothing():
+    converted = """
+    import torch
+    import torch_xla.amp
+    s1 = torch.amp.GradScaler("xla")
+    s2 = torch.GradScaler(device="xla")
+    s3 = torch_xla.amp.GradScaler()
+    for x in loader:
+        loss.backward()
+        optimizer.step()
+    """
+    for target in ("modern", "legacy"):
+        assert findings(converted, "XLA103", target) == []
+
+
+def test_hover_states_both_targets():
+    rule = get_rule("XLA103")
+    assert rule is not None
+    text = rule.hover["torch.cuda.amp.GradScaler"]
+    assert "torch_xla.amp.GradScaler" in text and 'torch.amp.GradScaler("xla")' in text
+    assert set(rule.hover) >= {
+        "torch.cuda.amp.GradScaler",
+        "torch.amp.GradScaler",
+        "torch.GradScaler",
+    }

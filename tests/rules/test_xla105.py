@@ -1,0 +1,126 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+LOOP = """
+import torch
+
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1)
+for epoch in range(3):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+    scheduler.step()
+"""
+
+
+def test_optimizer_step_in_the_loop_becomes_xm_optimizer_step_in_both_targets():
+    (f,) = findings(LOOP, "XLA105")
+    assert f.span.start.line == 8
+    expected = src(
+        """
+        import torch
+        import torch_xla.core.xla_model as xm
+
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1)
+        for epoch in range(3):
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss_fn(model(x), y).backward()
+                xm.optimizer_step(optimizer)
+            scheduler.step()
+        """
+    )
+    assert fixed(LOOP, "XLA105") == expected
+    assert fixed(LOOP, "XLA105", target="legacy") == expected
+
+
+def test_step_function_and_existing_xm_alias():
+    code = """
+    import torch_xla.core.xla_model as X
+
+    opt = build_optimizer(model)
+
+    def step(batch):
+        model(batch).backward()
+        opt.step()
+
+    for batch in loader:
+        step(batch)
+    """
+    (f,) = findings(code, "XLA105")
+    assert f.span.start.line == 6
+    assert fixed(code, "XLA105") == src(code).replace("opt.step()", "X.optimizer_step(opt)")
+
+
+def test_optimizer_step_inside_the_loop_body_via_self():
+    code = """
+    import torch
+    class T:
+        def fit(self):
+            for batch in self.loader:
+                self.model(batch).backward()
+                self.optimizer.step()
+    """
+    assert "xm.optimizer_step(self.optimizer)" in fixed(code, "XLA105")
+
+
+def test_scripts_that_reduce_gradients_or_use_a_scaler_report_nothing():
+    reduced = """
+    import torch_xla.core.xla_model as xm
+    for x in loader:
+        model(x).backward()
+        xm.reduce_gradients(optimizer)
+        optimizer.step()
+    """
+    all_reduced = """
+    import torch_xla.core.xla_model as xm
+    for x in loader:
+        model(x).backward()
+        xm.all_reduce("sum", xm._fetch_gradients(optimizer))
+        optimizer.step()
+    """
+    ddp = """
+    import torch
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    for x in loader:
+        model(x).backward()
+        optimizer.step()
+    """
+    scaler = """
+    import torch
+    scaler = torch.cuda.amp.GradScaler()
+    for x in loader:
+        scaler.scale(model(x)).backward()
+        scaler.step(optimizer)
+        optimizer.step()
+    """
+    for code in (reduced, all_reduced, ddp, scaler):
+        assert findings(code, "XLA105") == []
+
+
+def test_converted_steps_outside_loops_schedulers_and_closures_report_nothing():
+    code = """
+    import torch
+    import torch_xla.core.xla_model as xm
+    optimizer = torch.optim.LBFGS(model.parameters())
+    optimizer.step()
+    for x in loader:
+        model(x).backward()
+        xm.optimizer_step(optimizer)
+        scheduler.step()
+        optimizer.step(closure)
+    """
+    for target in ("modern", "legacy"):
+        assert findings(code, "XLA105", target) == []
+
+
+def test_hover_explains_the_all_reduce_and_no_sync():
+    rule = get_rule("XLA105")
+    assert rule is not None
+    text = rule.hover[".step"]
+    assert "xm.optimizer_step(optimizer)" in text and "barrier=False" in text
+    assert "legacy" in text and "modern" in text

@@ -1,0 +1,80 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+SAVES = """
+import torch
+
+torch.save(model.state_dict(), "model.pt")
+ckpt = {"model": model.state_dict(), "opt": {"state": optimizer.state_dict()}, "epoch": epoch}
+torch.save(ckpt, path)
+torch.save(f=path, obj=model.module.state_dict())
+"""
+
+
+def test_state_dict_checkpoints_become_xm_save_in_both_targets():
+    found = findings(SAVES, "XLA108")
+    assert [f.span.start.line for f in found] == [2, 4, 5]
+    assert all("master ordinal" in f.message and "CPU" in f.message for f in found)
+    expected = src(
+        """
+        import torch
+        import torch_xla.core.xla_model as xm
+
+        xm.save(model.state_dict(), "model.pt")
+        ckpt = {"model": model.state_dict(), "opt": {"state": optimizer.state_dict()}, "epoch": epoch}
+        xm.save(ckpt, path)
+        xm.save(model.module.state_dict(), path)
+        """
+    )
+    assert fixed(SAVES, "XLA108") == expected
+    assert fixed(SAVES, "XLA108", target="legacy") == expected
+
+
+def test_aliases_are_followed_and_the_xm_alias_reused():
+    code = """
+    from torch import save
+    import torch_xla.core.xla_model as X
+
+    save({"model": net.state_dict()},
+         "ckpt.pt")  # keep
+    """
+    assert fixed(code, "XLA108") == src(
+        """
+        from torch import save
+        import torch_xla.core.xla_model as X
+
+        X.save({"model": net.state_dict()},
+             "ckpt.pt")  # keep
+        """
+    )
+
+
+def test_pickle_options_make_it_manual():
+    code = """
+    import torch
+    torch.save(model.state_dict(), "m.pt", pickle_protocol=4)
+    """
+    (f,) = findings(code, "XLA108")
+    assert f.fix is None and "pickle" in f.manual
+
+
+def test_non_checkpoints_and_xm_save_report_nothing():
+    code = """
+    import torch
+    import torch_xla.core.xla_model as xm
+    xm.save(model.state_dict(), "m.pt")
+    torch.save(tensor, "t.pt")
+    torch.save({"losses": losses}, "l.pt")
+    other.save(model.state_dict())
+    """
+    for target in ("modern", "legacy"):
+        assert findings(code, "XLA108", target) == []
+
+
+def test_hover_mentions_cpu_and_master_ordinal():
+    rule = get_rule("XLA108")
+    assert rule is not None
+    text = rule.hover["torch.save"]
+    assert "xm.save" in text and "CPU" in text and "master" in text
+    assert "legacy" in text and "modern" in text

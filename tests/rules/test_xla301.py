@@ -1,0 +1,86 @@
+from xla_lens.rules.base import Severity
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fix_one, fixed, src
+
+
+def test_missing_optim_is_set_for_both_argument_classes():
+    code = """
+    import transformers
+    from transformers import Seq2SeqTrainingArguments as S2S
+
+    a = transformers.TrainingArguments("out", learning_rate=1e-4)
+    b = S2S(output_dir="out")
+    """
+    found = findings(code, "XLA301")
+    assert [f.span.start.line for f in found] == [3, 4]
+    assert all(f.severity == Severity.INFORMATION for f in found)
+    expected = src(
+        """
+        import transformers
+        from transformers import Seq2SeqTrainingArguments as S2S
+
+        a = transformers.TrainingArguments("out", learning_rate=1e-4, optim="adamw_torch_xla")
+        b = S2S(output_dir="out", optim="adamw_torch_xla")
+        """
+    )
+    assert fixed(code, "XLA301") == expected
+    # No target-specific API: both targets write the same.
+    assert fixed(code, "XLA301", target="legacy") == expected
+
+
+def test_other_adamw_is_replaced_safely_multiline_layout_kept():
+    code = """
+    from transformers import TrainingArguments
+
+    args = TrainingArguments(
+        output_dir="out",
+        optim="adamw_torch",
+    )
+    """
+    (f,) = findings(code, "XLA301")
+    assert f.fix is not None and f.fix.safe
+    assert fixed(code, "XLA301") == src(
+        """
+        from transformers import TrainingArguments
+
+        args = TrainingArguments(
+            output_dir="out",
+            optim="adamw_torch_xla",
+        )
+        """
+    )
+
+
+def test_a_different_optimizer_is_only_a_reviewed_quick_fix():
+    code = """
+    from transformers import TrainingArguments
+    args = TrainingArguments("out", optim="adafactor")
+    """
+    (f,) = findings(code, "XLA301")
+    assert f.fix is not None and not f.fix.safe
+    assert "adafactor" in f.fix.title
+    # fix-all leaves it alone; the quick fix applies it.
+    assert fixed(code, "XLA301") == src(code)
+    assert 'optim="adamw_torch_xla"' in fix_one(code, f)
+
+
+def test_converted_and_unknowable_calls_report_nothing():
+    code = """
+    from transformers import TrainingArguments
+    a = TrainingArguments("out", optim="adamw_torch_xla")
+    b = TrainingArguments("out", optim=cli.optim)
+    c = TrainingArguments(**config)
+    d = dict(optim="adamw_torch")
+    """
+    assert findings(code, "XLA301") == []
+
+
+def test_hover_covers_the_argument_classes():
+    hover = get_rule("XLA301").hover
+    assert "adamw_torch_xla" in hover["transformers.TrainingArguments"]
+    assert "transformers.Seq2SeqTrainingArguments" in hover
+    # Hovering the keyword itself shows the same text.
+    assert (
+        hover["transformers.TrainingArguments(optim=)"] == hover["transformers.TrainingArguments"]
+    )

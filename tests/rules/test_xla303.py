@@ -1,0 +1,96 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fix_one, fixed, src
+
+
+def test_tokenizer_padding_longest_gets_fixed_length_defaults_as_reviewed_fix():
+    code = """
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained("bert-base-uncased")
+    enc = tok(texts, padding=True, return_tensors="pt")
+    """
+    (f,) = findings(code, "XLA303")
+    assert f.span.start.line == 3
+    # max_length is invented (128): the user must review it, so fix-all skips it.
+    assert not f.fix.safe
+    assert "128" in f.fix.title and "adjust" in f.fix.title
+    assert fixed(code, "XLA303") == src(code)
+    out = fix_one(code, f)
+    assert (
+        'tok(texts, padding="max_length", return_tensors="pt", max_length=128, truncation=True)'
+        in out
+    )
+    assert findings(out, "XLA303") == []
+
+
+def test_given_max_length_makes_the_fix_safe_for_both_targets():
+    code = """
+    class DS:
+        def encode(self, batch):
+            return self.tokenizer(batch, padding="longest", max_length=256, truncation=False)
+
+    def enc(tokenizer, rows):
+        return tokenizer.batch_encode_plus(rows, padding=True, max_length=64)
+    """
+    found = findings(code, "XLA303")
+    assert [f.span.start.line for f in found] == [2, 5]
+    assert all(f.fix.safe for f in found)
+    expected = src(
+        """
+        class DS:
+            def encode(self, batch):
+                return self.tokenizer(batch, padding="max_length", max_length=256, truncation=False)
+
+        def enc(tokenizer, rows):
+            return tokenizer.batch_encode_plus(rows, padding="max_length", max_length=64, truncation=True)
+        """
+    )
+    assert fixed(code, "XLA303") == expected
+    assert fixed(code, "XLA303", target="legacy") == expected
+
+
+def test_collators_and_pad_default_to_longest():
+    code = """
+    import transformers
+    from transformers import DataCollatorWithPadding as DCP
+
+    c1 = DCP(tokenizer=tok)
+    c2 = transformers.DataCollatorForSeq2Seq(tok, model, True, max_length=32)
+    c3 = DCP(tok, "longest", 64)
+    batch = tokenizer.pad(features, return_tensors="pt")
+    """
+    found = findings(code, "XLA303")
+    assert [f.span.start.line for f in found] == [3, 4, 5, 6]
+    c1, c2, c3, pad = found
+    # Collators take no truncation argument.
+    out = fix_one(code, c1)
+    assert 'c1 = DCP(tokenizer=tok, padding="max_length", max_length=128)' in out
+    # Positional padding is replaced in place (adding padding= would raise "multiple values").
+    assert fixed(code, "XLA303").splitlines()[4:6] == [
+        'c2 = transformers.DataCollatorForSeq2Seq(tok, model, "max_length", max_length=32)',
+        'c3 = DCP(tok, "max_length", 64)',
+    ]
+    assert 'padding="max_length", max_length=128)' in fix_one(code, pad)
+    assert "truncation" not in fix_one(code, pad)
+
+
+def test_static_padding_and_non_tokenizers_report_nothing():
+    code = """
+    from transformers import AutoTokenizer, DataCollatorWithPadding
+    tok = AutoTokenizer.from_pretrained("bert")
+    a = tok(texts, padding="max_length", max_length=128, truncation=True)
+    b = tok(texts)
+    c = DataCollatorWithPadding(tok, padding="max_length", max_length=128)
+    d = tok.pad(features, padding="max_length", max_length=64)
+    e = torch.nn.functional.pad(x, (0, 1))
+    f = layer(x, padding=True)
+    g = tok(texts, **opts)
+    """
+    assert findings(code, "XLA303") == []
+
+
+def test_hover():
+    assert (
+        'padding="max_length"' in get_rule("XLA303").hover["transformers.DataCollatorWithPadding"]
+    )

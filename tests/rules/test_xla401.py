@@ -1,0 +1,170 @@
+from xla_lens.rules.registry import get_rule
+from xla_lens.rules.xla401_host_read import free_names
+
+from tests.helpers import findings, fix_one, fixed, src
+
+LOOP = """
+import torch
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def train(model, loader, optimizer, criterion, pbar):
+    running = 0.0
+    for step, (x, y) in enumerate(loader):
+        out = model(x)
+        loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+        running += loss.item()
+        print(f"step {step} loss {loss}")
+        log.info("loss %.3f", loss.item())
+        pbar.set_postfix(loss=loss)
+        if float(loss) > 3:
+            pass
+        n = len(x)
+        print("epoch done")
+"""
+
+
+def test_host_reads_in_the_loop_are_found():
+    found = findings(LOOP, "XLA401")
+    assert [(f.span.start.line, f.fix is not None) for f in found] == [
+        (13, False),  # running += loss.item(): accumulate on the device instead
+        (14, True),
+        (15, True),
+        (16, True),
+        (17, False),  # a condition: manual
+    ]
+    assert "loss.detach()" in found[0].manual
+
+
+def test_reporting_statements_move_into_step_closures():
+    out = fixed(LOOP, "XLA401")
+    assert out.splitlines()[15:18] == [  # one line down: the added import
+        '        xm.add_step_closure(lambda step, loss: print(f"step {step} loss {loss}"), args=(step, loss))',
+        '        xm.add_step_closure(lambda loss: log.info("loss %.3f", loss.item()), args=(loss,))',
+        "        xm.add_step_closure(lambda pbar, loss: pbar.set_postfix(loss=loss), args=(pbar, loss))",
+    ]
+    assert "import torch_xla.core.xla_model as xm\n" in out
+    # Code outside the fixes is untouched, and the same on the legacy target.
+    assert '        print("epoch done")' in out
+    assert fixed(LOOP, "XLA401", target="legacy") == out
+    remaining = findings(out, "XLA401")
+    assert [f.span.start.line for f in remaining] == [14, 18]
+
+
+def test_existing_xm_alias_and_module_level_loop_without_free_names():
+    code = """
+    import torch
+    import torch_xla.core.xla_model as X
+
+    for batch in loader:
+        loss = model(batch).sum()
+        loss.backward()
+        opt.step()
+        print(torch.ones(2).sum().item())
+    """
+    out = fixed(code, "XLA401")
+    assert "    X.add_step_closure(lambda: print(torch.ones(2).sum().item()))\n" in out
+
+
+def test_non_reporting_statement_gets_a_reviewed_fix_only():
+    code = """
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        history.append(loss.detach().cpu().numpy())
+    """
+    (f,) = findings(code, "XLA401")
+    assert ".numpy()" in f.message  # one finding per chain, at the outer read
+    assert not f.fix.safe
+    assert fixed(code, "XLA401") == src(code)
+    out = fix_one(code, f)
+    assert (
+        "xm.add_step_closure(lambda history, loss: history.append(loss.detach().cpu().numpy()), "
+        "args=(history, loss))" in out
+    )
+
+
+def test_step_function_and_comprehension_names():
+    code = """
+    import torch
+
+    def train_step(model, batch, optimizer):
+        outputs = model(**batch)
+        outputs.loss.backward()
+        optimizer.step()
+        print([v.item() for v in outputs.values()])
+
+    def main():
+        for batch in loader:
+            train_step(model, batch, optimizer)
+    """
+    (f,) = findings(code, "XLA401")
+    assert f.span.start.line == 6
+    out = fixed(code, "XLA401")
+    assert "lambda outputs: print([v.item() for v in outputs.values()]), args=(outputs,)" in out
+
+
+def test_free_names_skip_builtins_imports_module_defs_and_globals():
+    import ast
+
+    from xla_lens.engine import analyze
+
+    code = src(
+        """
+        import numpy as np
+        CONFIG = {}
+
+        def helper(v):
+            return v
+
+        def train(loss, step):
+            print(len(CONFIG), np.mean(helper(loss)), step, loss)
+        """
+    )
+    model = analyze(code).model
+    stmt = next(n for n in ast.walk(model.tree) if isinstance(n, ast.Expr))
+    assert free_names(model, stmt) == ["loss", "step"]
+
+
+def test_converted_and_host_only_code_reports_nothing():
+    code = """
+    import torch_xla.core.xla_model as xm
+
+    def _log(loss):
+        print(loss.item())
+
+    def train():
+        total = 0.0
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            loss.backward()
+            xm.optimizer_step(optimizer)
+            total = total + loss.detach()
+            xm.add_step_closure(lambda loss: print(loss.item()), args=(loss,))
+            xm.add_step_closure(_log, args=(loss,))
+            print(step, len(x), x.shape, loss.dtype)
+            acc = float(step)
+        print(total.item())
+    """
+    assert findings(code, "XLA401") == []
+
+
+def test_outside_a_training_loop_nothing_is_reported():
+    code = """
+    loss = model(x).sum()
+    print(loss.item())
+    for v in values:
+        print(v.item())
+    """
+    assert findings(code, "XLA401") == []
+
+
+def test_hover_keys():
+    hover = get_rule("XLA401").hover
+    for key in (".item", ".tolist", ".cpu"):
+        assert "add_step_closure" in hover[key]

@@ -1,0 +1,89 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+
+def test_training_loader_gets_drop_last_through_names_and_wrappers():
+    code = """
+    import torch
+    from torch.utils.data import DataLoader as DL
+    import torch_xla.distributed.parallel_loader as pl
+
+    train_loader = DL(train_ds, batch_size=32, shuffle=True)
+    eval_loader = DL(eval_ds, batch_size=32)
+    device_loader = pl.MpDeviceLoader(train_loader, device)
+    for step, batch in enumerate(device_loader):
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+    for batch in eval_loader:
+        model(**batch)
+    """
+    (f,) = findings(code, "XLA402")
+    assert f.span.start.line == 4
+    expected = src(code).replace(
+        "DL(train_ds, batch_size=32, shuffle=True)",
+        "DL(train_ds, batch_size=32, shuffle=True, drop_last=True)",
+    )
+    assert fixed(code, "XLA402") == expected
+    assert fixed(code, "XLA402", target="legacy") == expected
+
+
+def test_drop_last_false_is_flipped_and_inline_loader_followed():
+    code = """
+    import torch
+    for x, y in tqdm(torch.utils.data.DataLoader(ds, batch_size=8, drop_last=False)):
+        criterion(model(x), y).backward()
+        opt.step()
+    """
+    (f,) = findings(code, "XLA402")
+    assert "drop_last=True)" in fixed(code, "XLA402")
+    assert "drop_last=False" not in fixed(code, "XLA402")
+
+
+def test_data_dependent_ops_in_the_loop_are_manual():
+    code = """
+    import torch
+
+    for x, y in loader:
+        idx = torch.nonzero(y)
+        sel = x.masked_select(x > 0)
+        labels = torch.unique(y)
+        pos = x[y == 1]
+        kept = x[attention_mask]
+        x[pad_mask] = 0
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+    """
+    found = findings(code, "XLA402")
+    assert [f.span.start.line for f in found] == [3, 4, 5, 6, 7]
+    assert all(f.fix is None and "torch.where" in f.manual for f in found)
+    assert "torch.nonzero" in found[0].message
+
+
+def test_static_shapes_and_code_outside_the_loop_report_nothing():
+    code = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(ds, batch_size=16, drop_last=True)
+    other = DataLoader(ds, batch_sampler=sampler)
+    classes = torch.unique(all_labels)
+    for x, y in loader:
+        w = torch.where(y > 0, x, 0)
+        first = x[0]
+        tok = batch["attention_mask"]
+        loss = criterion(model(x * (y > 0)), y)
+        loss.backward()
+        optimizer.step()
+    for x in other:
+        x[x > 0]
+    """
+    assert findings(code, "XLA402") == []
+
+
+def test_hover():
+    hover = get_rule("XLA402").hover
+    assert "drop_last=True" in hover["torch.utils.data.DataLoader"]
+    assert "torch.where" in hover["torch.nonzero"]

@@ -1,0 +1,102 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings
+
+
+def test_tensor_conditions_in_the_loop_are_reported():
+    code = """
+    import torch
+
+    def train():
+        for step, (x, y) in enumerate(loader):
+            outputs = model(x)
+            loss = criterion(outputs, y)
+            if loss > 10:
+                print("big")
+            if torch.isnan(loss):
+                continue
+            while x.any():
+                x = x - 1
+            assert torch.isfinite(loss).all()
+            scale = 2 if (outputs.sum() > 0) else 1
+            loss.backward()
+            optimizer.step()
+    """
+    found = findings(code, "XLA404")
+    assert [f.span.start.line for f in found] == [6, 8, 10, 12, 13]
+    assert all(f.fix is None and "torch.where" in f.manual for f in found)
+    assert "if tests a tensor" in found[0].message
+
+
+def test_training_while_loop_condition_counts():
+    code = """
+    loss = criterion(model(x), y)
+    while loss > 0.1:
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+    """
+    (f,) = findings(code, "XLA404")
+    assert f.span.start.line == 1
+
+
+def test_int_counters_metadata_and_host_values_report_nothing():
+    code = """
+    import torch
+
+    def train():
+        best = 0.0
+        for step, (x, y) in enumerate(loader):
+            outputs = model(x)
+            loss = criterion(outputs, y)
+            if step % 10 == 0:
+                pass
+            if x.shape[0] != 32 or x.dim() == 2:
+                pass
+            if outputs is None or "loss" in outputs:
+                pass
+            if loss.item() > best:
+                best = loss.item()
+            if best > 1:
+                pass
+            loss.backward()
+            optimizer.step()
+        for epoch in tqdm(range(3)):
+            for i, batch in enumerate(loader):
+                if epoch == i:
+                    pass
+                model(batch).backward()
+                optimizer.step()
+    """
+    assert findings(code, "XLA404") == []
+
+
+def test_conditions_outside_the_training_loop_report_nothing():
+    code = """
+    import torch
+    loss = model(x).sum()
+    if loss > 1:
+        pass
+    for batch in loader:
+        if batch.any():
+            pass
+    """
+    assert findings(code, "XLA404") == []
+
+
+def test_hover():
+    assert "torch.where" in get_rule("XLA404").hover["torch.isnan"]
+
+
+def test_itertools_count_is_a_counter_not_a_batch():
+    code = """
+    import itertools
+
+    for step in itertools.count():
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        if step > 100:
+            break
+    """
+    assert findings(code, "XLA404") == []
