@@ -43,7 +43,9 @@ def test_conversion_matches_golden_and_is_a_fixpoint(name: str, target: str) -> 
 
 @pytest.mark.parametrize("name", CONVERTED)
 def test_original_sample_has_findings(name: str) -> None:
-    codes = {f.code for f in analyze((SAMPLES / f"{name}.py").read_text(), target="modern").findings}
+    codes = {
+        f.code for f in analyze((SAMPLES / f"{name}.py").read_text(), target="modern").findings
+    }
     assert codes, name
 
 
@@ -90,7 +92,12 @@ def test_converted_native_loop_trains_like_the_original(tmp_path: Path) -> None:
 @pytest.mark.xla
 def test_converted_amp_loop_runs_under_xla_in_bf16(tmp_path: Path) -> None:
     losses = _run(
-        _write(tmp_path, "mnist_amp"), "--steps", "4", "--out", str(tmp_path / "c.pt"), PJRT_DEVICE="CPU"
+        _write(tmp_path, "mnist_amp"),
+        "--steps",
+        "4",
+        "--out",
+        str(tmp_path / "c.pt"),
+        PJRT_DEVICE="CPU",
     )
     assert [s for s, _ in losses] == [0, 1, 2, 3]
     assert all(math.isfinite(v) for _, v in losses)
@@ -102,9 +109,23 @@ def test_converted_trainer_script_runs_under_xla(tmp_path: Path) -> None:
     assert len(losses) == 3 and all(math.isfinite(v) for _, v in losses)
 
 
-@pytest.mark.xla
-def test_converted_ddp_script_runs_on_two_cpu_devices(tmp_path: Path) -> None:
-    script = _write(tmp_path, "ddp_cuda")
+ALL_REDUCE_PROBE = """
+import torch, torch_xla, torch_xla.core.xla_model as xm
+
+def _mp_fn(index):
+    t = torch.ones(2, device=torch_xla.device())
+    xm.all_reduce("sum", [t])
+    torch_xla.sync()
+    print("all_reduce ok", t.cpu().tolist(), flush=True)
+
+if __name__ == "__main__":
+    torch_xla.launch(_mp_fn)
+"""
+KNOWN_CPU_COLLECTIVE_BUG = "Termination timeout for `all reduce RendezvousKey"
+
+
+def _launch_converted_ddp(tmp_path: Path, devices: int) -> subprocess.CompletedProcess[str]:
+    _write(tmp_path, "ddp_cuda")
     launcher = tmp_path / "launch.py"
     # torch_xla.launch calls the converted script's _mp_fn once per device (GUIDE A.2/C.5).
     launcher.write_text(
@@ -115,6 +136,46 @@ def test_converted_ddp_script_runs_on_two_cpu_devices(tmp_path: Path) -> None:
         "if __name__ == '__main__':\n"
         "    torch_xla.launch(ddp_cuda._mp_fn)\n"
     )
-    losses = _run(launcher, timeout=420, PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2")
+    return subprocess.run(
+        [sys.executable, str(launcher)],
+        capture_output=True,
+        text=True,
+        timeout=420,
+        env=_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES=str(devices)),
+        cwd=tmp_path,
+    )
+
+
+@pytest.mark.xla
+def test_converted_ddp_script_runs_under_the_xla_launcher(tmp_path: Path) -> None:
+    proc = _launch_converted_ddp(tmp_path, devices=1)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    losses = _losses(proc.stdout)
     assert [s for s, _ in losses] == [0, 1, 2]
     assert all(math.isfinite(v) for _, v in losses)
+    assert (tmp_path / "d.pt").stat().st_size > 0
+
+
+@pytest.mark.xla
+def test_converted_ddp_script_on_two_cpu_devices(tmp_path: Path) -> None:
+    # torch_xla 2.9's CPU client runs the two devices as threads of one process, and its
+    # cross-replica all-reduce never completes there: both threads wait at the rendezvous
+    # until XLA aborts the process after 10 s (GUIDE G). Probe that with a four-line
+    # all_reduce first, so this test runs the real two-device sample wherever it can work.
+    probe = tmp_path / "probe.py"
+    probe.write_text(ALL_REDUCE_PROBE)
+    result = subprocess.run(
+        [sys.executable, str(probe)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2"),
+    )
+    if result.returncode != 0 and KNOWN_CPU_COLLECTIVE_BUG in result.stderr:
+        pytest.xfail(
+            "torch_xla CPU all_reduce across 2 threaded devices aborts (rendezvous timeout)"
+        )
+    assert result.returncode == 0, result.stderr[-3000:]
+    proc = _launch_converted_ddp(tmp_path, devices=2)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert [s for s, _ in _losses(proc.stdout)] == [0, 1, 2]

@@ -141,13 +141,18 @@ class ScriptModel:
         self.imports: dict[str, str] = {}
         self.import_nodes: list[ast.Import | ast.ImportFrom] = []
         self.assignments: dict[str, list[ast.Assign | ast.AnnAssign]] = defaultdict(list)
+        self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
+        self._sorted_nodes: dict[tuple[type, ...], list[ast.AST]] = {}
+        self._call_names: dict[int, str | None] = {}
         self._index()
 
     # --- indexing ----------------------------------------------------------------
     def _index(self) -> None:
         stack: list[ast.AST] = [self.tree]
+        by_type = self._by_type
         while stack:
             node = stack.pop()
+            by_type[type(node)].append(node)
             for child in ast.iter_child_nodes(node):
                 self.parents[child] = node
                 stack.append(child)
@@ -184,6 +189,15 @@ class ScriptModel:
         for names in self.assignments.values():
             names.sort(key=_order)
 
+    def nodes_of(self, *types: type[ast.AST]) -> list[ast.AST]:
+        """Every node of these exact types, in source order. Rules use this instead of
+        walking the whole tree again: one index pass serves all of them."""
+        cached = self._sorted_nodes.get(types)
+        if cached is None:
+            nodes = [n for t in types for n in self._by_type.get(t, [])]
+            cached = self._sorted_nodes[types] = sorted(nodes, key=_order)
+        return cached
+
     # --- names ---------------------------------------------------------------------
     def qualname(self, node: ast.AST) -> str | None:
         """Fully qualified name of a name/attribute chain rooted at an import."""
@@ -197,7 +211,13 @@ class ScriptModel:
         return f"{target}.{rest}" if rest else target
 
     def call_name(self, call: ast.Call) -> str | None:
-        return self.qualname(call.func)
+        # Every rule asks this of every call: resolve each call once per parse.
+        key = id(call)
+        try:
+            return self._call_names[key]
+        except KeyError:
+            name = self._call_names[key] = self.qualname(call.func)
+            return name
 
     def calls_to(self, *qualnames: str) -> Iterator[ast.Call]:
         wanted = set(qualnames)

@@ -51,8 +51,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
 
     # if torch.cuda.is_available(): device = "cuda" / else: device = "cpu"
-    for node in ast.walk(model.tree):
-        if isinstance(node, ast.If) and any(
+    for node in model.nodes_of(ast.If):
+        if any(
             model.call_name(c) == IS_AVAILABLE
             for c in ast.walk(node.test)
             if isinstance(c, ast.Call)

@@ -73,7 +73,7 @@ def _finding(
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    for node in ast.walk(model.tree):
+    for node in model.nodes_of(ast.Subscript, ast.Call):
         key = _env_key(model, node)
         if key is not None and key in ENV_KEYS:
             wrapper = _int_wrapper(model, node)

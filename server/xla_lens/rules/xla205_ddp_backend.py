@@ -71,7 +71,7 @@ def _wrapper_uses(model: ScriptModel, names: set[str]) -> list[ast.Attribute]:
     """``ddp.module`` / ``ddp.no_sync`` / ... read anywhere through the wrapper's names."""
     return [
         n
-        for n in ast.walk(model.tree)
+        for n in model.nodes_of(ast.Attribute)
         if isinstance(n, ast.Attribute) and n.attr in DDP_ONLY and dotted(n.value) in names
     ]
 
@@ -132,9 +132,7 @@ def _same_binding(
     rebinds = [
         a
         for a in model.assignments.get(name, [])
-        if a is not wrap_stmt
-        and model.enclosing_function(a) is scope
-        and a.lineno > call.lineno
+        if a is not wrap_stmt and model.enclosing_function(a) is scope and a.lineno > call.lineno
     ]
     return not rebinds
 

@@ -121,7 +121,7 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
 
 
 def _backend_settings(model: ScriptModel) -> Iterator[Finding]:
-    for node in ast.walk(model.tree):
+    for node in model.nodes_of(ast.Assign):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         q = model.qualname(node.targets[0])

@@ -289,7 +289,7 @@ def _api_findings(model: ScriptModel, table: dict[str, _Mapping]) -> Iterator[Fi
 
 def _env_assignments(model: ScriptModel) -> Iterator[tuple[ast.AST, str, ast.expr | None]]:
     """(anchor, key, value) for ``os.environ[k] = v``, ``os.environ.setdefault(k, v)``, ``os.putenv``."""
-    for node in ast.walk(model.tree):
+    for node in model.nodes_of(ast.Assign, ast.Call):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 if isinstance(t, ast.Subscript) and model.qualname(t.value) == "os.environ":
@@ -341,7 +341,7 @@ def _runtime_import_findings(model: ScriptModel) -> Iterator[Finding]:
     for imp, bound in _runtime_imports(model):
         uses = [
             n
-            for n in ast.walk(model.tree)
+            for n in model.nodes_of(ast.Name)
             if isinstance(n, ast.Name) and n.id == bound and isinstance(n.ctx, ast.Load)
         ]
         message = f"torch_xla.runtime does not exist in {LEGACY}: this import fails there"
