@@ -1,0 +1,51 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { documentArg, uriFromArgs } from "../src/commandArgs";
+import { IDLE, applyRunEvent, describeSummary, statusView } from "../src/runStatus";
+
+test("run events fold into the state the status bar shows", () => {
+  let s = applyRunEvent(IDLE, { type: "start", file: "train.py" });
+  assert.equal(s.running, true);
+  s = applyRunEvent(s, { type: "device", device: "CPU", reason: "no GPU visible" });
+  assert.equal(statusView("running", s).text, "$(sync~spin) XLA run on CPU");
+  s = applyRunEvent(s, { type: "summary", compiles: 3, compile_time_s: 2.14, execute_time_s: 1, exit_code: 0, problems: [] });
+  s = applyRunEvent(s, { type: "exit", code: 0 });
+  assert.equal(s.running, false);
+  const view = statusView("running", s);
+  assert.equal(view.text, "$(check) XLA: CPU · 3 compiles (2.1 s)");
+  assert.equal(view.alarming, false);
+  assert.match(view.tooltip, /no GPU visible|Last run: CPU/);
+});
+
+test("a failing run is flagged; unknown or malformed events change nothing", () => {
+  let s = applyRunEvent(IDLE, { type: "device", device: "CUDA" });
+  assert.equal(applyRunEvent(s, { type: "compile", graph: 1 }), s);
+  assert.equal(applyRunEvent(s, "garbage"), s);
+  assert.equal(applyRunEvent(s, { nope: 1 }), s);
+  s = applyRunEvent(s, { type: "exit", code: 1 });
+  const view = statusView("running", s);
+  assert.equal(view.text, "$(check) XLA: CUDA · exit 1");
+  assert.equal(view.alarming, true);
+});
+
+test("summaries read well", () => {
+  assert.equal(describeSummary({ device: "TPU", compiles: 1, compile_time_s: 42.4, exit_code: 0 }), "TPU · 1 compile (42 s)");
+  assert.equal(describeSummary({ compiles: 0, exit_code: null, problems: [{}, {}] }), "0 compiles · killed · 2 problems");
+  assert.equal(describeSummary({}), "finished");
+});
+
+test("server state dominates the status text", () => {
+  assert.equal(statusView("missing", IDLE).text, "$(error) xla-lens");
+  assert.equal(statusView("missing", IDLE).alarming, true);
+  assert.equal(statusView("starting", IDLE).text, "$(sync~spin) xla-lens");
+  assert.match(statusView("running", IDLE, "/v/bin/python (x)").tooltip, /Interpreter: \/v\/bin\/python/);
+});
+
+test("command arguments: {uri, version} out, the server's shapes in", () => {
+  assert.deepEqual(documentArg("file:///a.py", 3), { uri: "file:///a.py", version: 3 });
+  assert.deepEqual(documentArg("file:///a.py"), { uri: "file:///a.py" });
+  assert.equal(uriFromArgs([{ uri: "file:///a.py" }]), "file:///a.py");
+  assert.equal(uriFromArgs(["file:///b.py"]), "file:///b.py");
+  assert.equal(uriFromArgs([]), undefined);
+  assert.equal(uriFromArgs([{ path: "/x" }]), undefined);
+});
