@@ -1,0 +1,7 @@
+"""Kills itself with SIGKILL."""
+
+import os
+import signal
+
+print("bye", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
