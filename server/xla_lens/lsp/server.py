@@ -6,7 +6,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
-from . import actions, commands, documents, hover
+from . import actions, commands, documents, hover, run_command
 from .core import XlaLensServer
 
 Register = Callable[[XlaLensServer], None]
@@ -18,6 +18,7 @@ FEATURES: tuple[Register, ...] = (
     actions.register,
     commands.register,
     hover.register,
+    run_command.register,
 )
 
 
