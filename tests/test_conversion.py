@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from xla_lens.engine import analyze, fix_source
 
 ROOT = Path(__file__).resolve().parents[1]

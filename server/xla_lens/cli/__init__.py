@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -70,6 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_main(argv[1:])
     args = parser.parse_args(argv)
+    if args.command in ("check", "fix") and not os.environ.get("XLA_LENS_DEBUG"):
+        # The commands report a crashed rule in one line themselves; without a handler
+        # logging's last resort would also dump its traceback on the user's terminal.
+        logger = logging.getLogger("xla_lens")
+        if not logger.handlers:
+            logger.addHandler(logging.NullHandler())
     try:
         if args.command == "check":
             from .commands import check_command
@@ -93,8 +101,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `xla-lens check ... | head`: the reader left; that is not an error of ours.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     parser.error(f"unknown command {args.command}")

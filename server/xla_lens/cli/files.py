@@ -42,7 +42,12 @@ def discover(paths: Iterable[str]) -> Iterator[Path]:
                 dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
                 for name in sorted(files):
                     if name.endswith(".py"):
-                        yield Path(root) / name
+                        path = Path(root) / name
+                        # A FIFO, socket or device named *.py is no script, and reading a
+                        # FIFO blocks forever. Broken links still come out, to be reported.
+                        if path.exists() and not path.is_file():
+                            continue
+                        yield path
         else:
             yield p
 
@@ -50,13 +55,19 @@ def discover(paths: Iterable[str]) -> Iterator[Path]:
 def read_source(path: Path) -> SourceFile:
     try:
         if not path.exists():
+            if path.is_symlink():
+                raise FileProblem(f"{path}: broken symbolic link (or a link loop)")
             raise FileProblem(f"{path}: no such file")
         if path.is_dir():
             raise FileProblem(f"{path}: is a directory")
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise FileProblem(f"{path}: {size // (1024 * 1024)} MB is too large to analyse")
-        data = path.read_bytes()
+        with path.open("rb") as fh:
+            # Bounded: st_size is 0 for /dev/zero or a pipe, which would never end.
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise FileProblem(f"{path}: more than {MAX_BYTES // (1024 * 1024)} MB, too large")
     except OSError as exc:
         raise FileProblem(f"{path}: cannot read: {exc.strerror or exc}") from None
     if b"\x00" in data:

@@ -148,7 +148,10 @@ def rules_markdown() -> str:
         out += ["", f"### {r.code} {r.name}", "", r.summary + "."]
         if r.doc:
             out += ["", r.doc.strip()]
-        out += ["", f"Severity: {SEVERITY_NAMES[r.severity]}. Automatic fix: {'yes' if r.has_fix else 'no'}."]
+        out += [
+            "",
+            f"Severity: {SEVERITY_NAMES[r.severity]}. Automatic fix: {'yes' if r.has_fix else 'no'}.",
+        ]
     return "\n".join(out)
 
 

@@ -362,6 +362,15 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
 def apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
     """Apply ``ops`` to ``source``. Raises FixError if the source does not parse with
     libcst or the result is not valid Python."""
+    try:
+        return _apply_ops(source, ops)
+    except RecursionError:
+        # libcst visits and prints recursively: an expression the stdlib parser accepts
+        # (e.g. 150 nested brackets) can still exhaust the stack here.
+        raise FixError("the file is too deeply nested to fix") from None
+
+
+def _apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
     ops = list(ops)
     if not ops:
         return ApplyResult(source, 0, [])
@@ -376,6 +385,9 @@ def apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
     except cst.ParserSyntaxError as exc:
         raise FixError(f"a fix produced code that does not parse: {exc.message}") from exc
     code = new_module.code
+    if source.endswith("\r") and not code.endswith(("\r", "\n")):
+        # libcst drops the last line end of a file whose lines end in a bare CR.
+        code += "\r"
     if code != source:
         try:
             compile(code, "<fixed>", "exec", dont_inherit=True, flags=0x400)  # ast only
