@@ -34,16 +34,21 @@ function num(value: unknown): number | undefined {
 
 export function toSummary(value: unknown): RunSummary | undefined {
   if (!isRecord(value)) return undefined;
-  const exit = value.exit_code ?? value.code;
+  // The command result uses exit_code/compiles/compile_time_s; the runner's own summary
+  // event (RunSummary) says returncode/uncached_compiles+cached_compiles/compile_s.
+  const exit = value.exit_code ?? value.code ?? value.returncode;
+  const uncached = num(value.uncached_compiles);
+  const compiles = num(value.compiles) ?? (uncached === undefined ? undefined : uncached + (num(value.cached_compiles) ?? 0));
+  const reason = value.reason ?? value.device_reason;
   return {
     device: typeof value.device === "string" ? value.device : undefined,
-    reason: typeof value.reason === "string" ? value.reason : undefined,
+    reason: typeof reason === "string" ? reason : undefined,
     exit_code: typeof exit === "number" ? exit : exit === null ? null : undefined,
-    compiles: num(value.compiles),
-    compile_time_s: num(value.compile_time_s),
-    execute_time_s: num(value.execute_time_s),
+    compiles,
+    compile_time_s: num(value.compile_time_s) ?? num(value.compile_s),
+    execute_time_s: num(value.execute_time_s) ?? num(value.execute_s),
     problems: Array.isArray(value.problems) ? value.problems : undefined,
-    cancelled: value.cancelled === true ? true : undefined,
+    cancelled: value.cancelled === true || value.status === "cancelled" ? true : undefined,
   };
 }
 
@@ -52,7 +57,10 @@ export function applyRunEvent(state: RunState, event: unknown): RunState {
   if (!isRecord(event) || typeof event.type !== "string") return state;
   switch (event.type) {
     case "start":
-      return { running: true, file: typeof event.file === "string" ? event.file : state.file, last: state.last };
+    case "started": {
+      const file = typeof event.file === "string" ? event.file : event.script;
+      return { running: true, file: typeof file === "string" ? file : state.file, last: state.last };
+    }
     case "device":
       return {
         ...state,
@@ -61,11 +69,12 @@ export function applyRunEvent(state: RunState, event: unknown): RunState {
         reason: typeof event.reason === "string" ? event.reason : state.reason,
       };
     case "summary": {
-      const summary = toSummary(event);
+      // The runner nests its RunSummary under "summary".
+      const summary = toSummary(isRecord(event.summary) ? event.summary : event);
       return summary ? { ...state, last: { ...summary, device: summary.device ?? state.device } } : state;
     }
     case "exit": {
-      const code = num(event.code);
+      const code = num(event.code) ?? num(event.returncode);
       const last = { ...(state.last ?? { device: state.device }), exit_code: code ?? state.last?.exit_code ?? null };
       return { running: false, device: state.device, reason: state.reason, file: state.file, last };
     }

@@ -49,3 +49,19 @@ test("command arguments: {uri, version} out, the server's shapes in", () => {
   assert.equal(uriFromArgs([]), undefined);
   assert.equal(uriFromArgs([{ path: "/x" }]), undefined);
 });
+
+test("the runner's own event shapes (started, nested summary, exit returncode)", () => {
+  let s = applyRunEvent(IDLE, { type: "started", script: "/w/train.py", pid: 7, argv: [], cwd: "/w" });
+  assert.equal(s.running, true);
+  assert.equal(s.file, "/w/train.py");
+  s = applyRunEvent(s, { type: "device", device: "CPU", reason: "no GPU visible" });
+  s = applyRunEvent(s, {
+    type: "summary",
+    summary: { status: "step-limit", returncode: 0, device: "CPU", uncached_compiles: 2, cached_compiles: 3, compile_s: 2.26, execute_s: 0.11, problems: [{}] },
+  });
+  assert.equal(s.last?.compiles, 5);
+  assert.equal(s.last?.compile_time_s, 2.26);
+  s = applyRunEvent(s, { type: "exit", status: "ok", returncode: 1, signal: null, duration_s: 1 });
+  assert.equal(s.running, false);
+  assert.equal(s.last?.exit_code, 1);
+});
