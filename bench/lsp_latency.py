@@ -112,7 +112,19 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
         {
             "processId": os.getpid(),
             "rootUri": folder.as_uri(),
-            "capabilities": {"textDocument": {"publishDiagnostics": {}}},
+            "capabilities": {
+                "textDocument": {
+                    "publishDiagnostics": {},
+                    # As VS Code does: edits come lazily through codeAction/resolve.
+                    "codeAction": {
+                        "resolveSupport": {"properties": ["edit"]},
+                        "dataSupport": True,
+                        "codeActionLiteralSupport": {
+                            "codeActionKind": {"valueSet": ["quickfix", "source"]}
+                        },
+                    },
+                }
+            },
             "initializationOptions": {"debounceMs": 0, "settings": {"target": "modern"}},
             "workspaceFolders": [{"uri": folder.as_uri(), "name": "bench"}],
         },
