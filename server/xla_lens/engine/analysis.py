@@ -10,8 +10,8 @@ import warnings
 from dataclasses import dataclass, field, replace
 
 from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
-from ..rules.model import ScriptModel
 from ..rules.registry import all_rules
+from ..semantic.model import ScriptModel
 from .config import Settings, resolve_target
 
 log = logging.getLogger("xla_lens")

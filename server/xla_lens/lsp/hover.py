@@ -15,8 +15,8 @@ from functools import cache
 from lsprotocol import types
 
 from ..rules.base import Finding, Pos, Span
-from ..rules.model import ScriptModel
 from ..rules.registry import all_rules
+from ..semantic.model import ScriptModel
 from .core import XlaLensServer
 from .documents import current_entry
 from .state import Entry

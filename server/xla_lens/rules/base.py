@@ -11,29 +11,26 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from ..semantic.edits import (  # noqa: F401  (re-exported: the vocabulary rules speak)
+    AddImport,
+    AppendToBody,
+    EditOp,
+    InsertAfter,
+    InsertBefore,
+    RemoveKeyword,
+    RemoveStatement,
+    Replace,
+    ReplaceStatement,
+    SetArgs,
+    SetKeyword,
+)
+from ..semantic.span import Pos, Span  # noqa: F401
+from ..semantic.xla_api import Target  # noqa: F401
 
 if TYPE_CHECKING:
-    from .model import ScriptModel
-
-Target = Literal["legacy", "modern"]
-
-
-@dataclass(frozen=True, order=True)
-class Pos:
-    """A position: 0-based line, 0-based column in Unicode code points."""
-
-    line: int
-    col: int
-
-
-@dataclass(frozen=True, order=True)
-class Span:
-    start: Pos
-    end: Pos
-
-    def contains(self, other: Span) -> bool:
-        return self.start <= other.start and other.end <= self.end
+    from ..semantic.model import ScriptModel
 
 
 class Severity(enum.IntEnum):
@@ -61,102 +58,6 @@ class Category(enum.StrEnum):
     TRAINER = "trainer"
     PERFORMANCE = "performance"
     MODERNISATION = "modernisation"
-
-
-# --- Edit operations -------------------------------------------------------------
-# Every operation is anchored on the span of an existing node, exactly as the stdlib
-# ``ast`` reports it (converted to code points). The engine matches spans to libcst
-# nodes; an operation whose anchor is not found is dropped (never applied elsewhere).
-
-
-@dataclass(frozen=True)
-class Replace:
-    """Replace the expression at ``span`` with ``code`` (a Python expression)."""
-
-    span: Span
-    code: str
-
-
-@dataclass(frozen=True)
-class SetKeyword:
-    """Add ``name=code`` to the call at ``span``, or replace that keyword's value."""
-
-    span: Span
-    name: str
-    code: str
-
-
-@dataclass(frozen=True)
-class RemoveKeyword:
-    span: Span
-    name: str
-
-
-@dataclass(frozen=True)
-class SetArgs:
-    """Replace all arguments of the call at ``span`` with ``code`` (argument list text)."""
-
-    span: Span
-    code: str
-
-
-@dataclass(frozen=True)
-class RemoveStatement:
-    """Remove the statement at ``span`` (a ``pass`` keeps an emptied block valid)."""
-
-    span: Span
-
-
-@dataclass(frozen=True)
-class ReplaceStatement:
-    """Replace the statement at ``span`` with one or more statements of ``code``."""
-
-    span: Span
-    code: str
-
-
-@dataclass(frozen=True)
-class InsertAfter:
-    """Insert the statements of ``code`` after the statement at ``span``."""
-
-    span: Span
-    code: str
-
-
-@dataclass(frozen=True)
-class InsertBefore:
-    span: Span
-    code: str
-
-
-@dataclass(frozen=True)
-class AppendToBody:
-    """Append the statements of ``code`` at the end of the body of the compound
-    statement (``for``/``while``/``def``/``with``) at ``span``."""
-
-    span: Span
-    code: str
-
-
-@dataclass(frozen=True)
-class AddImport:
-    """Ensure ``statement`` (``import a.b as c`` / ``from a import b``) is at module top."""
-
-    statement: str
-
-
-EditOp = (
-    Replace
-    | SetKeyword
-    | RemoveKeyword
-    | SetArgs
-    | RemoveStatement
-    | ReplaceStatement
-    | InsertAfter
-    | InsertBefore
-    | AppendToBody
-    | AddImport
-)
 
 
 @dataclass(frozen=True)

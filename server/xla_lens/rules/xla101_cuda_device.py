@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel, is_cuda_string, keyword, method_name, receiver
 from .base import Category, Finding, Fix, Replace, ReplaceStatement, Rule, RuleContext, Severity
-from .model import Emitter, ScriptModel, is_cuda_string, keyword, method_name, receiver
 
 CODE = "XLA101"
 IS_AVAILABLE = "torch.cuda.is_available"

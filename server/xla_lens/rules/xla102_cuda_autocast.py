@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
-from .model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
 
 CODE = "XLA102"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
 from .base import (
     Category,
     EditOp,
@@ -24,7 +25,6 @@ from .base import (
     SetArgs,
     Severity,
 )
-from .model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
 
 CODE = "XLA103"
 

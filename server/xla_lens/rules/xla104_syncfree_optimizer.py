@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import Emitter, ScriptModel
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
-from .model import Emitter, ScriptModel
 
 CODE = "XLA104"
 SYNCFREE = "torch_xla.amp.syncfree"

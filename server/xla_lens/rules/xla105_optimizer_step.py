@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel, receiver
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
-from .model import Emitter, ScriptModel, receiver
 
 CODE = "XLA105"
 REDUCERS = {

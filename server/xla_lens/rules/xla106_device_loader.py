@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import XLA_LOADERS, Emitter, ScriptModel, dotted, method_name
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
-from .model import XLA_LOADERS, Emitter, ScriptModel, dotted, method_name
 
 CODE = "XLA106"
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, keyword
 from .base import AppendToBody, Category, Finding, Fix, Rule, RuleContext, Severity, Span
-from .model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, keyword
 from .xla106_device_loader import is_xla_loader, iterated_loader, will_wrap
 
 CODE = "XLA107"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, method_name
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
-from .model import Emitter, ScriptModel, arg_or_keyword, method_name
 
 CODE = "XLA108"
 # torch.save(obj, f, ...) keywords and their positions in xm.save(data, file_or_path).

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel, TrainingLoop, dotted, method_name, receiver
 from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity, Target
-from .model import Emitter, ScriptModel, TrainingLoop, dotted, method_name, receiver
 
 CODE = "XLA201"
 REDUCERS = {

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel, const_str
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
-from .model import Emitter, ScriptModel, const_str
 
 CODE = "XLA202"
 Api = Callable[[Emitter, Target], str]

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, keyword
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
-from .model import Emitter, ScriptModel, arg_or_keyword, keyword
 
 CODE = "XLA203"
 SAMPLERS = {

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import ScriptModel
 from .base import Category, Finding, Fix, Pos, ReplaceStatement, Rule, RuleContext, Severity, Span
-from .model import ScriptModel
 
 CODE = "XLA204"
 ENTRY = "_mp_fn"

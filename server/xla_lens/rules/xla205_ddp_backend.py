@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import ScriptModel, arg_or_keyword, const_str, dotted
 from .base import (
     AddImport,
     Category,
@@ -24,7 +25,6 @@ from .base import (
     SetKeyword,
     Severity,
 )
-from .model import ScriptModel, arg_or_keyword, const_str, dotted
 
 CODE = "XLA205"
 INIT = "torch.distributed.init_process_group"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import ScriptModel, const_str, keyword
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
-from .model import ScriptModel, const_str, keyword
 
 CODE = "XLA301"
 XLA_OPTIM = "adamw_torch_xla"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import ScriptModel, keyword
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
-from .model import ScriptModel, keyword
 from .xla301_trainer_optim import has_double_star, training_args_calls
 
 CODE = "XLA302"

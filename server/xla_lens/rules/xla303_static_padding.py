@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
-from .model import ScriptModel, dotted, keyword, method_name, receiver
 
 CODE = "XLA303"
 DEFAULT_MAX_LENGTH = 128

@@ -6,9 +6,9 @@ import ast
 import builtins
 from collections.abc import Iterator
 
+from ..semantic.model import Emitter, ScriptModel, method_name, receiver
+from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
 from .base import Category, Finding, Fix, ReplaceStatement, Rule, RuleContext, Severity
-from .model import Emitter, ScriptModel, method_name, receiver
-from .tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"

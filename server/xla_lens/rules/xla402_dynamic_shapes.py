@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import ScriptModel, keyword, method_name
+from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
-from .model import ScriptModel, keyword, method_name
-from .tensors import loop_nodes
 
 CODE = "XLA402"
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel, keyword
 from .base import (
     Category,
     Finding,
@@ -17,7 +18,6 @@ from .base import (
     RuleContext,
     Severity,
 )
-from .model import Emitter, ScriptModel, keyword
 
 CODE = "XLA403"
 IS_AVAILABLE = "torch.cuda.is_available"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.model import ScriptModel
+from ..semantic.tensors import TensorNames, loop_nodes
 from .base import Category, Finding, Rule, RuleContext, Severity
-from .model import ScriptModel
-from .tensors import TensorNames, loop_nodes
 
 CODE = "XLA404"
 KINDS = {

@@ -6,7 +6,8 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from . import xla_api
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel, const_str
 from .base import (
     Category,
     Finding,
@@ -18,7 +19,6 @@ from .base import (
     Severity,
     Target,
 )
-from .model import Emitter, ScriptModel, const_str
 
 CODE = "XLA501"
 XM = "torch_xla.core.xla_model"

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .base import AddImport, Pos, Span
+from .edits import AddImport
+from .span import Pos, Span
 
 LOOP_TYPES = (ast.For, ast.While, ast.AsyncFor)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)

@@ -7,8 +7,11 @@ the two dialects stay in one table.
 
 from __future__ import annotations
 
-from .base import Target
+from typing import Literal
+
 from .model import Emitter
+
+Target = Literal["legacy", "modern"]
 
 
 def device(e: Emitter, target: Target) -> str:
