@@ -12,8 +12,8 @@ import pytest
 import xla_lens.engine.analysis as analysis
 from xla_lens.engine import analyze, fix_source
 from xla_lens.rules.base import Category, Finding, Pos, Rule, RuleContext, Severity, Span
-from xla_lens.rules.model import ScriptModel
 from xla_lens.rules.registry import all_rules
+from xla_lens.semantic.model import ScriptModel
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "mnist_amp.py"
 

@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     fix = sub.add_parser("fix", help="apply every safe fix in place (or show a diff)")
     fix.add_argument("paths", nargs="+", metavar="PATH")
     fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
+    fix.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="also apply fixes marked for review (they may change what the script does)",
+    )
     _selection_args(fix)
 
     run = sub.add_parser(

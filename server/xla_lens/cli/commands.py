@@ -96,14 +96,25 @@ def fix_command(args: argparse.Namespace) -> int:
             _err(str(exc))
             problems += 1
             continue
-        outcome = fix_source(source.text, str(path), settings, resolve_target(settings))
+        outcome = fix_source(
+            source.text,
+            str(path),
+            settings,
+            resolve_target(settings),
+            unsafe=getattr(args, "unsafe_fixes", False),
+        )
         if outcome.error is not None:
             _err(f"{path}: {outcome.error}; left untouched")
             problems += 1
             continue
         for f in outcome.remaining:
             remaining += 1
-            note = f.manual or (f.fix.title + " (needs review, not applied)" if f.fix else "")
+            note = f.manual or (
+                f"{f.fix.title} (needs review, not applied: {f.fix.review_reason or 'may change behaviour'};"
+                " apply with --unsafe-fixes)"
+                if f.fix
+                else ""
+            )
             print(
                 f"{path}:{f.span.start.line + 1}:{f.span.start.col + 1}: {f.code} {f.message}"
                 + (f"\n    {note}" if note else ""),

@@ -45,8 +45,10 @@ def fix_source(
     settings: Settings | None = None,
     target: Target | None = None,
     accept: Callable[[Finding], bool] | None = None,
+    unsafe: bool = False,
 ) -> FixOutcome:
-    """Apply every safe fix (those ``accept`` allows) until nothing more changes."""
+    """Apply every safe fix (those ``accept`` allows) until nothing more changes.
+    With ``unsafe``, fixes marked for review are applied too (ruff's ``--unsafe-fixes``)."""
     settings = settings or Settings()
     target = target or resolve_target(settings)
     bom, text = _split_bom(source)
@@ -61,7 +63,7 @@ def fix_source(
         chosen = [
             f
             for f in analysis.findings
-            if f.fix is not None and f.fix.safe and (accept is None or accept(f))
+            if f.fix is not None and (f.fix.safe or unsafe) and (accept is None or accept(f))
         ]
         if not chosen:
             break
@@ -75,7 +77,7 @@ def fix_source(
         outcome.applied.extend(f.code for f in chosen)
         text = new_text
     final = analyze(text, path, settings, target)
-    outcome.remaining = [f for f in final.findings if f.fix is None or not f.fix.safe]
+    outcome.remaining = [f for f in final.findings if f.fix is None or not (f.fix.safe or unsafe)]
     outcome.source = bom + text
     return outcome
 

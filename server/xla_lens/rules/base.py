@@ -64,9 +64,12 @@ class Category(enum.StrEnum):
 class Fix:
     title: str
     ops: tuple[EditOp, ...]
-    # A safe fix keeps the program's meaning on XLA; unsafe fixes are offered as quick
-    # fixes but never applied by fix-all / convert.
+    # A safe fix provably keeps the program's meaning on XLA (every use of every name it
+    # touches was checked). Unsafe fixes are offered as quick fixes for review and applied
+    # only on explicit request (`fix --unsafe-fixes`), never by fix-all / Convert.
     safe: bool = True
+    # Why the fix needs review (shown with the finding): required when ``safe`` is False.
+    review_reason: str = ""
 
 
 @dataclass(frozen=True)
