@@ -3,8 +3,6 @@ the command line or the editor, plus resolution of ``target = "auto"``."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tomllib
 from dataclasses import dataclass, field, replace
@@ -13,6 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..rules.base import Severity, Target
+from .environment import installed_version
 
 TargetSetting = Literal["legacy", "modern", "auto"]
 TARGETS = ("legacy", "modern", "auto")
@@ -130,34 +129,28 @@ def settings_for_path(path: Path, base: Settings | None = None) -> Settings:
     if pyproject is None:
         return base or Settings()
     section = _load_pyproject(str(pyproject), pyproject.stat().st_mtime)
-    return settings_from_mapping(section, base)
+    return settings_from_mapping(_anchor_interpreter(section, pyproject.parent), base)
+
+
+def _anchor_interpreter(section: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A relative ``interpreter`` in pyproject.toml means relative to that file, not to
+    wherever xla-lens happens to be started (a bare name stays a PATH lookup)."""
+    value = section.get("interpreter")
+    if not isinstance(value, str) or not any(sep in value for sep in ("/", "\\")):
+        return section
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return section
+    return {**section, "interpreter": str(folder / path)}
 
 
 # --- target resolution ------------------------------------------------------------------
 
-_VERSION_PROBE = (
-    "import importlib.metadata as m\n"
-    "try:\n    print(m.version('torch_xla'))\n"
-    "except m.PackageNotFoundError:\n    print('')\n"
-)
 
-
-@lru_cache(maxsize=16)
 def torch_xla_version(interpreter: str) -> str | None:
-    """The torch_xla version installed for ``interpreter`` (read from package metadata,
-    never by importing torch_xla), or None when it has none or cannot be run."""
-    try:
-        out = subprocess.run(
-            [interpreter, "-I", "-c", _VERSION_PROBE],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    version = out.stdout.strip()
-    return version or None
+    """The torch_xla version installed for ``interpreter``, read from its package metadata
+    on disk. The interpreter is never run: it may be named by the workspace being checked."""
+    return installed_version(interpreter, "torch_xla")
 
 
 def target_for_version(version: str | None) -> Target:

@@ -110,7 +110,7 @@ class SettingsStore:
         folder = folder_for(uri, folders)
         editor = await self.editor_settings(folder, uri)
         path = to_fs_path(uri) if uri.startswith("file:") else None
-        # pyproject reads and the target probe (runs the interpreter once) stay off the loop.
+        # pyproject reads and the metadata read behind target = auto stay off the loop.
         settings, problems = await asyncio.to_thread(layer, path, editor)
         target = await asyncio.to_thread(resolve_target, settings)
         fresh = tuple(p for p in problems if p not in self._reported)
