@@ -23,7 +23,7 @@ from pygls.uris import to_fs_path
 
 from ..runner import RunOptions, RunSummary, start
 from ..runner.events import Compile, DeviceChosen, Event, Execute, Problem, Started, Step
-from . import run_diagnostics, run_inlay, run_lens
+from . import run_diagnostics, run_inlay, run_lens, run_messages
 from .core import XlaLensServer
 from .run_results import DocumentRun, RunStore, content_lines
 from .run_settings import PushedSettings, run_settings_for
@@ -32,6 +32,9 @@ RUN = "xla-lens.run"
 CANCEL = "xla-lens.cancelRun"
 RUN_EVENT = "xla-lens/runEvent"
 PROGRESS_TITLE = "Run on XLA"
+# A client that sets experimental.xlaLens.runNotifications shows the device and the end of a
+# run itself (the VS Code client: a short toast with "Why?", the text in its output channel).
+CLIENT_NOTIFIES = "experimental.xlaLens.runNotifications"
 
 
 def uri_argument(args: tuple[Any, ...]) -> str | None:
@@ -73,6 +76,10 @@ def result_of(summary: RunSummary, run: DocumentRun) -> dict[str, Any]:
         "compile_time_s": round(summary.compile_s, 3),
         "execute_time_s": round(summary.execute_s, 3),
         "duration_s": round(summary.duration_s, 3),
+        "cached_compiles": summary.cached_compiles,
+        # What the editor shows: the end line, and the CLI's summary table for the output.
+        "message": end_message(summary),
+        "report": run_messages.summary_text(summary),
         "pid": run.pid,
         "uri": run.uri,
         # Lines are 1-based, as in tracebacks and the CLI.
@@ -84,12 +91,23 @@ def result_of(summary: RunSummary, run: DocumentRun) -> dict[str, Any]:
 
 
 def end_message(summary: RunSummary) -> str:
-    if summary.status == "refused":
-        return f"refused: {summary.message}"
-    return (
-        f"{summary.status} · {summary.steps} steps · {summary.uncached_compiles} compiles · "
-        f"{summary.compile_s:.1f} s compiling"
-    )
+    return run_messages.end_message(summary)
+
+
+def client_notifies(ls: XlaLensServer) -> bool:
+    experimental = ls.client_capabilities.experimental
+    if not isinstance(experimental, dict):
+        return False
+    ours = experimental.get("xlaLens")
+    return isinstance(ours, dict) and ours.get("runNotifications") is True
+
+
+def event_payload(ev: Event) -> dict[str, Any]:
+    """The runner event as sent in xla-lens/runEvent, plus the words the editor shows."""
+    data = ev.to_dict()
+    if isinstance(ev, DeviceChosen):
+        data["short"] = run_messages.device_sentence(ev)
+    return data
 
 
 def _read_script(path: str) -> tuple[str | None, str | None]:
@@ -222,15 +240,19 @@ class Runs:
 
     def _on_event(self, run: DocumentRun, ev: Event, token: str | None, steps: int | None) -> None:
         try:
-            self.ls.protocol.notify(RUN_EVENT, ev.to_dict())
+            self.ls.protocol.notify(RUN_EVENT, event_payload(ev))
         except Exception:  # the client went away; the run still finishes and cleans up
             pass
         if isinstance(ev, DeviceChosen):
             run.device = ev.device
-            self.ls.show_client(
-                f"xla-lens: running {os.path.basename(run.script)} on {ev.device}: {ev.reason}",
-                types.MessageType.Info,
-            )
+            run.device_reason = ev.reason
+            if not client_notifies(self.ls):
+                # Short on screen; the whole reason (it can be long) goes to the log.
+                self.ls.show_client(
+                    f"xla-lens: {os.path.basename(run.script)}: {run_messages.device_sentence(ev)}",
+                    types.MessageType.Info,
+                )
+                self.ls.log_client(f"xla-lens: device {ev.device}: {ev.reason}")
         elif isinstance(ev, Started):
             run.pid = ev.pid
         elif isinstance(ev, Compile | Execute):
@@ -248,7 +270,7 @@ class Runs:
                 self.ls.work_done_progress.report(
                     token,
                     types.WorkDoneProgressReport(
-                        message=f"step {ev.step} · {run.compiles} compiles · device {run.device}",
+                        message=run_messages.progress_message(ev.step, run.compiles, run.device),
                         percentage=percentage,
                         cancellable=True,
                     ),

@@ -25,6 +25,8 @@ SEVERITY = {
     "host-read": types.DiagnosticSeverity.Information,
     "compile-bound": types.DiagnosticSeverity.Information,
     "crash": types.DiagnosticSeverity.Error,
+    "no-xla": types.DiagnosticSeverity.Warning,
+    "hang": types.DiagnosticSeverity.Error,
 }
 
 
@@ -38,11 +40,14 @@ def _line_range(line: str, number: int, encoding: str) -> types.Range:
 
 
 def _diagnostic(p: Problem, rng: types.Range) -> types.Diagnostic:
+    # Optional fields of an explained recompilation (absent from older runners).
+    doc = getattr(p, "doc_url", None)
     return types.Diagnostic(
         range=rng,
         message=p.message,
         severity=SEVERITY.get(p.kind, types.DiagnosticSeverity.Information),
         code=p.kind,
+        code_description=types.CodeDescription(href=doc) if doc else None,
         source=SOURCE,
     )
 

@@ -9,6 +9,7 @@ from lsprotocol import types
 
 from ..runner import RunSummary
 from .core import XlaLensServer
+from .run_messages import STOPPED, plural
 from .run_results import DocumentRun, RunStore
 
 RUN_TITLE = "▶ Run on GPU (XLA)"
@@ -74,15 +75,31 @@ def result_title(summary: RunSummary) -> str:
         head = "last run"
     elif status == "failed":
         head = f"last run (failed, exit {summary.returncode})"
-    else:
-        head = f"last run ({status})"
+    elif status == "signal":
+        head = f"last run (killed by {summary.signal})"
+    else:  # cancelled, timeout: the exit code is ours (SIGTERM), not the script's
+        head = f"last run ({STOPPED.get(status, status)})"
     if status == "refused":
         return f"{head}: {summary.message}"[:160]
-    n = summary.uncached_compiles
     return (
-        f"{head}: {summary.device or '?'} · {summary.steps} step{'s' if summary.steps != 1 else ''}"
-        f" · {n} compile{'s' if n != 1 else ''} · {_seconds(summary.compile_s)} compiling"
+        f"{head}: {summary.device or '?'} · {plural(summary.steps, 'step')}"
+        f" · {plural(summary.uncached_compiles, 'compile')} · {_seconds(summary.compile_s)} compiling"
     )
+
+
+def result_tooltip(summary: RunSummary) -> str | None:
+    """The whole device reason (the toast has only one sentence) and the compile counts."""
+    if summary.status == "refused":
+        return summary.message or None
+    lines = []
+    if summary.device:
+        lines.append(f"Device {summary.device}: {summary.device_reason}")
+    lines.append(
+        f"{plural(summary.uncached_compiles, 'compile')} (graphs XLA built, "
+        f"{summary.compile_s:.2f} s) and {summary.cached_compiles} cached "
+        f"(graphs found in the cache); {summary.execute_s:.2f} s executing"
+    )
+    return "\n".join(lines)
 
 
 def lenses_for(uri: str, text: str, run: DocumentRun | None) -> list[types.CodeLens]:
@@ -98,7 +115,9 @@ def lenses_for(uri: str, text: str, run: DocumentRun | None) -> list[types.CodeL
     lenses = [types.CodeLens(range=rng, command=main)]
     if run is not None and run.summary is not None:
         # An empty command id renders as plain text in VS Code: the lens is a label.
-        last = types.Command(title=result_title(run.summary), command="")
+        last = types.Command(
+            title=result_title(run.summary), command="", tooltip=result_tooltip(run.summary)
+        )
         lenses.append(types.CodeLens(range=rng, command=last))
     elif run is not None and run.refusal is not None:
         last = types.Command(title=f"last run (refused): {run.refusal}"[:160], command="")

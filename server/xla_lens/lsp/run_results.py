@@ -40,10 +40,16 @@ def line_map(old: list[str], new: list[str]) -> dict[int, int]:
     return out
 
 
+# Problems about the whole run rather than a line: shown on the file's first line.
+WHOLE_RUN_KINDS = ("no-xla", "hang")
+
+
 @dataclass
 class LineResult:
     stats: LineStats | None = None
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)  # caused here
+    # Explained recompilations whose compile this line triggered, though caused elsewhere.
+    triggered: list[Problem] = field(default_factory=list)
 
 
 @dataclass
@@ -54,6 +60,7 @@ class DocumentRun:
     handle: RunHandle | None = None
     cancel_requested: bool = False
     device: str | None = None
+    device_reason: str | None = None
     pid: int | None = None
     steps: int = 0
     compiles: int = 0
@@ -85,6 +92,18 @@ class DocumentRun:
         for p in problems:
             if self._own(p.file) and p.line is not None and p.line >= 1:
                 out.setdefault(p.line - 1, LineResult()).problems.append(p)
+            elif p.kind in WHOLE_RUN_KINDS and (p.file is None or self._own(p.file)):
+                out.setdefault(0, LineResult()).problems.append(p)
+            # Fields of an explained recompilation; absent from runners that do not explain.
+            trigger_file = getattr(p, "trigger_file", None) or p.file
+            trigger_line = getattr(p, "trigger_line", None)
+            if (
+                self._own(trigger_file)
+                and isinstance(trigger_line, int)
+                and trigger_line >= 1
+                and (trigger_line != p.line or not self._own(p.file))
+            ):
+                out.setdefault(trigger_line - 1, LineResult()).triggered.append(p)
         return out
 
     def mapped(self, text: str) -> dict[int, LineResult]:

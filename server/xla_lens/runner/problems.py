@@ -16,6 +16,8 @@ from .summary import LineStats
 
 RECOMPILE_STEPS = 3
 HOST_READ_STEPS = 2
+# Step 1 always compiles more than it executes; "compile-bound" needs a loop to judge.
+COMPILE_BOUND_MIN_STEPS = 2
 HOST_READ_CAUSE = "access tensor value"
 # .item()/float()/print(t) show up as this "fallback"; it is the host read, reported as such.
 HOST_READ_OP = "aten::_local_scalar_dense"
@@ -31,12 +33,15 @@ def find_problems(
     compile_s: float,
     execute_s: float,
     stuck_lines: Sequence[str] = (),
+    stopped_early: bool = False,
 ) -> list[Problem]:
     out: list[Problem] = []
     host_lines = _host_reads(graph_events, out)
     out.extend(_recompiles(lines, graph_events))
     out.extend(_fallbacks(fallbacks, fallback_sites, user, host_lines))
-    out.extend(_compile_bound(lines, compile_s, execute_s))
+    # A run cancelled (or timed out) early has only compiled yet: that is no finding.
+    if not stopped_early and _steps(graph_events) >= COMPILE_BOUND_MIN_STEPS:
+        out.extend(_compile_bound(lines, compile_s, execute_s))
     if exception is not None:
         out.append(
             Problem(
@@ -57,6 +62,10 @@ def find_problems(
             )
         )
     return out
+
+
+def _steps(events: Sequence[Compile | Execute]) -> int:
+    return max((e.step for e in events), default=0)
 
 
 def _host_reads(events: Sequence[Compile | Execute], out: list[Problem]) -> set[tuple[str, int]]:

@@ -228,6 +228,7 @@ class Session:
             s.compile_s,
             s.execute_s,
             self.stuck,
+            stopped_early=status in ("cancelled", "timeout"),
         )
         for problem in s.problems:
             self.emit(problem)
