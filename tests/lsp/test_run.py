@@ -140,7 +140,7 @@ async def test_run_streams_progress_hints_and_merged_diagnostics(client: Languag
     logged = [m.message for m in client.log_messages]
     assert "xla-lens: device CPU: CPU PJRT was requested" in logged
     assert result["message"].startswith("step-limit · 4 steps · ")
-    assert result["report"].startswith("xla-lens: ") and "uncached" in result["report"]
+    assert result["report"].startswith("xla-lens: run_recompile.py: ")
     assert refreshes.count("inlay") >= 1 and "lens" in refreshes
 
     recompile, host = marked(RECOMPILE, "# RECOMPILE"), marked(RECOMPILE, "# HOST-READ")

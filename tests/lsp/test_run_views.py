@@ -173,7 +173,7 @@ def test_a_cancelled_run_says_cancelled_without_an_exit_code(tmp_path: Path):
 def test_summary_text_is_the_cli_table(tmp_path: Path):
     store, uri, path = finished_run(tmp_path, [])
     text = run_messages.summary_text(store.get(uri).summary)
-    assert text.startswith("xla-lens: ") and "3 uncached, 7 cached" in text
+    assert text.startswith("xla-lens: ") and "3 compiles, 7 cached" in text
     assert "train.py:9" in text
 
 

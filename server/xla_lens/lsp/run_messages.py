@@ -9,6 +9,7 @@ A graph found in the cache is a "cached" hit and is counted separately, never ad
 from __future__ import annotations
 
 import io
+import os
 import re
 
 from ..runner import RunSummary
@@ -65,5 +66,7 @@ def summary_text(summary: RunSummary) -> str:
     """The CLI's end-of-run report (``xla-lens run`` prints the same), without the leading
     blank line."""
     out = io.StringIO()
-    print_summary(summary, out)
+    # Paths relative to the script's folder: the server's own working directory is not the
+    # workspace's.
+    print_summary(summary, out, relative_to=os.path.dirname(summary.script))
     return out.getvalue().strip("\n")

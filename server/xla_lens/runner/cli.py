@@ -3,14 +3,15 @@
 
 Human mode passes the script's output through, then prints the device and why, a table of
 source lines with compile counts/times, and the problems. ``--json`` prints the event stream,
-one JSON object per line. Exit code: the script's (128+N for signal N, 124 timeout, 130
-cancelled), 2 for usage errors and refused scripts.
+one JSON object per line. Exit code: the script's (128+N for signal N, 124 timeout, 128+N
+when signal N cancelled it: 130 for Ctrl-C), 2 for usage errors and refused scripts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -68,26 +69,34 @@ def run_main(argv: list[str]) -> int:
         timeout=ns.timeout,
     )
     printer = _JsonPrinter(sys.stdout) if ns.json else _HumanPrinter(sys.stdout, sys.stderr)
-    summary = asyncio.run(_run(options, printer))
+    stopped_by: list[int] = []
+    summary = asyncio.run(_run(options, printer, stopped_by))
     if not ns.json:
-        print_summary(summary, sys.stdout)
-    return exit_code(summary)
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            print_summary(summary, sys.stdout)
+    return exit_code(summary, stopped_by[0] if stopped_by else signal.SIGINT)
 
 
-async def _run(options: RunOptions, printer) -> RunSummary:
+async def _run(options: RunOptions, printer, stopped_by: list[int]) -> RunSummary:
     handle = start(options, printer)
     loop = asyncio.get_running_loop()
-    # Ctrl-C / SIGTERM cancel the run (killing the script's whole group) instead of leaving it.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, handle.cancel)
+
+    def stop(sig: int) -> None:
+        stopped_by.append(sig)
+        handle.cancel()
+
+    # Ctrl-C, SIGTERM and a dropped terminal (SIGHUP) cancel the run, killing the script's
+    # whole group. SIGKILL cannot be caught: the run's lifeline ends it then (lifeline.py).
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop, sig)
     return await handle.wait()
 
 
-def exit_code(summary: RunSummary) -> int:
+def exit_code(summary: RunSummary, cancelled_by: int = signal.SIGINT) -> int:
     if summary.status == "refused":
         return USAGE_ERROR
     if summary.status == "cancelled":
-        return 130
+        return 128 + cancelled_by  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
     if summary.status == "timeout":
         return 124
     if summary.signal:
@@ -100,8 +109,9 @@ class _JsonPrinter:
         self.out = out
 
     def __call__(self, event: Event) -> None:
-        self.out.write(event.to_json() + "\n")
-        self.out.flush()
+        with contextlib.suppress(OSError):  # a closed terminal must not break the run's end
+            self.out.write(event.to_json() + "\n")
+            self.out.flush()
 
 
 class _HumanPrinter:
@@ -109,6 +119,10 @@ class _HumanPrinter:
         self.out, self.err = out, err
 
     def __call__(self, event: Event) -> None:
+        with contextlib.suppress(OSError):  # a closed terminal must not break the run's end
+            self._print(event)
+
+    def _print(self, event: Event) -> None:
         if isinstance(event, Output):
             (self.out if event.stream == "stdout" else self.err).write(event.text + "\n")
         elif isinstance(event, DeviceChosen):
@@ -119,18 +133,25 @@ class _HumanPrinter:
             self.err.write(f"xla-lens run: refused: {event.message}\n")
 
 
-def _rel(path: str) -> str:
+def _rel_to(path: str, start: str | None = None) -> str:
     try:
-        rel = os.path.relpath(path)
+        rel = os.path.relpath(path, start)
     except ValueError:
         return path
     return path if rel.startswith("..") else rel
 
 
-def print_summary(s: RunSummary, out: TextIO) -> None:
+def print_summary(s: RunSummary, out: TextIO, relative_to: str | None = None) -> None:
+    """``compiles`` are graphs XLA built (uncached), ``cached`` the lookups that found one:
+    the same two numbers the editor shows. Paths are relative to ``relative_to`` (default:
+    the working directory)."""
     if s.status == "refused":
         return
     w = out.write
+
+    def _rel(path: str) -> str:
+        return _rel_to(path, relative_to)
+
     how = f"exit {s.returncode}" if s.signal is None else f"killed by {s.signal}"
     w(
         f"\nxla-lens: {_rel(s.script)}: {s.status} ({how}) after {s.duration_s:.1f}s, "
@@ -138,20 +159,21 @@ def print_summary(s: RunSummary, out: TextIO) -> None:
     )
     w(f"  device: {s.device_reason}\n")
     w(
-        f"  compile {s.compile_s:.2f}s ({s.uncached_compiles} uncached, {s.cached_compiles} cached)"
+        f"  compile {s.compile_s:.2f}s ({s.uncached_compiles} compiles, {s.cached_compiles} cached)"
         f", execute {s.execute_s:.2f}s, transfer to host {s.transfer_from_device_s:.2f}s\n"
     )
     if s.lines:
         width = max(len(f"{_rel(ls.file)}:{ls.line}") for ls in s.lines)
         w(
-            f"\n  {'line':<{width}} {'compiles':>8} {'uncached':>8} {'compile s':>9} "
+            f"\n  {'line':<{width}} {'compiles':>8} {'cached':>8} {'compile s':>9} "
             f"{'executes':>8} {'execute s':>9}  cause\n"
         )
         for ls in s.lines:
             cause = max(ls.causes, key=ls.causes.get) if ls.causes else ""
             where = f"{_rel(ls.file)}:{ls.line}"
             w(
-                f"  {where:<{width}} {ls.compiles:>8} {ls.uncached_compiles:>8} {ls.compile_s:>9.3f} "
+                f"  {where:<{width}} {ls.uncached_compiles:>8} {ls.compiles - ls.uncached_compiles:>8} "
+                f"{ls.compile_s:>9.3f} "
                 f"{ls.executes:>8} {ls.execute_s:>9.3f}  {cause}\n"
             )
     if s.problems:
