@@ -73,6 +73,7 @@ def main():
     train_loader = DataLoader(dataset, batch_size=BATCH_SIZE, sampler=sampler, drop_last=True)
 
     model = Net().to(device)
+    model = DDP(model)
     # Linear scaling rule: the global batch grows with the number of replicas.
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * world_size, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
@@ -92,12 +93,12 @@ def main():
             optimizer.zero_grad()
             loss = loss_fn(model(images), labels)
             loss.backward()
-            xm.optimizer_step(optimizer)
+            optimizer.step()
             if rank == 0:
                 xm.add_step_closure(lambda step, loss: print(f"step={step} loss={loss.item():.6f}"), args=(step, loss))
 
     if rank == 0:
-        xm.save(model.state_dict(), args.out)
+        xm.save(model.module.state_dict(), args.out)
     dist.destroy_process_group()
 
 

@@ -32,93 +32,111 @@ def test_nccl_backend_legacy_keeps_init_method_and_positional_form():
     assert 'dist.init_process_group("xla", init_method="env://")' in fixed(code, "XLA205")
 
 
-def test_ddp_wrapper_is_unwrapped_following_aliases():
+def test_ddp_is_kept_and_loses_only_its_cuda_device_ids():
     code = """
     import torch.nn as nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    model = DDP(model, device_ids=[rank])
-    net = nn.parallel.DistributedDataParallel(base, find_unused_parameters=True)
+    model = DDP(model, device_ids=[rank], output_device=rank, find_unused_parameters=True)
+    net = nn.parallel.DistributedDataParallel(base, [local_rank])
+    plain = DDP(other, gradient_as_bucket_view=True)
     """
+    found = findings(code, "XLA205")
+    assert len(found) == 2 and all(f.fix.safe for f in found)
     for target in ("modern", "legacy"):
         assert fixed(code, "XLA205", target=target) == src(
             """
             import torch.nn as nn
             from torch.nn.parallel import DistributedDataParallel as DDP
 
-            net = base
+            model = DDP(model, find_unused_parameters=True)
+            net = nn.parallel.DistributedDataParallel(base)
+            plain = DDP(other, gradient_as_bucket_view=True)
             """
         )
 
 
-def test_wrapper_module_in_use_gets_a_review_only_fix():
-    code = """
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    self.model = DDP(net)
-    state = self.model.module.state_dict()
-    """
-    (f,) = findings(code, "XLA205")
-    assert not f.fix.safe and "self.model.module" in f.manual
-    # Fix-all leaves it alone; the quick fix rewrites both places.
-    assert fixed(code, "XLA205") == src(code)
-    assert fix_one(code, f) == src(
-        """
-        from torch.nn.parallel import DistributedDataParallel as DDP
-        self.model = net
-        state = self.model.state_dict()
-        """
-    )
-
-
-def test_wrapper_module_read_of_the_same_binding_is_unwrapped_by_fix_all():
+def test_ddp_without_device_ids_and_its_module_reads_get_nothing():
     code = """
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
+    model = DDP(model, device_ids=None)
+    with model.no_sync():
+        pass
+    torch.save(model.module.state_dict(), "m.pt")
+    """
+    assert findings(code, "XLA205") == []
 
 
-    def main(model):
-        model = DDP(model, device_ids=[0])
-        train(model)
-        torch.save(model.module.state_dict(), "m.pt")
+def test_argparse_default_backend_is_fixed_where_it_is_written():
+    code = """
+    import argparse
+    import torch.distributed as dist
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dist-backend", default="nccl", type=str)
+    args = parser.parse_args()
+    dist.init_process_group(backend=args.dist_backend, init_method=args.dist_url)
     """
     (f,) = findings(code, "XLA205")
-    assert f.fix.safe and f.manual is None
-    assert fixed(code, "XLA205") == src(
-        """
-        import torch
-        from torch.nn.parallel import DistributedDataParallel as DDP
+    assert f.fix.safe and "--dist_backend default" in f.fix.title
+    out = fixed(code, "XLA205")
+    assert 'parser.add_argument("--dist-backend", default="xla", type=str)' in out
+    assert "dist.init_process_group(backend=args.dist_backend, init_method=args.dist_url)" in out
+    assert "import torch_xla.distributed.xla_backend" in out
 
 
-        def main(model):
-            train(model)
-            torch.save(model.state_dict(), "m.pt")
-        """
-    )
-
-
-def test_wrapper_rebound_after_the_wrap_keeps_the_fix_review_only():
+def test_argparse_default_read_elsewhere_is_review_only():
     code = """
-    from torch.nn.parallel import DistributedDataParallel as DDP
+    import argparse
+    import torch.distributed as dist
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dist_backend", default="nccl")
+    args = parser.parse_args()
+    dist.init_process_group(backend=args.dist_backend)
+    if args.dist_backend == "nccl":
+        torch.backends.cudnn.benchmark = True
+    """
+    (f,) = findings(code, "XLA205")
+    assert not f.fix.safe and "line 7" in f.fix.review_reason
+    assert fixed(code, "XLA205") == src(code)
 
 
-    def main(model, other):
-        model = DDP(model)
-        model = other
-        return model.module
+def test_config_dict_literal_is_fixed_for_review():
+    code = """
+    import torch.distributed as dist
+    cfg = {"backend": "nccl", "lr": 0.1}
+    dist.init_process_group(backend=cfg["backend"], init_method="env://")
     """
     (f,) = findings(code, "XLA205")
     assert not f.fix.safe
+    assert '"backend": "xla"' in fix_one(code, f)
 
 
-def test_no_sync_in_use_means_no_automatic_fix():
+def test_cuda_or_gloo_choice_and_local_names_become_xla():
     code = """
     import torch
-    model = torch.nn.parallel.DistributedDataParallel(model)
-    with model.no_sync():
-        pass
+    import torch.distributed as dist
+
+    def setup():
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend=backend)
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    """
+    out = fixed(code, "XLA205")
+    assert 'dist.init_process_group(backend="xla", init_method="xla://")' in out
+    assert 'dist.init_process_group("xla", init_method="xla://")' in out
+    # The local stays: other code may read it; only the call changes.
+    assert 'backend = "nccl" if torch.cuda.is_available() else "gloo"' in out
+
+
+def test_backend_out_of_reach_is_reported_without_a_fix():
+    code = """
+    import torch.distributed as dist
+    def train(rank, h):
+        dist.init_process_group(backend=h.dist_config["dist_backend"], rank=rank)
     """
     (f,) = findings(code, "XLA205")
-    assert f.fix is None and "model.no_sync" in f.manual
+    assert f.fix is None and "h.dist_config" in f.manual
 
 
 def test_converted_code_reports_nothing():

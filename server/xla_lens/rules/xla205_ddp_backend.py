@@ -1,9 +1,17 @@
-"""XLA205: the NCCL process group and the DistributedDataParallel wrapper.
+"""XLA205: the NCCL process group, and DDP arguments that name CUDA devices.
 
 NCCL exists only for CUDA tensors; torch.distributed on XLA devices goes through the
-``xla`` backend (registered by importing ``torch_xla.distributed.xla_backend``). The DDP
-wrapper's gradient all-reduce is what ``xm.optimizer_step`` / ``xm.reduce_gradients``
-already do on XLA, so the model is used unwrapped.
+``xla`` backend (registered by importing ``torch_xla.distributed.xla_backend``).
+DistributedDataParallel itself is a supported PyTorch/XLA mode: over the ``xla`` backend it
+all-reduces the gradients exactly as on CUDA, so the meaning-preserving conversion keeps
+it. Only ``device_ids``/``output_device`` go: they name CUDA indices, and each XLA process
+owns one device (``device_ids=[rank]`` would point rank 1 at a device it cannot see).
+Removing DDP would make the replicas train independently unless every optimizer step
+all-reduces (the step may be ``scaler.step``, or in another module), so it is never offered.
+
+The backend is often not a literal at the call: ``backend=args.dist_backend`` with an
+argparse default, ``cfg["backend"]`` with a dict literal. The fix goes where the literal
+lives, or the finding says where to change it when that is out of reach.
 """
 
 from __future__ import annotations
@@ -11,17 +19,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.model import ScriptModel, arg_or_keyword, const_str, dotted
+from ..semantic.arguments import argparse_options, attribute_reads, literal_sources
+from ..semantic.model import ScriptModel, arg_or_keyword, const_str, keyword
 from .base import (
     AddImport,
     Category,
     EditOp,
     Finding,
     Fix,
-    RemoveStatement,
+    RemoveKeyword,
     Replace,
     Rule,
     RuleContext,
+    SetArgs,
     SetKeyword,
     Severity,
 )
@@ -33,108 +43,188 @@ DDP = {
     "torch.nn.parallel.distributed.DistributedDataParallel",
 }
 XLA_BACKEND_IMPORT = "import torch_xla.distributed.xla_backend"
-# Attributes that exist only on the DDP wrapper: unwrapping would break them.
-DDP_ONLY = {"module", "no_sync", "require_backward_grad_sync"}
+BACKEND_MESSAGE = 'NCCL is CUDA-only: on XLA devices torch.distributed uses the "xla" backend'
+CUDA_BACKENDS = {"nccl", "cuda:nccl", "cpu:gloo,cuda:nccl"}
+
+
+def _quoted(model: ScriptModel, node: ast.AST, text: str) -> str:
+    seg = model.segment(node)
+    quote = seg[0] if seg[:1] in {"'", '"'} else '"'
+    return f"{quote}{text}{quote}"
+
+
+def _backend_ops(model: ScriptModel, call: ast.Call, ctx: RuleContext, quote_from: ast.AST):
+    ops: list[EditOp] = []
+    if ctx.target == "modern" and arg_or_keyword(call, 1, "init_method") is None:
+        ops.append(
+            SetKeyword(model.span(call), "init_method", _quoted(model, quote_from, "xla://"))
+        )
+    ops.append(AddImport(XLA_BACKEND_IMPORT))
+    return ops
+
+
+def _already_xla(model: ScriptModel, call: ast.Call) -> bool:
+    method = const_str(arg_or_keyword(call, 1, "init_method"))
+    return method is not None and method.startswith("xla://")
 
 
 def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Finding | None:
-    backend = arg_or_keyword(call, 0, "backend")
-    if const_str(backend) != "nccl":
+    if _already_xla(model, call) or any(kw.arg is None for kw in call.keywords):
         return None
-    assert backend is not None
-    quote = model.segment(backend)[0] if model.segment(backend)[:1] in {"'", '"'} else '"'
-    ops: list[EditOp] = [Replace(model.span(backend), f"{quote}xla{quote}")]
-    if ctx.target == "modern" and arg_or_keyword(call, 1, "init_method") is None:
-        ops.append(SetKeyword(model.span(call), "init_method", f"{quote}xla://{quote}"))
-    ops.append(AddImport(XLA_BACKEND_IMPORT))
-    return Finding(
-        CODE,
-        'NCCL is CUDA-only: on XLA devices torch.distributed uses the "xla" backend',
-        model.span(backend),
-        Severity.WARNING,
-        fix=Fix('Use the "xla" backend', tuple(ops)),
-    )
-
-
-def _wrapper_names(model: ScriptModel, call: ast.Call) -> set[str]:
-    """The names (``model``, ``self.model``) the DDP wrapper is assigned to."""
-    parent = model.parent(call)
-    targets: list[ast.expr] = []
-    if isinstance(parent, ast.Assign) and parent.value is call:
-        targets = list(parent.targets)
-    elif isinstance(parent, ast.AnnAssign | ast.NamedExpr) and parent.value is call:
-        targets = [parent.target]
-    return {n for n in (dotted(t) for t in targets) if n is not None}
-
-
-def _wrapper_uses(model: ScriptModel, names: set[str]) -> list[ast.Attribute]:
-    """``ddp.module`` / ``ddp.no_sync`` / ... read anywhere through the wrapper's names."""
-    return [
-        n
-        for n in model.nodes_of(ast.Attribute)
-        if isinstance(n, ast.Attribute) and n.attr in DDP_ONLY and dotted(n.value) in names
-    ]
-
-
-def _ddp_finding(model: ScriptModel, call: ast.Call) -> Finding:
-    message = (
-        "DistributedDataParallel is not needed on XLA: xm.optimizer_step / "
-        "xm.reduce_gradients all-reduce the gradients across replicas"
-    )
-    inner = arg_or_keyword(call, 0, "module")
-    if inner is None:
-        return Finding(
-            CODE, message, model.span(call), Severity.WARNING, manual="use the model unwrapped"
+    backend = arg_or_keyword(call, 0, "backend")
+    if backend is None:
+        return _no_backend(model, call, ctx)
+    value = const_str(backend)
+    if value is not None:
+        if value not in CUDA_BACKENDS:
+            return None
+        ops = [Replace(model.span(backend), _quoted(model, backend, "xla"))]
+        return _finding(
+            model,
+            backend,
+            Fix('Use the "xla" backend', (*ops, *_backend_ops(model, call, ctx, backend))),
         )
-    names = _wrapper_names(model, call)
-    inner_code = model.segment(inner)
-    parent = model.parent(call)
-    if names == {inner_code} and isinstance(parent, ast.Assign) and len(parent.targets) == 1:
-        # model = DDP(model): unwrapped, the assignment is a no-op.
-        op: RemoveStatement | Replace = RemoveStatement(model.span(parent))
+    sources = literal_sources(model, backend)
+    if sources is None:
+        if model.uses_torch_xla:
+            return None  # an XLA script computing its backend: its own business
+        return Finding(
+            CODE,
+            f"{BACKEND_MESSAGE}; this backend comes from `{model.segment(backend)}`, "
+            "which xla-lens cannot follow",
+            model.span(backend),
+            Severity.WARNING,
+            manual=f'make `{model.segment(backend)}` "xla" when running on XLA (and import '
+            "torch_xla.distributed.xla_backend)",
+        )
+    cuda = [s for s in sources if const_str(s) in CUDA_BACKENDS]
+    if not cuda:
+        return None
+    if isinstance(backend, ast.IfExp | ast.Name):
+        # ``"nccl" if cuda else "gloo"`` / a local bound a few lines up: the converted
+        # script always runs on XLA, and only this call reads the value here.
+        ops = [Replace(model.span(backend), _quoted(model, cuda[0], "xla"))]
+        fix = Fix('Use the "xla" backend', (*ops, *_backend_ops(model, call, ctx, cuda[0])))
+        return _finding(model, backend, fix)
+    return _finding(model, backend, _fix_at_source(model, call, ctx, backend, cuda))
+
+
+def _fix_at_source(
+    model: ScriptModel, call: ast.Call, ctx: RuleContext, backend: ast.expr, cuda: list[ast.expr]
+) -> Fix | None:
+    """``args.dist_backend`` / ``cfg["backend"]``: change the literal where it is written."""
+    if len(cuda) != 1:
+        return None
+    literal = cuda[0]
+    ops: list[EditOp] = [Replace(model.span(literal), _quoted(model, literal, "xla"))]
+    reasons: list[str] = []
+    if isinstance(backend, ast.Attribute):
+        option = argparse_options(model).get(backend.attr)
+        if option is not None and option.default is literal:
+            if option.choices is not None:
+                return None  # "xla" is probably not among the choices: a hand edit
+            others = [r for r in attribute_reads(model, backend.attr) if r is not backend]
+            if others:
+                lines = ", ".join(str(r.lineno) for r in others)
+                reasons.append(
+                    f"`{backend.attr}` is also read on line {lines}: a new default changes "
+                    "what those lines see"
+                )
+            where = f"the --{backend.attr} default (line {literal.lineno})"
+        else:
+            reasons.append("the value also configures anything else that reads it")
+            where = f"line {literal.lineno}"
     else:
-        op = Replace(model.span(call), inner_code)
-    title = f"Unwrap: use {inner_code}"
-    uses = _wrapper_uses(model, names)
-    if not uses:
-        return Finding(CODE, message, model.span(call), Severity.WARNING, fix=Fix(title, (op,)))
-    shown = ", ".join(sorted({model.segment(u) for u in uses}))
-    manual = f"use the model unwrapped and replace {shown} by the model itself"
-    if any(u.attr != "module" for u in uses):
-        # no_sync() and friends change the step's structure: nothing to rewrite mechanically.
-        return Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
-    # wrapper.module is the wrapped model itself. When every use reads the same binding
-    # (same function, after the wrap, no rebinding in between) the rewrite is exact;
-    # otherwise the name may mean something else there, so it is offered for review only.
-    rewrites = tuple(Replace(model.span(u), model.segment(u.value)) for u in uses)
-    safe = _same_binding(model, call, names, uses)
+        reasons.append("the config value may be read elsewhere too")
+        where = f"line {literal.lineno}"
+    ops.extend(_backend_ops(model, call, ctx, literal))
+    return Fix(
+        f'Use the "xla" backend: change "nccl" at {where}',
+        tuple(ops),
+        safe=not reasons,
+        review_reason="; ".join(reasons),
+    )
+
+
+def _no_backend(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Finding | None:
+    if model.uses_torch_xla or call.args:
+        return None
+    ops = [SetKeyword(model.span(call), "backend", '"xla"'), *_backend_ops(model, call, ctx, call)]
     return Finding(
         CODE,
-        message,
+        "init_process_group() without a backend picks NCCL for CUDA tensors; on XLA devices "
+        'torch.distributed uses the "xla" backend',
         model.span(call),
         Severity.WARNING,
-        fix=Fix(f"{title} and {shown} → the model", (op, *rewrites), safe=safe),
-        manual=None if safe else manual,
+        fix=Fix(
+            'Use the "xla" backend',
+            tuple(ops),
+            safe=False,
+            review_reason="collectives on CPU tensors (gloo) in this script would stop working",
+        ),
     )
 
 
-def _same_binding(
-    model: ScriptModel, call: ast.Call, names: set[str], uses: list[ast.Attribute]
-) -> bool:
-    scope = model.enclosing_function(call)
-    wrap_stmt = model.enclosing_statement(call)
-    if scope is None or wrap_stmt is None or len(names) != 1:
+def _finding(model: ScriptModel, backend: ast.expr, fix: Fix | None) -> Finding:
+    manual = None
+    if fix is None:
+        manual = f'make `{model.segment(backend)}` "xla" (its value is set in more than one place)'
+    elif not fix.safe:
+        manual = f"review: {fix.review_reason}"
+    return Finding(
+        CODE, BACKEND_MESSAGE, model.span(backend), Severity.WARNING, fix=fix, manual=manual
+    )
+
+
+def _names_cuda_device(node: ast.expr | None) -> bool:
+    """``device_ids=[rank]``, ``[args.gpu]``, ``[0]``, ``output_device=local_rank``."""
+    if node is None or (isinstance(node, ast.Constant) and node.value is None):
         return False
-    (name,) = names
-    for use in uses:
-        if model.enclosing_function(use) is not scope or use.lineno <= call.lineno:
-            return False
-    rebinds = [
-        a
-        for a in model.assignments.get(name, [])
-        if a is not wrap_stmt and model.enclosing_function(a) is scope and a.lineno > call.lineno
-    ]
-    return not rebinds
+    if isinstance(node, ast.List | ast.Tuple):
+        return bool(node.elts)
+    return True
+
+
+def _ddp_finding(model: ScriptModel, call: ast.Call) -> Finding | None:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        kw.arg is None for kw in call.keywords
+    ):
+        return None
+    # DistributedDataParallel(module, device_ids=None, output_device=None, dim=0, ...)
+    positional = call.args[1:3]
+    named = [k for k in ("device_ids", "output_device") if _names_cuda_device(_kw_value(call, k))]
+    if not named and not any(_names_cuda_device(a) for a in positional):
+        return None
+    span = model.span(call)
+    if len(call.args) > 1:
+        if len(call.args) > 3:
+            return None  # dim= and later given positionally: a hand edit
+        kept = [model.segment(call.args[0])]
+        kept += [
+            model.segment(k) for k in call.keywords if k.arg not in {"device_ids", "output_device"}
+        ]
+        ops: tuple[EditOp, ...] = (SetArgs(span, ", ".join(kept)),)
+    else:
+        ops = tuple(
+            RemoveKeyword(span, k) for k in ("device_ids", "output_device") if keyword(call, k)
+        )
+    shown = ", ".join(
+        model.segment(k) for k in call.keywords if k.arg in {"device_ids", "output_device"}
+    ) or ", ".join(model.segment(a) for a in positional)
+    return Finding(
+        CODE,
+        f"DistributedDataParallel on XLA: `{shown}` names a CUDA device; each XLA process "
+        'owns one device, so leave device_ids/output_device out (DDP over the "xla" backend '
+        "still all-reduces the gradients)",
+        span,
+        Severity.WARNING,
+        fix=Fix("Keep DDP, drop device_ids/output_device", ops),
+    )
+
+
+def _kw_value(call: ast.Call, name: str) -> ast.expr | None:
+    kw = keyword(call, name)
+    return kw.value if kw else None
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -142,10 +232,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         name = model.call_name(call)
         if name == INIT:
             finding = _init_finding(model, call, ctx)
-            if finding is not None:
-                yield finding
         elif name in DDP:
-            yield _ddp_finding(model, call)
+            finding = _ddp_finding(model, call)
+        else:
+            continue
+        if finding is not None:
+            yield finding
 
 
 HOVER_BACKEND = """\
@@ -158,22 +250,27 @@ the backend) and initialise the group with it.
 |---|---|
 | modern (torch_xla ≥ 2.5) | `dist.init_process_group("xla", init_method="xla://")` |
 | legacy (1.13) | `dist.init_process_group("xla")` |
+
+When the backend comes from `args.dist_backend` or a config dict, the fix changes the
+`"nccl"` literal where it is written (argparse default, dict literal); it is marked for
+review when other code reads the same option.
 """
 
 HOVER_DDP = """\
-**XLA205 · DistributedDataParallel → the plain model**
+**XLA205 · DistributedDataParallel on XLA**
 
-On XLA the gradient all-reduce is done by `xm.optimizer_step(optimizer)` (XLA105) or
-`xm.reduce_gradients(optimizer)` (XLA201), the same in legacy and modern torch_xla, so
-the model is used unwrapped: `model = DDP(model, device_ids=[rank])` → `model = model`.
-Code that reads `ddp_model.module` must use the model itself.
+DDP is a supported PyTorch/XLA mode: over the `xla` backend its gradient all-reduce works
+as on CUDA, so it stays. Leave out `device_ids` / `output_device` (CUDA indices; each XLA
+process owns one device) and consider `gradient_as_bucket_view=True`:
+`DDP(model, gradient_as_bucket_view=True)`. With DDP the optimizer step stays
+`optimizer.step()` (`xm.optimizer_step` would all-reduce a second time).
 """
 
 RULE = Rule(
     code=CODE,
     name="ddp-backend",
     category=Category.DISTRIBUTED,
-    summary='init_process_group("nccl") → the "xla" backend; DistributedDataParallel → the unwrapped model',
+    summary='init_process_group("nccl") → the "xla" backend; DDP kept, without CUDA device_ids',
     severity=Severity.WARNING,
     check=check,
     has_fix=True,
