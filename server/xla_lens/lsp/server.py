@@ -6,6 +6,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
+from ..runner.lifeline import install_owner_signal_handlers
 from . import actions, commands, documents, hover, run_command
 from .core import XlaLensServer
 
@@ -36,5 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout = sys.stderr
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="xla-lens: %(message)s")
     ls = build_server()
+    # SIGTERM/SIGHUP end the running scripts first (SIGKILL: their lifeline does it).
+    install_owner_signal_handlers()
     ls.start_io(stdin=sys.stdin.buffer, stdout=transport_out)
     return 0

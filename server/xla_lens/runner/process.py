@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,7 +37,9 @@ def reap_zombies(pgid: int) -> None:
                 os.waitpid(pid, os.WNOHANG)
 
 
-async def spawn(argv: list[str], env: dict[str, str], cwd: str) -> asyncio.subprocess.Process:
+async def spawn(
+    argv: list[str], env: dict[str, str], cwd: str, pass_fds: tuple[int, ...] = ()
+) -> asyncio.subprocess.Process:
     become_subreaper()
     # A new session makes the child the leader of its own process group, so cancel can kill
     # everything it started (forks, launcher replicas, data-loader workers) and nothing else.
@@ -48,6 +51,7 @@ async def spawn(argv: list[str], env: dict[str, str], cwd: str) -> asyncio.subpr
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
 
 
@@ -119,6 +123,26 @@ async def kill_group(proc: asyncio.subprocess.Process, pgid: int, grace_s: float
     await wait_group_gone(pgid, 5.0)
     while proc.returncode is None:  # not proc.wait(): it also waits for the pipes
         await asyncio.sleep(0.02)
+
+
+def kill_group_sync(pgid: int, grace_s: float) -> None:
+    """``kill_group`` for a signal handler, where the event loop cannot run: blocks at most
+    ``grace_s`` + 2 s."""
+    if not group_members(pgid):
+        return
+    _signal_group(pgid, signal.SIGTERM)
+    if not _wait_gone_sync(pgid, grace_s):
+        _signal_group(pgid, signal.SIGKILL)
+        _wait_gone_sync(pgid, 2.0)
+
+
+def _wait_gone_sync(pgid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while group_members(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 async def wait_group_gone(pgid: int, timeout: float) -> bool:

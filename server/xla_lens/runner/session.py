@@ -19,8 +19,10 @@ from .debug_parse import DebugParser
 from .device import ProbeError, choose_device, probe_interpreter
 from .events import DeviceChosen, Event, Exited, Output, Refused, Started, Summary
 from .frames import UserCode, parse_traceback
+from .lifeline import Lifeline
 from .problems import find_problems
 from .summary import RunSummary, add_step_totals, group_lines
+from .watchdog import RUN_DIR_PREFIX
 
 BOOTSTRAP = Path(__file__).parent / "bootstrap"
 _POLL_S = 0.1
@@ -54,8 +56,14 @@ class Session:
             self.emit(refusal)
             self.emit(Summary(self.summary.to_dict()))
             return self.summary
-        with tempfile.TemporaryDirectory(prefix="xla-lens-run-") as tmp:
-            await self._run_child(Path(tmp))
+        # The lifeline exists before the folder, so a dead owner never leaves the folder behind.
+        lifeline = Lifeline.open()
+        try:
+            with tempfile.TemporaryDirectory(prefix=RUN_DIR_PREFIX) as tmp:
+                lifeline.guard_dir(Path(tmp))
+                await self._run_child(Path(tmp), lifeline)
+        finally:
+            await lifeline.close()
         self.emit(Summary(self.summary.to_dict()))
         return self.summary
 
@@ -102,9 +110,10 @@ class Session:
         )
         return None
 
-    def _child_env(self, tmp: Path) -> dict[str, str]:
+    def _child_env(self, tmp: Path, lifeline: Lifeline) -> dict[str, str]:
         env = dict(os.environ)
         env.update(self.opt.env)
+        env.update(lifeline.child_env())
         env["PJRT_DEVICE"] = self.summary.device or "CPU"
         env["PT_XLA_DEBUG_LEVEL"] = "2"
         env["PT_XLA_DEBUG_FILE"] = str(tmp / "debug.txt")
@@ -117,12 +126,14 @@ class Session:
         env["PYTHONPATH"] = str(BOOTSTRAP) + (os.pathsep + old if old else "")
         return env
 
-    async def _run_child(self, tmp: Path) -> None:
+    async def _run_child(self, tmp: Path, lifeline: Lifeline) -> None:
         argv = [self.opt.interpreter, str(self.script), *self.opt.args]
         cwd = str(self.opt.cwd or self.script.parent)
         t0 = time.monotonic()
-        proc = await process.spawn(argv, self._child_env(tmp), cwd)
+        env = self._child_env(tmp, lifeline)
+        proc = await process.spawn(argv, env, cwd, pass_fds=(lifeline.child_fd,))
         pgid = proc.pid
+        lifeline.guard_group(pgid)
         self.handle.pid = pgid
         self.emit(Started(argv=argv, cwd=cwd, pid=proc.pid, script=str(self.script)))
         debug = process.FileTail(tmp / "debug.txt")

@@ -14,6 +14,36 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def _arm_lifeline() -> None:
+    """Dies with the runner: the runner's lifeline pipe (read end inherited as XLA_LENS_LIFELINE
+    = "FD:INODE") gets SIGKILL for this process group when its last writer, the runner, goes
+    away. The runner arms it too once it knows the group; arming here also covers a runner that
+    died before that, which shows as end of file already."""
+    spec = os.environ.pop("XLA_LENS_LIFELINE", "")  # popped: subprocesses must not reuse the fd
+    if not spec:
+        return
+    try:
+        import fcntl
+        import select
+        import signal
+        import stat
+
+        fd_text, _, inode_text = spec.partition(":")
+        fd = int(fd_text)
+        info = os.fstat(fd)
+        if not stat.S_ISFIFO(info.st_mode) or info.st_ino != int(inode_text):
+            return  # not our pipe: the number was reused, leave that fd alone
+        group = os.getpgrp()
+        fcntl.fcntl(fd, fcntl.F_SETOWN, -group)
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGKILL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+        # Nothing is ever written to the pipe: readable means end of file, the runner is gone.
+        if select.select([fd], [], [], 0)[0]:
+            os.killpg(group, signal.SIGKILL)
+    except (ValueError, OSError, AttributeError):
+        pass  # the runner's own arming and its watchdog still end the run
+
+
 def _install_hook() -> None:
     if not os.environ.get("XLA_LENS_CHANNEL"):
         return
@@ -35,5 +65,6 @@ def _chain() -> None:
     spec.loader.exec_module(module)
 
 
+_arm_lifeline()
 _install_hook()
 _chain()
