@@ -24,7 +24,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         { extensionPath: context.extensionPath, storagePath: context.globalStorageUri.fsPath },
         () => server.restart(),
       ),
-  });
+  }, context.extensionPath);
   runs = new RunController({
     resolveInterpreter: (scope) => server.resolve(scope),
     log: (m) => server.log(m),

@@ -1,7 +1,9 @@
 // The buttons shown when the chosen interpreter cannot run xla-lens or torch_xla.
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as vscode from "vscode";
 import { InterpreterChoice } from "./interpreter";
+import { ISOLATED_FLAGS, neutralCwd } from "./isolation";
 import { ProbeResult, describeProbe } from "./probe";
 import { isPythonExtensionInstalled } from "./pythonExtension";
 import { SECTION } from "./ids";
@@ -50,7 +52,12 @@ export async function installServer(extensionPath: string, storagePath: string, 
     scope,
     "install xla-lens server",
     "xla-lens",
-    new vscode.ProcessExecution(python, ["-m", "pip", "install", source]),
+    // Isolated and outside the workspace, like every interpreter the client starts for itself:
+    // `-m pip` would otherwise import a workspace pip.py. (-I also ignores PYTHON* variables;
+    // a task's env can only add to the parent's, never remove.)
+    new vscode.ProcessExecution(python, [...ISOLATED_FLAGS, "-m", "pip", "install", source], {
+      cwd: neutralCwd([tmpdir(), extensionPath], (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath)),
+    }),
   );
   task.presentationOptions = { reveal: vscode.TaskRevealKind.Always, clear: true };
   const execution = await vscode.tasks.executeTask(task);

@@ -1,5 +1,6 @@
 // Which Python starts the server. Pure (no vscode import) so it is unit-tested directly.
 import * as path from "node:path";
+import { insideAnyFolder } from "./isolation";
 
 export type InterpreterSource = "setting" | "python-extension" | "default";
 
@@ -7,6 +8,8 @@ export interface InterpreterChoice {
   /** An absolute path, or a bare command name looked up on PATH. */
   command: string;
   source: InterpreterSource;
+  /** Why a configured interpreter was passed over (untrusted workspace), for the user. */
+  note?: string;
 }
 
 export interface InterpreterInputs {
@@ -15,6 +18,8 @@ export interface InterpreterInputs {
   /** The executable the Python extension has selected for the folder, if it is installed. */
   pythonExtension?: string;
   workspaceFolder?: string;
+  /** Every workspace folder: in an untrusted workspace nothing inside them is executed. */
+  workspaceFolders?: readonly string[];
   home: string;
   platform: NodeJS.Platform;
   env?: Record<string, string | undefined>;
@@ -57,7 +62,19 @@ export function defaultInterpreter(platform: NodeJS.Platform): string {
 export function resolveInterpreter(inputs: InterpreterInputs): InterpreterChoice {
   const setting = inputs.setting?.trim();
   if (setting) {
-    return { command: expandPath(setting, inputs), source: "setting" };
+    const command = expandPath(setting, inputs);
+    const folders = [...(inputs.workspaceFolders ?? []), ...(inputs.workspaceFolder ? [inputs.workspaceFolder] : [])];
+    const hasSeparator = command.includes("/") || command.includes("\\");
+    // VS Code already hides workspace values of xla-lens.interpreter in Restricted Mode, but a
+    // user-level "${workspaceFolder}/.venv/bin/python" still points at the workspace's files.
+    if (!inputs.trusted && hasSeparator && insideAnyFolder(command, folders, inputs.platform)) {
+      return {
+        command: defaultInterpreter(inputs.platform),
+        source: "default",
+        note: `${command} is inside the untrusted workspace, so it is not run; trust the workspace to use it`,
+      };
+    }
+    return { command, source: "setting" };
   }
   const fromExtension = inputs.pythonExtension?.trim();
   if (fromExtension && inputs.trusted) {
@@ -72,5 +89,5 @@ export function describeChoice(choice: InterpreterChoice): string {
     "python-extension": "selected in the Python extension",
     default: "default, nothing selected",
   }[choice.source];
-  return `${choice.command} (${where})`;
+  return `${choice.command} (${where})${choice.note ? `; ${choice.note}` : ""}`;
 }

@@ -1,12 +1,16 @@
 // Checks an interpreter before the server is spawned in it: a server that dies on
 // "No module named pygls" only shows up as "server crashed 5 times", which tells the user
 // nothing. No vscode import, so the tests run it against real interpreters.
+// The probe runs isolated (see isolation.ts): it imports the server's modules, and a
+// workspace must not be able to slip its own json.py or sitecustomize.py in among them.
 import { execFile } from "node:child_process";
+import * as os from "node:os";
 import { MIN_PYTHON, SERVER_MODULES } from "./ids";
+import { Launch, isolatedLaunch, neutralCwd } from "./isolation";
 
 const MARK = "XLA_LENS_PROBE:";
 
-// Python 2 compatible up to the version check so an old interpreter gets a clear verdict.
+// Plain enough for any Python 3 that knows -I (3.4+), so an old one gets a clear verdict.
 const PROBE_SCRIPT = [
   "import sys, json",
   "out = {'version': list(sys.version_info[:3]), 'executable': sys.executable, 'missing': []}",
@@ -31,7 +35,11 @@ export type ProbeResult =
   | { kind: "failed"; error: string };
 
 export interface ProbeOptions {
-  cwd?: string;
+  /** The workspace folders: the interpreter never runs with one as its working folder. */
+  folders?: readonly string[];
+  /** Working folders to prefer, best first (default: the OS temp folder). */
+  cwdCandidates?: readonly (string | undefined)[];
+  /** The environment to start from; the probe drops every PYTHON* variable from it. */
   env?: NodeJS.ProcessEnv;
   timeoutMs?: number;
 }
@@ -43,12 +51,12 @@ interface Exec {
   spawnError?: NodeJS.ErrnoException;
 }
 
-function exec(command: string, args: string[], opts: ProbeOptions): Promise<Exec> {
+function exec(launch: Launch, timeoutMs: number | undefined): Promise<Exec> {
   return new Promise((resolve) => {
     execFile(
-      command,
-      args,
-      { cwd: opts.cwd, env: opts.env, timeout: opts.timeoutMs ?? 30_000, windowsHide: true, maxBuffer: 1 << 20 },
+      launch.command,
+      launch.args,
+      { ...launch.options, timeout: timeoutMs ?? 30_000, windowsHide: true, maxBuffer: 1 << 20 },
       (error, stdout, stderr) => {
         const err = error as (NodeJS.ErrnoException & { code?: unknown }) | null;
         // execFile reports a spawn failure with a string code and an exit with a number.
@@ -80,13 +88,25 @@ export function versionAtLeast(version: readonly number[], min: readonly number[
   return true;
 }
 
+/** Exactly how the probe starts `python` (exported for the tests). */
+export function probeLaunch(python: string, opts: ProbeOptions = {}): Launch {
+  return isolatedLaunch(python, ["-c", PROBE_SCRIPT], {
+    folders: opts.folders ?? [],
+    cwdCandidates: opts.cwdCandidates ?? [os.tmpdir()],
+    env: opts.env ?? process.env,
+  });
+}
+
 export async function probeServerEnvironment(python: string, opts: ProbeOptions = {}): Promise<ProbeResult> {
-  const r = await exec(python, ["-c", PROBE_SCRIPT], opts);
+  const r = await exec(probeLaunch(python, opts), opts.timeoutMs);
   if (r.spawnError) {
     const kind = r.spawnError.code === "ENOENT" || r.spawnError.code === "EACCES" ? "not-found" : "failed";
     return { kind, error: `${python}: ${r.spawnError.message}` };
   }
   const parsed = parseProbeOutput(r.stdout);
+  if (!parsed && /unknown option:? -I/i.test(r.stderr)) {
+    return { kind: "failed", error: `${python} is older than Python 3.4; xla-lens needs Python ${MIN_PYTHON.join(".")} or newer` };
+  }
   if (!parsed) {
     const detail = (r.stderr || r.stdout).trim().split(/\r?\n/).slice(-3).join(" ") || `exit code ${r.code}`;
     return { kind: "failed", error: `${python} could not run the check: ${detail}` };
@@ -101,10 +121,19 @@ export async function probeServerEnvironment(python: string, opts: ProbeOptions 
 /**
  * Whether `module` is importable, without importing it: importing torch_xla loads torch and
  * takes seconds, find_spec only looks on sys.path. undefined when the interpreter cannot run.
+ * Only asked before the user's own Run, so it keeps the run's environment (a PYTHONPATH in
+ * xla-lens.run.env may be how torch_xla is found); it still runs outside the workspace and
+ * with the working folder off sys.path.
  */
 export async function hasModule(python: string, module: string, opts: ProbeOptions = {}): Promise<boolean | undefined> {
-  const script = `import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(${JSON.stringify(module)}) else 3)`;
-  const r = await exec(python, ["-c", script], opts);
+  const script = [
+    "import sys",
+    "sys.path[:] = [p for p in sys.path if p]",
+    "import importlib.util",
+    `sys.exit(0 if importlib.util.find_spec(${JSON.stringify(module)}) else 3)`,
+  ].join("; ");
+  const cwd = neutralCwd(opts.cwdCandidates ?? [os.tmpdir()], opts.folders ?? []);
+  const r = await exec({ command: python, args: ["-c", script], options: { cwd, env: opts.env ?? process.env } }, opts.timeoutMs);
   if (r.spawnError) return undefined;
   if (r.code === 0) return true;
   if (r.code === 3) return false;

@@ -4,8 +4,9 @@ import * as os from "node:os";
 import * as vscode from "vscode";
 import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
 import { readUserSettings, folderFor } from "./config";
-import { RUN_EVENT_NOTIFICATION, SECTION, SERVER_ARGS, SERVER_COMMANDS } from "./ids";
+import { RUN_EVENT_NOTIFICATION, SECTION, SERVER_COMMANDS } from "./ids";
 import { InterpreterChoice, describeChoice, resolveInterpreter } from "./interpreter";
+import { LaunchContext, serverLaunch } from "./isolation";
 import { ProbeResult, describeProbe, probeServerEnvironment } from "./probe";
 import { pythonExtensionInterpreter } from "./pythonExtension";
 import { ServerState } from "./runStatus";
@@ -32,6 +33,8 @@ export class ServerManager implements vscode.Disposable {
   constructor(
     private readonly output: vscode.OutputChannel,
     private readonly hooks: ServerHooks,
+    /** A working folder for the server that the workspace does not control. */
+    private readonly extensionPath?: string,
   ) {}
 
   get state(): ServerState {
@@ -56,11 +59,21 @@ export class ServerManager implements vscode.Disposable {
       setting,
       pythonExtension: fromExtension,
       workspaceFolder: folder?.uri.fsPath,
+      workspaceFolders: this.workspaceFolders(),
       home: os.homedir(),
       platform: process.platform,
       env: process.env,
       trusted: vscode.workspace.isTrusted,
     });
+  }
+
+  private workspaceFolders(): string[] {
+    return (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+  }
+
+  /** Where and how every interpreter the client starts for itself runs: isolated, outside the workspace. */
+  private launchContext(): LaunchContext {
+    return { folders: this.workspaceFolders(), cwdCandidates: [os.tmpdir(), this.extensionPath], env: process.env };
   }
 
   /** The settings the server gets for `scope`, with the interpreter already resolved. */
@@ -119,14 +132,21 @@ export class ServerManager implements vscode.Disposable {
     this._interpreter = choice;
     this.setState("starting");
     this.log(`interpreter: ${describeChoice(choice)}`);
-    const probe = await probeServerEnvironment(choice.command, { cwd: folder?.uri.fsPath });
+    if (choice.note && !this.reported.has(choice.note)) {
+      this.reported.add(choice.note);
+      void vscode.window.showWarningMessage(`xla-lens: ${choice.note}. Using ${choice.command} instead.`, "Manage Workspace Trust").then((pick) => {
+        if (pick) void vscode.commands.executeCommand("workbench.trust.manage");
+      });
+    }
+    const ctx = this.launchContext();
+    const probe = await probeServerEnvironment(choice.command, { folders: ctx.folders, cwdCandidates: ctx.cwdCandidates, env: ctx.env });
     this.log(describeProbe(choice.command, probe));
     if (probe.kind !== "ok") {
       this.setState(probe.kind === "missing" || probe.kind === "not-found" || probe.kind === "too-old" ? "missing" : "failed");
       this.hooks.onUnusable(choice, probe);
       return;
     }
-    const client = new LanguageClient(SECTION, "xla-lens", this.serverOptions(choice, folder), this.clientOptions());
+    const client = new LanguageClient(SECTION, "xla-lens", this.serverOptions(choice), this.clientOptions());
     client.onDidChangeState((e) => {
       if (this.client !== client) return;
       if (e.newState === State.Running) this.setState("running");
@@ -165,13 +185,9 @@ export class ServerManager implements vscode.Disposable {
     this.setState("stopped");
   }
 
-  private serverOptions(choice: InterpreterChoice, folder: vscode.WorkspaceFolder | undefined): ServerOptions {
-    return {
-      command: choice.command,
-      args: [...SERVER_ARGS],
-      // Unbuffered so a crash's traceback reaches the output channel before the process dies.
-      options: { cwd: folder?.uri.fsPath, env: { ...process.env, PYTHONUNBUFFERED: "1" } },
-    };
+  private serverOptions(choice: InterpreterChoice): ServerOptions {
+    // Isolated and outside the workspace (isolation.ts): only the user's Run runs there.
+    return serverLaunch(choice.command, this.launchContext());
   }
 
   private clientOptions(): LanguageClientOptions {

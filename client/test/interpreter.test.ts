@@ -42,3 +42,19 @@ test("the description says where the interpreter came from", () => {
   assert.match(describeChoice({ command: "/p", source: "python-extension" }), /\/p \(selected in the Python extension\)/);
   assert.match(describeChoice({ command: "/p", source: "setting" }), /xla-lens\.interpreter/);
 });
+
+test("untrusted: a user-level setting that points into the workspace is not run either", () => {
+  const untrusted = { ...base, trusted: false, workspaceFolders: ["/ws", "/other"] };
+  for (const setting of ["${workspaceFolder}/.venv/bin/python", ".venv/bin/python", "/other/evil.sh"]) {
+    const choice = resolveInterpreter({ ...untrusted, setting });
+    assert.equal(choice.source, "default", setting);
+    assert.equal(choice.command, "python3");
+    assert.match(choice.note ?? "", /inside the untrusted workspace, so it is not run/);
+    assert.match(describeChoice(choice), /not run; trust the workspace/);
+  }
+  // Outside the workspace, or a bare name on PATH: the user's own choice, kept.
+  assert.deepEqual(resolveInterpreter({ ...untrusted, setting: "/opt/py/bin/python" }), { command: "/opt/py/bin/python", source: "setting" });
+  assert.equal(resolveInterpreter({ ...untrusted, setting: "python3.12" }).source, "setting");
+  // Trusted: the workspace's venv is fine.
+  assert.equal(resolveInterpreter({ ...base, workspaceFolders: ["/ws"], setting: ".venv/bin/python" }).command, "/ws/.venv/bin/python");
+});
