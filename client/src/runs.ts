@@ -54,7 +54,8 @@ export class RunController {
 
     const python = (await this.host.resolveInterpreter(uri)).command;
     const runEnv = toServerSettings(readUserSettings(uri)).settings.run?.env ?? {};
-    const present = await hasModule(python, "torch_xla", { env: { ...process.env, ...runEnv } });
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const present = await hasModule(python, "torch_xla", { env: { ...process.env, ...runEnv }, folders });
     if (present === false && !(await confirmWithoutTorchXla(python))) return false;
     if (uri) this.inFlight.add(uri.toString());
     this.set({ running: true, file: uri ? vscode.workspace.asRelativePath(uri) : undefined, last: this._state.last });
