@@ -21,13 +21,14 @@ def findings(text: str, code: str | None = None, target: str = "modern") -> list
     return [f for f in result.findings if code is None or f.code == code]
 
 
-def fixed(text: str, code: str | None = None, target: str = "modern") -> str:
-    """Fix-all restricted to ``code``; asserts the result parses and is idempotent."""
+def fixed(text: str, code: str | None = None, target: str = "modern", unsafe: bool = False) -> str:
+    """Fix-all restricted to ``code`` (``unsafe``: also the fixes marked for review);
+    asserts the result parses and is idempotent."""
     accept = (lambda f: f.code == code) if code else None
-    out = fix_source(src(text), target=target, accept=accept)
+    out = fix_source(src(text), target=target, accept=accept, unsafe=unsafe)
     assert out.error is None, out.error
     ast.parse(out.source)
-    again = fix_source(out.source, target=target, accept=accept)
+    again = fix_source(out.source, target=target, accept=accept, unsafe=unsafe)
     assert again.source == out.source, "fix is not idempotent"
     return out.source
 

@@ -55,7 +55,7 @@ def test_without_a_bound_device_variable_the_target_device_call_is_used():
     assert "for batch in pl.MpDeviceLoader(tud.DataLoader(ds), xm.xla_device()):" in legacy
 
 
-def test_loader_parameter_and_device_parameter_in_a_step_function():
+def test_loader_parameter_without_visible_callers_is_offered_for_review_only():
     code = """
     import torch_xla.distributed.xla_multiprocessing as xmp
     import torch_xla.distributed.parallel_loader as P
@@ -65,10 +65,47 @@ def test_loader_parameter_and_device_parameter_in_a_step_function():
             model(x).sum().backward()
             optimizer.step()
     """
-    out = fixed(code, "XLA106")
+    (f,) = findings(code, "XLA106")
+    # A caller outside this file may already wrap the loader: wrapping twice breaks training.
+    assert f.fix is not None and not f.fix.safe
+    assert "MpDeviceLoader" in f.fix.review_reason and "caller" in f.fix.review_reason
+    assert fixed(code, "XLA106") == src(code)
+    out = fixed(code, "XLA106", unsafe=True)
     # The script's own alias for parallel_loader is reused; no new import.
     assert "for x in P.MpDeviceLoader(train_loader, device):" in out
     assert out.count("import") == 2
+
+
+CALLER = """
+import torch.distributed as dist
+import torch_xla.distributed.parallel_loader as pl
+from torch.utils.data import DataLoader
+
+def train_one_epoch(model, loader, optimizer, device):
+    for x in loader:
+        model(x).sum().backward()
+        optimizer.step()
+
+def main():
+    dist.init_process_group("xla", init_method="xla://")
+    for epoch in range(3):
+        train_one_epoch(model, {loader}, optimizer, device)
+"""
+
+
+def test_loader_parameter_already_wrapped_by_the_caller_reports_nothing():
+    code = CALLER.format(loader="pl.MpDeviceLoader(DataLoader(ds), device)")
+    assert findings(code, "XLA106") == []
+    assert findings(code, "XLA107") == []
+
+
+def test_loader_parameter_that_every_caller_passes_as_a_dataloader_is_wrapped_safely():
+    code = CALLER.format(loader="DataLoader(ds)")
+    (f,) = findings(code, "XLA106")
+    assert f.fix is not None and f.fix.safe
+    assert "for x in pl.MpDeviceLoader(loader, device):" in fixed(code, "XLA106")
+    # The epoch loop around the call is not a training-step loop: no second sync.
+    assert findings(code, "XLA107") == []
 
 
 def test_wrapped_loaders_and_single_device_scripts_report_nothing():

@@ -11,72 +11,22 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
-from ..semantic.model import XLA_LOADERS, Emitter, ScriptModel, dotted, method_name
+from ..semantic.loaders import Source, classify, iterated_loader
+from ..semantic.model import Emitter, ScriptModel
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 
 CODE = "XLA106"
-DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-# Wrappers that yield what they iterate: the loader is their first argument.
-PASS_THROUGH = {"enumerate", "iter"}
-
-
-def _is_tqdm(model: ScriptModel, call: ast.Call) -> bool:
-    name = model.call_name(call) or dotted(call.func) or ""
-    return name.split(".")[-1] == "tqdm"
-
-
-def iterated_loader(model: ScriptModel, loop: ast.AST) -> ast.expr | None:
-    """The expression a ``for`` loop draws its batches from, through ``enumerate``/``tqdm``."""
-    if not isinstance(loop, ast.For | ast.AsyncFor):
-        return None
-    node: ast.expr = loop.iter
-    while isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
-        func = node.func
-        builtin = (
-            isinstance(func, ast.Name) and func.id in PASS_THROUGH and func.id not in model.imports
-        )
-        if builtin or _is_tqdm(model, node):
-            node = node.args[0]
-        else:
-            break
-    return node
-
-
-def _is_xla_loader_value(model: ScriptModel, node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    return model.call_name(node) in XLA_LOADERS or method_name(node) == "per_device_loader"
-
-
-def is_xla_loader(model: ScriptModel, node: ast.AST | None) -> bool:
-    """``pl.MpDeviceLoader(...)``, ``....per_device_loader(d)``, or a name bound to one."""
-    if node is None:
-        return False
-    if _is_xla_loader_value(model, node):
-        return True
-    if isinstance(node, ast.Name):
-        return any(_is_xla_loader_value(model, v) for v in model.assigned_from(node.id))
-    return False
-
-
-def is_plain_dataloader(model: ScriptModel, node: ast.AST | None) -> bool:
-    """A ``DataLoader(...)`` call, a name bound to one, or a ``*loader*`` name we cannot
-    follow (a parameter, a helper's result) that is not bound to an XLA loader."""
-    if node is None or is_xla_loader(model, node):
-        return False
-    if isinstance(node, ast.Call):
-        return model.call_name(node) in DATALOADERS
-    if isinstance(node, ast.Name):
-        values = model.assigned_from(node.id)
-        if any(isinstance(v, ast.Call) and model.call_name(v) in DATALOADERS for v in values):
-            return True
-        return "loader" in node.id.lower()
-    return False
+REVIEW_PARAMETER = (
+    "the loader comes from outside this function ({name}); if a caller already wraps it in "
+    "pl.MpDeviceLoader, wrapping it again breaks training (the loader thread fails and no "
+    "step runs, with exit code 0)"
+)
 
 
 def will_wrap(model: ScriptModel, loop: ast.AST) -> bool:
-    """True when XLA106 reports this loop (XLA107 then leaves the sync to the loader)."""
-    return model.is_distributed and is_plain_dataloader(model, iterated_loader(model, loop))
+    """True when XLA106 wraps this loop's loader with a safe fix (XLA107 then leaves the
+    sync to the loader)."""
+    return model.is_distributed and classify(model, iterated_loader(model, loop)) is Source.PLAIN
 
 
 def device_ref_at(model: ScriptModel, e: Emitter, target: Target, node: ast.AST) -> str:
@@ -104,20 +54,35 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return
     for loop in model.training_loops:
         loader = iterated_loader(model, loop.node)
-        if not is_plain_dataloader(model, loader):
+        source = classify(model, loader)
+        if loader is None or source in (Source.XLA, Source.NONE):
             continue
-        assert loader is not None
+        name = model.segment(loader)
+        if source is Source.UNKNOWN and "loader" not in name.lower():
+            continue
         e = Emitter(model)
         device = device_ref_at(model, e, ctx.target, loop.node)
-        code = f"{e.pl}.MpDeviceLoader({model.segment(loader)}, {device})"
-        yield Finding(
-            CODE,
+        code = f"{e.pl}.MpDeviceLoader({name}, {device})"
+        safe = source is Source.PLAIN
+        message = (
             "distributed training loop iterates a plain DataLoader: wrap it in "
             "pl.MpDeviceLoader so batches reach the XLA device ahead of each step and "
-            "every iteration ends in a sync",
+            "every iteration ends in a sync"
+        )
+        reason = "" if safe else REVIEW_PARAMETER.format(name=name)
+        if not safe:
+            message += f" (fix needs review: {reason})"
+        yield Finding(
+            CODE,
+            message,
             model.span(loader),
             Severity.WARNING,
-            fix=Fix(f"Wrap in {code}", (Replace(model.span(loader), code), *e.imports)),
+            fix=Fix(
+                f"Wrap in {code}",
+                (Replace(model.span(loader), code), *e.imports),
+                safe=safe,
+                review_reason=reason,
+            ),
         )
 
 

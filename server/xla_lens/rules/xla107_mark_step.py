@@ -11,9 +11,10 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.loaders import Source, already_xla, compiled_step, creates_xla_loader, loop_source
 from ..semantic.model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, keyword
 from .base import AppendToBody, Category, Finding, Fix, Rule, RuleContext, Severity, Span
-from .xla106_device_loader import is_xla_loader, iterated_loader, will_wrap
+from .xla106_device_loader import will_wrap
 
 CODE = "XLA107"
 OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
@@ -35,7 +36,12 @@ def _is_sync(model: ScriptModel, call: ast.Call) -> bool:
 
 
 def _syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
-    """A sync in the loop, its step functions, or a local function they call."""
+    """A sync in the loop, its step functions, a function or method of this script they
+    call, or a sibling module's step function that syncs itself."""
+    if any(ext.syncs for ext in loop.external_steps):
+        return True
+    if any(compiled_step(model, fn) for fn in loop.step_functions):
+        return True
     seen: set[int] = set()
     regions: list[ast.AST] = list(loop.regions())
     while regions:
@@ -48,16 +54,30 @@ def _syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
                 continue
             if _is_sync(model, node):
                 return True
-            if isinstance(node.func, ast.Name) and node.func.id in model.functions:
-                regions.append(model.functions[node.func.id])
+            callee = model.steps.callee(node)
+            if callee is not None:
+                regions.append(callee)
     return False
+
+
+def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop) -> bool:
+    """The loop's batches come from an XLA loader, which syncs every iteration. In a script
+    already written for XLA, a loop that draws no data (a sub-step loop such as several
+    discriminator updates per batch) or draws it from a source we cannot follow while the
+    script builds an XLA loader is taken to be fed by that loader."""
+    source, _expr = loop_source(model, loop)
+    if source is Source.XLA:
+        return True
+    if not already_xla(model):
+        return False
+    return source is Source.NONE or (source is Source.UNKNOWN and creates_xla_loader(model))
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for loop in model.training_loops:
         if _syncs(model, loop):
             continue
-        if is_xla_loader(model, iterated_loader(model, loop.node)) or will_wrap(model, loop.node):
+        if _fed_by_xla_loader(model, loop) or will_wrap(model, loop.node):
             continue
         e = Emitter(model)
         code = xla_api.sync(e, ctx.target)

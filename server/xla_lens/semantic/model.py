@@ -17,6 +17,7 @@ from functools import cached_property
 
 from .edits import AddImport
 from .span import Pos, Span
+from .steps import ExternalStep, StepIndex, is_update_call
 
 LOOP_TYPES = (ast.For, ast.While, ast.AsyncFor)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
@@ -104,6 +105,12 @@ def receiver(call: ast.Call) -> ast.expr | None:
     return call.func.value if isinstance(call.func, ast.Attribute) else None
 
 
+def optimizer_like(name: str) -> bool:
+    """``optimizer``, ``opt``, ``d_optimizer``, ``optimizer_G``, ``self.g_optim``..."""
+    low = name.lower()
+    return low in {"optim", "opt"} or "optimizer" in low or low.endswith(("_optim", "_opt"))
+
+
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a chain of names and attributes, else None."""
     parts: list[str] = []
@@ -122,6 +129,8 @@ class TrainingLoop:
     # Functions defined in this script that the loop calls and that run the step
     # (their bodies count as "inside the loop").
     step_functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
+    # Step functions of sibling modules the loop calls (their bodies are not in this file).
+    external_steps: list[ExternalStep] = field(default_factory=list)
 
     def regions(self) -> list[ast.AST]:
         return [self.node, *self.step_functions]
@@ -276,9 +285,10 @@ class ScriptModel:
 
     def is_optimizer(self, node: ast.AST | None) -> bool:
         if isinstance(node, ast.Name):
-            return node.id in self.optimizer_names
+            # Also a parameter named like one (``def train(model, loader, optimizer)``).
+            return node.id in self.optimizer_names or optimizer_like(node.id)
         if isinstance(node, ast.Attribute):
-            return node.attr in {"optimizer", "optim", "opt"}
+            return optimizer_like(node.attr)
         return False
 
     # --- structure -------------------------------------------------------------------
@@ -349,40 +359,29 @@ class ScriptModel:
         )
 
     @cached_property
+    def steps(self) -> StepIndex:
+        return StepIndex(self)
+
+    @cached_property
     def step_functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-        """Functions of this script whose body runs a training step, followed two calls deep."""
-        direct = {
-            name: fn
-            for name, fn in self.functions.items()
-            if any(isinstance(n, ast.Call) and self._is_step_call(n) for n in self.walk_scope(fn))
-        }
-        result = dict(direct)
-        for _ in range(2):
-            for name, fn in self.functions.items():
-                if name in result:
-                    continue
-                for n in self.walk_scope(fn):
-                    if (
-                        isinstance(n, ast.Call)
-                        and isinstance(n.func, ast.Name)
-                        and n.func.id in result
-                        and self.innermost_loop(n) is None
-                    ):
-                        result[name] = fn
-                        break
-        return result
+        """Functions and methods of this script that run one training step per call."""
+        return {fn.name: fn for fn in self.steps.step_functions}
 
     @cached_property
     def training_loops(self) -> list[TrainingLoop]:
-        """Innermost loops that run a training step, in source order."""
+        """Innermost loops that run a training step, in source order: the step is in the
+        loop, in a step function or method it calls, or in a sibling module's step function.
+        Loops that call an epoch function (which loops over the steps itself) are not."""
+        steps = self.steps
         found: dict[ast.AST, TrainingLoop] = {}
         for call in self.calls:
             step_fn = None
+            external = None
             if self._is_step_call(call):
                 pass
-            elif isinstance(call.func, ast.Name) and call.func.id in self.step_functions:
-                step_fn = self.step_functions[call.func.id]
-            else:
+            elif (step_fn := steps.step_callee(call)) is not None:
+                pass
+            elif (external := steps.external_step(call)) is None:
                 continue
             loop = self.innermost_loop(call)
             if loop is None:
@@ -390,15 +389,38 @@ class ScriptModel:
             entry = found.setdefault(loop, TrainingLoop(loop))
             if step_fn is not None and step_fn not in entry.step_functions:
                 entry.step_functions.append(step_fn)
+            if external is not None:
+                entry.external_steps.append(external)
         for entry in found.values():
             # A step function that calls a deeper step function: include the callee too.
-            for fn in list(entry.step_functions):
-                for n in self.walk_scope(fn):
-                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name):
-                        callee = self.step_functions.get(n.func.id)
-                        if callee is not None and callee not in entry.step_functions:
-                            entry.step_functions.append(callee)
+            entry.step_functions[:] = steps.callee_closure(entry.step_functions)
+        for loop in list(found):
+            if self._is_accumulation_loop(found[loop]):
+                del found[loop]
         return sorted(found.values(), key=lambda t: _order(t.node))
+
+    def _is_accumulation_loop(
+        self, entry: TrainingLoop, found: dict[ast.AST, TrainingLoop]
+    ) -> bool:
+        """A loop that only runs ``backward()`` while the code around it (the enclosing loop
+        or function) updates the parameters: gradient accumulation within one step, whose
+        step and sync belong to the code around it."""
+        if entry.external_steps:
+            return False
+        for region in entry.regions():
+            for n in self.walk_scope(region) if region is not entry.node else ast.walk(region):
+                if isinstance(n, ast.Call) and is_update_call(self, n):
+                    return False
+        scope: ast.AST = self.tree
+        for a in self.ancestors(entry.node):
+            if isinstance(a, SCOPE_TYPES):
+                scope = a
+                break
+        inside = set(map(id, ast.walk(entry.node)))
+        return any(
+            isinstance(n, ast.Call) and id(n) not in inside and is_update_call(self, n)
+            for n in self.walk_scope(scope)
+        )
 
     def in_training_loop(self, node: ast.AST) -> TrainingLoop | None:
         for loop in self.training_loops:

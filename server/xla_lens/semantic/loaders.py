@@ -1,0 +1,223 @@
+"""Where a training loop gets its batches, and whether that source already syncs on XLA.
+
+``pl.MpDeviceLoader`` / ``ParallelLoader`` upload batches and mark the step at every
+iteration, so a loop fed by one needs no explicit sync, and wrapping its loader again
+breaks training (the inner loader thread fails, zero steps run, the exit code is 0). The
+loader is often not visible where the loop is: a function parameter, an attribute set in
+a constructor, or ``next(it)`` on an iterator. This module answers with three states:
+an XLA loader, a plain loader, or unknown — and rules treat unknown cautiously.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from typing import TYPE_CHECKING
+
+from .model import SYNC_CALLS, XLA_LOADERS, dotted, method_name
+
+if TYPE_CHECKING:
+    from .model import ScriptModel, TrainingLoop
+
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+# Wrappers that yield what they iterate: the loader is their first argument.
+PASS_THROUGH = frozenset({"enumerate", "iter"})
+COUNTERS = frozenset({"range", "itertools.count", "tqdm.trange", "tqdm.auto.trange"})
+# Methods custom loaders use to hand out the next batch.
+NEXT_BATCH_METHODS = frozenset({"next", "next_batch", "get_batch", "__next__"})
+XLA_STEP_APIS = frozenset(
+    {
+        *XLA_LOADERS,
+        *SYNC_CALLS,
+        "torch_xla.core.xla_model.optimizer_step",
+        "torch_xla.core.xla_model.add_step_closure",
+        "torch_xla.compile",
+        "torch_xla.experimental.compile",
+    }
+)
+COMPILERS = frozenset({"torch_xla.compile", "torch_xla.experimental.compile"})
+
+
+class Source(enum.Enum):
+    XLA = "xla"  # an MpDeviceLoader / ParallelLoader: uploads and syncs each iteration
+    PLAIN = "plain"  # provably a torch DataLoader
+    UNKNOWN = "unknown"  # a parameter, attribute or helper result we cannot follow
+    NONE = "none"  # the loop draws no data (a counter loop without next())
+
+
+def _is_tqdm(model: ScriptModel, call: ast.Call) -> bool:
+    name = model.call_name(call) or dotted(call.func) or ""
+    return name.split(".")[-1] == "tqdm"
+
+
+def iterated_loader(model: ScriptModel, loop: ast.AST) -> ast.expr | None:
+    """The expression a ``for`` loop draws its batches from, through ``enumerate``/``tqdm``."""
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return None
+    node: ast.expr = loop.iter
+    while isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
+        func = node.func
+        builtin = (
+            isinstance(func, ast.Name) and func.id in PASS_THROUGH and func.id not in model.imports
+        )
+        if builtin or _is_tqdm(model, node):
+            node = node.args[0]
+        else:
+            break
+    return node
+
+
+def _is_counter(model: ScriptModel, node: ast.AST | None) -> bool:
+    if not isinstance(node, ast.Call):
+        return isinstance(node, ast.List | ast.Tuple | ast.Constant)
+    name = model.call_name(node) or (node.func.id if isinstance(node.func, ast.Name) else None)
+    return name in COUNTERS
+
+
+def _is_xla_loader_value(model: ScriptModel, node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    return model.call_name(node) in XLA_LOADERS or method_name(node) == "per_device_loader"
+
+
+def is_xla_loader(model: ScriptModel, node: ast.AST | None) -> bool:
+    """``pl.MpDeviceLoader(...)``, ``....per_device_loader(d)``, or a name bound to one."""
+    return classify(model, node) is Source.XLA
+
+
+def _unwrap_iter(node: ast.AST) -> ast.AST:
+    """``iter(x)`` → ``x``: an iterator over a loader is that loader."""
+    while (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "iter"
+        and len(node.args) == 1
+    ):
+        node = node.args[0]
+    return node
+
+
+def _parameter_of(model: ScriptModel, name: ast.Name) -> tuple[ast.AST, int, str] | None:
+    """``(function, positional index, name)`` when ``name`` reads a parameter of its function
+    that the function never rebinds."""
+    fn = model.enclosing_function(name)
+    if fn is None:
+        return None
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    for i, a in enumerate(params):
+        if a.arg == name.id:
+            if any(
+                isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                for n in model.walk_scope(fn)
+            ):
+                return None
+            return fn, i, name.id
+    if any(a.arg == name.id for a in fn.args.kwonlyargs):
+        return fn, -1, name.id
+    return None
+
+
+def _argument_values(model: ScriptModel, fn: ast.AST, index: int, name: str) -> list[ast.AST]:
+    """What the call sites of ``fn`` in this script pass for one parameter; an empty list
+    when any call site cannot be read (``*args``, a missing argument) or there is none."""
+    values: list[ast.AST] = []
+    is_method = isinstance(model.parent(fn), ast.ClassDef)
+    for call in model.calls:
+        if model.steps.callee(call) is not fn:
+            continue
+        kw = next((k.value for k in call.keywords if k.arg == name), None)
+        pos = index - 1 if is_method and index >= 0 else index
+        if kw is not None:
+            values.append(kw)
+        elif 0 <= pos < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[: pos + 1]
+        ):
+            values.append(call.args[pos])
+        else:
+            return []
+    return values
+
+
+def classify(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> Source:
+    """What kind of loader ``node`` is."""
+    if node is None:
+        return Source.NONE
+    node = _unwrap_iter(node)
+    if _is_xla_loader_value(model, node):
+        return Source.XLA
+    if isinstance(node, ast.Call):
+        return Source.PLAIN if model.call_name(node) in DATALOADERS else Source.UNKNOWN
+    if isinstance(node, ast.Name) and depth < 3:
+        param = _parameter_of(model, node)
+        if param is not None:
+            kinds = {classify(model, v, depth + 1) for v in _argument_values(model, *param)}
+            if Source.XLA in kinds:
+                return Source.XLA
+            return Source.PLAIN if kinds == {Source.PLAIN} else Source.UNKNOWN
+        values = model.assigned_from(node.id)
+        kinds = {classify(model, v, depth + 1) for v in values}
+        if Source.XLA in kinds:
+            return Source.XLA
+        if Source.PLAIN in kinds:
+            return Source.PLAIN
+    if isinstance(node, ast.Attribute) and depth < 3:
+        # ``self.loader``: what the script assigns to that attribute anywhere.
+        kinds = {
+            classify(model, a.value, depth + 1)
+            for a in model.nodes_of(ast.Assign)
+            if isinstance(a, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and t.attr == node.attr for t in a.targets)
+        }
+        if Source.XLA in kinds:
+            return Source.XLA
+        if kinds == {Source.PLAIN}:
+            return Source.PLAIN
+    return Source.UNKNOWN
+
+
+def _next_batch_source(model: ScriptModel, loop: TrainingLoop) -> ast.AST | None:
+    """The iterator a loop (or its step functions) pulls batches from with ``next(...)``."""
+    for region in loop.regions():
+        walker = ast.walk(region) if region is loop.node else model.walk_scope(region)
+        for n in walker:
+            if not isinstance(n, ast.Call):
+                continue
+            if isinstance(n.func, ast.Name) and n.func.id == "next" and n.args:
+                return n.args[0]
+            if method_name(n) in NEXT_BATCH_METHODS and isinstance(n.func, ast.Attribute):
+                return n.func.value
+    return None
+
+
+def loop_source(model: ScriptModel, loop: TrainingLoop) -> tuple[Source, ast.AST | None]:
+    """Where a training loop draws its batches, and that expression."""
+    it = iterated_loader(model, loop.node)
+    if it is not None and not _is_counter(model, it):
+        return classify(model, it), it
+    pulled = _next_batch_source(model, loop)
+    if pulled is not None:
+        return classify(model, pulled), pulled
+    return Source.NONE, None
+
+
+def creates_xla_loader(model: ScriptModel) -> bool:
+    return any(_is_xla_loader_value(model, c) for c in model.calls)
+
+
+def already_xla(model: ScriptModel) -> bool:
+    """The script already drives its steps through torch_xla (a loader, a sync, an XLA
+    optimizer step, a step closure or a compiled step): it was written for XLA."""
+    return any(model.call_name(c) in XLA_STEP_APIS for c in model.calls) or any(
+        _is_xla_loader_value(model, c) for c in model.calls
+    )
+
+
+def compiled_step(model: ScriptModel, fn: ast.AST) -> bool:
+    """``@torch_xla.compile`` on a step function: each call runs and syncs one graph."""
+    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    for deco in fn.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if model.qualname(target) in COMPILERS:
+            return True
+    return False

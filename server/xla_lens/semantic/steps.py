@@ -1,0 +1,212 @@
+"""Where a script runs its training step, and which loops are training-step loops.
+
+Real scripts rarely write ``loss.backward()`` straight in the loop: the step lives in a
+function (``train_step``), a method (``self._run_batch``), or a function imported from a
+sibling module (``from engine import train_one_epoch``). Two kinds of callee matter:
+
+- a *step function* runs one step per call (its step calls are not inside a loop of its
+  own): the loop that calls it is a training-step loop, and the callee's body counts as
+  inside that loop;
+- an *epoch function* contains a training-step loop itself: a loop that calls it is an
+  epoch loop, not a training-step loop (it must not get a second sync, and its loader is
+  not the one the step iterates).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .workspace import FunctionFacts, imported_function_facts
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+SELF_NAMES = frozenset({"self", "cls"})
+# Callee chains deeper than this are not followed (train -> epoch -> step -> helper).
+MAX_DEPTH = 4
+# Top-level packages that are never a sibling module of the script.
+NOT_WORKSPACE = frozenset(
+    {"torch", "torch_xla", "transformers", "accelerate", "numpy", "os", "sys"}
+)
+
+
+def is_update_call(model: ScriptModel, call: ast.Call) -> bool:
+    """A step call that updates the parameters (``opt.step()``, ``scaler.step(opt)``,
+    ``xm.optimizer_step(opt)``), as opposed to ``loss.backward()``."""
+    return model._is_step_call(call) and not (
+        isinstance(call.func, ast.Attribute) and call.func.attr == "backward"
+    )
+
+
+@dataclass(frozen=True)
+class ExternalStep:
+    """A step function of a sibling module called from a loop of this script."""
+
+    call: ast.Call
+    module: str
+    function: str
+    syncs: bool
+
+
+class StepIndex:
+    """Step and epoch functions of one script, and the callee of each local call."""
+
+    def __init__(self, model: ScriptModel) -> None:
+        self.model = model
+        self.module_functions: dict[str, FunctionNode] = {}
+        self._methods: dict[ast.ClassDef, dict[str, FunctionNode]] = {}
+        self._classes: dict[str, ast.ClassDef] = {}
+        for cls in model.nodes_of(ast.ClassDef):
+            assert isinstance(cls, ast.ClassDef)
+            self._classes.setdefault(cls.name, cls)
+            self._methods[cls] = {
+                s.name: s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+            }
+        for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+            assert isinstance(fn, FunctionNode)
+            if not isinstance(model.parent(fn), ast.ClassDef):
+                self.module_functions.setdefault(fn.name, fn)
+        self._from_imports: dict[str, tuple[str, str, int]] = {}
+        for imp in model.import_nodes:  # source order: the last import of a name wins
+            if isinstance(imp, ast.ImportFrom):
+                for a in imp.names:
+                    self._from_imports[a.asname or a.name] = (imp.module or "", a.name, imp.level)
+        self.step_functions: set[FunctionNode] = set()
+        self.epoch_functions: set[FunctionNode] = set()
+        self._classify()
+
+    # --- resolving calls ----------------------------------------------------------------
+    def _enclosing_class(self, node: ast.AST) -> ast.ClassDef | None:
+        for a in self.model.ancestors(node):
+            if isinstance(a, ast.ClassDef):
+                return a
+        return None
+
+    def _method(self, cls: ast.ClassDef, name: str, depth: int = 0) -> FunctionNode | None:
+        found = self._methods.get(cls, {}).get(name)
+        if found is not None or depth > 3:
+            return found
+        for base in cls.bases:  # a base class defined in this same file
+            if isinstance(base, ast.Name) and base.id in self._classes:
+                found = self._method(self._classes[base.id], name, depth + 1)
+                if found is not None:
+                    return found
+        return None
+
+    def callee(self, call: ast.Call) -> FunctionNode | None:
+        """The function of this script that ``call`` runs: ``f(...)`` for a function defined
+        here, ``self.m(...)`` for a method of the caller's class (or a base class here)."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            if func.id in self.model.imports:
+                return None
+            return self.module_functions.get(func.id)
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in SELF_NAMES
+        ):
+            cls = self._enclosing_class(call)
+            return self._method(cls, func.attr) if cls is not None else None
+        return None
+
+    def _local_calls(self, fn: FunctionNode) -> Iterator[tuple[ast.Call, FunctionNode]]:
+        for node in self.model.walk_scope(fn):
+            if isinstance(node, ast.Call):
+                target = self.callee(node)
+                if target is not None and target is not fn:
+                    yield node, target
+
+    # --- classification -------------------------------------------------------------
+    def _classify(self) -> None:
+        model = self.model
+        functions = [*self.module_functions.values()]
+        for methods in self._methods.values():
+            functions.extend(methods.values())
+        for fn in functions:
+            for node in model.walk_scope(fn):
+                if isinstance(node, ast.Call) and model._is_step_call(node):
+                    # A backward() in a loop with the optimizer step after it is gradient
+                    # accumulation inside one step, not a loop over steps.
+                    if model.innermost_loop(node) is not None and is_update_call(model, node):
+                        self.epoch_functions.add(fn)
+                    else:
+                        self.step_functions.add(fn)
+        for _ in range(MAX_DEPTH):
+            changed = False
+            for fn in functions:
+                if fn in self.epoch_functions:
+                    continue
+                for call, target in self._local_calls(fn):
+                    in_loop = model.innermost_loop(call) is not None
+                    if target in self.epoch_functions or (in_loop and self._runs_step(target)):
+                        self.epoch_functions.add(fn)
+                        changed = True
+                        break
+                    if (
+                        not in_loop
+                        and target in self.step_functions
+                        and fn not in self.step_functions
+                    ):
+                        self.step_functions.add(fn)
+                        changed = True
+            if not changed:
+                break
+        # A function that loops over steps itself is an epoch function, whatever else it does.
+        self.step_functions -= self.epoch_functions
+
+    def _runs_step(self, fn: FunctionNode) -> bool:
+        return fn in self.step_functions
+
+    def step_callee(self, call: ast.Call) -> FunctionNode | None:
+        target = self.callee(call)
+        return target if target is not None and target in self.step_functions else None
+
+    def calls_epoch_function(self, call: ast.Call) -> bool:
+        target = self.callee(call)
+        if target is not None:
+            return target in self.epoch_functions
+        facts = self.external(call)
+        return facts is not None and facts.kind == "epoch"
+
+    def callee_closure(self, fns: Iterable[FunctionNode]) -> list[FunctionNode]:
+        """``fns`` and the step functions they call, transitively (deduplicated, in order)."""
+        out: list[FunctionNode] = []
+        todo = list(fns)
+        while todo:
+            fn = todo.pop(0)
+            if fn in out:
+                continue
+            out.append(fn)
+            for _call, target in self._local_calls(fn):
+                if target in self.step_functions and target not in out:
+                    todo.append(target)
+        return out
+
+    # --- sibling modules ------------------------------------------------------------
+    def external(self, call: ast.Call) -> FunctionFacts | None:
+        """Facts about an imported function of a sibling module that ``call`` runs."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return None
+        origin = self._import_of(func.id)
+        if origin is None:
+            return None
+        module, name, level = origin
+        if level == 0 and module.split(".")[0] in NOT_WORKSPACE:
+            return None
+        return imported_function_facts(self.model.path, module, name, level)
+
+    def _import_of(self, local: str) -> tuple[str, str, int] | None:
+        """``(module, name, level)`` of the ``from module import name`` that binds ``local``."""
+        return self._from_imports.get(local)
+
+    def external_step(self, call: ast.Call) -> ExternalStep | None:
+        facts = self.external(call)
+        if facts is None or facts.kind != "step":
+            return None
+        return ExternalStep(call, facts.module, facts.name, facts.syncs)

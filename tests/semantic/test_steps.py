@@ -1,0 +1,264 @@
+"""Training-step discovery: step functions, methods, epoch functions, gradient accumulation,
+compiled steps, loaders the loop cannot see, and step functions in sibling modules."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from xla_lens.engine import analyze
+from xla_lens.semantic.loaders import Source, loop_source
+from xla_lens.semantic.model import ScriptModel
+from xla_lens.semantic.workspace import clear_cache
+
+from tests.helpers import findings, src
+
+
+def model_of(code: str, path: str = "<script>") -> ScriptModel:
+    text = src(code)
+    return ScriptModel(text, ast.parse(text), path)
+
+
+def loop_lines(model: ScriptModel) -> list[int]:
+    return [loop.node.lineno for loop in model.training_loops]
+
+
+def test_a_method_called_through_self_is_a_step_function():
+    m = model_of(
+        """
+        class Trainer:
+            def _run_batch(self, x):
+                self.optimizer.zero_grad()
+                self.model(x).sum().backward()
+                self.optimizer.step()
+
+            def _run_epoch(self, loader):
+                for x in loader:
+                    self._run_batch(x)
+
+            def train(self, epochs):
+                for epoch in range(epochs):
+                    self._run_epoch(self.loader)
+        """
+    )
+    # The batch loop is the training-step loop; the epoch loop around it is not.
+    assert loop_lines(m) == [8]
+    (loop,) = m.training_loops
+    assert [fn.name for fn in loop.step_functions] == ["_run_batch"]
+
+
+def test_methods_of_other_classes_with_the_same_name_are_not_confused():
+    m = model_of(
+        """
+        class Evaluator:
+            def step(self, x):
+                return x
+
+        class Trainer:
+            def step(self, x):
+                self.model(x).sum().backward()
+                self.optimizer.step()
+
+            def fit(self, loader):
+                for x in loader:
+                    self.step(x)
+
+        class Runner:
+            def go(self, loader):
+                for x in loader:
+                    self.step(x)
+        """
+    )
+    assert loop_lines(m) == [11]
+
+
+def test_gradient_accumulation_loop_is_part_of_the_enclosing_step():
+    code = """
+    import torch
+    for step in range(max_steps):
+        optimizer.zero_grad()
+        for micro in range(accum):
+            x, y = loader.next_batch()
+            loss = model(x, y)
+            loss.backward()
+        optimizer.step()
+    """
+    m = model_of(code)
+    assert loop_lines(m) == [2]
+    (f,) = findings(code, "XLA107")
+    assert f.span.start.line == 1  # the outer loop: one sync per optimizer step
+    # A step function with the same accumulation inside is still a step function.
+    m = model_of(
+        """
+        def train_step(batches):
+            for b in batches:
+                model(b).sum().backward()
+            optimizer.step()
+
+        for batches in loader:
+            train_step(batches)
+        """
+    )
+    assert loop_lines(m) == [6]
+
+
+def test_compiled_step_syncs_by_itself():
+    code = """
+    import torch_xla
+
+    @torch_xla.compile(full_graph=True)
+    def train_step(batch):
+        loss = model(batch).sum()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for step in range(steps):
+        batch = next(it)
+        train_step(batch)
+    """
+    assert findings(code, "XLA107") == []
+
+
+def test_loop_source_follows_next_iter_and_attributes():
+    m = model_of(
+        """
+        import torch_xla.distributed.parallel_loader as pl
+        from torch.utils.data import DataLoader
+
+        class Loop:
+            def __init__(self, loader):
+                self.it = iter(pl.MpDeviceLoader(loader, device))
+
+            def run(self):
+                for step in range(10):
+                    batch = next(self.it)
+                    model(batch).sum().backward()
+                    opt.step()
+
+        def plain():
+            it = iter(DataLoader(ds))
+            while True:
+                batch = next(it)
+                model(batch).sum().backward()
+                opt.step()
+        """
+    )
+    sources = [loop_source(m, loop)[0] for loop in m.training_loops]
+    assert sources == [Source.XLA, Source.PLAIN]
+
+
+def test_already_xla_sub_step_loops_and_hidden_xla_loaders_get_no_sync_finding():
+    sub_steps = """
+    import torch_xla.core.xla_model as xm
+
+    def make_step(G, D, config):
+        def train(x, y):
+            for d_step in range(config["num_D_steps"]):
+                D(x).sum().backward()
+                xm.optimizer_step(D.optim)
+            G(x).sum().backward()
+            xm.optimizer_step(G.optim)
+        return train
+    """
+    assert findings(sub_steps, "XLA107") == []
+    hidden = """
+    import torch_xla.core.xla_model as xm
+    import torch_xla.distributed.parallel_loader as pl
+
+    class Runner:
+        def __init__(self, dataloader):
+            self.dataloader = iter(dataloader)
+
+        def start(self):
+            for step in range(100):
+                batch = next(self.dataloader)
+                self.model(batch).sum().backward()
+                self.optimizer.step()
+            xm.mark_step()
+
+    Runner(pl.MpDeviceLoader(loader, device)).start()
+    """
+    assert findings(hidden, "XLA107") == []
+    # The same loop in a CUDA script is still reported.
+    cuda = hidden.replace("import torch_xla.core.xla_model as xm\n", "").replace(
+        "import torch_xla.distributed.parallel_loader as pl\n", ""
+    )
+    cuda = cuda.replace("    xm.mark_step()\n", "").replace(
+        "pl.MpDeviceLoader(loader, device)", "loader"
+    )
+    assert len(findings(cuda, "XLA107")) == 1
+
+
+def _write(folder: Path, name: str, code: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def test_step_and_epoch_functions_in_sibling_modules(tmp_path: Path):
+    clear_cache()
+    _write(
+        tmp_path,
+        "engine.py",
+        """
+        import torch_xla
+
+        def train_one_epoch(model, loader, optimizer):
+            for x in loader:
+                model(x).sum().backward()
+                optimizer.step()
+
+        def train_step(model, x, optimizer):
+            model(x).sum().backward()
+            optimizer.step()
+
+        def synced_step(model, x, optimizer):
+            train_step(model, x, optimizer)
+            torch_xla.sync()
+        """,
+    )
+    main = _write(
+        tmp_path,
+        "main.py",
+        """
+        from engine import train_one_epoch, train_step, synced_step
+
+        for epoch in range(10):
+            train_one_epoch(model, loader, optimizer)
+
+        for x in loader:
+            train_step(model, x, optimizer)
+
+        for x in loader:
+            synced_step(model, x, optimizer)
+        """,
+    )
+    result = analyze(main.read_text(), str(main))
+    sync = [f.span.start.line + 1 for f in result.findings if f.code == "XLA107"]
+    # Only the loop around the sibling's per-step function that does not sync itself.
+    assert sync == [6]
+    # Relative imports inside a package resolve too.
+    pkg = tmp_path / "pkg"
+    _write(pkg, "__init__.py", "")
+    _write(pkg, "steps.py", "def step(m, x, o):\n    m(x).sum().backward()\n    o.step()\n")
+    runner = _write(pkg, "run.py", "from .steps import step\nfor x in loader:\n    step(m, x, o)\n")
+    result = analyze(runner.read_text(), str(runner))
+    assert [f.span.start.line + 1 for f in result.findings if f.code == "XLA107"] == [2]
+
+
+def test_sibling_summaries_follow_edits_on_disk(tmp_path: Path):
+    clear_cache()
+    engine = _write(
+        tmp_path, "engine.py", "def step(m, x, o):\n    m(x).sum().backward()\n    o.step()\n"
+    )
+    main = _write(
+        tmp_path, "main.py", "from engine import step\nfor x in loader:\n    step(m, x, o)\n"
+    )
+    assert (
+        len([f for f in analyze(main.read_text(), str(main)).findings if f.code == "XLA107"]) == 1
+    )
+    engine.write_text(engine.read_text() + "    import torch_xla\n    torch_xla.sync()\n# grown\n")
+    assert [f for f in analyze(main.read_text(), str(main)).findings if f.code == "XLA107"] == []
