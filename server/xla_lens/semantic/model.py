@@ -399,9 +399,7 @@ class ScriptModel:
                 del found[loop]
         return sorted(found.values(), key=lambda t: _order(t.node))
 
-    def _is_accumulation_loop(
-        self, entry: TrainingLoop, found: dict[ast.AST, TrainingLoop]
-    ) -> bool:
+    def _is_accumulation_loop(self, entry: TrainingLoop) -> bool:
         """A loop that only runs ``backward()`` while the code around it (the enclosing loop
         or function) updates the parameters: gradient accumulation within one step, whose
         step and sync belong to the code around it."""
