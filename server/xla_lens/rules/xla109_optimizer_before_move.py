@@ -1,0 +1,167 @@
+"""XLA109: an optimizer built from a model's parameters before the model moves to the device.
+
+On CUDA ``model.to(device)`` keeps the Parameter objects; on XLA it replaces them, so an
+optimizer built earlier updates stale CPU tensors: the loss never improves and nothing
+fails (verified on torch_xla 2.9). The fix moves the model first, when the move is a plain
+statement of the same block and nothing between the two statements touches the model;
+otherwise the finding says what to change (a blocking error: the script would not train).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..semantic.model import ScriptModel, dotted
+from ..semantic.ordering import Event, stale_optimizers
+from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
+
+CODE = "XLA109"
+
+
+def _block(model: ScriptModel, stmt: ast.stmt) -> list[ast.stmt] | None:
+    parent = model.parent(stmt)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and stmt in block:
+            return block
+    return None
+
+
+def _is_plain_move(move: Event) -> bool:
+    """``model.to(d)`` / ``model.cuda()`` alone, or ``model = model.to(d)``."""
+    stmt = move.stmt
+    if isinstance(stmt, ast.Expr):
+        return stmt.value is move.node
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        return stmt.value is move.node and dotted(stmt.targets[0]) == move.path
+    return False
+
+
+def _names(nodes: list[ast.stmt], ctx: type) -> set[str]:
+    return {
+        n.id
+        for stmt in nodes
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)
+    }
+
+
+def _touches(stmt: ast.stmt, path: str) -> bool:
+    root, _, rest = path.partition(".")
+    for n in ast.walk(stmt):
+        if root != "self" and isinstance(n, ast.Name) and n.id == root:
+            return True
+        if root == "self" and isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
+            if n.value.id == "self" and (n.attr == rest.split(".")[0] or _is_call(stmt, n)):
+                return True
+    return False
+
+
+def _is_call(stmt: ast.stmt, attr: ast.Attribute) -> bool:
+    return any(isinstance(c, ast.Call) and c.func is attr for c in ast.walk(stmt))
+
+
+def _trailing_comment(model: ScriptModel, stmt: ast.stmt) -> str:
+    end_line = (stmt.end_lineno or stmt.lineno) - 1
+    line = model.line_text(end_line)
+    tail = line.encode()[stmt.end_col_offset or 0 :].decode(errors="replace").strip()
+    return f"  {tail}" if tail.startswith("#") else ""
+
+
+def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None, str]:
+    """The fix that moves the model first, or why there is none."""
+    if move.via or not _is_plain_move(move):
+        return None, "the move is not a statement of its own"
+    if (
+        build.via
+        and isinstance(build.stmt, ast.Assign)
+        and not isinstance(build.stmt.targets[0], ast.Name)
+    ):
+        return None, f"`{build.via}()` returns the model together with the optimizer"
+    block = _block(model, build.stmt)
+    if block is None or move.stmt not in block or block is not _block(model, move.stmt):
+        return None, "the build and the move are in different blocks"
+    if not (model.in_indented_block(build.stmt) and model.in_indented_block(move.stmt)):
+        return None, "the statements share a line with their block header"
+    i, j = block.index(build.stmt), block.index(move.stmt)
+    between = block[i + 1 : j]
+    reads = _names([move.stmt], ast.Load) - {move.path.split(".")[0]}
+    if reads & _names([build.stmt, *between], ast.Store):
+        return None, "a name the move reads is bound after the optimizer is built"
+    code = model.segment(move.stmt) + _trailing_comment(model, move.stmt)
+    ops = (RemoveStatement(model.span(move.stmt)), InsertBefore(model.span(build.stmt), code))
+    title = f"Move the model to the device first: `{model.segment(move.stmt)}` before the optimizer"
+    touching = [s for s in between if _touches(s, move.path)]
+    if touching:
+        lines = ", ".join(str(s.lineno) for s in touching)
+        reason = f"line {lines} uses `{move.path}` between the optimizer and the move"
+        return Fix(title, ops, safe=False, review_reason=reason), reason
+    return Fix(title, ops), ""
+
+
+def _where(model: ScriptModel, event: Event) -> str:
+    text = model.segment(event.node)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"`{text}` (line {event.node.lineno})"  # type: ignore[attr-defined]
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for build, move in stale_optimizers(model):
+        fix, why = _reorder(model, build, move)
+        message = (
+            f"optimizer built from `{build.path}` parameters before {_where(model, move)} moves "
+            "it to the device: on XLA the move creates new Parameter objects, so this "
+            "optimizer updates stale CPU tensors and the model never trains"
+        )
+        manual = None
+        if fix is None or not fix.safe:
+            manual = (
+                f"move `{move.path}` to the device before building the optimizer "
+                f"(or build the optimizer after the move){': ' + why if why else ''}"
+            )
+            if build.via and fix is None:
+                manual += f"; the optimizer is built inside `{build.via}()`"
+        yield Finding(
+            CODE,
+            message,
+            model.span(build.node),
+            Severity.ERROR,
+            fix=fix,
+            manual=manual,
+            related=((model.span(move.node), "the model moves to the device here"),),
+        )
+
+
+HOVER = """\
+**XLA109 · optimizer built before the model moves to the device**
+
+On CUDA `model.to(device)` keeps the same `Parameter` objects; on XLA it creates new ones.
+An optimizer built from `model.parameters()` before the move keeps the old CPU tensors:
+`optimizer.step()` updates them, the model on the device never changes, the loss stays
+flat, and nothing fails (verified on torch_xla 2.9).
+
+```python
+model = Net()
+model.to(device)                                   # first
+optimizer = torch.optim.SGD(model.parameters())    # then
+```
+
+Found across functions too: a trainer class whose `__init__` builds the optimizer and a
+later method moves the model, a helper returning `(model, optimizer)`, a module-level
+optimizer and a function that moves the model. Fix: the move statement goes before the
+optimizer when both are plain statements of one block and nothing between them uses the
+model; otherwise reorder by hand. Same on the legacy and modern targets.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="optimizer-before-move",
+    category=Category.CONVERSION,
+    summary="Optimizer built from model.parameters() before the model moves to the XLA device → move the model first",
+    severity=Severity.ERROR,
+    check=check,
+    has_fix=True,
+    hover={".parameters": HOVER},
+)

@@ -1,0 +1,423 @@
+"""Which optimizer is built from a model's parameters before that model moves to a device.
+
+On CUDA ``module.to(device)`` keeps the same Parameter objects; on XLA it creates new ones.
+An optimizer built from ``model.parameters()`` before the move keeps updating the stale CPU
+tensors: the loss never improves and nothing fails (verified on torch_xla 2.9).
+
+Events, per scope (module, function, method):
+- a *build*: an optimizer constructed from ``path.parameters()`` (directly, through a local
+  variable, through a local helper that takes the model, or a local helper that returns the
+  model together with the optimizer it built);
+- a *move*: ``path.to(device)`` / ``path.cuda()`` (or a local helper/class that moves the
+  model it is given).
+A build followed by a move of the same module (or a parent or child of it) is stale when
+the move runs later: later in the same scope, in another method of the class whose
+``__init__`` built it, or in a function when the build ran at module level.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+
+from .model import SCOPE_TYPES, ScriptModel, dotted, method_name, receiver
+
+PARAMETER_METHODS = {"parameters", "named_parameters"}
+# Qualified-name markers of optimizer classes: torch.optim.X, torch_xla.amp.syncfree.X,
+# bitsandbytes.optim.X, apex.optimizers.X, transformers.AdamW / Adafactor.
+OPTIMIZER_MODULES = (
+    "torch.optim.",
+    "torch_xla.amp.syncfree.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+)
+OPTIMIZER_NAMES = {
+    "transformers.AdamW",
+    "transformers.Adafactor",
+    "transformers.optimization.AdamW",
+}
+NOT_OPTIMIZERS = {"Optimizer"}
+NOT_DEVICES = {"cpu", "meta"}
+
+
+@dataclass(frozen=True)
+class Event:
+    node: ast.AST  # the call (or call statement) that builds or moves
+    stmt: ast.stmt  # the statement of the scope that runs it
+    scope: ast.AST  # function, lambda/class body, or the module
+    path: str  # dotted module path: "model", "self.net"
+    via: str = ""  # name of the local helper it goes through, if any
+
+
+def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
+    q = model.call_name(call)
+    if q is None:
+        return False
+    last = q.rpartition(".")[2]
+    if not last[:1].isupper() or last in NOT_OPTIMIZERS or "lr_scheduler" in q:
+        return False
+    return q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES
+
+
+def _matches(a: str, b: str) -> bool:
+    """Same module, or one contains the other (``model`` and ``model.fc``)."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _root(path: str) -> str:
+    return path.split(".", 1)[0]
+
+
+class Ordering:
+    def __init__(self, model: ScriptModel) -> None:
+        self.model = model
+
+    # --- scopes -------------------------------------------------------------------------
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        for a in self.model.ancestors(node):
+            if isinstance(a, SCOPE_TYPES):
+                return a
+        return self.model.tree
+
+    def statement_in_scope(self, node: ast.AST) -> ast.stmt | None:
+        """The statement directly in ``node``'s scope body chain that runs it (the
+        outermost statement below the scope: ``for``/``if`` blocks count as one)."""
+        stmt = self.model.enclosing_statement(node)
+        return stmt
+
+    # --- parameter sources ------------------------------------------------------------------
+    def _param_paths(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> set[str]:
+        out: set[str] = set()
+        for n in ast.walk(expr):
+            if isinstance(n, ast.Call) and method_name(n) in PARAMETER_METHODS:
+                path = dotted(receiver(n)) if receiver(n) is not None else None
+                if path is not None:
+                    out.add(path)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and depth < 2:
+                for a in self.model.assignments.get(n.id, []):
+                    if self.scope_of(a) is scope and a.value is not None and a.lineno < n.lineno:
+                        out |= self._param_paths(a.value, scope, depth + 1)
+        return out
+
+    # --- local helpers --------------------------------------------------------------------------
+    @cached_property
+    def _functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        return {
+            n.name: n
+            for n in self.model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            and isinstance(self.model.parent(n), ast.Module)
+        }
+
+    @cached_property
+    def _classes(self) -> dict[str, ast.ClassDef]:
+        return {
+            n.name: n
+            for n in self.model.nodes_of(ast.ClassDef)
+            if isinstance(n, ast.ClassDef) and isinstance(self.model.parent(n), ast.Module)
+        }
+
+    @staticmethod
+    def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+        return [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+
+    @cached_property
+    def _direct_builds(self) -> list[Event]:
+        out = []
+        for call in self.model.calls:
+            if not _is_optimizer_class(self.model, call):
+                continue
+            scope = self.scope_of(call)
+            stmt = self.model.enclosing_statement(call)
+            if stmt is None:
+                continue
+            for path in sorted(self._param_paths(call, scope)):
+                out.append(Event(call, stmt, scope, path))
+                out.extend(
+                    Event(call, stmt, scope, alias) for alias in self._self_aliases(scope, path)
+                )
+        return out
+
+    def _self_aliases(self, scope: ast.AST, path: str) -> list[str]:
+        """In ``__init__(self, model)``, ``self.model = model`` makes ``self.model`` the
+        same module as the parameter ``model``."""
+        if not (isinstance(scope, ast.FunctionDef) and scope.name == "__init__"):
+            return []
+        root, _, rest = path.partition(".")
+        out = []
+        for n in ast.walk(scope):
+            if (
+                isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.value, ast.Name)
+                and n.value.id == root
+                and (dotted(n.targets[0]) or "").startswith("self.")
+            ):
+                out.append(dotted(n.targets[0]) + (f".{rest}" if rest else ""))  # type: ignore[operator]
+        return out
+
+    @cached_property
+    def _direct_moves(self) -> list[Event]:
+        out = []
+        for call in self.model.calls:
+            if not self._is_device_move(call):
+                continue
+            path = dotted(receiver(call))  # type: ignore[arg-type]
+            stmt = self.model.enclosing_statement(call)
+            if path is None or stmt is None:
+                continue
+            out.append(Event(call, stmt, self.scope_of(call), path))
+        return out
+
+    def _is_device_move(self, call: ast.Call) -> bool:
+        name = method_name(call)
+        if name == "cuda":
+            return receiver(call) is not None and dotted(receiver(call)) is not None
+        if name != "to" or receiver(call) is None or dotted(receiver(call)) is None:
+            return False
+        target = call.args[0] if call.args else None
+        for kw in call.keywords:
+            if kw.arg == "device":
+                target = kw.value
+        if target is None or isinstance(target, ast.Starred):
+            return False
+        if isinstance(target, ast.Constant):
+            return isinstance(target.value, str) and target.value.split(":")[0] not in NOT_DEVICES
+        q = self.model.qualname(target) or ""
+        if q.startswith("torch.") and q.rpartition(".")[2] not in {"device"}:
+            # torch.float16, torch.bfloat16, torch.channels_last: not a device.
+            return False
+        ident = (dotted(target) or "").rpartition(".")[2].lower()
+        return not any(k in ident for k in ("dtype", "precision", "format"))
+
+    def _helper_param_events(
+        self, events: list[Event], fn: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> set[int]:
+        """Positions of ``fn``'s parameters that ``events`` (builds or moves) use."""
+        params = self._params(fn)
+        used = set()
+        for e in events:
+            if e.scope is fn and _root(e.path) in params:
+                used.add(params.index(_root(e.path)))
+        return used
+
+    def _calls_to_helpers(self, events: list[Event], kind: str) -> list[Event]:
+        """Builds/moves that happen inside a local helper, seen from its callers."""
+        out = []
+        targets: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]] = {}
+        for name, fn in self._functions.items():
+            used = self._helper_param_events(events, fn)
+            if used:
+                targets[name] = (fn, 0)
+        for name, cls in self._classes.items():
+            init = next(
+                (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"),
+                None,
+            )
+            if init is not None and self._helper_param_events(events, init):
+                targets[name] = (init, 1)  # skip ``self``
+        if not targets:
+            return out
+        for call in self.model.calls:
+            if not isinstance(call.func, ast.Name) or call.func.id not in targets:
+                continue
+            fn, skip = targets[call.func.id]
+            params = self._params(fn)
+            used = self._helper_param_events(events, fn)
+            stmt = self.model.enclosing_statement(call)
+            if stmt is None:
+                continue
+            for index in used:
+                arg: ast.expr | None = None
+                pos = index - skip
+                if 0 <= pos < len(call.args) and not isinstance(call.args[pos], ast.Starred):
+                    arg = call.args[pos]
+                for kw in call.keywords:
+                    if kw.arg == params[index]:
+                        arg = kw.value
+                path = dotted(arg) if arg is not None else None
+                if path is not None:
+                    out.append(Event(call, stmt, self.scope_of(call), path, via=call.func.id))
+        return out
+
+    def _returned_builds(self) -> list[Event]:
+        """``model, opt = build(...)`` where ``build`` made ``opt`` from ``model``'s
+        parameters and returns both: a build of the caller's ``model``."""
+        out = []
+        for name, fn in self._functions.items():
+            built = {_root(e.path) for e in self._direct_builds if e.scope is fn}
+            if not built:
+                continue
+            positions = set()
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple):
+                    for i, elt in enumerate(n.value.elts):
+                        if isinstance(elt, ast.Name) and elt.id in built:
+                            positions.add(i)
+            if not positions:
+                continue
+            for call in self.model.calls:
+                if not (isinstance(call.func, ast.Name) and call.func.id == name):
+                    continue
+                stmt = self.model.parent(call)
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                    continue
+                target = stmt.targets[0]
+                if not isinstance(target, ast.Tuple):
+                    continue
+                for i in positions:
+                    if i < len(target.elts) and dotted(target.elts[i]) is not None:
+                        path = dotted(target.elts[i])
+                        out.append(Event(call, stmt, self.scope_of(call), path, via=name))  # type: ignore[arg-type]
+        return out
+
+    @cached_property
+    def builds(self) -> list[Event]:
+        direct = self._direct_builds
+        return [*direct, *self._calls_to_helpers(direct, "build"), *self._returned_builds()]
+
+    @cached_property
+    def moves(self) -> list[Event]:
+        direct = self._direct_moves
+        return [*direct, *self._calls_to_helpers(direct, "move")]
+
+    # --- order ------------------------------------------------------------------------------------
+    def _runs_later(self, build: Event, move: Event) -> bool:
+        if build.scope is move.scope:
+            return (move.stmt.lineno, move.stmt.col_offset) > (
+                build.stmt.lineno,
+                build.stmt.col_offset,
+            ) and not _same_statement(self.model, build, move)
+        if build.path.startswith("self.") and move.path.startswith("self."):
+            return self._init_then_method(build.scope, move.scope)
+        if build.scope is self.model.tree and isinstance(
+            move.scope, ast.FunctionDef | ast.AsyncFunctionDef
+        ):
+            # A module-level optimizer and a function that moves the same global later.
+            return not self._binds_locally(move.scope, _root(move.path))
+        return False
+
+    def _init_then_method(self, first: ast.AST, second: ast.AST) -> bool:
+        if not (isinstance(first, ast.FunctionDef) and first.name == "__init__"):
+            return False
+        cls = self.model.parent(first)
+        return (
+            isinstance(cls, ast.ClassDef)
+            and isinstance(second, ast.FunctionDef | ast.AsyncFunctionDef)
+            and self.model.parent(second) is cls
+            and second is not first
+        )
+
+    @staticmethod
+    def _binds_locally(fn: ast.AST, name: str) -> bool:
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            if name in Ordering._params(fn) or any(a.arg == name for a in fn.args.kwonlyargs):
+                return True
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Global) and name in n.names:
+                return False
+        return any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(fn)
+        )
+
+    def _rebuilt_after(self, build: Event, move: Event) -> bool:
+        """Another optimizer built from the same module after the move: the stale one is
+        (most likely) replaced, as in ``opt = ...; model.to(d); opt = ...``."""
+        for other in self.builds:
+            if other is build or not _matches(other.path, move.path):
+                continue
+            if self._runs_later(move, other) or (
+                other.scope is move.scope and other.stmt.lineno > move.stmt.lineno
+            ):
+                return True
+        return False
+
+    def _moved_before(self, build: Event) -> bool:
+        """The module already went to the device before the build (``model =
+        Net().to(device)``, an earlier ``model.to(device)``): a later move of a module
+        that is already there keeps its Parameter objects, so the optimizer is fine."""
+        for move in self.moves:
+            if (
+                move.scope is build.scope
+                and _matches(move.path, build.path)
+                and move.stmt.lineno < build.stmt.lineno
+            ):
+                return True
+        root = _root(build.path)
+        for n in (
+            self.model.walk_scope(build.scope)
+            if build.scope is not self.model.tree
+            else ast.walk(self.model.tree)
+        ):
+            if not isinstance(n, ast.Assign) or n.lineno >= build.stmt.lineno:
+                continue
+            if self.scope_of(n) is not build.scope:
+                continue
+            if not any(
+                _matches(dotted(t) or "", build.path) or dotted(t) == root for t in n.targets
+            ):
+                continue
+            if any(isinstance(c, ast.Call) and self._moves_anything(c) for c in ast.walk(n.value)):
+                return True
+        return False
+
+    def _moves_anything(self, call: ast.Call) -> bool:
+        if method_name(call) == "cuda":
+            return True
+        if method_name(call) != "to":
+            return False
+        # Same test as a move, minus the dotted receiver (``Net().to(device)``).
+        fake = ast.Call(
+            func=ast.Attribute(value=ast.Name("m", ast.Load()), attr="to", ctx=ast.Load()),
+            args=call.args,
+            keywords=call.keywords,
+        )
+        return self._is_device_move(fake)
+
+    def _rebound_between(self, build: Event, move: Event) -> bool:
+        if build.scope is not move.scope:
+            return False
+        root = _root(move.path)
+        for a in self.model.assignments.get(root, []):
+            if self.scope_of(a) is not build.scope:
+                continue
+            if build.stmt.lineno < a.lineno < move.stmt.lineno or a is move.stmt:
+                value = a.value
+                if a is move.stmt or (
+                    value is not None
+                    and root in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+                ):
+                    continue  # ``model = model.to(d)`` / ``model = DDP(model)``
+                return True
+        return False
+
+    @cached_property
+    def stale(self) -> list[tuple[Event, Event]]:
+        """(build, move) pairs where the move runs after the build of the same module."""
+        out = []
+        seen: set[int] = set()
+        for build in self.builds:
+            for move in self.moves:
+                if id(build.node) in seen or not _matches(build.path, move.path):
+                    continue
+                if not self._runs_later(build, move):
+                    continue
+                if (
+                    self._rebound_between(build, move)
+                    or self._rebuilt_after(build, move)
+                    or self._moved_before(build)
+                ):
+                    continue
+                seen.add(id(build.node))
+                out.append((build, move))
+        return out
+
+
+def _same_statement(model: ScriptModel, a: Event, b: Event) -> bool:
+    return a.stmt is b.stmt
+
+
+def stale_optimizers(model: ScriptModel) -> list[tuple[Event, Event]]:
+    return Ordering(model).stale

@@ -1,0 +1,150 @@
+from tests.helpers import findings, fix_one, fixed, src
+
+
+def test_same_function_is_reordered_by_fix_all():
+    code = """
+    import torch
+
+    def main(device):
+        model = Net()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+        model.to(device)  # onto the accelerator
+        train(model, optimizer)
+    """
+    (f,) = findings(code, "XLA109")
+    assert f.severity == 1 and f.fix.safe
+    assert "model.to(device)" in f.message and "line 7" in f.message
+    assert fixed(code, "XLA109") == src(
+        """
+        import torch
+
+        def main(device):
+            model = Net()
+            model.to(device)  # onto the accelerator
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+            train(model, optimizer)
+        """
+    )
+
+
+def test_module_level_cuda_move_and_param_groups():
+    code = """
+    import torch
+    net = Net()
+    groups = [{"params": net.backbone.parameters(), "lr": 1e-4}]
+    opt = torch.optim.AdamW(groups)
+    net = net.cuda()
+    """
+    out = fixed(code, "XLA109")
+    assert out.index("net = net.cuda()") < out.index("opt = torch.optim.AdamW(groups)")
+
+
+def test_model_used_between_gets_a_review_only_fix():
+    code = """
+    import torch
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    print(sum(p.numel() for p in model.parameters()))
+    model.to(device)
+    """
+    (f,) = findings(code, "XLA109")
+    assert not f.fix.safe and "line 4" in f.fix.review_reason
+    assert fixed(code, "XLA109") == src(code)
+    assert fix_one(code, f).index("model.to(device)") < fix_one(code, f).index("opt =")
+
+
+def test_trainer_class_init_builds_and_another_method_moves():
+    code = """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, lr):
+            self.model = model
+            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=lr)
+
+        def fit(self, loader, device):
+            self.model.to(device)
+            for x, y in loader:
+                self.optimizer.step()
+    """
+    (f,) = findings(code, "XLA109")
+    assert f.fix is None and "self.model" in f.manual and f.severity == 1
+
+
+def test_helper_returning_model_and_optimizer():
+    code = """
+    import torch
+
+    def build(cfg):
+        model = Net(cfg)
+        opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+        return model, opt
+
+    def main(cfg, device):
+        model, opt = build(cfg)
+        model = model.to(device)
+    """
+    (f,) = findings(code, "XLA109")
+    assert f.fix is None and "build()" in f.manual
+
+
+def test_helper_taking_the_model_and_module_level_build_moved_in_a_function():
+    code = """
+    import torch
+
+    def make_optimizer(m, lr):
+        return torch.optim.SGD(m.parameters(), lr=lr)
+
+    model = Net()
+    optimizer = make_optimizer(model, 0.1)
+    other = Net()
+    other_opt = torch.optim.SGD(other.parameters(), lr=0.1)
+
+    def main():
+        other.cuda()
+
+    model.to("cuda")
+    """
+    found = findings(code, "XLA109")
+    assert len(found) == 2
+    out = fixed(code, "XLA109")
+    assert 'model.to("cuda")\noptimizer = make_optimizer(model, 0.1)' in out
+
+
+def test_no_finding_when_moved_first_or_rebuilt_or_not_a_device():
+    code = """
+    import torch
+
+    def a(device):
+        model = Net().to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model.to(device)
+
+    def b(device):
+        model = Net()
+        model.to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def c(device):
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model.to(torch.bfloat16)
+        model.to("cpu")
+
+    def d(device):
+        model = Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        model.to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    class T:
+        def __init__(self, model, device):
+            self.model = model.to(device)
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+        def fit(self, device):
+            self.model.to(device)
+    """
+    assert findings(code, "XLA109") == []
