@@ -168,3 +168,72 @@ def test_hover_keys():
     hover = get_rule("XLA401").hover
     for key in (".item", ".tolist", ".cpu"):
         assert "add_step_closure" in hover[key]
+
+
+EXIT_AFTER = """
+import sys
+import torch_xla
+for step, (x, y) in enumerate(loader):
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+    print(loss)
+    if step == 3:
+        sys.exit(0)
+    torch_xla.sync()
+"""
+
+
+def test_a_report_followed_by_an_exit_is_offered_for_review_only():
+    # Deferred to a step closure, the message would be lost when sys.exit() runs first.
+    (f,) = findings(EXIT_AFTER, "XLA401")
+    assert f.fix is not None and not f.fix.safe
+    assert "sys.exit" in f.fix.review_reason and "needs review" in f.message
+    assert fixed(EXIT_AFTER, "XLA401") == src(EXIT_AFTER)
+    for stop in ("break", "return", "continue"):
+        code = EXIT_AFTER.replace("sys.exit(0)", stop)
+        if stop == "return":
+            code = "def train():\n" + "".join(
+                "    " + line + "\n" for line in src(code).splitlines()
+            )
+        (f,) = findings(code, "XLA401")
+        assert not f.fix.safe, stop
+
+
+def test_a_report_after_the_loops_only_sync_is_offered_for_review_only():
+    code = """
+    import torch_xla
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        torch_xla.sync()
+        print(loss)
+    """
+    (f,) = findings(code, "XLA401")
+    assert not f.fix.safe and "comes before it" in f.fix.review_reason
+
+
+def test_a_report_before_the_sync_or_in_an_xla_loader_loop_is_safe():
+    before = """
+    import torch_xla
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        print(loss)
+        torch_xla.sync()
+    """
+    (f,) = findings(before, "XLA401")
+    assert f.fix.safe
+    assert "add_step_closure(lambda loss: print(loss), args=(loss,))" in fixed(before, "XLA401")
+    loader_loop = """
+    import torch_xla.distributed.parallel_loader as pl
+    for x in pl.MpDeviceLoader(loader, device):
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        print(loss)
+    """
+    (f,) = findings(loader_loop, "XLA401")
+    assert f.fix.safe

@@ -6,9 +6,11 @@ import ast
 import builtins
 from collections.abc import Iterator
 
-from ..semantic.model import Emitter, ScriptModel, method_name, receiver
+from ..semantic.loaders import Source, loop_source
+from ..semantic.model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, method_name, receiver
 from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
 from .base import Category, Finding, Fix, ReplaceStatement, Rule, RuleContext, Severity
+from .xla106_device_loader import will_wrap
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -141,7 +143,58 @@ def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
     return names
 
 
-def _closure_fix(model: ScriptModel, stmt: ast.Expr) -> Fix:
+EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
+REVIEW_LOST = (
+    "a step closure runs at the next sync; {why}, so the deferred {what} may never run or "
+    "run a step late"
+)
+
+
+def _after(node: ast.AST, stmt: ast.stmt) -> bool:
+    return (node.lineno, node.col_offset) > (
+        stmt.end_lineno or stmt.lineno,
+        stmt.end_col_offset or 0,
+    )
+
+
+def _ends_iteration_early(model: ScriptModel, region: ast.AST, stmt: ast.stmt) -> str | None:
+    """A ``break``/``continue``/``return``/``raise``/``sys.exit()`` after ``stmt`` in the
+    same iteration: it can skip the sync that would run the closure."""
+    for node in model.walk_scope(region):
+        if not isinstance(node, ast.stmt | ast.Call) or not _after(node, stmt):
+            continue
+        if isinstance(node, ast.Break | ast.Continue | ast.Return | ast.Raise):
+            return f"a `{type(node).__name__.lower()}` follows on line {node.lineno}"
+        if isinstance(node, ast.Call):
+            name = model.call_name(node) or (
+                node.func.id if isinstance(node.func, ast.Name) else None
+            )
+            if name in EXITS:
+                return f"`{name}()` follows on line {node.lineno}"
+    return None
+
+
+def _sync_runs_after(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> str | None:
+    """Why a closure added at ``stmt`` might not run at the end of this step (None: it runs)."""
+    for region in loop.regions():
+        if any(a is region for a in model.ancestors(stmt)):
+            why = _ends_iteration_early(model, region, stmt)
+            if why is not None:
+                return why
+    if loop_source(model, loop)[0] is Source.XLA or will_wrap(model, loop.node):
+        return None  # the loader marks the step before each batch and after the last one
+    syncs = [
+        n
+        for region in loop.regions()
+        for n in (ast.walk(region) if region is loop.node else model.walk_scope(region))
+        if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
+    ]
+    if not syncs or any(_after(n, stmt) for n in syncs):
+        return None  # a sync follows (or XLA107 adds one at the end of the body)
+    return f"the loop's only sync (line {syncs[0].lineno}) comes before it"
+
+
+def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
     e = Emitter(model)
     names = free_names(model, stmt)
     body = model.segment(stmt.value)
@@ -153,15 +206,27 @@ def _closure_fix(model: ScriptModel, stmt: ast.Expr) -> Fix:
         code = f"{e.xm}.add_step_closure(lambda: {body})"
     reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
+    reason = ""
     if not reporting:
-        title += " (runs later: review code that uses its result in this step)"
-    return Fix(title, (ReplaceStatement(model.span(stmt), code), *e.imports), safe=reporting)
+        reason = (
+            "the call runs later, after the step: code that uses its effect in this step changes"
+        )
+    else:
+        why = _sync_runs_after(model, loop, stmt)
+        if why is not None:
+            reason = REVIEW_LOST.format(why=why, what="report")
+    return Fix(
+        title,
+        (ReplaceStatement(model.span(stmt), code), *e.imports),
+        safe=not reason,
+        review_reason=reason,
+    )
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     tensors = TensorNames(model)
     closures = _closure_functions(model)
-    for _loop, node in loop_nodes(model):
+    for loop, node in loop_nodes(model):
         scope = scope_of(model, node)
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
@@ -174,7 +239,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "compile and run the pending graph right here, an extra sync every step"
         )
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            fix = _closure_fix(model, stmt)
+            fix = _closure_fix(model, loop, stmt)
+            if not fix.safe:
+                message += f" (the fix needs review: {fix.review_reason})"
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
