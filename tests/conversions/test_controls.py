@@ -15,12 +15,9 @@ CONVERSION = {Category.CONVERSION, Category.DISTRIBUTED}
 
 # Control -> why a rule still fires on it (remove the entry once the rule is fixed).
 STILL_FLAGGED = {
-    "accelerate_loop.py": "XLA107 asks for a step sync and XLA105 for xm.optimizer_step in an "
-    "accelerate-prepared loop (accelerate owns both)",
-    "compile_step.py": "XLA105 flags optimizer.step() inside a torch_xla.compile'd step",
-    "fsdp_xla_closure.py": "XLA105 flags optimizer.step() under XLA FSDP (FSDP reduces itself)",
+    "accelerate_loop.py": "XLA107 asks for a step sync in an accelerate-prepared loop "
+    "(accelerate owns it)",
     "gan_step_fns.py": "XLA107 flags gradient-accumulation loops inside one step function",
-    "spmd_sharding.py": "XLA105 flags optimizer.step() under SPMD (torch_xla.sync follows)",
 }
 
 

@@ -96,10 +96,40 @@ def test_scripts_that_reduce_gradients_or_use_a_scaler_report_nothing():
     for x in loader:
         scaler.scale(model(x)).backward()
         scaler.step(optimizer)
-        optimizer.step()
+        scaler.update()
     """
     for code in (reduced, all_reduced, ddp, scaler):
         assert findings(code, "XLA105") == []
+
+
+def test_frameworks_fsdp_spmd_and_compiled_steps_keep_their_plain_step():
+    loop = """
+    for x in loader:
+        model(x).backward()
+        optimizer.step()
+    """
+    heads = [
+        "from accelerate import Accelerator\nmodel, optimizer = Accelerator().prepare(model, optimizer)\n",
+        "import lightning as L\n",
+        "from torch.distributed.fsdp import FullyShardedDataParallel as FSDP\nmodel = FSDP(model)\n",
+        "import torch_xla.runtime as xr\nxr.use_spmd()\n",
+    ]
+    for head in heads:
+        assert findings(head + src(loop), "XLA105") == [], head
+    compiled = """
+    import torch_xla
+
+    @torch_xla.compile(full_graph=True)
+    def train_step(x):
+        model(x).backward()
+        optimizer.step()
+
+    for x in loader:
+        train_step(x)
+    """
+    assert findings(compiled, "XLA105") == []
+    # Without any of them the same loop is reported.
+    assert len(findings("import torch\n" + src(loop), "XLA105")) == 1
 
 
 def test_converted_steps_outside_loops_schedulers_and_closures_report_nothing():

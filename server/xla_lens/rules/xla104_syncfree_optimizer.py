@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.frameworks import ownership
 from ..semantic.model import Emitter, ScriptModel
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 
@@ -31,7 +32,8 @@ def _legacy_blocker(call: ast.Call) -> str | None:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    if not model.uses_amp:
+    # accelerate/Lightning wrap the optimizer and run the scaler themselves.
+    if not model.uses_amp or ownership(model).framework is not None:
         return
     for call in model.calls:
         cls = CLASSES.get(model.call_name(call) or "")

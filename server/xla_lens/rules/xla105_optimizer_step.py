@@ -11,28 +11,24 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.frameworks import ownership
 from ..semantic.model import Emitter, ScriptModel, receiver
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 
 CODE = "XLA105"
-REDUCERS = {
-    "torch_xla.core.xla_model.reduce_gradients",
-    "torch_xla.core.xla_model.all_reduce",
-    "torch.nn.parallel.DistributedDataParallel",
-}
-
-
-def _reduces_gradients(model: ScriptModel) -> bool:
-    return any(model.call_name(c) in REDUCERS for c in model.calls)
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    # With a scaler the step is scaler.step(opt): XLA103 owns that path.
-    if model.uses_grad_scaler or _reduces_gradients(model):
+    owner = ownership(model)
+    # accelerate/Lightning own the step; DDP, FSDP, SPMD or the script itself already
+    # reduce the gradients (xm.optimizer_step would reduce them a second time).
+    if owner.step_owner is not None:
         return
+    # ``scaler.step(opt)`` is the step of an AMP loop: XLA103 turns it into ``opt.step()``
+    # (modern) and XLA201 adds the all-reduce next to it (legacy, distributed).
     for call in model.method_calls("step"):
         opt = receiver(call)
-        if not model.is_optimizer(opt):
+        if not model.is_optimizer(opt) or owner.in_compiled_function(call):
             continue
         # A closure (LBFGS) goes through optimizer_args; not worth guessing here.
         if call.args or call.keywords or model.in_training_loop(call) is None:
@@ -61,8 +57,10 @@ gradients across replicas (nothing to do on one device) and then calls `optimize
 | legacy (1.13, SageMaker Training Compiler) | `xm.optimizer_step(optimizer)` |
 
 It does not sync (`barrier=False`): the graph still runs at the `MpDeviceLoader`/`ParallelLoader`
-step or an explicit `torch_xla.sync()` / `xm.mark_step()` (XLA107). Not reported when the script
-reduces gradients itself (`xm.reduce_gradients`, `xm.all_reduce`, DDP) or uses a GradScaler.
+step or an explicit `torch_xla.sync()` / `xm.mark_step()` (XLA107). Not reported when something
+else reduces the gradients (`xm.reduce_gradients`, `xm.all_reduce`, DDP over the `xla` backend,
+FSDP, SPMD), inside a `torch_xla.compile`d step, or in accelerate / Lightning scripts, which
+own the step themselves.
 """
 
 RULE = Rule(

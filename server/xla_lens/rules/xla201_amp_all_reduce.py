@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.frameworks import ownership
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop, dotted, method_name, receiver
 from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity, Target
 
@@ -73,7 +74,8 @@ def _reduce_code(e: Emitter, target: Target, optimizer: str) -> str:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    if not model.is_distributed:
+    # DDP/FSDP reduce during backward; accelerate/Lightning own the step.
+    if not model.is_distributed or ownership(model).step_owner is not None:
         return
     for call in model.method_calls("backward"):
         scaler = _scaled_backward(model, call)

@@ -1,0 +1,110 @@
+"""Who owns the optimizer step and the gradient all-reduce in a script.
+
+A plain ``optimizer.step()`` is wrong on multi-replica XLA only when nothing else reduces
+the gradients. Many scripts hand that job to something else, and rewriting their step
+would reduce twice or fight the framework:
+- accelerate (``Accelerator.prepare``/``backward``) and PyTorch Lightning own the loop,
+  the device and the step on XLA themselves;
+- DistributedDataParallel (over the ``xla`` backend) and FSDP (torch's or torch_xla's)
+  all-reduce during backward;
+- SPMD (``xr.use_spmd()``) shards one program over all devices: there is nothing to reduce;
+- a step inside ``torch_xla.compile`` is already traced as one graph.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+
+from .model import ScriptModel, dotted
+
+FRAMEWORK_MODULES = ("accelerate", "lightning", "pytorch_lightning", "lightning_fabric")
+REDUCING_WRAPPERS = {
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_shard",
+    "torch.distributed._composable.fsdp.fully_shard",
+    "torch_xla.distributed.fsdp.XlaFullyShardedDataParallel",
+    "torch_xla.distributed.fsdp.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel",
+    "torch_xla.experimental.spmd_fully_sharded_data_parallel.SpmdFullyShardedDataParallel",
+    "torch_xla.distributed.spmd.fsdp.SpmdFullyShardedDataParallel",
+}
+REDUCING_CALLS = {
+    "torch_xla.core.xla_model.reduce_gradients",
+    "torch_xla.core.xla_model.all_reduce",
+    "torch_xla.core.xla_model.optimizer_step",
+    "torch.distributed.all_reduce",
+}
+SPMD_CALLS = {"torch_xla.runtime.use_spmd"}
+COMPILE_CALLS = {"torch_xla.compile", "torch_xla.experimental.compile"}
+
+
+class Ownership:
+    def __init__(self, model: ScriptModel) -> None:
+        self.model = model
+
+    @cached_property
+    def framework(self) -> str | None:
+        """``accelerate`` / ``lightning`` when the script is built on one of them."""
+        for target in self.model.imports.values():
+            root = target.split(".")[0]
+            if root in FRAMEWORK_MODULES:
+                return "lightning" if "lightning" in root else root
+        return None
+
+    @cached_property
+    def gradients_reduced_elsewhere(self) -> str | None:
+        """What reduces the gradients besides the optimizer step, if anything."""
+        for call in self.model.calls:
+            name = self.model.call_name(call)
+            if name in REDUCING_WRAPPERS:
+                return name.rpartition(".")[2]
+            if name in SPMD_CALLS:
+                return "SPMD"
+            if name in REDUCING_CALLS:
+                return name.rpartition(".")[2]
+        if any(t.startswith("torch_xla.distributed.spmd") for t in self.model.imports.values()):
+            return "SPMD"
+        return None
+
+    @cached_property
+    def compiled_functions(self) -> set[ast.AST]:
+        """Functions traced whole by ``@torch_xla.compile`` or ``torch_xla.compile(fn)``."""
+        out: set[ast.AST] = set()
+        named: set[str] = set()
+        for call in self.model.calls:
+            if self.model.call_name(call) in COMPILE_CALLS and call.args:
+                name = dotted(call.args[0])
+                if name is not None:
+                    named.add(name.rpartition(".")[2])
+        for fn in self.model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+            assert isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+            if fn.name in named:
+                out.add(fn)
+                continue
+            for dec in fn.decorator_list:
+                target = dec.func if isinstance(dec, ast.Call) else dec
+                if self.model.qualname(target) in COMPILE_CALLS:
+                    out.add(fn)
+        return out
+
+    def in_compiled_function(self, node: ast.AST) -> bool:
+        funcs = self.compiled_functions
+        return bool(funcs) and any(a in funcs for a in self.model.ancestors(node))
+
+    @cached_property
+    def step_owner(self) -> str | None:
+        """Why the script's optimizer step must stay as written, or None."""
+        if self.framework is not None:
+            return self.framework
+        return self.gradients_reduced_elsewhere
+
+
+def ownership(model: ScriptModel) -> Ownership:
+    cached = getattr(model, "_xla_lens_ownership", None)
+    if cached is None:
+        cached = Ownership(model)
+        model._xla_lens_ownership = cached  # type: ignore[attr-defined]
+    return cached
