@@ -22,6 +22,8 @@ def test_runs_on_cpu_pjrt_and_says_why(recompile_run):
     assert summary.status == "ok" and summary.returncode == 0 and summary.steps == 5
     device = of_type(events, "device")[0]
     assert device.device == "CPU" and device.reason and device.torch_xla_version == "2.9.0"
+    # a converted script did XLA work: no "never used the XLA device"
+    assert not [p for p in summary.problems if p.kind == "no-xla"]
 
 
 def test_host_read_compiles_and_executes_at_the_item_line(recompile_run):

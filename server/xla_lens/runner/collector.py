@@ -33,6 +33,10 @@ class Collector:
         self.exception: ExceptionRaised | None = None
         self.hook_errors: list[str] = []
         self._primary_pid: int | None = None
+        # Whether the script used XLA at all, from every process of the run (see no_xla.py).
+        self.hook_pids: set[int] = set()  # processes whose bootstrap hook reported in
+        self.xla_pids: set[int] = set()  # ... that imported torch_xla
+        self.xla_tensors: dict[int, int] = {}  # ... XLA tensors created, from their final report
 
     def on_records(self, records: list[Record]) -> None:
         for rec in records:
@@ -45,6 +49,7 @@ class Collector:
 
     def on_message(self, msg: dict[str, Any], drain_debug: Callable[[int | None], None]) -> None:
         kind = msg.get("t")
+        self._note_xla_use(kind, msg)
         if kind in ("step", "final") and self._is_primary(msg):
             offset = msg.get("debug_offset", -1)
             drain_debug(offset if offset >= 0 else None)
@@ -65,6 +70,19 @@ class Collector:
             self.exception = make_exception(self.user, frames, msg["exc_type"], msg["message"])
         elif kind == "hook_error":
             self.hook_errors.append(msg.get("message", ""))
+
+    def _note_xla_use(self, kind: Any, msg: dict[str, Any]) -> None:
+        pid = msg.get("pid")
+        if not isinstance(pid, int):
+            return
+        if kind == "hello":
+            self.hook_pids.add(pid)
+        elif kind == "xla_imported":
+            self.xla_pids.add(pid)
+        elif kind == "final":
+            self.xla_pids.add(pid)
+            if isinstance(msg.get("xla_tensors"), int):
+                self.xla_tensors[pid] = msg["xla_tensors"]
 
     def finish(self) -> None:
         """Blocks read after the last report (a crash, a cancel) have no duration."""

@@ -139,6 +139,7 @@ class Problem(Event):
         "compile-bound",
         "crash",
         "hang",
+        "no-xla",  # the run ended without any XLA work: the script is not converted
     )
     kind: str
     file: str | None

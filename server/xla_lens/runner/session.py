@@ -20,6 +20,7 @@ from .device import ProbeError, choose_device, probe_interpreter
 from .events import DeviceChosen, Event, Exited, Output, Refused, Started, Summary
 from .frames import UserCode, parse_traceback
 from .lifeline import Lifeline
+from .no_xla import no_xla_problem
 from .problems import find_problems
 from .summary import RunSummary, add_step_totals, group_lines
 from .watchdog import RUN_DIR_PREFIX
@@ -241,6 +242,9 @@ class Session:
             self.stuck,
             stopped_early=status in ("cancelled", "timeout"),
         )
+        no_xla = no_xla_problem(self.script, status, c, s.uncached_compiles + s.cached_compiles)
+        if no_xla is not None:
+            s.problems.append(no_xla)
         for problem in s.problems:
             self.emit(problem)
         self.emit(Exited(status, rc, sig, duration, leftovers))

@@ -165,6 +165,7 @@ def _patch(package) -> None:
         inner.sync = hooked
     _prev, _last_t = _snapshot(), time.perf_counter()
     atexit.register(_final)
+    _send({"t": "xla_imported"})
 
 
 def _final() -> None:
@@ -179,6 +180,8 @@ def _final() -> None:
                 "debug_offset": _debug_offset(),
                 "d": _delta(_prev, _snapshot()),
                 "fallback_ops": list(_XLAC._get_executed_fallback_ops()),
+                # Tensors ever created on the XLA device: 0 means the device was never used.
+                "xla_tensors": _XLAC._xla_counter_value("CreateXlaTensor") or 0,
             }
         _send(msg)
     except Exception as exc:
