@@ -18,6 +18,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     beforeRun: (args) => runs!.beforeRun(args),
     afterRun: (args, result) => runs!.afterRun(args, result),
     onRunEvent: (event) => runs!.onRunEvent(event),
+    onProgress: (token, value, next) => void runs!.progress.handle(token, value, next),
     onUnusable: (choice, probe) => void offerServerFix(
         choice,
         probe,
@@ -28,10 +29,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   runs = new RunController({
     resolveInterpreter: (scope) => server.resolve(scope),
     log: (m) => server.log(m),
+    append: (line) => output.appendLine(line),
     showOutput: () => output.show(true),
+    cancelProgress: (token) => server.cancelProgress(token),
   });
   manager = server;
-  const refresh = () => status.update(server.state, runs!.state, server.interpreter);
+  const refresh = () =>
+    status.update(server.state, runs!.state, server.interpreter, vscode.window.activeTextEditor?.document.uri);
   context.subscriptions.push(
     output,
     status,
@@ -42,6 +46,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       refresh();
     }),
     runs.onDidChange(refresh),
+    // The status bar shows the active file's last run.
+    vscode.window.onDidChangeActiveTextEditor(refresh),
     ...registerCommands(server, runs, output),
     vscode.workspace.onDidChangeConfiguration((e) => {
       // The interpreter decides which process serves; everything else the server pulls itself.

@@ -1,5 +1,6 @@
 // What the status bar says, as a pure function of the server state and the run events the
 // server sends (xla-lens/runEvent), so the wording is unit-tested without VS Code.
+// "compiles" means graphs XLA built (uncached) everywhere; cache hits are "cached", apart.
 
 export type ServerState = "starting" | "running" | "stopped" | "missing" | "failed";
 
@@ -7,11 +8,16 @@ export interface RunSummary {
   device?: string;
   reason?: string;
   exit_code?: number | null;
+  steps?: number;
   compiles?: number;
+  cached?: number;
   compile_time_s?: number;
   execute_time_s?: number;
   problems?: unknown[];
   cancelled?: boolean;
+  timedOut?: boolean;
+  /** The script's path, when the summary names it. */
+  script?: string;
 }
 
 export interface RunState {
@@ -20,6 +26,8 @@ export interface RunState {
   device?: string;
   reason?: string;
   last?: RunSummary;
+  /** The last run of each script, by file system path, for the active editor's tooltip. */
+  byFile?: Record<string, RunSummary>;
 }
 
 export const IDLE: RunState = { running: false };
@@ -37,19 +45,29 @@ export function toSummary(value: unknown): RunSummary | undefined {
   // The command result uses exit_code/compiles/compile_time_s; the runner's own summary
   // event (RunSummary) says returncode/uncached_compiles+cached_compiles/compile_s.
   const exit = value.exit_code ?? value.code ?? value.returncode;
-  const uncached = num(value.uncached_compiles);
-  const compiles = num(value.compiles) ?? (uncached === undefined ? undefined : uncached + (num(value.cached_compiles) ?? 0));
+  // The command result's "compiles" and the runner's "uncached_compiles" are the same count.
+  const compiles = num(value.compiles) ?? num(value.uncached_compiles);
   const reason = value.reason ?? value.device_reason;
   return {
     device: typeof value.device === "string" ? value.device : undefined,
     reason: typeof reason === "string" ? reason : undefined,
     exit_code: typeof exit === "number" ? exit : exit === null ? null : undefined,
+    steps: num(value.steps),
     compiles,
+    cached: num(value.cached_compiles),
     compile_time_s: num(value.compile_time_s) ?? num(value.compile_s),
     execute_time_s: num(value.execute_time_s) ?? num(value.execute_s),
     problems: Array.isArray(value.problems) ? value.problems : undefined,
     cancelled: value.cancelled === true || value.status === "cancelled" ? true : undefined,
+    timedOut: value.status === "timeout" ? true : undefined,
+    script: typeof value.script === "string" ? value.script : undefined,
   };
+}
+
+/** Remembers `summary` as the last run of `file` (a file system path). */
+export function withLastRun(state: RunState, file: string | undefined, summary: RunSummary): RunState {
+  const byFile = file ? { ...(state.byFile ?? {}), [file]: summary } : state.byFile;
+  return { ...state, last: summary, byFile };
 }
 
 /** Folds one xla-lens/runEvent into the state; unknown event types leave it unchanged. */
@@ -59,7 +77,8 @@ export function applyRunEvent(state: RunState, event: unknown): RunState {
     case "start":
     case "started": {
       const file = typeof event.file === "string" ? event.file : event.script;
-      return { running: true, file: typeof file === "string" ? file : state.file, last: state.last };
+      // The device event comes first: keep it.
+      return { ...state, running: true, file: typeof file === "string" ? file : state.file };
     }
     case "device":
       return {
@@ -71,12 +90,13 @@ export function applyRunEvent(state: RunState, event: unknown): RunState {
     case "summary": {
       // The runner nests its RunSummary under "summary".
       const summary = toSummary(isRecord(event.summary) ? event.summary : event);
-      return summary ? { ...state, last: { ...summary, device: summary.device ?? state.device } } : state;
+      return summary ? withLastRun(state, summary.script, { ...summary, device: summary.device ?? state.device }) : state;
     }
     case "exit": {
       const code = num(event.code) ?? num(event.returncode);
-      const last = { ...(state.last ?? { device: state.device }), exit_code: code ?? state.last?.exit_code ?? null };
-      return { running: false, device: state.device, reason: state.reason, file: state.file, last };
+      const stopped = event.status === "cancelled" ? { cancelled: true } : event.status === "timeout" ? { timedOut: true } : {};
+      const last = { ...(state.last ?? { device: state.device }), ...stopped, exit_code: code ?? state.last?.exit_code ?? null };
+      return { ...state, running: false, last };
     }
     default:
       return state;
@@ -88,21 +108,41 @@ function seconds(s: number | undefined): string | undefined {
   return s < 10 ? `${s.toFixed(1)} s` : `${Math.round(s)} s`;
 }
 
-/** "CPU · 3 compiles (2.1 s)" or "CUDA · exit 1". */
-export function describeSummary(summary: RunSummary): string {
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** A run the user (or the timeout) stopped: its exit code is our SIGTERM, not the script's. */
+export function stoppedEarly(summary: RunSummary): boolean {
+  return summary.cancelled === true || summary.timedOut === true;
+}
+
+/** "CPU · 3 compiles (2.1 s)", "CUDA · exit 1" or "CPU · cancelled · 1 compile (0.4 s)". */
+export function describeSummary(summary: RunSummary, detail = false): string {
   const parts: string[] = [];
   if (summary.device) parts.push(summary.device);
   if (summary.cancelled) parts.push("cancelled");
+  else if (summary.timedOut) parts.push("timed out");
+  if (detail && summary.steps !== undefined) parts.push(plural(summary.steps, "step"));
   if (summary.compiles !== undefined) {
     const time = seconds(summary.compile_time_s);
-    parts.push(`${summary.compiles} compile${summary.compiles === 1 ? "" : "s"}${time ? ` (${time})` : ""}`);
+    parts.push(`${plural(summary.compiles, "compile")}${time ? ` (${time})` : ""}`);
   }
-  if (summary.exit_code !== undefined && summary.exit_code !== 0) {
+  if (detail && summary.cached) parts.push(`${summary.cached} cached`);
+  if (!stoppedEarly(summary) && summary.exit_code !== undefined && summary.exit_code !== 0) {
     parts.push(summary.exit_code === null ? "killed" : `exit ${summary.exit_code}`);
   }
   const problems = summary.problems?.length ?? 0;
-  if (problems) parts.push(`${problems} problem${problems === 1 ? "" : "s"}`);
+  if (problems) parts.push(plural(problems, "problem"));
   return parts.join(" · ") || "finished";
+}
+
+function failed(summary: RunSummary | undefined): boolean {
+  return summary?.exit_code !== undefined && summary.exit_code !== 0 && !stoppedEarly(summary);
+}
+
+function baseName(path: string): string {
+  return path.split(/[\\/]/).pop() || path;
 }
 
 export interface StatusView {
@@ -111,7 +151,11 @@ export interface StatusView {
   alarming: boolean;
 }
 
-export function statusView(server: ServerState, run: RunState, interpreter?: string): StatusView {
+/**
+ * `activeFile` (a file system path) picks whose last run the item shows: the active editor's,
+ * never another file's. Without an active file it shows the most recent run.
+ */
+export function statusView(server: ServerState, run: RunState, interpreter?: string, activeFile?: string): StatusView {
   const serverLine = {
     starting: "xla-lens server is starting",
     running: "xla-lens server is running",
@@ -121,15 +165,24 @@ export function statusView(server: ServerState, run: RunState, interpreter?: str
   }[server];
   const lines = [serverLine];
   if (interpreter) lines.push(`Interpreter: ${interpreter}`);
+  const last = activeFile ? run.byFile?.[activeFile] : run.last;
   let text: string;
   if (server === "missing" || server === "failed") text = "$(error) xla-lens";
   else if (server === "starting") text = "$(sync~spin) xla-lens";
   else if (server === "stopped") text = "$(circle-slash) xla-lens";
   else if (run.running) text = `$(sync~spin) XLA run${run.device ? ` on ${run.device}` : ""}`;
-  else if (run.last) text = `$(check) XLA: ${describeSummary(run.last)}`;
+  else if (last) text = `${stoppedEarly(last) ? "$(circle-slash)" : failed(last) ? "$(error)" : "$(check)"} XLA: ${describeSummary(last)}`;
   else text = "$(check) xla-lens";
-  if (run.running) lines.push(`Running${run.file ? ` ${run.file}` : ""}${run.reason ? ` (${run.reason})` : ""}`);
-  if (run.last) lines.push(`Last run: ${describeSummary(run.last)}`);
-  const failedRun = run.last?.exit_code !== undefined && run.last.exit_code !== 0 && !run.last.cancelled;
-  return { text, tooltip: lines.join("\n"), alarming: server === "missing" || server === "failed" || (!run.running && failedRun) };
+  if (run.running) {
+    lines.push(`Running${run.file ? ` ${baseName(run.file)}` : ""}${run.device ? ` on ${run.device}` : ""}`);
+    if (run.reason) lines.push(`Device: ${run.reason}`);
+  }
+  if (last) {
+    const name = activeFile ? baseName(activeFile) : last.script ? baseName(last.script) : undefined;
+    lines.push(`Last run${name ? ` of ${name}` : ""}: ${describeSummary(last, true)}`);
+    if (last.reason && !run.running) lines.push(`Device: ${last.reason}`);
+  } else if (activeFile && !run.running) {
+    lines.push(`No XLA run of ${baseName(activeFile)} yet`);
+  }
+  return { text, tooltip: lines.join("\n"), alarming: server === "missing" || server === "failed" || (!run.running && failed(last)) };
 }

@@ -5,13 +5,49 @@ import { uriFromArgs } from "./commandArgs";
 import { readUserSettings } from "./config";
 import { confirmWithoutTorchXla } from "./fixits";
 import { hasModule } from "./probe";
-import { IDLE, RunState, applyRunEvent, describeSummary, toSummary } from "./runStatus";
+import { deviceToast, outputLines } from "./runOutput";
+import { ProgressSink, ProgressUi, RunProgressRouter } from "./runProgress";
+import { IDLE, RunState, applyRunEvent, describeSummary, stoppedEarly, toSummary, withLastRun } from "./runStatus";
 import { toServerSettings } from "./settings";
 
 export interface RunHost {
   resolveInterpreter(scope?: vscode.Uri): Promise<{ command: string }>;
   log(message: string): void;
+  /** A line as is (the script's output, the summary table), without the client's prefix. */
+  append(line: string): void;
   showOutput(): void;
+  /** Sends window/workDoneProgress/cancel for a server progress token. */
+  cancelProgress(token: string | number): void;
+}
+
+/** A run's progress as a notification: VS Code shows its Cancel button there. */
+const notificationUi: ProgressUi = {
+  open(title, cancellable, onCancel): ProgressSink {
+    let close: () => void = () => {};
+    let progress: vscode.Progress<{ message?: string; increment?: number }> | undefined;
+    const pending: { message?: string; increment?: number }[] = [];
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable },
+      (p, token) => {
+        progress = p;
+        for (const value of pending.splice(0)) p.report(value);
+        token.onCancellationRequested(onCancel);
+        return new Promise<void>((resolve) => (close = resolve));
+      },
+    );
+    return {
+      report(message, increment) {
+        const value = { message, increment };
+        if (progress) progress.report(value);
+        else pending.push(value);
+      },
+      close: () => close(),
+    };
+  },
+};
+
+function verboseTrace(): boolean {
+  return vscode.workspace.getConfiguration("xla-lens").get("trace.server") === "verbose";
 }
 
 export class RunController {
@@ -21,13 +57,21 @@ export class RunController {
   private readonly changed = new vscode.EventEmitter<RunState>();
   readonly onDidChange = this.changed.event;
 
-  constructor(private readonly host: RunHost) {}
+  readonly progress: RunProgressRouter;
+
+  constructor(private readonly host: RunHost) {
+    this.progress = new RunProgressRouter(notificationUi, (token) => host.cancelProgress(token));
+  }
 
   get state(): RunState {
     return this._state;
   }
 
   private set(state: RunState): void {
+    if (state.running !== this._state.running) {
+      // Swaps the editor title's Run button for Cancel while a run is in flight.
+      void vscode.commands.executeCommand("setContext", "xla-lens.running", state.running);
+    }
     this._state = state;
     this.changed.fire(state);
   }
@@ -58,30 +102,43 @@ export class RunController {
     const present = await hasModule(python, "torch_xla", { env: { ...process.env, ...runEnv }, folders });
     if (present === false && !(await confirmWithoutTorchXla(python))) return false;
     if (uri) this.inFlight.add(uri.toString());
-    this.set({ running: true, file: uri ? vscode.workspace.asRelativePath(uri) : undefined, last: this._state.last });
+    // A new run: its device is not known until the server says which.
+    this.set({ ...this._state, running: true, file: uri?.fsPath, device: undefined, reason: undefined });
     return true;
   }
 
   afterRun(args: unknown[], result: unknown): void {
-    const uri = uriFromArgs(args);
-    if (uri) this.inFlight.delete(vscode.Uri.parse(uri).toString());
+    const uriText = uriFromArgs(args);
+    const uri = uriText ? vscode.Uri.parse(uriText) : undefined;
+    if (uri) this.inFlight.delete(uri.toString());
     const summary = toSummary(result);
-    const state: RunState = { ...this._state, running: this.inFlight.size > 0, last: summary ?? this._state.last };
-    this.set(state);
-    if (!summary) return;
-    const text = describeSummary(summary);
-    this.host.log(`run finished: ${text}${summary.reason ? ` (${summary.reason})` : ""}`);
-    const failed = summary.exit_code !== undefined && summary.exit_code !== 0 && !summary.cancelled;
+    const running = this.inFlight.size > 0;
+    if (!summary) {
+      this.set({ ...this._state, running });
+      return;
+    }
+    this.set({ ...withLastRun(this._state, uri?.fsPath, summary), running });
+    const report = (result as { report?: unknown }).report;
+    // The CLI's own summary table, rendered by the server; a refusal has only its reason.
+    if (typeof report === "string" && report) for (const line of report.split("\n")) this.host.append(line);
+    else if (summary.reason) this.host.log(`run: ${summary.reason}`);
+    const text = describeSummary(summary, true);
+    const name = uri ? ` of ${uri.path.split("/").pop()}` : "";
+    const failed = summary.exit_code !== undefined && summary.exit_code !== 0 && !stoppedEarly(summary);
     const show = failed ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
-    void show(`XLA run: ${text}`, "Show Output").then((pick) => {
+    void show(`XLA run${name}: ${text}`, "Show Output").then((pick) => {
       if (pick) this.host.showOutput();
     });
   }
 
   onRunEvent(event: unknown): void {
-    if (typeof event === "object" && event !== null && "type" in event) {
-      const type = String((event as { type: unknown }).type);
-      if (type !== "stdout" && type !== "stderr") this.host.log(`run event: ${JSON.stringify(event)}`);
+    for (const line of outputLines(event, verboseTrace())) this.host.append(line);
+    const toast = deviceToast(event);
+    if (toast) {
+      // One sentence; the whole reason is in the output (and the code lens tooltip).
+      void vscode.window.showInformationMessage(`xla-lens: ${toast}`, "Why?").then((pick) => {
+        if (pick) this.host.showOutput();
+      });
     }
     this.set(applyRunEvent(this._state, event));
   }
@@ -89,6 +146,7 @@ export class RunController {
   /** The server went away: whatever was running is gone with it. */
   reset(): void {
     this.inFlight.clear();
+    this.progress.closeAll();
     if (this._state.running) this.set({ ...this._state, running: false });
   }
 

@@ -2,7 +2,14 @@
 // start `<python> -m xla_lens serve`, and restart on demand or when the interpreter changes.
 import * as os from "node:os";
 import * as vscode from "vscode";
-import { LanguageClient, LanguageClientOptions, ServerOptions, State } from "vscode-languageclient/node";
+import {
+  LanguageClient,
+  LanguageClientOptions,
+  ServerOptions,
+  State,
+  StaticFeature,
+  WorkDoneProgressCancelNotification,
+} from "vscode-languageclient/node";
 import { readUserSettings, folderFor } from "./config";
 import { RUN_EVENT_NOTIFICATION, SECTION, SERVER_COMMANDS } from "./ids";
 import { InterpreterChoice, describeChoice, resolveInterpreter } from "./interpreter";
@@ -17,9 +24,24 @@ export interface ServerHooks {
   beforeRun(args: unknown[]): Promise<boolean>;
   afterRun(args: unknown[], result: unknown): void;
   onRunEvent(event: unknown): void;
+  /** Every server progress; the hook draws runs' itself and calls `next` for the rest. */
+  onProgress(token: string | number, value: unknown, next: () => void): void;
   /** The interpreter cannot host the server; offer the fix-its. */
   onUnusable(choice: InterpreterChoice, probe: ProbeResult): void;
 }
+
+/**
+ * Tells the server this client shows a run's device sentence and its end itself (toasts with
+ * "Why?"/"Show Output", the text in the output channel), so the server does not show its own.
+ */
+const RUN_NOTIFICATIONS: StaticFeature = {
+  fillClientCapabilities(capabilities) {
+    capabilities.experimental = { ...(capabilities.experimental ?? {}), xlaLens: { runNotifications: true } };
+  },
+  initialize() {},
+  getState: () => ({ kind: "static" }),
+  clear() {},
+};
 
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -91,6 +113,11 @@ export class ServerManager implements vscode.Disposable {
     return mapped.settings;
   }
 
+  /** The user cancelled a progress the client drew itself: tell the server, as VS Code would. */
+  cancelProgress(token: string | number): void {
+    void this.client?.sendNotification(WorkDoneProgressCancelNotification.type, { token });
+  }
+
   isRunning(): boolean {
     return this.client !== undefined && this._state === "running";
   }
@@ -147,6 +174,7 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     const client = new LanguageClient(SECTION, "xla-lens", this.serverOptions(choice), this.clientOptions());
+    client.registerFeature(RUN_NOTIFICATIONS);
     client.onDidChangeState((e) => {
       if (this.client !== client) return;
       if (e.newState === State.Running) this.setState("running");
@@ -215,6 +243,7 @@ export class ServerManager implements vscode.Disposable {
             );
           },
         },
+        handleWorkDoneProgress: (token, params, next) => this.hooks.onProgress(token, params, () => next(token, params)),
         executeCommand: async (command, args, next) => {
           if (command !== SERVER_COMMANDS.run) return next(command, args);
           if (!(await this.hooks.beforeRun(args))) return undefined;

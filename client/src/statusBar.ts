@@ -12,8 +12,9 @@ export class StatusBar implements vscode.Disposable {
     this.item.command = CLIENT_COMMANDS.showOutput;
   }
 
-  update(server: ServerState, run: RunState, interpreter: InterpreterChoice | undefined): void {
-    const view = statusView(server, run, interpreter ? describeChoice(interpreter) : undefined);
+  update(server: ServerState, run: RunState, interpreter: InterpreterChoice | undefined, active?: vscode.Uri): void {
+    const file = active?.scheme === "file" ? active.fsPath : undefined;
+    const view = statusView(server, run, interpreter ? describeChoice(interpreter) : undefined, file);
     this.item.text = view.text;
     this.item.tooltip = `${view.tooltip}\n\nClick to show the xla-lens output.`;
     this.item.backgroundColor = view.alarming ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;

@@ -66,3 +66,17 @@ test("activates on Python and points at the bundle esbuild writes", () => {
   // vscode-languageclient is bundled, so nothing may be a runtime dependency.
   assert.equal(manifest.dependencies, undefined);
 });
+
+test("Run has a ▶ in the editor title and an entry in the editor context menu of Python files", () => {
+  const run = contributes.commands.find((c: { command: string }) => c.command === CLIENT_COMMANDS.run);
+  assert.equal(run.icon, "$(play)");
+  const title = contributes.menus["editor/title"].find((m: { command: string }) => m.command === CLIENT_COMMANDS.run);
+  assert.ok(title, "editor/title");
+  assert.match(title.group, /^navigation/, "only the navigation group shows as an icon");
+  assert.match(title.when, /resourceLangId == python/);
+  assert.match(title.when, /isWorkspaceTrusted/);
+  const cancel = contributes.menus["editor/title"].find((m: { command: string }) => m.command === CLIENT_COMMANDS.cancelRun);
+  assert.match(cancel.when, /xla-lens\.running/);
+  const context = contributes.menus["editor/context"].find((m: { command: string }) => m.command === CLIENT_COMMANDS.run);
+  assert.match(context.when, /resourceLangId == python/);
+});

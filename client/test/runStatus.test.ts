@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { documentArg, uriFromArgs } from "../src/commandArgs";
-import { IDLE, applyRunEvent, describeSummary, statusView } from "../src/runStatus";
+import { IDLE, applyRunEvent, describeSummary, statusView, toSummary, withLastRun } from "../src/runStatus";
 
 test("run events fold into the state the status bar shows", () => {
   let s = applyRunEvent(IDLE, { type: "start", file: "train.py" });
@@ -24,7 +24,7 @@ test("a failing run is flagged; unknown or malformed events change nothing", () 
   assert.equal(applyRunEvent(s, { nope: 1 }), s);
   s = applyRunEvent(s, { type: "exit", code: 1 });
   const view = statusView("running", s);
-  assert.equal(view.text, "$(check) XLA: CUDA · exit 1");
+  assert.equal(view.text, "$(error) XLA: CUDA · exit 1");
   assert.equal(view.alarming, true);
 });
 
@@ -59,9 +59,47 @@ test("the runner's own event shapes (started, nested summary, exit returncode)",
     type: "summary",
     summary: { status: "step-limit", returncode: 0, device: "CPU", uncached_compiles: 2, cached_compiles: 3, compile_s: 2.26, execute_s: 0.11, problems: [{}] },
   });
-  assert.equal(s.last?.compiles, 5);
+  // One definition: compiles are the graphs XLA built; cache hits are counted apart.
+  assert.equal(s.last?.compiles, 2);
+  assert.equal(s.last?.cached, 3);
   assert.equal(s.last?.compile_time_s, 2.26);
   s = applyRunEvent(s, { type: "exit", status: "ok", returncode: 1, signal: null, duration_s: 1 });
   assert.equal(s.running, false);
   assert.equal(s.last?.exit_code, 1);
+});
+
+test("the started event keeps the device the device event just set", () => {
+  let s = applyRunEvent(IDLE, { type: "device", device: "CPU", reason: "no GPU visible" });
+  s = applyRunEvent(s, { type: "started", script: "/w/train.py", pid: 7, argv: [], cwd: "/w" });
+  assert.equal(s.device, "CPU");
+  assert.equal(statusView("running", s).text, "$(sync~spin) XLA run on CPU");
+  assert.match(statusView("running", s).tooltip, /Running train\.py on CPU\nDevice: no GPU visible/);
+});
+
+test("a cancelled run says cancelled: no check mark, no exit -15, singular counts", () => {
+  const result = { status: "cancelled", cancelled: true, device: "CPU", exit_code: -15, steps: 1, compiles: 1, cached_compiles: 0, compile_time_s: 0.4, problems: [] };
+  const summary = toSummary(result)!;
+  assert.equal(describeSummary(summary), "CPU · cancelled · 1 compile (0.4 s)");
+  assert.equal(describeSummary(summary, true), "CPU · cancelled · 1 step · 1 compile (0.4 s)");
+  const view = statusView("running", withLastRun({ running: false }, "/w/train.py", summary), undefined, "/w/train.py");
+  assert.equal(view.text, "$(circle-slash) XLA: CPU · cancelled · 1 compile (0.4 s)");
+  assert.ok(!/exit|✓|\$\(check\)/.test(view.text + view.tooltip), view.tooltip);
+  assert.equal(view.alarming, false);
+  const timedOut = toSummary({ status: "timeout", exit_code: -15, compiles: 2 })!;
+  assert.equal(describeSummary(timedOut), "timed out · 2 compiles");
+});
+
+test("the tooltip shows the active file's last run, never another file's", () => {
+  let s = withLastRun({ running: false }, "/w/a.py", toSummary({ device: "CPU", compiles: 3, cached_compiles: 7, steps: 10, exit_code: 0 })!);
+  s = withLastRun(s, "/w/b.py", toSummary({ device: "CPU", compiles: 9, exit_code: 1 })!);
+  const a = statusView("running", s, undefined, "/w/a.py");
+  assert.equal(a.text, "$(check) XLA: CPU · 3 compiles");
+  assert.match(a.tooltip, /Last run of a\.py: CPU · 10 steps · 3 compiles · 7 cached/);
+  assert.ok(!/b\.py|9 compiles/.test(a.tooltip));
+  const b = statusView("running", s, undefined, "/w/b.py");
+  assert.equal(b.text, "$(error) XLA: CPU · 9 compiles · exit 1");
+  assert.equal(b.alarming, true);
+  const other = statusView("running", s, undefined, "/w/c.py");
+  assert.equal(other.text, "$(check) xla-lens");
+  assert.match(other.tooltip, /No XLA run of c\.py yet/);
 });

@@ -123,8 +123,9 @@ async def test_run_streams_progress_hints_and_merged_diagnostics(client: Languag
     (token,) = client.progress_reports
     reports = client.progress_reports[token]
     assert isinstance(reports[0], types.WorkDoneProgressBegin) and reports[0].cancellable
-    assert reports[0].title == "Run on XLA"
+    assert reports[0].title == "Run on XLA: run_recompile.py"
     steps = [r.message for r in reports if isinstance(r, types.WorkDoneProgressReport)]
+    assert steps.pop(0) == "starting · device CPU"
     assert steps[0].startswith("step 1 · ") and steps[0].endswith(" · device CPU")
     assert " 1 compiles" not in " ".join(steps)
     assert len(steps) == 4
