@@ -246,6 +246,13 @@ class Runs:
         if isinstance(ev, DeviceChosen):
             run.device = ev.device
             run.device_reason = ev.reason
+            if token is not None:
+                self.ls.work_done_progress.report(
+                    token,
+                    types.WorkDoneProgressReport(
+                        message=f"starting · device {ev.device}", cancellable=True
+                    ),
+                )
             if not client_notifies(self.ls):
                 # Short on screen; the whole reason (it can be long) goes to the log.
                 self.ls.show_client(
@@ -288,7 +295,7 @@ class Runs:
         self.ls.work_done_progress.begin(
             token,
             types.WorkDoneProgressBegin(
-                title=PROGRESS_TITLE,
+                title=f"{PROGRESS_TITLE}: {name}",
                 cancellable=True,
                 message=f"starting {name}",
                 percentage=0 if steps else None,
