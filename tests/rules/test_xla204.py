@@ -19,14 +19,23 @@ if __name__ == "__main__":
 def test_entry_point_added_before_the_main_guard_with_pep8_spacing():
     (f,) = findings(DIST, "XLA204")
     assert f.severity == Severity.WARNING
-    assert (f.span.start.line, f.span.end.line) == (7, 7)
+    # The finding sits on the entry call the launcher replaces.
+    assert (f.span.start.line, f.span.end.line) == (9, 9)
     expected = src(DIST).replace(
         'if __name__ == "__main__":',
         'def _mp_fn(index):\n    main()\n\n\nif __name__ == "__main__":',
     )
-    assert fixed(DIST, "XLA204") == expected
-    # The entry point does not depend on the target API.
-    assert fixed(DIST, "XLA204", target="legacy") == expected
+    modern = expected.replace("# run it\n    main()\n", "# run it\n    torch_xla.launch(_mp_fn)\n")
+    modern = modern.replace(
+        "import torch.distributed as dist\n", "import torch.distributed as dist\nimport torch_xla\n"
+    )
+    assert fixed(DIST, "XLA204") == modern
+    legacy = expected.replace("# run it\n    main()\n", "# run it\n    xmp.spawn(_mp_fn)\n")
+    legacy = legacy.replace(
+        "import torch.distributed as dist\n",
+        "import torch.distributed as dist\nimport torch_xla.distributed.xla_multiprocessing as xmp\n",
+    )
+    assert fixed(DIST, "XLA204", target="legacy") == legacy
 
 
 def test_trainer_script_is_information_only():

@@ -1,20 +1,59 @@
-"""XLA101: the script targets a CUDA device."""
+"""XLA101: the script targets a CUDA device.
+
+Finds every way a script picks CUDA (literals, ``torch.device``, ``.cuda()``, availability
+and flag pickers, ``torch.accelerator``, if/elif picker blocks, argparse defaults, device
+attributes, integer CUDA indices) and rewrites it to the XLA device. A rewrite is *safe* only
+when every use of the value still works with the new one (``semantic.values``); otherwise the
+fix is offered for review and the finding says which use needs the original value.
+"""
 
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from collections.abc import Iterator
 
-from ..semantic import xla_api
-from ..semantic.model import Emitter, ScriptModel, is_cuda_string, keyword, method_name, receiver
-from .base import Category, Finding, Fix, Replace, ReplaceStatement, Rule, RuleContext, Severity
+from ..semantic import pickers, xla_api
+from ..semantic.model import (
+    Emitter,
+    ScriptModel,
+    const_str,
+    is_cuda_string,
+    keyword,
+    method_name,
+    receiver,
+)
+from ..semantic.values import DeviceFlow, Use, option_dest
+from .base import (
+    AddImport,
+    Category,
+    Finding,
+    Fix,
+    Replace,
+    ReplaceStatement,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+)
 
 CODE = "XLA101"
-IS_AVAILABLE = "torch.cuda.is_available"
+XLA_STRING = '"xla"'
+RANK_NAME = re.compile(r"(^|_)(local_rank|rank|gpu|gpu_id|device_id|local_device)$")
 
 
-def _device_ref_at(model: ScriptModel, e: Emitter, target, node: ast.AST) -> str:
-    """The device variable if it is visibly bound where ``node`` runs, else a device call."""
+def _flow(model: ScriptModel) -> DeviceFlow:
+    # One def-use index per parse, shared by every site of this rule.
+    flow = model.__dict__.get("_xla_lens_device_flow")
+    if flow is None:
+        flow = model.__dict__["_xla_lens_device_flow"] = DeviceFlow(model)
+    return flow
+
+
+def _device_ref_at(model: ScriptModel, e: Emitter, target: Target, node: ast.AST) -> str | None:
+    """The device variable if it is visibly bound where ``node`` runs, else None."""
     var = model.device_variable
     if var is not None:
         fn = model.enclosing_function(node)
@@ -25,72 +64,242 @@ def _device_ref_at(model: ScriptModel, e: Emitter, target, node: ast.AST) -> str
                 return var
             if afn is not None and afn is fn and before:
                 return var
-    return xla_api.device(e, target)
+    return None
 
 
-def _is_cuda_picker(model: ScriptModel, node: ast.AST) -> bool:
-    """``"cuda" if torch.cuda.is_available() else "cpu"``."""
-    if not isinstance(node, ast.IfExp):
-        return False
-    test_calls = [n for n in ast.walk(node.test) if isinstance(n, ast.Call)]
-    return any(model.call_name(c) == IS_AVAILABLE for c in test_calls) and (
-        is_cuda_string(node.body) or is_cuda_string(node.orelse)
-    )
-
-
-def _finding(model: ScriptModel, node: ast.AST, message: str, fix: Fix | None, manual=None):
+def _finding(model, node, message, fix=None, manual=None) -> Finding:
     return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix, manual=manual)
 
 
-def _replace(model: ScriptModel, e: Emitter, node: ast.AST, code: str, title: str) -> Fix:
-    return Fix(title, (Replace(model.span(node), code), *e.imports))
+def _is_str_valued(model: ScriptModel, node: ast.AST) -> bool:
+    if isinstance(node, ast.IfExp):
+        return _is_str_valued(model, node.body) and _is_str_valued(model, node.orelse)
+    if isinstance(node, ast.Attribute) and node.attr == "type":
+        return True
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+    return isinstance(node, ast.JoinedStr) or const_str(node) is not None
 
 
-def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    target = ctx.target
-    handled: set[int] = set()
+def _choose(
+    model: ScriptModel, e: Emitter, target: Target, uses: list[Use], str_typed: bool
+) -> tuple[str, bool, str]:
+    """Replacement code, whether it is safe, and why not: the XLA device when every use
+    takes a device; else (for review) the string ``"xla"`` where a string was expected."""
+    bad = [u for u in uses if not u.ok]
+    if not bad:
+        return xla_api.device(e, target), True, ""
+    reason = "the device value is used where the original matters: " + _flow(model).describe(bad)
+    if str_typed:
+        e._add(AddImport("import torch_xla"))
+        return XLA_STRING, False, reason
+    return xla_api.device(e, target), False, reason
 
-    # if torch.cuda.is_available(): device = "cuda" / else: device = "cpu"
+
+def _fix(title: str, ops: tuple, e: Emitter, safe: bool, reason: str) -> Fix:
+    return Fix(title, (*ops, *e.imports), safe=safe, review_reason=reason)
+
+
+def _message(base: str, safe: bool, reason: str) -> str:
+    return base if safe else f"{base} (fix needs review: {reason})"
+
+
+def _comments(model: ScriptModel, node: ast.stmt) -> list[str]:
+    """Comments inside a statement, so a rewrite that replaces it keeps them."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    text = "".join(model.lines[first : last + 1])
+    found: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                found.append(tok.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
+# --- sites ----------------------------------------------------------------------------
+def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
     for node in model.nodes_of(ast.If):
-        if any(
-            model.call_name(c) == IS_AVAILABLE
-            for c in ast.walk(node.test)
-            if isinstance(c, ast.Call)
-        ):
-            names = _picker_assignments(node)
-            if names is None:
-                continue
-            e = Emitter(model)
-            code = f"{names} = {xla_api.device(e, target)}"
-            handled.update(id(n) for n in ast.walk(node))
+        if id(node) in handled or not isinstance(node, ast.If):
+            continue
+        ip = pickers.if_picker(model, node)
+        if ip is None:
+            continue
+        handled.update(id(n) for n in ast.walk(node))
+        e = Emitter(model)
+        flow = _flow(model)
+        values = [
+            s.value
+            for s in ast.walk(node)
+            if isinstance(s, ast.Assign)
+            and s.targets[0] is not ip.target
+            and pickers._target_key(s.targets[0]) == pickers._target_key(ip.target)
+        ] + [
+            s.value
+            for s in ast.walk(node)
+            if isinstance(s, ast.Assign) and s.targets[0] is ip.target
+        ]
+        str_typed = all(_is_str_valued(model, v) for v in values)
+        uses = flow._store_uses(ip.target, 4, set())
+        code, safe, reason = _choose(model, e, ctx.target, uses, str_typed)
+        extras = [s for s in ip.extras if not pickers.is_harmless_extra(model, s)]
+        if extras:
+            safe = False
+            more = "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in extras[:2])
+            reason = (reason + "; " if reason else "") + f"the picker block also runs: {more}"
+        name = model.segment(ip.target)
+        indent = " " * 0
+        lines = [f"{indent}{c}" for c in _comments(model, node)] + [f"{name} = {code}"]
+        yield _finding(
+            model,
+            node,
+            _message(
+                "device picked by an availability test (torch.cuda.is_available() and the like "
+                "are False on an XLA host, so this silently trains on the CPU)",
+                safe,
+                reason,
+            ),
+            _fix(
+                f"Use the XLA device: {name} = {code}",
+                (ReplaceStatement(model.span(node), "\n".join(lines)),),
+                e,
+                safe,
+                reason,
+            ),
+        )
+
+
+def _outer(model: ScriptModel, node: ast.AST) -> ast.AST:
+    """``torch.device(<node>)`` when the picker is wrapped in one, else ``node``."""
+    p = model.parent(node)
+    if isinstance(p, ast.Call) and model.call_name(p) == "torch.device" and p.args == [node]:
+        return p
+    return node
+
+
+def _option_call(model: ScriptModel, node: ast.AST) -> ast.Call | None:
+    p = model.parent(node)
+    if isinstance(p, ast.keyword) and p.arg == "default":
+        call = model.parent(p)
+        if isinstance(call, ast.Call) and method_name(call) == "add_argument":
+            return call
+    return None
+
+
+def _uses_of_site(model: ScriptModel, site: ast.AST) -> list[Use]:
+    flow = _flow(model)
+    option = _option_call(model, site)
+    if option is not None:
+        dest = option_dest(option)
+        return flow.uses_of_option(dest) if dest else [Use(site, False, "option not followed")]
+    return flow.uses_of_expr(site)
+
+
+def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
+    for node in model.nodes_of(ast.IfExp):
+        if id(node) in handled:
+            continue
+        pk = pickers.picker(model, node)
+        if pk is None:
+            continue
+        site = _outer(model, node)
+        handled.update(id(n) for n in ast.walk(site))
+        e = Emitter(model)
+        option = _option_call(model, site) is not None
+        str_typed = option or (site is node and _is_str_valued(model, node))
+        uses = _uses_of_site(model, site)
+        if pk.test_kind == "unknown":
             yield _finding(
                 model,
                 node,
-                "device picked by torch.cuda.is_available(): on an XLA device that is False, "
-                "so this silently trains on the CPU",
-                Fix(
-                    f"Use the XLA device: {code}",
-                    (ReplaceStatement(model.span(node), code), *e.imports),
-                ),
+                "device picker with a test that mixes availability checks with other "
+                "conditions: on an XLA host the availability part is False",
+                manual="choose the XLA device (torch_xla.device()) where CUDA was chosen",
             )
+            continue
+        if pk.test_kind == "availability":
+            code, safe, reason = _choose(model, e, ctx.target, uses, str_typed)
+            if option:
+                code = XLA_STRING
+                e._add(AddImport("import torch_xla"))
+            edit = Replace(model.span(site), code)
+            title = f"Use the XLA device: {code}"
+        else:
+            branch_str = _is_str_valued(model, pk.device_branch)
+            code, safe, reason = _choose(model, e, ctx.target, uses, branch_str or option)
+            if branch_str or option:
+                code = XLA_STRING
+                e._add(AddImport("import torch_xla"))
+            if pk.test_kind == "mixed":
+                flags = " and ".join(model.segment(f) for f in pk.flags)
+                new = f"{code} if {flags} else {model.segment(node.orelse)}"
+                edit = Replace(model.span(node), new)
+            else:
+                edit = Replace(model.span(pk.device_branch), code)
+            title = f"Use the XLA device where CUDA was chosen ({code}); keep the flag"
+        yield _finding(
+            model,
+            node,
+            _message(
+                "device picker chooses CUDA (or the CPU when CUDA is missing, as on an XLA "
+                "host): the XLA device is " + xla_api.device(Emitter(model), ctx.target),
+                safe,
+                reason,
+            ),
+            _fix(title, (edit,), e, safe, reason),
+        )
 
+
+def _value_finding(model, ctx, site: ast.AST, what: str) -> Finding:
+    """A device value bound somewhere (assignment, return, option default)."""
+    e = Emitter(model)
+    option = _option_call(model, site) is not None
+    uses = _uses_of_site(model, site)
+    code, safe, reason = _choose(model, e, ctx.target, uses, option or _is_str_valued(model, site))
+    if option:
+        code = XLA_STRING
+        e._add(AddImport("import torch_xla"))
+    return _finding(
+        model,
+        site,
+        _message(
+            f"{what}: on XLA the device is {xla_api.device(Emitter(model), ctx.target)}",
+            safe,
+            reason,
+        ),
+        _fix(f"Use {code}", (Replace(model.span(site), code),), e, safe, reason),
+    )
+
+
+def _direct_device(model, e, target, call) -> str:
+    return _device_ref_at(model, e, target, call) or xla_api.device(e, target)
+
+
+def _rank_index(node: ast.AST | None) -> bool:
+    """An integer CUDA index by name: ``local_rank``, ``args.gpu``, ``rank``."""
+    if isinstance(node, ast.Name):
+        return bool(RANK_NAME.search(node.id.lower()))
+    if isinstance(node, ast.Attribute):
+        return bool(RANK_NAME.search(node.attr.lower()))
+    return False
+
+
+def _call_findings(model, ctx, handled) -> Iterator[Finding]:
+    target = ctx.target
     for call in model.calls:
         if id(call) in handled:
             continue
         name = model.call_name(call)
-        if (
-            name == "torch.device"
-            and call.args
-            and (is_cuda_string(call.args[0]) or _is_cuda_picker(model, call.args[0]))
-        ):
-            e = Emitter(model)
-            code = xla_api.device(e, target)
+        if name == "torch.device" and call.args and pickers.is_device_value(model, call):
             handled.update(id(n) for n in ast.walk(call))
-            yield _finding(
-                model,
-                call,
-                "CUDA device: on XLA the device is " + code,
-                _replace(model, e, call, code, f"Replace with {code}"),
+            yield _value_finding(model, ctx, call, "CUDA device")
+            continue
+        if pickers.is_accelerator_value(model, call):
+            site = model.parent(call) if isinstance(model.parent(call), ast.Attribute) else call
+            handled.update(id(n) for n in ast.walk(site))
+            yield _value_finding(
+                model, ctx, site, "torch.accelerator does not know XLA (it picks the CPU)"
             )
             continue
         if method_name(call) == "cuda":
@@ -98,76 +307,148 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if recv is None or model.qualname(recv) == "torch":
                 continue
             e = Emitter(model)
-            dev = _device_ref_at(model, e, target, call)
+            dev = _direct_device(model, e, target, call)
             code = f"{model.segment(recv)}.to({dev})"
             yield _finding(
                 model,
                 call,
                 f".cuda() moves to a CUDA device: use .to({dev}) for the XLA device",
-                _replace(model, e, call, code, f"Replace .cuda() with .to({dev})"),
+                _fix(
+                    f"Replace .cuda() with .to({dev})",
+                    (Replace(model.span(call), code),),
+                    e,
+                    True,
+                    "",
+                ),
             )
             continue
         if method_name(call) == "to":
-            target_arg = call.args[0] if call.args else None
-            kw = keyword(call, "device")
-            for arg in (target_arg, kw.value if kw else None):
-                if arg is not None and is_cuda_string(arg):
-                    e = Emitter(model)
-                    dev = _device_ref_at(model, e, target, call)
-                    handled.add(id(arg))
-                    yield _finding(
-                        model,
-                        arg,
-                        f'.to("cuda") moves to a CUDA device: use .to({dev})',
-                        _replace(model, e, arg, dev, f"Move to {dev} instead"),
-                    )
+            yield from _to_findings(model, ctx, call, handled)
         kw = keyword(call, "device")
         if kw is not None and id(kw.value) not in handled and is_cuda_string(kw.value):
             e = Emitter(model)
-            dev = _device_ref_at(model, e, target, call)
+            dev = _direct_device(model, e, target, call)
             handled.add(id(kw.value))
             yield _finding(
                 model,
                 kw.value,
                 f'device="cuda" allocates on a CUDA device: use device={dev}',
-                _replace(model, e, kw.value, dev, f"Allocate on {dev}"),
+                _fix(f"Allocate on {dev}", (Replace(model.span(kw.value), dev),), e, True, ""),
             )
 
-    # device = "cuda" if torch.cuda.is_available() else "cpu"  /  device = "cuda"
-    for name, assigns in model.assignments.items():
-        for a in assigns:
-            value = a.value
-            if value is None or id(value) in handled:
-                continue
-            if _is_cuda_picker(model, value) or (is_cuda_string(value) and "device" in name):
-                e = Emitter(model)
-                code = xla_api.device(e, target)
-                handled.add(id(value))
-                yield _finding(
-                    model,
-                    value,
-                    f"{name} names a CUDA device: on XLA use {code}",
-                    _replace(model, e, value, code, f"Use {code}"),
-                )
+
+def _to_findings(model, ctx, call: ast.Call, handled) -> Iterator[Finding]:
+    target_arg = call.args[0] if call.args else None
+    kw = keyword(call, "device")
+    for arg in (target_arg, kw.value if kw else None):
+        if arg is None or id(arg) in handled:
+            continue
+        e = Emitter(model)
+        if is_cuda_string(arg):
+            dev = _direct_device(model, e, ctx.target, call)
+            handled.add(id(arg))
+            yield _finding(
+                model,
+                arg,
+                f'.to("cuda") moves to a CUDA device: use .to({dev})',
+                _fix(f"Move to {dev} instead", (Replace(model.span(arg), dev),), e, True, ""),
+            )
+        elif _rank_index(arg):
+            handled.add(id(arg))
+            var = _device_ref_at(model, e, ctx.target, call)
+            dev = var or xla_api.device(e, ctx.target)
+            reason = (
+                ""
+                if var
+                else "no device variable is bound here; check the index is the CUDA device"
+            )
+            yield _finding(
+                model,
+                arg,
+                _message(
+                    f".to({model.segment(arg)}) moves to CUDA device number {model.segment(arg)}: "
+                    f"use .to({dev})",
+                    var is not None,
+                    reason,
+                ),
+                _fix(
+                    f"Move to {dev} instead",
+                    (Replace(model.span(arg), dev),),
+                    e,
+                    var is not None,
+                    reason,
+                ),
+            )
 
 
-def _picker_assignments(node: ast.If) -> str | None:
-    """The assigned name when both branches only assign one device variable."""
-    if not node.orelse:
-        return None
-    names = set()
-    for stmt in [*node.body, *node.orelse]:
-        if not (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-        ):
-            return None
-        names.add(stmt.targets[0].id)
-    if len(names) != 1:
-        return None
-    name = names.pop()
-    return name if "dev" in name else None
+def _is_device_name(target: ast.AST) -> bool:
+    key = pickers._target_key(target)
+    if key is None and isinstance(target, ast.Attribute):
+        key = target.attr
+    return key is not None and "dev" in key.lower()
+
+
+def _assignment_findings(model, ctx, handled) -> Iterator[Finding]:
+    for node in model.nodes_of(ast.Assign, ast.AnnAssign):
+        value = node.value
+        if value is None or id(value) in handled:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(_is_device_name(t) for t in targets):
+            continue
+        if pickers.is_device_value(model, value):
+            handled.add(id(value))
+            what = f"{model.segment(targets[0])} names a CUDA device"
+            yield _value_finding(model, ctx, value, what)
+
+
+def _option_findings(model, ctx, handled) -> Iterator[Finding]:
+    """``add_argument("--device", default="cuda")``: the default is the device."""
+    for call in model.method_calls("add_argument"):
+        kw = keyword(call, "default")
+        if kw is None or id(kw.value) in handled:
+            continue
+        dest = option_dest(call) or ""
+        if "device" not in dest:
+            continue
+        if pickers.is_device_value(model, kw.value):
+            handled.add(id(kw.value))
+            yield _value_finding(model, ctx, kw.value, f"--{dest} defaults to a CUDA device")
+        elif const_str(kw.value) == "cpu" and _mentions_cuda(model, call):
+            handled.add(id(kw.value))
+            e = Emitter(model)
+            e._add(AddImport("import torch_xla"))
+            reason = (
+                "the script defaults to the CPU and takes the device on the command line; "
+                "this makes the XLA device the default (pass --" + dest + " xla otherwise)"
+            )
+            yield _finding(
+                model,
+                kw.value,
+                _message(f"--{dest} chooses the device (cpu|cuda): on XLA pass xla", False, reason),
+                _fix(
+                    "Default to the XLA device",
+                    (Replace(model.span(kw.value), XLA_STRING),),
+                    e,
+                    False,
+                    reason,
+                ),
+            )
+
+
+def _mentions_cuda(model: ScriptModel, call: ast.Call) -> bool:
+    return any(
+        "cuda" in (const_str(k.value) or "") for k in call.keywords if k.arg in {"help", "choices"}
+    ) or any("cuda" in model.segment(k.value) for k in call.keywords if k.arg == "choices")
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    handled: set[int] = set()
+    yield from _if_picker_findings(model, ctx, handled)
+    yield from _picker_findings(model, ctx, handled)
+    yield from _option_findings(model, ctx, handled)
+    yield from _call_findings(model, ctx, handled)
+    yield from _assignment_findings(model, ctx, handled)
 
 
 HOVER_DEVICE = """\

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from ..semantic import xla_api
 from ..semantic.model import Emitter, ScriptModel, const_str
@@ -72,12 +73,97 @@ def _finding(
     )
 
 
+SENTINELS = {-1, None}
+
+
+def _env_default(model: ScriptModel, node: ast.AST) -> object:
+    """The default of ``os.environ.get("K", d)`` / ``os.getenv("K", d)`` (``...`` if none)."""
+    if isinstance(node, ast.Call) and model.call_name(node) in ENV_GETTERS:
+        if len(node.args) > 1:
+            d = node.args[1]
+        else:
+            kw = next((k for k in node.keywords if k.arg == "default"), None)
+            d = kw.value if kw else ast.Constant(None)
+        if isinstance(d, ast.UnaryOp) and isinstance(d.op, ast.USub):
+            d = d.operand
+            return -d.value if isinstance(d, ast.Constant) and isinstance(d.value, int) else ...
+        if isinstance(d, ast.Constant):
+            v = d.value
+            return int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v
+    return ...
+
+
+def _sentinel_test(model: ScriptModel, node: ast.AST) -> tuple[ast.AST, bool] | None:
+    """``int(os.environ.get("RANK", -1)) != -1``, ``"RANK" in os.environ``,
+    ``os.environ.get("LOCAL_RANK") is not None``: "was this launched distributed?".
+    Returns the comparison and whether it asks "distributed" (True) or "not" (False)."""
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+        return None
+    op, left, right = node.ops[0], node.left, node.comparators[0]
+    if isinstance(op, ast.In | ast.NotIn):
+        key = const_str(left)
+        if key in ENV_KEYS and model.qualname(right) == "os.environ":
+            return node, isinstance(op, ast.In)
+        return None
+    inner = left.args[0] if _is_int_call(left) else left
+    key = _env_key(model, inner)
+    if key not in ENV_KEYS:
+        return None
+    default = _env_default(model, inner)
+    value = _constant(right)
+    if default in SENTINELS and value == default:
+        if isinstance(op, ast.NotEq | ast.IsNot):
+            return node, True
+        if isinstance(op, ast.Eq | ast.Is):
+            return node, False
+    return None
+
+
+def _is_int_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "int"
+        and len(node.args) == 1
+    )
+
+
+def _constant(node: ast.AST) -> object:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
+            return -node.operand.value
+    if isinstance(node, ast.Constant):
+        return node.value
+    return ...
+
+
+def _sentinel_finding(model: ScriptModel, node: ast.AST, distributed: bool, target) -> Finding:
+    e = Emitter(model)
+    code = f"{xla_api.world_size(e, target)} {'>' if distributed else '=='} 1"
+    return Finding(
+        CODE,
+        f"`{model.segment(node)}` asks whether torchrun launched several processes: the XLA "
+        "launcher sets no such env var; the question is whether the world size is above 1",
+        model.span(node),
+        Severity.WARNING,
+        fix=Fix(f"Replace with {code}", (Replace(model.span(node), code), *e.imports)),
+    )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    handled: set[int] = set()
+    for node in model.nodes_of(ast.Compare):
+        found = _sentinel_test(model, node)
+        if found is not None:
+            handled.update(id(n) for n in ast.walk(node))
+            yield _sentinel_finding(model, node, found[1], ctx.target)
     for node in model.nodes_of(ast.Subscript, ast.Call):
+        if id(node) in handled:
+            continue
         key = _env_key(model, node)
         if key is not None and key in ENV_KEYS:
             wrapper = _int_wrapper(model, node)
-            yield _finding(
+            finding = _finding(
                 model,
                 wrapper or node,
                 f"the {key} env var is not set by the XLA launcher",
@@ -85,9 +171,25 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 ctx.target,
                 keep_str=wrapper is None,
             )
+            if _env_default(model, node) in SENTINELS and key != "WORLD_SIZE":
+                # -1 / None means "not launched distributed"; an ordinal is never that.
+                reason = (
+                    f"the default {_env_default(model, node)!r} marks a run without torchrun; "
+                    "the XLA ordinal is 0 there, so checks against the default change meaning"
+                )
+                fix = finding.fix
+                assert fix is not None
+                finding = replace(
+                    finding,
+                    message=f"{finding.message} (fix needs review: {reason})",
+                    fix=replace(fix, safe=False, review_reason=reason),
+                )
+            yield finding
+    # With a process group (DDP kept, backend "xla") torch.distributed answers correctly.
+    has_group = any(True for _ in model.calls_to("torch.distributed.init_process_group"))
     for call in model.calls:
         name = model.call_name(call)
-        if name not in DIST_CALLS:
+        if name not in DIST_CALLS or has_group:
             continue
         short = name.rsplit(".", 1)[1]
         if call.args or call.keywords:

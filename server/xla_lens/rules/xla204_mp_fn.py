@@ -10,8 +10,20 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.model import ScriptModel
-from .base import Category, Finding, Fix, Pos, ReplaceStatement, Rule, RuleContext, Severity, Span
+from ..semantic import xla_api
+from ..semantic.model import Emitter, ScriptModel
+from .base import (
+    Category,
+    Finding,
+    Fix,
+    Pos,
+    Replace,
+    ReplaceStatement,
+    Rule,
+    RuleContext,
+    Severity,
+    Span,
+)
 
 CODE = "XLA204"
 ENTRY = "_mp_fn"
@@ -53,14 +65,28 @@ def _newline(model: ScriptModel) -> str:
     return "\r\n" if first.endswith("\r\n") else "\n"
 
 
-def _insert_before_guard(model: ScriptModel, guard: ast.If) -> ReplaceStatement:
-    """``def _mp_fn`` above the guard with PEP 8's two blank lines on both sides.
+SPAWN_CALLS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}
 
-    InsertBefore cannot carry blank lines above the new function, so the guard is
-    rewritten with the function in front; it is reproduced from its full source lines,
-    which keeps its text (comments included) byte for byte.
-    """
-    nl = _newline(model)
+
+def _entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
+    """The guard's call of this script's entry function (``main()``, ``main(args)``,
+    ``train()``): a statement of the guard's own body, with plain arguments."""
+    for stmt in reversed(guard.body):
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            continue
+        call = stmt.value
+        if not isinstance(call.func, ast.Name):
+            continue
+        fn = model.functions.get(call.func.id)
+        if fn is None or fn not in model.tree.body:
+            continue
+        if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        return call
+    return None
+
+
+def _guard_text(model: ScriptModel, guard: ast.If) -> tuple[int, int]:
     first, last = guard.lineno - 1, (guard.end_lineno or guard.lineno) - 1
     # Indented comment lines after the last statement belong to the guard's block.
     for i in range(last + 1, len(model.lines)):
@@ -69,9 +95,84 @@ def _insert_before_guard(model: ScriptModel, guard: ast.If) -> ReplaceStatement:
             break
         if text.strip():
             last = i
-    guard_text = "".join(model.lines[first : last + 1]).rstrip("\r\n")
-    code = f"def {ENTRY}(index):{nl}    main(){nl}{nl}{nl}{guard_text}{nl}"
+    return first, last
+
+
+def _rewrite_guard(
+    model: ScriptModel, guard: ast.If, call: ast.Call, launch: str | None
+) -> ReplaceStatement:
+    """``def _mp_fn`` above the guard (PEP 8 blank lines) and, with ``launch``, the entry
+    call replaced by the launcher. The guard is reproduced from its source lines, which
+    keeps its text (comments included) byte for byte."""
+    nl = _newline(model)
+    first, last = _guard_text(model, guard)
+    lines = list(model.lines[first : last + 1])
+    params = [model.segment(a) for a in call.args]
+    names = [p if p.isidentifier() else f"arg{i}" for i, p in enumerate(params)]
+    header = ", ".join(["index", *names])
+    body = f"{call.func.id}({', '.join(names)})"  # type: ignore[attr-defined]
+    if launch is not None:
+        stmt = model.enclosing_statement(call)
+        assert stmt is not None
+        s0, s1 = stmt.lineno - 1 - first, (stmt.end_lineno or stmt.lineno) - 1 - first
+        indent = lines[s0][: len(lines[s0]) - len(lines[s0].lstrip())]
+        ending = lines[s1][len(lines[s1].rstrip("\r\n")) :]
+        tail = lines[s1].rstrip("\r\n").encode()[stmt.end_col_offset or 0 :].decode()
+        lines[s0 : s1 + 1] = [f"{indent}{launch}{tail}{ending}"]
+    guard_text = "".join(lines).rstrip("\r\n")
+    code = f"def {ENTRY}({header}):{nl}    {body}{nl}{nl}{nl}{guard_text}{nl}"
     return ReplaceStatement(model.span(guard), code)
+
+
+def _launch_code(model: ScriptModel, ctx: RuleContext, call: ast.Call) -> tuple[str, Emitter]:
+    e = Emitter(model)
+    code = xla_api.launch(e, ctx.target, ENTRY)
+    if call.args:
+        args = ", ".join(model.segment(a) for a in call.args)
+        code = f"{code[:-1]}, args=({args},))"
+    return code, e
+
+
+def _spawn_findings(model: ScriptModel, ctx: RuleContext) -> list[Finding]:
+    out = []
+    for call in model.calls:
+        if model.call_name(call) not in SPAWN_CALLS:
+            continue
+        fn = call.args[0] if call.args else None
+        fn_text = model.segment(fn) if fn is not None else "fn"
+        args_kw = next((k for k in call.keywords if k.arg == "args"), None)
+        e = Emitter(model)
+        code = xla_api.launch(e, ctx.target, fn_text)
+        if args_kw is not None:
+            code = f"{code[:-1]}, args={model.segment(args_kw.value)})"
+        reason = (
+            "the XLA launcher starts one process per XLA device, not nprocs; check the "
+            "spawned function does not derive ranks or devices from CUDA"
+        )
+        out.append(
+            Finding(
+                CODE,
+                "torch.multiprocessing.spawn starts CUDA worker processes: on XLA the launcher "
+                f"is {code.split('(')[0]} (the spawned function keeps its (index, *args) "
+                f"signature) (fix needs review: {reason})",
+                model.span(call),
+                Severity.WARNING,
+                fix=Fix(
+                    f"Launch with {code}",
+                    (Replace(model.span(call), code), *e.imports),
+                    safe=False,
+                    review_reason=reason,
+                ),
+            )
+        )
+    return out
+
+
+LAUNCHING_LIBRARIES = {"accelerate", "lightning", "pytorch_lightning"}
+
+
+def _own_launcher(model: ScriptModel) -> bool:
+    return any(t.split(".")[0] in LAUNCHING_LIBRARIES for t in model.imports.values())
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -91,24 +192,66 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 manual=f"declare it as def {ENTRY}(index):",
             )
         return
+    if model.uses_torch_xla or _own_launcher(model):
+        # A script that already imports torch_xla has its own launcher (or runs SPMD);
+        # accelerate and Lightning launch XLA processes themselves.
+        return
+    spawns = _spawn_findings(model, ctx)
+    if spawns:
+        # The script launches its own workers: converting that launcher is the fix; an
+        # _mp_fn around it would start a second launcher.
+        yield from spawns
+        return
     guard = next((s for s in model.tree.body if _is_main_guard(s)), None)
-    main = model.functions.get("main")
-    main_at_top = main is not None and main in model.tree.body
     message = (
         f"no {ENTRY}(index) entry point: the XLA launcher (torch_xla.launch / xmp.spawn) "
         f"calls {ENTRY}(index) once per device"
     )
-    if guard is not None and main_at_top and _calls_main(guard):
+    call = _entry_call(model, guard) if guard is not None else None
+    if guard is not None and call is not None and model.in_indented_block(guard.body[0]):
+        name = call.func.id  # type: ignore[attr-defined]
+        if distributed:
+            launch, e = _launch_code(model, ctx, call)
+            fix = Fix(
+                f"Add def {ENTRY}(index{', ...' if call.args else ''}) and start it with {launch}",
+                (_rewrite_guard(model, guard, call, launch), *e.imports),
+            )
+            yield Finding(CODE, message, model.span(call), severity, fix=fix)
+            return
+        if not call.args:
+            # Trainer scripts: a launcher that imports the script (xla_spawn) calls _mp_fn.
+            fix = Fix(
+                f"Add def {ENTRY}(index): {name}()",
+                (_rewrite_guard(model, guard, call, None),),
+            )
+            yield Finding(CODE, message, model.span(call), severity, fix=fix)
+            return
         yield Finding(
             CODE,
             message,
-            _header_span(model, guard),
+            model.span(call),
             severity,
-            fix=Fix(f"Add def {ENTRY}(index): main()", (_insert_before_guard(model, guard),)),
+            manual=f"{name}() takes arguments the launcher cannot pass: define "
+            f"def {ENTRY}(index): that builds them and calls {name}(...)",
         )
         return
+    main = model.functions.get("main")
+    main_at_top = main is not None and main in model.tree.body
     anchor = guard or (main if main_at_top else None)
-    span = _header_span(model, anchor) if anchor is not None else Span(Pos(0, 0), Pos(0, 0))
+    if anchor is None:
+        # Training code at module level (a script without main) needs an entry point; a
+        # module of helper functions is not what the launcher runs.
+        anchor = next(
+            (
+                model.enclosing_statement(c)
+                for c in model.calls_to("torch.distributed.init_process_group")
+                if model.is_module_level(c)
+            ),
+            None,
+        )
+        if anchor is None:
+            return
+    span = _header_span(model, anchor)
     yield Finding(
         CODE,
         message,

@@ -1,0 +1,80 @@
+"""Which function of this script a call runs, and which parameter receives an argument.
+
+A small call graph for def-use across functions: plain functions (``train(model, device)``),
+methods called on ``self`` (``self._run_batch(batch)``) and classes built by name
+(``Trainer(model, device)`` runs ``__init__``). Calls this script does not define are out
+of reach (None): callers must treat what flows into them as unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .model import ScriptModel
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def enclosing_class(model: ScriptModel, node: ast.AST) -> ast.ClassDef | None:
+    for a in model.ancestors(node):
+        if isinstance(a, ast.ClassDef):
+            return a
+    return None
+
+
+def class_methods(cls: ast.ClassDef) -> dict[str, FunctionNode]:
+    return {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def classes(model: ScriptModel) -> dict[str, ast.ClassDef]:
+    return {
+        c.name: c
+        for c in model.nodes_of(ast.ClassDef)
+        if isinstance(c, ast.ClassDef) and model.is_module_level(c)
+    }
+
+
+def callee(model: ScriptModel, call: ast.Call) -> tuple[FunctionNode, bool] | None:
+    """The function this call runs, and whether its first parameter is bound implicitly
+    (``self`` of a method or ``__init__``)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in model.imports:
+            return None
+        cls = classes(model).get(func.id)
+        if cls is not None:
+            init = class_methods(cls).get("__init__")
+            return (init, True) if init is not None else None
+        fn = model.functions.get(func.id)
+        if fn is not None and model.is_module_level(fn):
+            return fn, False
+        return None
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
+        cls = enclosing_class(model, call)
+        if cls is not None:
+            method = class_methods(cls).get(func.attr)
+            if method is not None:
+                return method, True
+    return None
+
+
+def parameter_for(
+    fn: FunctionNode, bound_self: bool, index: int | None, keyword: str | None
+) -> str | None:
+    """The parameter name that receives positional ``index`` or keyword ``keyword``."""
+    a = fn.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    if bound_self and positional:
+        positional = positional[1:]
+    if keyword is not None:
+        names = {p.arg for p in (*a.args, *a.kwonlyargs)}
+        if keyword in names:
+            return keyword
+        return a.kwarg.arg if a.kwarg else None
+    if index is not None and index < len(positional):
+        return positional[index]
+    return None

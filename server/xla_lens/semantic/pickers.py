@@ -1,0 +1,258 @@
+"""Device pickers: the expressions and statements a script uses to choose its device.
+
+Recognised shapes (GUIDE.md section I):
+- ``"cuda" if torch.cuda.is_available() else "cpu"`` and chains through ``mps``/``cpu``;
+- flag pickers ``"cuda" if opt.cuda else "cpu"``, ``"cuda" if args.cuda and avail() else "cpu"``;
+- ``torch.accelerator.current_accelerator()`` (``.type``), guarded by
+  ``torch.accelerator.is_available()``;
+- ``if torch.cuda.is_available(): device = "cuda" [elif ...] [else: device = "cpu"]``.
+
+An *availability test* asks whether CUDA (or another non-XLA accelerator) is present: on an XLA
+host it is False, so a conversion must drop it; a *flag* is the user's own choice and stays.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .model import ScriptModel, const_str, is_cuda_string
+
+AVAILABILITY_CALLS = frozenset(
+    {
+        "torch.cuda.is_available",
+        "torch.backends.mps.is_available",
+        "torch.backends.mps.is_built",
+        "torch.accelerator.is_available",
+        "torch.cuda.device_count",
+        "torch.accelerator.device_count",
+        "torch.xpu.is_available",
+    }
+)
+AVAILABILITY_ATTRS = frozenset({"torch.has_mps", "torch.has_cuda"})
+ACCELERATOR_CALL = "torch.accelerator.current_accelerator"
+OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
+
+
+def is_availability(model: ScriptModel, node: ast.AST) -> bool:
+    """Only availability questions (combined with and/or/not, compared with numbers)."""
+    if isinstance(node, ast.BoolOp):
+        return all(is_availability(model, v) for v in node.values)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return is_availability(model, node.operand)
+    if isinstance(node, ast.Compare):
+        others = [node.left, *node.comparators]
+        return any(is_availability(model, o) for o in others) and all(
+            is_availability(model, o) or isinstance(o, ast.Constant) for o in others
+        )
+    if isinstance(node, ast.Call):
+        if model.call_name(node) in AVAILABILITY_CALLS:
+            return True
+        # hasattr(torch.backends, "mps")
+        return (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "hasattr"
+            and len(node.args) == 2
+            and (model.qualname(node.args[0]) or "").startswith("torch.")
+        )
+    if isinstance(node, ast.Attribute):
+        return model.qualname(node) in AVAILABILITY_ATTRS
+    return False
+
+
+def mentions_availability(model: ScriptModel, node: ast.AST) -> bool:
+    return any(
+        is_availability(model, n) for n in ast.walk(node) if isinstance(n, ast.Call | ast.Attribute)
+    )
+
+
+def flag_part(model: ScriptModel, test: ast.AST) -> ast.expr | list[ast.expr] | None:
+    """For ``flag and avail()``: the conjuncts that are the user's flags (availability
+    dropped). None when ``test`` mixes them in any other way."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        flags = [v for v in test.values if not is_availability(model, v)]
+        if flags and len(flags) < len(test.values):
+            if not any(mentions_availability(model, f) for f in flags):
+                return flags
+    return None
+
+
+def is_accelerator_value(model: ScriptModel, node: ast.AST) -> bool:
+    """``torch.accelerator.current_accelerator()`` or its ``.type``."""
+    if isinstance(node, ast.Attribute) and node.attr == "type":
+        node = node.value
+    return isinstance(node, ast.Call) and model.call_name(node) == ACCELERATOR_CALL
+
+
+def is_device_value(model: ScriptModel, node: ast.AST) -> bool:
+    """A CUDA device value: ``"cuda"``, ``"cuda:0"``, ``f"cuda:{rank}"``,
+    ``"cuda:{}".format(r)``, an accelerator query, or ``torch.device`` of one."""
+    if is_cuda_string(node) or is_accelerator_value(model, node):
+        return True
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and (const_str(node.func.value) or "").startswith("cuda:")
+    ):
+        return True
+    if isinstance(node, ast.Call) and model.call_name(node) == "torch.device" and node.args:
+        return is_device_value(model, node.args[0])
+    return False
+
+
+def is_other_device(node: ast.AST) -> bool:
+    """``"cpu"``/``"mps"``/``torch.device("cpu")``: the non-CUDA side of a picker."""
+    s = const_str(node)
+    if s is not None:
+        return s.split(":")[0] in OTHER_DEVICES
+    if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute | ast.Name):
+        return is_other_device(node.args[0])
+    return False
+
+
+@dataclass(frozen=True)
+class Picker:
+    """A conditional device expression: ``device_branch`` is the CUDA/accelerator side."""
+
+    node: ast.IfExp
+    device_branch: ast.expr
+    # "availability": the test only asks for hardware; "mixed": flags and availability
+    # joined by ``and``; "flag": the user's choice only.
+    test_kind: str
+    flags: tuple[ast.expr, ...] = ()
+
+
+def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
+    """``"cuda" if <test> else "cpu"`` (chains through further pickers or other devices)."""
+    if not isinstance(node, ast.IfExp):
+        return None
+    if not is_device_value(model, node.body):
+        return None
+    rest = node.orelse
+    if not _is_device_chain(model, rest) or _tests_a_device(node.test):
+        return None
+    chain_avail = not isinstance(rest, ast.IfExp) or all(
+        is_availability(model, n.test) for n in _chain(rest)
+    )
+    if is_availability(model, node.test) and chain_avail:
+        return Picker(node, node.body, "availability")
+    flags = flag_part(model, node.test)
+    if isinstance(flags, list) and not isinstance(rest, ast.IfExp):
+        return Picker(node, node.body, "mixed", tuple(flags))
+    if not mentions_availability(model, node.test) and not isinstance(rest, ast.IfExp):
+        return Picker(node, node.body, "flag")
+    return Picker(node, node.body, "unknown")
+
+
+def _is_device_chain(model: ScriptModel, node: ast.AST) -> bool:
+    """``"cpu"``, a device value, or ``"mps" if avail() else "cpu"`` chains of them."""
+    if isinstance(node, ast.IfExp):
+        return _is_device_chain(model, node.body) and _is_device_chain(model, node.orelse)
+    return is_other_device(node) or is_device_value(model, node)
+
+
+def _tests_a_device(test: ast.AST) -> bool:
+    """``"cuda" in device`` / ``device.startswith("cuda")``: a use of a device already
+    chosen (``device_type = "cuda" if "cuda" in device else "cpu"``), not a picker."""
+    for n in ast.walk(test):
+        if isinstance(n, ast.Compare) and any(
+            isinstance(c, ast.Constant) and isinstance(c.value, str)
+            for c in (n.left, *n.comparators)
+        ):
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in {"startswith", "endswith"}
+        ):
+            return True
+    return False
+
+
+def _chain(node: ast.AST) -> list[ast.IfExp]:
+    out = []
+    while isinstance(node, ast.IfExp):
+        out.append(node)
+        node = node.orelse
+    return out
+
+
+@dataclass(frozen=True)
+class IfPicker:
+    """``if avail(): dev = "cuda" [elif ...: dev = "mps"] [else: dev = "cpu"]``."""
+
+    node: ast.If
+    target: ast.expr  # the assigned name or ``self.<attr>``
+    # Statements in the branches other than the device assignments (prints, CUDA settings).
+    extras: tuple[ast.stmt, ...]
+    has_else: bool
+
+
+def _target_key(t: ast.AST) -> str | None:
+    if isinstance(t, ast.Name):
+        return t.id
+    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+        return "self." + t.attr
+    return None
+
+
+def if_picker(model: ScriptModel, node: ast.If) -> IfPicker | None:
+    """An if/elif chain whose tests are all availability questions and whose branches all
+    assign one device variable (at least one branch a CUDA/accelerator value)."""
+    branches: list[list[ast.stmt]] = []
+    cur: ast.stmt = node
+    while True:
+        assert isinstance(cur, ast.If)
+        if not is_availability(model, cur.test):
+            return None
+        branches.append(cur.body)
+        if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If):
+            cur = cur.orelse[0]
+            continue
+        has_else = bool(cur.orelse)
+        if has_else:
+            branches.append(cur.orelse)
+        break
+    key = None
+    target = None
+    extras: list[ast.stmt] = []
+    saw_device = False
+    for body in branches:
+        assigned = False
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+                k = _target_key(stmt.targets[0])
+                if k is not None and ("dev" in k.lower()):
+                    if key is not None and k != key:
+                        return None
+                    key, target = k, stmt.targets[0]
+                    assigned = True
+                    if is_device_value(model, stmt.value):
+                        saw_device = True
+                    continue
+            extras.append(stmt)
+        if not assigned:
+            return None
+    if not saw_device or target is None:
+        return None
+    return IfPicker(node, target, tuple(extras), has_else)
+
+
+def is_harmless_extra(model: ScriptModel, stmt: ast.stmt) -> bool:
+    """A statement an availability branch may run that the XLA conversion can drop: a
+    message, or a CUDA-only setting (it never ran on an XLA host anyway)."""
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        name = model.call_name(call) or ""
+        if isinstance(call.func, ast.Name) and call.func.id == "print":
+            return True
+        if name.startswith(("torch.cuda.", "torch.backends.", "logging.")):
+            return True
+        if isinstance(call.func, ast.Attribute) and call.func.attr in {"info", "warning", "debug"}:
+            return True
+    if isinstance(stmt, ast.Assign):
+        return all((model.qualname(t) or "").startswith("torch.backends.") for t in stmt.targets)
+    return False

@@ -1,0 +1,333 @@
+"""Def-use of device values: does every use of a device still work if its value changes?
+
+A conversion replaces ``"cuda"`` (a str) or ``torch.device("cuda")`` by the XLA device. That
+is meaning-preserving only when every place the value reaches accepts a device: ``.to(x)``,
+``device=x``, ``torch.device(x)``, ``map_location=x``, a message. Other uses read it as a
+string (``"cuda" in device``, ``device.startswith("cuda")``, ``device == "cuda"``,
+``torch.autocast(device_type=device)``) and then crash or silently take another branch.
+
+``DeviceFlow(model).uses_of_expr(node)`` follows the value of ``node`` through assignments
+to local names, module globals read in functions, ``self.<attr>`` across a class's methods,
+argparse options (``args.<dest>``), function returns (to their call sites) and arguments of
+calls to this script's functions (into their parameters). What it cannot follow is reported
+as an unknown use: a fix is safe only if no use is a string use or unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from . import calls
+from .model import SCOPE_TYPES, ScriptModel, const_str, method_name
+
+DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map", "output_device"})
+STRING_KEYWORDS = frozenset({"device_type"})
+STRING_METHODS = frozenset(
+    {
+        "startswith",
+        "endswith",
+        "split",
+        "rsplit",
+        "replace",
+        "lower",
+        "upper",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "format",
+        "find",
+        "partition",
+        "rpartition",
+        "join",
+        "encode",
+        "index",
+        "count",
+    }
+)
+# Functions whose device argument must be a device-type string.
+STRING_CALLS = frozenset(
+    {
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.amp.GradScaler",
+        "torch.GradScaler",
+        "torch.cuda.amp.autocast",
+        "torch.get_autocast_dtype",
+        "torch.is_autocast_available",
+    }
+)
+DISPLAY_FUNCTIONS = frozenset({"print", "repr", "str"})
+DISPLAY_METHODS = frozenset(
+    {"info", "debug", "warning", "warn", "error", "critical", "log", "write", "set_description"}
+)
+# Libraries whose functions take a device where they take one at all.
+DEVICE_LIBRARIES = ("torch.", "torchvision.", "torchaudio.", "torchtext.")
+MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Use:
+    node: ast.AST
+    ok: bool
+    # Why this use needs the original value (empty when ``ok``).
+    why: str = ""
+
+
+def _scope(model: ScriptModel, node: ast.AST) -> ast.AST:
+    for a in model.ancestors(node):
+        if isinstance(a, SCOPE_TYPES):
+            return a
+    return model.tree
+
+
+def _binds(model: ScriptModel, scope: ast.AST, name: str) -> bool:
+    """``name`` is a local of function ``scope`` (a parameter or assigned, not ``global``)."""
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        a = scope.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+        if any(p is not None and p.arg == name for p in params):
+            return True
+    for n in model.walk_scope(scope):
+        if isinstance(n, ast.Global | ast.Nonlocal) and name in n.names:
+            return False
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for n in model.walk_scope(scope)
+    )
+
+
+class DeviceFlow:
+    """Uses of device values in one script (cached per name and scope)."""
+
+    def __init__(self, model: ScriptModel) -> None:
+        self.model = model
+        self._names: dict[str, list[ast.Name]] = {}
+        for n in model.nodes_of(ast.Name):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                self._names.setdefault(n.id, []).append(n)
+        self._attrs: dict[str, list[ast.Attribute]] = {}
+        for a in model.nodes_of(ast.Attribute):
+            if isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load):
+                self._attrs.setdefault(a.attr, []).append(a)
+
+    # --- entry points --------------------------------------------------------------
+    def uses_of_expr(self, node: ast.AST, depth: int = MAX_DEPTH) -> list[Use]:
+        return self._classify(node, depth, set())
+
+    def bad_uses(self, node: ast.AST) -> list[Use]:
+        return [u for u in self.uses_of_expr(node) if not u.ok]
+
+    def uses_of_name(self, name: str, scope: ast.AST) -> list[Use]:
+        return self._name_uses(name, scope, MAX_DEPTH, set())
+
+    def uses_of_attribute(self, cls: ast.ClassDef, attr: str) -> list[Use]:
+        return self._attr_uses(cls, attr, MAX_DEPTH, set())
+
+    def uses_of_option(self, dest: str) -> list[Use]:
+        return self._option_uses(dest, MAX_DEPTH, set())
+
+    def describe(self, uses: list[Use], limit: int = 3) -> str:
+        parts = []
+        for u in uses[:limit]:
+            stmt = self.model.enclosing_statement(u.node) or u.node
+            line = getattr(stmt, "lineno", 0)
+            text = self.model.line_text(line - 1).strip()
+            parts.append(f"line {line} `{text[:60]}` ({u.why})")
+        more = f" and {len(uses) - limit} more" if len(uses) > limit else ""
+        return "; ".join(parts) + more
+
+    # --- bindings ------------------------------------------------------------------
+    def _name_uses(self, name: str, scope: ast.AST, depth: int, seen: set) -> list[Use]:
+        key = ("name", name, id(scope))
+        if key in seen:
+            return []
+        seen.add(key)
+        out: list[Use] = []
+        module = scope is self.model.tree
+        for n in self._names.get(name, []):
+            s = _scope(self.model, n)
+            if s is scope:
+                pass
+            elif module or self._nested_in(s, scope):
+                # A global read in a function (or a closure variable) unless rebound there.
+                if _binds(self.model, s, name):
+                    continue
+            else:
+                continue
+            out.extend(self._classify(n, depth, seen))
+        return out
+
+    def _nested_in(self, inner: ast.AST, outer: ast.AST) -> bool:
+        return any(a is outer for a in self.model.ancestors(inner))
+
+    def _attr_uses(self, cls: ast.ClassDef, attr: str, depth: int, seen: set) -> list[Use]:
+        key = ("attr", attr, id(cls))
+        if key in seen:
+            return []
+        seen.add(key)
+        out: list[Use] = []
+        for a in self._attrs.get(attr, []):
+            if isinstance(a.value, ast.Name) and a.value.id == "self":
+                if calls.enclosing_class(self.model, a) is cls:
+                    out.extend(self._classify(a, depth, seen))
+        return out
+
+    def _option_uses(self, dest: str, depth: int, seen: set) -> list[Use]:
+        key = ("option", dest)
+        if key in seen:
+            return []
+        seen.add(key)
+        out: list[Use] = []
+        for a in self._attrs.get(dest, []):
+            receiver = a.value
+            if (
+                isinstance(receiver, ast.Name)
+                and receiver.id != "self"
+                and receiver.id not in self.model.imports
+            ):
+                out.extend(self._classify(a, depth, seen))
+        return out
+
+    def _store_uses(self, target: ast.AST, depth: int, seen: set) -> list[Use]:
+        if isinstance(target, ast.Name):
+            return self._name_uses(target.id, _scope(self.model, target), depth, seen)
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+        ):
+            cls = calls.enclosing_class(self.model, target)
+            if cls is not None:
+                return self._attr_uses(cls, target.attr, depth, seen)
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            return self._option_uses(target.attr, depth, seen)
+        return [Use(target, False, "stored where it cannot be followed")]
+
+    # --- one occurrence --------------------------------------------------------------
+    def _classify(self, node: ast.AST, depth: int, seen: set) -> list[Use]:
+        model = self.model
+        p = model.parent(node)
+        if depth <= 0:
+            return [Use(node, False, "flows too far to follow")]
+        if isinstance(p, ast.Call):
+            if node is p.func:
+                return [Use(node, False, "called")]
+            if node in p.args:
+                return self._call_argument(p, p.args.index(node), None, node, depth, seen)
+            return [Use(node, False, "unpacked into a call")]
+        if isinstance(p, ast.keyword):
+            call = model.parent(p)
+            if p.arg is None or not isinstance(call, ast.Call):
+                return [Use(node, False, "passed as **kwargs")]
+            return self._call_argument(call, None, p.arg, node, depth, seen)
+        if isinstance(p, ast.Compare):
+            if all(isinstance(op, ast.Is | ast.IsNot) for op in p.ops):
+                return [Use(node, True)]
+            return [Use(node, False, "compared as a string")]
+        if isinstance(p, ast.Attribute) and p.value is node:
+            if p.attr == "type":
+                return [Use(node, True)]
+            if p.attr in STRING_METHODS:
+                return [Use(node, False, f"str method .{p.attr}")]
+            return [Use(node, False, f"reads .{p.attr}")]
+        if isinstance(p, ast.FormattedValue):
+            if self._in_display(p):
+                return [Use(node, True)]
+            return [Use(node, False, "formatted into a string")]
+        if isinstance(p, ast.IfExp | ast.BoolOp | ast.NamedExpr) and node is not getattr(
+            p, "test", None
+        ):
+            return self._classify(p, depth, seen)
+        if isinstance(p, ast.Assign | ast.AnnAssign) and p.value is node:
+            targets = p.targets if isinstance(p, ast.Assign) else [p.target]
+            out: list[Use] = []
+            for t in targets:
+                out.extend(self._store_uses(t, depth - 1, seen))
+            return out
+        if isinstance(p, ast.Return):
+            fn = model.enclosing_function(p)
+            if fn is None:
+                return [Use(node, False, "returned")]
+            return self._result_uses(fn, depth - 1, seen)
+        if isinstance(p, ast.Expr):
+            return [Use(node, True)]
+        if isinstance(p, ast.BinOp):
+            return [Use(node, False, "used in an expression")]
+        if isinstance(p, ast.Subscript):
+            return [Use(node, False, "indexed")]
+        return [Use(node, False, f"used in a {type(p).__name__}")]
+
+    def _in_display(self, node: ast.AST) -> bool:
+        for a in self.model.ancestors(node):
+            if isinstance(a, ast.Call):
+                if isinstance(a.func, ast.Name) and a.func.id in DISPLAY_FUNCTIONS:
+                    return True
+                if method_name(a) in DISPLAY_METHODS:
+                    return True
+                return False
+            if isinstance(a, ast.stmt):
+                return False
+        return False
+
+    def _call_argument(
+        self,
+        call: ast.Call,
+        index: int | None,
+        kw: str | None,
+        node: ast.AST,
+        depth: int,
+        seen: set,
+    ) -> list[Use]:
+        model = self.model
+        name = model.call_name(call)
+        meth = method_name(call)
+        if name in STRING_CALLS or kw in STRING_KEYWORDS:
+            return [Use(node, False, "needs a device-type string")]
+        if meth in {"to", "cuda", "type"} or name == "torch.device":
+            return [Use(node, True)]
+        if name is not None and name.startswith("torch.cuda."):
+            return [Use(node, False, f"passed to {name} (CUDA only)")]
+        if kw in DEVICE_KEYWORDS:
+            return [Use(node, True)]
+        if isinstance(call.func, ast.Name) and call.func.id in DISPLAY_FUNCTIONS:
+            return [Use(node, True)]
+        if meth in DISPLAY_METHODS:
+            return [Use(node, True)]
+        target = calls.callee(model, call)
+        if target is not None:
+            fn, bound = target
+            param = calls.parameter_for(fn, bound, index, kw)
+            if param is None:
+                return [Use(node, False, f"passed to {fn.name}() as *args/**kwargs")]
+            return self._name_uses(param, fn, depth - 1, seen)
+        if name is not None and name.startswith(DEVICE_LIBRARIES):
+            return [Use(node, True)]
+        callee_text = model.segment(call.func)
+        return [Use(node, False, f"passed to {callee_text}(), not followed")]
+
+    def _result_uses(self, fn: ast.AST, depth: int, seen: set) -> list[Use]:
+        key = ("result", id(fn))
+        if key in seen:
+            return []
+        seen.add(key)
+        assert isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+        out: list[Use] = []
+        for call in self.model.calls:
+            target = calls.callee(self.model, call)
+            if target is not None and target[0] is fn:
+                out.extend(self._classify(call, depth, seen))
+        return out
+
+
+def option_dest(call: ast.Call) -> str | None:
+    """The attribute an ``add_argument("--device-type", ...)`` option is stored in."""
+    dest = next((k for k in call.keywords if k.arg == "dest"), None)
+    if dest is not None:
+        return const_str(dest.value)
+    names = [const_str(a) for a in call.args]
+    longs = [n for n in names if n and n.startswith("--")]
+    chosen = longs[0] if longs else next((n for n in names if n), None)
+    if chosen is None:
+        return None
+    return chosen.lstrip("-").replace("-", "_")
