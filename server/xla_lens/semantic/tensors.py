@@ -117,8 +117,11 @@ def _target_names(target: ast.AST) -> list[str]:
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
-def _is_host_value(model: ScriptModel, value: ast.AST | None) -> bool:
-    """Values visibly on the host: numbers, strings, ``x.item()``, ``float(x)``..."""
+def _is_host_value(
+    model: ScriptModel, value: ast.AST | None, host_functions: frozenset[str] = frozenset()
+) -> bool:
+    """Values visibly on the host: numbers, strings, ``x.item()``, ``float(x)``, or the
+    result of a function of this script that never returns a tensor (``host_functions``)."""
     if value is None:
         return False
     if isinstance(value, ast.Constant | ast.JoinedStr):
@@ -128,8 +131,12 @@ def _is_host_value(model: ScriptModel, value: ast.AST | None) -> bool:
             return True
         if isinstance(value.func, ast.Name) and value.func.id in HOST_BUILTINS:
             return model.qualname(value.func) is None
+        if isinstance(value.func, ast.Name) and value.func.id in host_functions:
+            return True
     if isinstance(value, ast.BinOp):
-        return _is_host_value(model, value.left) and _is_host_value(model, value.right)
+        return _is_host_value(model, value.left, host_functions) and _is_host_value(
+            model, value.right, host_functions
+        )
     return False
 
 
@@ -140,6 +147,28 @@ class TensorNames:
         self.model = model
         self._by_scope: dict[int, frozenset[str]] = {}
         self._module_like = self._module_like_names()
+        self._host_functions: frozenset[str] | None = None
+        self._computing_host_functions = False
+
+    @property
+    def host_functions(self) -> frozenset[str]:
+        """Functions of this script whose every ``return`` gives a host value (an
+        ``evaluate()`` that returns ``total / n`` of ``.item()`` sums): their results are
+        Python numbers, and testing them never syncs."""
+        if self._host_functions is None:
+            if self._computing_host_functions:
+                return frozenset()
+            self._computing_host_functions = True
+            out = set()
+            for name, fn in self.model.functions.items():
+                returns = [n.value for n in self.model.walk_scope(fn) if isinstance(n, ast.Return)]
+                if returns and all(
+                    v is not None and not self._is_tensor(v, self._compute(fn)) for v in returns
+                ):
+                    out.add(name)
+            self._host_functions = frozenset(out)
+            self._computing_host_functions = False
+        return self._host_functions
 
     def _module_like_names(self) -> set[str]:
         out = set()
@@ -194,11 +223,19 @@ class TensorNames:
                 and scope_of(model, loop.node) is scope
             ):
                 names.update(_batch_names(model, loop.node))
+        host_fns = self.host_functions
+
+        def host(value: ast.AST | None, depth: int = 0) -> bool:
+            # ``best_loss = test_loss`` is a host value when ``test_loss`` is one.
+            if isinstance(value, ast.Name) and depth < 3 and bindings.get(value.id):
+                return all(host(v, depth + 1) for v in bindings[value.id])
+            return _is_host_value(model, value, host_fns)
+
         for name in CONVENTIONAL | {b for b in bindings if b.endswith(("_loss", "_logits"))}:
             values = bindings.get(name)
-            if not values or not all(_is_host_value(model, v) for v in values):
+            if not values or not all(host(v) for v in values):
                 names.add(name)
-        names -= {n for n, vs in bindings.items() if all(_is_host_value(model, v) for v in vs)}
+        names -= {n for n, vs in bindings.items() if all(host(v) for v in vs)}
         changed = True
         while changed:
             changed = False
