@@ -5,6 +5,7 @@ itself)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,8 +103,16 @@ def utf16_col(line: str, code_points: int) -> int:
     return len(line[:code_points].encode("utf-16-le")) // 2
 
 
+def lsp_lines(text: str) -> list[str]:
+    """Lines as LSP counts them (ended by \\n, \\r\\n or \\r only), with terminators;
+    written here independently of the server's own splitting."""
+    parts = re.split(r"(\r\n|\r|\n)", text)
+    lines = [parts[i] + parts[i + 1] for i in range(0, len(parts) - 1, 2)]
+    return lines + ([parts[-1]] if parts[-1] else [])
+
+
 def _offset(text: str, pos: types.Position) -> int:
-    lines = text.splitlines(keepends=True)  # the samples have no form feeds or U+2028
+    lines = lsp_lines(text)
     if pos.line >= len(lines):
         return len(text)
     start = sum(len(line) for line in lines[: pos.line])

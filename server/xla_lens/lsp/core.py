@@ -20,7 +20,9 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from .framing import start_stdio
 from .positions import UTF16
+from .protocol import XlaLensProtocol
 from .settings import SECTION, SettingsStore
 from .state import AnalysisCache, Entry
 
@@ -36,14 +38,32 @@ CONFIG_TIMEOUT_S = 5.0
 class XlaLensServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "xla-lens", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "xla-lens",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=XlaLensProtocol,
         )
         self.cache = AnalysisCache()
         self.settings = SettingsStore(fetch=self._fetch_configuration)
         self.debounce_s = DEFAULT_DEBOUNCE_S
         self.pending: dict[str, asyncio.Task[None]] = {}
+        # The analysis running for each document, keyed by (version, settings generation):
+        # a hover or code action arriving meanwhile waits for it instead of starting another.
+        self.inflight: dict[str, tuple[tuple[int | None, int], asyncio.Future[Any]]] = {}
+        # Bumped whenever settings may have changed, so cached analyses of the same
+        # version are no longer current.
+        self.generation = 0
+        self.analyses = 0  # full analyses run, reported by xla-lens/stats
         # Called after every successful analysis (e.g. to refresh inlay hints / code lenses).
         self.analysis_listeners: list[AnalysisListener] = []
+
+    @property
+    def protocol_ext(self) -> XlaLensProtocol:
+        return self.protocol  # type: ignore[return-value]
+
+    def _start_io_async(self, stdin: Any = None, stdout: Any = None) -> None:
+        # pygls' reader never recovers from a malformed frame; ours resynchronises.
+        start_stdio(self, stdin, stdout)
 
     # --- client facts ----------------------------------------------------------------
     @property

@@ -4,6 +4,13 @@ and re-analyse everything when settings or workspace folders change."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
+import functools
+import gc
+import os
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
@@ -15,6 +22,7 @@ from .diagnostics import diagnostics_for
 from .state import Entry
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
+STATS = "xla-lens/stats"
 
 
 def _is_python(uri: str, language_id: str | None) -> bool:
@@ -29,21 +37,54 @@ def is_open(ls: XlaLensServer, uri: str) -> bool:
     return uri in ls.workspace.text_documents
 
 
-async def analyse(ls: XlaLensServer, uri: str) -> Entry | None:
-    """Analyse the document's current text and cache it; None when closed or superseded."""
+async def analyse(ls: XlaLensServer, uri: str, force: bool = False) -> Entry | None:
+    """The analysis of the document's current text; None when closed or superseded.
+
+    One analysis per (version, settings generation): a caller arriving while it runs (a
+    hover, the debounced refresh, Convert) waits for that one; the cached one is reused
+    unless ``force``.
+    """
     if not is_open(ls, uri):
         return None
     doc = ls.workspace.get_text_document(uri)
-    version, source = doc.version, doc.source
+    key = (doc.version, ls.generation)
+    running = ls.inflight.get(uri)
+    if running is not None and running[0] == key:
+        return await asyncio.shield(running[1])
+    if not force:
+        cached = ls.cache.get(uri, doc.version, ls.generation)
+        if cached is not None:
+            return cached
+    future = asyncio.ensure_future(_analyse_now(ls, uri, doc.version, doc.source, ls.generation))
+    ls.inflight[uri] = (key, future)
+    future.add_done_callback(functools.partial(_forget, ls, uri))
+    # Shielded: a cancelled hover must not cancel the analysis others wait for.
+    return await asyncio.shield(future)
+
+
+def _forget(ls: XlaLensServer, uri: str, future: asyncio.Future[Any]) -> None:
+    running = ls.inflight.get(uri)
+    if running is not None and running[1] is future:
+        del ls.inflight[uri]
+    if not future.cancelled():
+        future.exception()  # retrieved: every waiter may have gone
+
+
+async def _analyse_now(
+    ls: XlaLensServer, uri: str, version: int | None, source: str, generation: int
+) -> Entry | None:
     resolved = await ls.settings.for_document(uri, ls.folders())
     for problem in resolved.problems:
         ls.show_client(problem)
+    ls.analyses += 1
     analysis = await asyncio.to_thread(
         analyze, source, _path(uri), resolved.settings, resolved.target
     )
     if not is_open(ls, uri) or ls.workspace.get_text_document(uri).version != version:
         return None
-    entry = Entry(uri, version, source, analysis, resolved.settings, resolved.target, ls.encoding)
+    entry = Entry(
+        uri, version, source, analysis, resolved.settings, resolved.target, ls.encoding, generation
+    )
     ls.cache.store(entry)
     for code, tb in analysis.rule_errors:
         ls.log_client(f"xla-lens: rule {code} crashed on {uri}:\n{tb}", types.MessageType.Error)
@@ -51,11 +92,8 @@ async def analyse(ls: XlaLensServer, uri: str) -> Entry | None:
 
 
 async def current_entry(ls: XlaLensServer, uri: str) -> Entry | None:
-    """The cached analysis of the text the editor has now, analysing it if needed."""
-    if not is_open(ls, uri):
-        return None
-    version = ls.workspace.get_text_document(uri).version
-    return ls.cache.get(uri, version) or await analyse(ls, uri)
+    """The analysis of the text the editor has now: cached, pending, or started now."""
+    return await analyse(ls, uri)
 
 
 def publish(ls: XlaLensServer, entry: Entry) -> None:
@@ -66,10 +104,10 @@ def publish(ls: XlaLensServer, entry: Entry) -> None:
     )
 
 
-async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0) -> None:
+async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False) -> None:
     if delay:
         await asyncio.sleep(delay)
-    entry = await analyse(ls, uri)
+    entry = await analyse(ls, uri, force)
     if entry is None:
         return
     if not entry.ok:
@@ -84,12 +122,12 @@ async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0) -> None:
             ls.report("analysis listener")
 
 
-def schedule(ls: XlaLensServer, uri: str, delay: float = 0.0) -> None:
+def schedule(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False) -> None:
     """(Re)start the analysis of ``uri``; a newer change cancels the pending one."""
     old = ls.pending.pop(uri, None)
     if old is not None and not old.done():
         old.cancel()
-    task = ls.spawn(refresh(ls, uri, delay), f"analysing {uri}")
+    task = ls.spawn(refresh(ls, uri, delay, force), f"analysing {uri}")
     ls.pending[uri] = task
     task.add_done_callback(
         lambda t: ls.pending.pop(uri, None) if ls.pending.get(uri) is t else None
@@ -97,9 +135,52 @@ def schedule(ls: XlaLensServer, uri: str, delay: float = 0.0) -> None:
 
 
 def schedule_all(ls: XlaLensServer) -> None:
+    """Re-analyse every open document: settings may have changed."""
+    ls.generation += 1
     for uri, doc in list(ls.workspace.text_documents.items()):
         if _is_python(uri, doc.language_id):
             schedule(ls, uri)
+
+
+def release_memory() -> None:
+    """Give a closed document's memory back: its syntax trees hold reference cycles that
+    only a collection frees, and glibc keeps freed arenas until asked to trim them."""
+    gc.collect()
+    if _malloc_trim is not None:
+        _malloc_trim(0)
+
+
+def _load_malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (e.g. musl)
+        return None
+
+
+_malloc_trim = _load_malloc_trim()
+
+
+def stats(ls: XlaLensServer) -> dict[str, Any]:
+    """Counters for diagnosing the server (and for tests): analyses run, documents held,
+    resident memory."""
+    rss_kb = None
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    rss_kb = int(line.split()[1])
+    except OSError:
+        pass
+    return {
+        "analyses": ls.analyses,
+        "open_documents": len(ls.workspace.text_documents),
+        "cached_documents": len(ls.cache.docs),
+        "pending": len(ls.pending) + len(ls.inflight),
+        "rss_kb": rss_kb,
+        "pid": os.getpid(),
+    }
 
 
 def _options(params: types.InitializeParams) -> dict[str, Any]:
@@ -155,7 +236,7 @@ def register(ls: XlaLensServer) -> None:
             ls.settings.invalidate()
             schedule_all(ls)
         elif is_open(ls, uri) and _is_python(uri, ls.workspace.get_text_document(uri).language_id):
-            schedule(ls, uri)
+            schedule(ls, uri, force=True)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     @ls.guarded("didClose")
@@ -164,10 +245,16 @@ def register(ls: XlaLensServer) -> None:
         task = ls.pending.pop(uri, None)
         if task is not None:
             task.cancel()
+        ls.inflight.pop(uri, None)
         ls.cache.drop(uri)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
         )
+        release_memory()
+
+    @ls.feature(STATS)
+    def server_stats(ls: XlaLensServer, params: Any) -> dict[str, Any]:
+        return stats(ls)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     @ls.guarded("didChangeConfiguration")

@@ -9,6 +9,7 @@ shift every line below them.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -21,11 +22,27 @@ UTF16 = types.PositionEncodingKind.Utf16
 UTF32 = types.PositionEncodingKind.Utf32
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def split_lines(text: str) -> list[str]:
     """Lines with their terminators; a trailing terminator adds no empty last line."""
     return _LINE.findall(text)
+
+
+def offset_at(text: str, position: types.Position, encoding: str = UTF16) -> int:
+    """Code-point offset in ``text`` of a client position, with LSP's clamping: a column past
+    the line's end means the end of its content, a line past the last means the end of text."""
+    start = 0
+    if position.line > 0:
+        breaks = itertools.islice(_BREAK.finditer(text), position.line - 1, position.line)
+        found = next(breaks, None)
+        if found is None:
+            return len(text)
+        start = found.end()
+    following = _BREAK.search(text, start)
+    content = text[start : following.start() if following else len(text)]
+    return start + from_client_col(content, position.character, encoding)
 
 
 def _content(line: str) -> str:

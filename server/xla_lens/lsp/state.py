@@ -29,6 +29,8 @@ class Entry:
     settings: Settings
     target: Target
     encoding: str = UTF16
+    # The settings generation it was analysed under (``XlaLensServer.generation``).
+    generation: int = 0
 
     @cached_property
     def lines(self) -> list[str]:
@@ -104,12 +106,16 @@ class AnalysisCache:
         if entry.ok:
             state.last_good = entry
 
-    def get(self, uri: str, version: int | None = None) -> Entry | None:
-        """The entry for ``uri`` at ``version`` (any version when None)."""
+    def get(
+        self, uri: str, version: int | None = None, generation: int | None = None
+    ) -> Entry | None:
+        """The entry for ``uri`` at ``version`` and settings ``generation`` (any when None)."""
         state = self.docs.get(uri)
         if state is None or state.current is None:
             return None
         if version is not None and state.current.version != version:
+            return None
+        if generation is not None and state.current.generation != generation:
             return None
         return state.current
 
