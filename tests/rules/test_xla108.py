@@ -78,3 +78,39 @@ def test_hover_mentions_cpu_and_master_ordinal():
     text = rule.hover["torch.save"]
     assert "xm.save" in text and "CPU" in text and "master" in text
     assert "legacy" in text and "modern" in text
+
+
+GUARDED = """
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("xla")
+rank = dist.get_rank()
+if rank == 0:
+    torch.save(model.state_dict(), "ckpt.pt")
+"""
+
+
+def test_legacy_save_under_a_rank_check_needs_review():
+    # torch_xla 1.x's xm.save meets every replica at a rendezvous: under `if rank == 0`
+    # the others never arrive.
+    (f,) = findings(GUARDED, "XLA108", target="legacy")
+    assert (
+        not f.fix.safe and "rendezvous" in f.fix.review_reason and "line 6" in f.fix.review_reason
+    )
+    assert fixed(GUARDED, "XLA108", target="legacy") == src(GUARDED)
+    # torch_xla 2.x's xm.save has no rendezvous: the same swap is safe there.
+    (f,) = findings(GUARDED, "XLA108", target="modern")
+    assert f.fix.safe
+    assert 'xm.save(model.state_dict(), "ckpt.pt")' in fixed(GUARDED, "XLA108")
+
+
+def test_one_file_per_replica_keeps_every_replica_writing():
+    code = """
+    import torch
+    torch.save(model.state_dict(), f"ckpt_rank{rank}.pt")
+    torch.save(obj=model.state_dict(), f=f"opt_{local_rank}.pt")
+    """
+    out = fixed(code, "XLA108")
+    assert 'xm.save(model.state_dict(), f"ckpt_rank{rank}.pt", master_only=False)' in out
+    assert 'xm.save(model.state_dict(), f"opt_{local_rank}.pt", master_only=False)' in out

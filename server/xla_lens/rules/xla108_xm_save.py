@@ -7,14 +7,27 @@ writes on the master ordinal only, so replicas do not all write the same file.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
-from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, method_name
-from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
+from ..semantic.model import SCOPE_TYPES, Emitter, ScriptModel, arg_or_keyword, method_name
+from .base import (
+    Category,
+    EditOp,
+    Finding,
+    Fix,
+    Replace,
+    Rule,
+    RuleContext,
+    SetArgs,
+    SetKeyword,
+    Severity,
+)
 
 CODE = "XLA108"
 # torch.save(obj, f, ...) keywords and their positions in xm.save(data, file_or_path).
 POSITIONS = {"obj": 0, "f": 1}
+RANKISH = re.compile(r"rank|ordinal|master|main_process|is_main", re.IGNORECASE)
 
 
 def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
@@ -44,7 +57,52 @@ def _fix(model: ScriptModel, call: ast.Call) -> Fix | None:
         by_name = sorted(call.keywords, key=lambda kw: POSITIONS[kw.arg])  # type: ignore[index]
         args += [model.segment(kw.value) for kw in by_name]
         ops.append(SetArgs(model.span(call), ", ".join(args)))
-    return Fix(f"Replace with {e.xm}.save", (*ops, *e.imports))
+    title = f"Replace with {e.xm}.save"
+    path = arg_or_keyword(call, 1, "f")
+    if _mentions_rank(model, path):
+        # One file per replica: xm.save writes on the master only unless told otherwise.
+        if call.keywords:
+            ops[-1] = SetArgs(model.span(call), ops[-1].code + ", master_only=False")  # type: ignore[union-attr]
+        else:
+            ops.append(SetKeyword(model.span(call), "master_only", "False"))
+        title = f"Replace with {e.xm}.save(..., master_only=False) (one file per replica)"
+    return Fix(title, (*ops, *e.imports))
+
+
+def _mentions_rank(model: ScriptModel, node: ast.AST | None) -> bool:
+    if node is None:
+        return False
+    for n in ast.walk(node):
+        ident = (
+            n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        )
+        if ident is not None and RANKISH.search(ident):
+            return True
+    return False
+
+
+def _rank_guard(model: ScriptModel, call: ast.Call) -> ast.If | None:
+    """The ``if rank == 0:`` (``if master_process:``...) the save runs under, if any."""
+    for a in model.ancestors(call):
+        if isinstance(a, SCOPE_TYPES):
+            return None
+        if isinstance(a, ast.If) and _mentions_rank(model, a.test):
+            return a
+    return None
+
+
+def _review(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> str:
+    """Why swapping in xm.save could change what the script does here ("" when it can't)."""
+    if ctx.target == "legacy" and model.is_distributed:
+        guard = _rank_guard(model, call)
+        if guard is not None:
+            return (
+                f"torch_xla 1.x's xm.save waits for every replica at a rendezvous, but this "
+                f"save runs only under the rank check on line {guard.lineno}: the other "
+                "replicas never arrive and the run hangs; call xm.save on every replica "
+                "instead (it writes on the master only)"
+            )
+    return ""
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -52,10 +110,19 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if not _is_state_dict(model, arg_or_keyword(call, 0, "obj")):
             continue
         fix = _fix(model, call)
+        if fix is not None:
+            reason = _review(model, call, ctx)
+            if reason:
+                fix = Fix(fix.title, fix.ops, safe=False, review_reason=reason)
+        message = (
+            "checkpoint with torch.save: xm.save moves the XLA tensors to the CPU and writes "
+            "on the master ordinal only"
+        )
+        if fix is not None and not fix.safe:
+            message += f" (the fix needs review: {fix.review_reason})"
         yield Finding(
             CODE,
-            "checkpoint with torch.save: xm.save moves the XLA tensors to the CPU and writes "
-            "on the master ordinal only",
+            message,
             model.span(call),
             Severity.WARNING,
             fix=fix,
