@@ -160,3 +160,22 @@ def test_hover_states_both_targets():
         "torch.amp.GradScaler",
         "torch.GradScaler",
     }
+
+
+def test_removed_scaler_statements_keep_their_comments():
+    code = """
+    import torch
+    # Loss scaling keeps fp16 gradients from underflowing.
+    scaler = torch.cuda.amp.GradScaler()  # dynamic scale
+    for x in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        # grow or shrink the scale
+        scaler.update()  # every step
+    """
+    out = fixed(code, "XLA103")
+    for comment in ("# Loss scaling", "# dynamic scale", "# grow or shrink", "# every step"):
+        assert comment in out
+    assert "scaler" not in out.replace("# Loss scaling", "")

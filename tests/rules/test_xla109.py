@@ -21,9 +21,10 @@ def test_same_function_is_reordered_by_fix_all():
 
         def main(device):
             model = Net()
-            model.to(device)  # onto the accelerator
+            model.to(device)
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
             scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+            # onto the accelerator
             train(model, optimizer)
         """
     )

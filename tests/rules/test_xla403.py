@@ -33,6 +33,7 @@ def test_modern_fix_removes_and_seeds_with_torch_xla():
         from torch.utils.data import DataLoader
         import torch_xla
 
+        # reproducible
         torch_xla.manual_seed(args.seed)
         loader = DataLoader(ds, batch_size=8, num_workers=2)
         for x in loader:

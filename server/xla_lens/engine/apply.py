@@ -79,6 +79,7 @@ class _Applier(cst.CSTTransformer):
         self.stmt_ops: dict[Span, list[EditOp]] = defaultdict(list)
         self.body_ops: dict[Span, list[AppendToBody]] = defaultdict(list)
         self.imports: list[AddImport] = []
+        self.leftover_lines: list[cst.EmptyLine] = []
         for op in ops:
             if isinstance(op, AddImport):
                 if op not in self.imports:
@@ -190,8 +191,10 @@ class _Applier(cst.CSTTransformer):
                 changed = True
             out.extend(before)
             if replacement is None:
-                # Keep comments that sat above a removed statement.
+                # Keep comments that sat above a removed statement, and its own
+                # trailing comment (``scaler.update()  # every step``) as a line.
                 carried_lines.extend(getattr(upd, "leading_lines", ()))
+                carried_lines.extend(_trailing_comment_line(upd))
             else:
                 if carried_lines and hasattr(replacement, "leading_lines"):
                     replacement = replacement.with_changes(
@@ -206,6 +209,8 @@ class _Applier(cst.CSTTransformer):
                     )
                     carried_lines = []
                 out.extend(after)
+        # Comments of statements removed at the end of a block stay at its end.
+        self.leftover_lines = carried_lines
         return out, changed
 
     def _statement_ops(
@@ -272,11 +277,13 @@ class _Applier(cst.CSTTransformer):
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
     ) -> cst.IndentedBlock:
         body, changed = self._rewrite_body(original_node.body, updated_node.body)
+        leftover, self.leftover_lines = self.leftover_lines, []
         if not changed:
             return updated_node
         if not body:
-            body = [cst.SimpleStatementLine([cst.Pass()])]
-        return updated_node.with_changes(body=body)
+            body = [cst.SimpleStatementLine([cst.Pass()], leading_lines=leftover)]
+            leftover = []
+        return updated_node.with_changes(body=body, footer=[*leftover, *updated_node.footer])
 
     def _append_body(self, original, updated):
         span = self._span(original)
@@ -304,9 +311,10 @@ class _Applier(cst.CSTTransformer):
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         body, _ = self._rewrite_body(original_node.body, updated_node.body)
+        leftover, self.leftover_lines = self.leftover_lines, []
         if self.imports:
             body = self._add_imports(updated_node, body)
-        return updated_node.with_changes(body=body)
+        return updated_node.with_changes(body=body, footer=[*leftover, *updated_node.footer])
 
     def _add_imports(
         self, module: cst.Module, body: list[cst.BaseStatement]
@@ -338,6 +346,14 @@ class _Applier(cst.CSTTransformer):
             else:
                 break
         return [*body[:insert_at], *new, *body[insert_at:]]
+
+
+def _trailing_comment_line(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+    trailing = getattr(stmt, "trailing_whitespace", None)
+    comment = getattr(trailing, "comment", None)
+    if comment is None:
+        return []
+    return [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)]
 
 
 def _is_import_line(stmt: cst.BaseStatement) -> bool:

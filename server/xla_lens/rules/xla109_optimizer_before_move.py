@@ -62,13 +62,6 @@ def _is_call(stmt: ast.stmt, attr: ast.Attribute) -> bool:
     return any(isinstance(c, ast.Call) and c.func is attr for c in ast.walk(stmt))
 
 
-def _trailing_comment(model: ScriptModel, stmt: ast.stmt) -> str:
-    end_line = (stmt.end_lineno or stmt.lineno) - 1
-    line = model.line_text(end_line)
-    tail = line.encode()[stmt.end_col_offset or 0 :].decode(errors="replace").strip()
-    return f"  {tail}" if tail.startswith("#") else ""
-
-
 def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None, str]:
     """The fix that moves the model first, or why there is none."""
     if move.via or not _is_plain_move(move):
@@ -89,7 +82,8 @@ def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None,
     reads = _names([move.stmt], ast.Load) - {move.path.split(".")[0]}
     if reads & _names([build.stmt, *between], ast.Store):
         return None, "a name the move reads is bound after the optimizer is built"
-    code = model.segment(move.stmt) + _trailing_comment(model, move.stmt)
+    # The engine keeps the removed statement's comments where it stood.
+    code = model.segment(move.stmt)
     ops = (RemoveStatement(model.span(move.stmt)), InsertBefore(model.span(build.stmt), code))
     title = f"Move the model to the device first: `{model.segment(move.stmt)}` before the optimizer"
     touching = [s for s in between if _touches(s, move.path)]
