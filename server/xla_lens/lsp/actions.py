@@ -115,6 +115,35 @@ def list_actions(entry: Entry, params: types.CodeActionParams) -> list[types.Cod
     return actions
 
 
+# The run problem "no-xla" (the script never used the XLA device) is fixed by converting it.
+NO_XLA = "no-xla"
+RUN_SOURCE = "xla-lens run"  # run_diagnostics.SOURCE
+
+
+def run_problem_actions(entry: Entry, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """The quick fix of a "no-xla" run diagnostic: the Convert edit, resolved like the
+    "Convert to PyTorch/XLA" source action, offered when the conversion has something to do.
+    An edit rather than a command: lsprotocol clients decode a code action carrying a
+    ``command`` as a bare Command."""
+    if not _wanted(QUICKFIX, params.context.only):
+        return []
+    no_xla = [d for d in params.context.diagnostics if d.source == RUN_SOURCE and d.code == NO_XLA]
+    convertible = any(
+        f.fix is not None and f.fix.safe and fixes.is_conversion(f) for f in entry.analysis.findings
+    )
+    if not no_xla or not convertible:
+        return []
+    return [
+        types.CodeAction(
+            title=CONVERT_TITLE,
+            kind=QUICKFIX,
+            diagnostics=no_xla,
+            is_preferred=True,
+            data=_data(entry, "convert"),
+        )
+    ]
+
+
 def new_source(entry: Entry, action: str, index: int | None) -> str | None:
     """The text after the action, or None when it has nothing to do."""
     compute: dict[str, Callable[[], str | None]] = {
@@ -167,7 +196,7 @@ def register(ls: XlaLensServer) -> None:
         entry = ls.cache.get(uri, ls.workspace.get_text_document(uri).version)
         if entry is None or not entry.ok:
             return []
-        actions = list_actions(entry, params)
+        actions = list_actions(entry, params) + run_problem_actions(entry, params)
         if not ls.resolve_supports_edit():
             actions = [await resolve(ls, a) for a in actions]
         return actions
