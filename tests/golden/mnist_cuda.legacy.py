@@ -57,7 +57,6 @@ def main():
         batch_size=BATCH_SIZE,
         shuffle=True,
         generator=torch.Generator().manual_seed(0),
-        drop_last=True,
     )
 
     model = Net().to(device)

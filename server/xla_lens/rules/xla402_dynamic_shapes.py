@@ -20,6 +20,11 @@ DYNAMIC_FUNCTIONS = {
     "torch.unique_consecutive": "unique_consecutive",
 }
 DYNAMIC_METHODS = set(DYNAMIC_FUNCTIONS.values())
+REVIEW_DROP_LAST = (
+    "each epoch then skips the samples of the short last batch (up to batch_size - 1), so "
+    "training sees different data; keep it when the dataset size is a multiple of the batch "
+    "size, or pad the last batch instead"
+)
 MANUAL_OPS = (
     "Keep shapes fixed: use `torch.where(mask, x, 0)` or multiply by the mask instead of "
     "selecting elements, reduce with the mask (`(x * mask).sum() / mask.sum()`), or pad the "
@@ -70,10 +75,15 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
         yield Finding(
             CODE,
             "the training DataLoader keeps a smaller last batch: its new shape makes XLA compile "
-            "the step again every epoch; set drop_last=True",
+            "the step again every epoch; set drop_last=True (review: it drops the short batch)",
             model.span(kw.value if kw is not None else call),
             Severity.WARNING,
-            fix=Fix("Set drop_last=True", (SetKeyword(model.span(call), "drop_last", "True"),)),
+            fix=Fix(
+                "Set drop_last=True",
+                (SetKeyword(model.span(call), "drop_last", "True"),),
+                safe=False,
+                review_reason=REVIEW_DROP_LAST,
+            ),
         )
 
 
