@@ -13,7 +13,8 @@ one per line). A run emits, in order:
 - ``step``: one completed ``torch_xla.sync``/``mark_step`` with the metric deltas of that step.
 - ``profiler``: a ``pt-xla-profiler:`` advice line from torch_xla.
 - ``exception``: the script raised; ``file``/``line`` is the innermost frame in user code.
-- ``problem``: a named problem (``kind`` in ``Problem.KINDS``) at a source line.
+- ``problem``: a named problem (``kind`` in ``Problem.KINDS``) at a source line; an explained
+  ``recompilation`` sits at its cause line and names the trigger line (``trigger_*``).
 - ``refused``: the script was not started (syntax error, impossible device, ...).
 - ``exit``: how the child ended (``status``: ok, failed, signal, cancelled, timeout,
   step-limit).
@@ -145,6 +146,16 @@ class Problem(Event):
     file: str | None
     line: int | None
     message: str
+    # A recompilation explained from the graphs themselves (graph_diff.py): file/line above are
+    # the cause line (== cause_file/cause_line), trigger_* the sync or host read that compiled.
+    cause_file: str | None = None
+    cause_line: int | None = None
+    change_kind: str | None = None  # "shape" | "constant" | "branch"
+    changed: str | None = None  # "f32[8,12] → f32[7,12]", "slice [0:8] → [2:10]", ...
+    hint: str | None = None
+    doc_url: str | None = None
+    trigger_file: str | None = None
+    trigger_line: int | None = None
 
 
 @dataclass
