@@ -11,8 +11,9 @@ from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
 from ..rules.registry import all_rules
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
-from .files import FileProblem, discover, read_source, write_atomically
+from .files import FileProblem, discover, read_source
 from .output import Reported, format_json, format_sarif, format_text, rules_markdown
+from .writeback import write_back
 
 
 def _cli_settings(args: argparse.Namespace) -> dict:
@@ -122,8 +123,8 @@ def fix_command(args: argparse.Namespace) -> int:
             )
         if outcome.source == source.text:
             continue
-        changed_files += 1
         if args.diff:
+            changed_files += 1
             sys.stdout.writelines(
                 difflib.unified_diff(
                     source.text.splitlines(keepends=True),
@@ -134,14 +135,17 @@ def fix_command(args: argparse.Namespace) -> int:
             )
         else:
             try:
-                write_atomically(path, outcome.source)
-            except OSError as exc:
-                _err(f"{path}: cannot write: {exc.strerror or exc}")
+                written = write_back(source, outcome.source)
+            except FileProblem as exc:
+                # Counted as a problem, never as changed: the file on disk is as it was.
+                _err(str(exc))
                 problems += 1
                 continue
+            changed_files += 1
             codes = sorted(set(outcome.applied))
+            via = f" (through the link, into {written})" if path.is_symlink() else ""
             print(
-                f"fixed {path}: {len(outcome.applied)} fix{'es' * (len(outcome.applied) != 1)} ({', '.join(codes)})"
+                f"fixed {path}{via}: {len(outcome.applied)} fix{'es' * (len(outcome.applied) != 1)} ({', '.join(codes)})"
             )
     verb = "would change" if args.diff else "changed"
     print(

@@ -1,10 +1,10 @@
-"""Finding, reading and atomically writing script files, keeping bytes we do not own
-(BOM, line endings) exactly as they were."""
+"""Finding and reading script files: regular files only (a FIFO would block forever), bounded
+in size, with the bytes and stamp kept so ``fix`` can tell if another program wrote since."""
 
 from __future__ import annotations
 
 import os
-import tempfile
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +25,38 @@ MAX_BYTES = 20 * 1024 * 1024
 
 
 class FileProblem(Exception):
-    """A file cannot be analysed; the message is meant for the user."""
+    """A file cannot be analysed or written; the message is meant for the user."""
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """Identity and state of a file when it was read, to notice another program's write."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Stamp:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @dataclass
 class SourceFile:
     path: Path
     text: str
+    # The bytes and stamp as read: `fix` writes only if the file still holds exactly these.
+    data: bytes = b""
+    stamp: Stamp | None = None
+
+
+_KINDS = {
+    stat.S_IFIFO: "a named pipe (FIFO)",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+}
 
 
 def discover(paths: Iterable[str]) -> Iterator[Path]:
@@ -52,20 +77,48 @@ def discover(paths: Iterable[str]) -> Iterator[Path]:
             yield p
 
 
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of ``path`` (links followed) if it is a regular file.
+    O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode):
+        return fd, st
+    os.close(fd)
+    if stat.S_ISDIR(st.st_mode):
+        raise FileProblem(f"{path}: is a directory")
+    kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+    raise FileProblem(f"{path}: {kind}, not a regular file; not read")
+
+
+def read_bounded(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def read_source(path: Path) -> SourceFile:
     try:
         if not path.exists():
             if path.is_symlink():
                 raise FileProblem(f"{path}: broken symbolic link (or a link loop)")
             raise FileProblem(f"{path}: no such file")
-        if path.is_dir():
-            raise FileProblem(f"{path}: is a directory")
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise FileProblem(f"{path}: {size // (1024 * 1024)} MB is too large to analyse")
-        with path.open("rb") as fh:
-            # Bounded: st_size is 0 for /dev/zero or a pipe, which would never end.
-            data = fh.read(MAX_BYTES + 1)
+        fd, st = _open_regular(path)
+        try:
+            if st.st_size > MAX_BYTES:
+                raise FileProblem(
+                    f"{path}: {st.st_size // (1024 * 1024)} MB is too large to analyse"
+                )
+            # Bounded even for a regular file: it may grow while it is read.
+            data = read_bounded(fd, MAX_BYTES + 1)
+        finally:
+            os.close(fd)
         if len(data) > MAX_BYTES:
             raise FileProblem(f"{path}: more than {MAX_BYTES // (1024 * 1024)} MB, too large")
     except OSError as exc:
@@ -79,23 +132,4 @@ def read_source(path: Path) -> SourceFile:
         raise FileProblem(
             f"{path}: not valid UTF-8 (byte {exc.start}): xla-lens reads Python source as UTF-8"
         ) from None
-    return SourceFile(path, text)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so a crash leaves either the old or the new file."""
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".xla-lens", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    return SourceFile(path, text, data, Stamp.of(st))
