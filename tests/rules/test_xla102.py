@@ -130,3 +130,71 @@ def test_hover_covers_each_autocast_api_and_both_targets():
         text = rule.hover[key]
         assert "no-op" in text and 'torch.autocast("xla", dtype=torch.bfloat16)' in text
         assert "torch_xla.amp.autocast" in text
+
+
+def test_device_type_variables_that_can_be_cuda_become_xla():
+    code = """
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def step(x):
+        with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+            a = model(x)
+        with torch.autocast(dev.type):
+            b = model(x)
+        with torch.amp.autocast(device_type=device, enabled=True):
+            c = model(x)
+    """
+    found = findings(code, "XLA102")
+    assert len(found) == 3 and all(f.fix.safe for f in found)
+    out = fixed(code, "XLA102")
+    assert 'with torch.autocast("xla", dtype=torch.bfloat16):\n        a = model(x)' in out
+    assert 'with torch.autocast("xla", dtype=torch.bfloat16):\n        b = model(x)' in out
+    assert 'with torch.autocast("xla", dtype=torch.bfloat16, enabled=True):' in out
+
+
+def test_argparse_device_default_is_followed():
+    code = """
+    import argparse
+    import torch
+    p = argparse.ArgumentParser()
+    p.add_argument("--device", default="cuda:0")
+    args = p.parse_args()
+    with torch.autocast(device_type=args.device):
+        pass
+    """
+    (f,) = findings(code, "XLA102")
+    assert f.fix.safe
+
+
+def test_device_parameter_is_fixed_only_for_review():
+    code = """
+    import torch
+
+    def train(model, device, amp):
+        with torch.autocast(device.type if device.type != "mps" else "cpu", enabled=amp):
+            pass
+    """
+    (f,) = findings(code, "XLA102")
+    assert not f.fix.safe and "device.type" in f.fix.review_reason
+    assert fixed(code, "XLA102") == src(code)
+
+
+def test_cpu_and_xla_device_types_are_left_alone():
+    code = """
+    import torch
+    import torch_xla
+    device_type = "xla"
+    with torch.autocast(device_type=device_type):
+        pass
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        pass
+
+    def f(device):
+        with torch.autocast(device.type):
+            pass
+    """
+    assert findings(code, "XLA102") == []

@@ -179,3 +179,37 @@ def test_removed_scaler_statements_keep_their_comments():
     for comment in ("# Loss scaling", "# dynamic scale", "# grow or shrink", "# every step"):
         assert comment in out
     assert "scaler" not in out.replace("# Loss scaling", "")
+
+
+def _amp_loop(autocast: str, extra: str = "") -> str:
+    return f"""
+    import torch
+    {extra}
+    scaler = torch.cuda.amp.GradScaler()
+    for x in loader:
+        with {autocast}:
+            loss = model(x)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    """
+
+
+def test_removal_is_safe_only_when_the_script_ends_up_in_bfloat16():
+    bf16 = [
+        "torch.cuda.amp.autocast()",  # XLA102 makes it bf16
+        'torch.autocast("cuda")',
+        'torch.autocast("cuda", dtype=torch.bfloat16)',
+    ]
+    for autocast in bf16:
+        (f,) = findings(_amp_loop(autocast), "XLA103")
+        assert f.fix.safe, autocast
+    fp16 = [
+        ('torch.autocast("cuda", dtype=torch.float16)', "", "runs in float16"),
+        ('torch.autocast("cuda", dtype=ptdtype)', "", "`ptdtype` may be float16"),
+        ("torch.cuda.amp.autocast()", "model = model.half()", "`.half()`"),
+    ]
+    for autocast, extra, why in fp16:
+        (f,) = findings(_amp_loop(autocast, extra), "XLA103")
+        assert not f.fix.safe and why in f.fix.review_reason, (autocast, f.fix.review_reason)
+        assert "scaler" in fixed(_amp_loop(autocast, extra), "XLA103")

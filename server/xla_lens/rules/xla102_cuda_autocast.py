@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
+from ..semantic.precision import ACCELERATORS, device_strings
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 
 CODE = "XLA102"
@@ -23,15 +25,42 @@ MESSAGE = (
 )
 
 
-def _is_cuda_autocast(model: ScriptModel, call: ast.Call) -> tuple[bool, tuple[str, ...]]:
+def _is_cuda_autocast(
+    model: ScriptModel, call: ast.Call
+) -> tuple[bool, tuple[str, ...], str | None]:
+    """(found, parameter names, why the fix needs review or None)."""
     name = model.call_name(call)
     if name in CUDA_AUTOCAST:
-        return True, CUDA_PARAMS
-    if name in DEVICE_AUTOCAST:
-        device = arg_or_keyword(call, 0, "device_type")
-        if device is not None and is_cuda_string(device):
-            return True, DEVICE_PARAMS
-    return False, ()
+        return True, CUDA_PARAMS, None
+    if name not in DEVICE_AUTOCAST:
+        return False, (), None
+    device = arg_or_keyword(call, 0, "device_type")
+    if device is None:
+        return False, (), None
+    if is_cuda_string(device):
+        return True, DEVICE_PARAMS, None
+    if isinstance(device, ast.Constant):
+        return False, (), None
+    # ``device_type=device_type`` / ``device.type``: follow it to the strings it can be.
+    values = device_strings(model, device)
+    if values is not None:
+        # A CUDA picker ("cuda" or the CPU/MPS fallback): on the converted script the
+        # device is XLA, where neither a "cuda" nor a "cpu" autocast casts anything.
+        if "cuda" in values and values <= ACCELERATORS:
+            return True, DEVICE_PARAMS, None
+        return False, (), None
+    if model.uses_torch_xla or not _names_a_device(device):
+        return False, (), None
+    reason = (
+        f"the device type comes from `{model.segment(device)}`, which xla-lens cannot "
+        'follow: "xla" is right once the script\'s device is the XLA device'
+    )
+    return True, DEVICE_PARAMS, reason
+
+
+def _names_a_device(node: ast.AST) -> bool:
+    text = ast.unparse(node).lower()
+    return "device" in text or text.endswith(".type")
 
 
 def _arguments(
@@ -85,7 +114,7 @@ def _target_api(target: Target) -> str:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls:
-        found, params = _is_cuda_autocast(model, call)
+        found, params, review = _is_cuda_autocast(model, call)
         if not found:
             continue
         args = _arguments(model, call, params)
@@ -99,6 +128,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix = _legacy(model, call, args, params == CUDA_PARAMS)
         else:
             fix = _modern(model, call, args)
+        if fix is not None and review is not None:
+            fix = replace(fix, safe=False, review_reason=review)
+            manual = f"review: {review}"
         yield Finding(
             CODE,
             MESSAGE.format(target=_target_api(ctx.target)),
@@ -119,6 +151,13 @@ on XLA tensors: nothing is cast and the step runs in fp32.
 |---|---|
 | modern (torch_xla ≥ 2.5) | `torch.autocast("xla", dtype=torch.bfloat16)` |
 | legacy (1.13, SageMaker Training Compiler) | `torch_xla.amp.autocast(...)` (same arguments as `torch.cuda.amp.autocast`) |
+
+Also found when the device type is a variable that can be `"cuda"`:
+`torch.autocast(device_type=device_type)` with `device_type = "cuda" if ... else "cpu"`,
+`torch.autocast(device.type)` with `device = torch.device("cuda" if ... else "cpu")`, an
+argparse default. After conversion the device is XLA, where a `"cuda"` or `"cpu"` autocast
+casts nothing, so the fix names `"xla"`. A device type xla-lens cannot follow (a function
+parameter) gets the same fix marked for review.
 
 Fix: the autocast call is replaced; `enabled=`, an explicit `dtype=` and `cache_enabled=`
 are kept. `torch_xla.amp.autocast(device)` in torch_xla 2.9 raises on the CPU device

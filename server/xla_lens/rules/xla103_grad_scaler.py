@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
+from ..semantic.precision import float16_uses
 from .base import (
     Category,
     EditOp,
@@ -31,12 +32,6 @@ CODE = "XLA103"
 CUDA_SCALERS = {"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"}
 # torch.amp.GradScaler(device="cuda", init_scale=..., ...): "cuda" is the default.
 DEVICE_SCALERS = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
-AUTOCASTS = {
-    "torch.cuda.amp.autocast",
-    "torch.autocast",
-    "torch.amp.autocast",
-    "torch_xla.amp.autocast",
-}
 # Atoms can take ``.backward()`` directly; anything else needs parentheses.
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)
 
@@ -156,19 +151,6 @@ def _use_op(model: ScriptModel, node: ast.Name) -> EditOp | None:
     return None
 
 
-def _fp16_autocast(model: ScriptModel) -> bool:
-    for call in model.calls:
-        name = model.call_name(call)
-        if name not in AUTOCASTS:
-            continue
-        # dtype is the second parameter except in torch_xla.amp.autocast(device, enabled, dtype).
-        index = 2 if name == "torch_xla.amp.autocast" else 1
-        node = arg_or_keyword(call, index, "dtype")
-        if node is not None and (model.qualname(node) or "") in {"torch.float16", "torch.half"}:
-            return True
-    return False
-
-
 def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]:
     """The removal fix, or (the GradScaler("xla") quick fix, why removal is not safe)."""
     bound = _scaler_statement(model, call)
@@ -176,11 +158,20 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
         why = "the scaler is not assigned to a plain variable"
     else:
         ops, blocker = _removal_ops(model, bound[0])
-        if blocker is None and _fp16_autocast(model):
-            fix = Fix(
-                "Remove the GradScaler (fp16 autocast: review underflow)", tuple(ops), safe=False
+        fp16 = float16_uses(model)
+        if blocker is None and fp16:
+            node, why = fp16[0]
+            reason = (
+                f"line {node.lineno}: {why}; without loss scaling float16 gradients can "  # type: ignore[attr-defined]
+                "underflow (switch to bfloat16 first, or keep loss scaling)"
             )
-            return fix, None
+            fix = Fix(
+                "Remove the GradScaler (float16 stays: review underflow)",
+                tuple(ops),
+                safe=False,
+                review_reason=reason,
+            )
+            return fix, f"review: {reason}"
         if blocker is None:
             return Fix("Remove the GradScaler: bf16 needs no loss scaling", tuple(ops)), None
         why = (
@@ -224,8 +215,11 @@ A CUDA `GradScaler` scales the loss so fp16 gradients do not underflow. On XLA:
 
 Modern fix: `scaler = GradScaler()` is removed, `scaler.scale(loss).backward()` →
 `loss.backward()`, `scaler.step(opt)` → `opt.step()`, `scaler.update()` / `scaler.unscale_(opt)`
-are dropped — only when the scaler is used in no other way (a checkpointed
-`scaler.state_dict()` needs a hand edit). `torch_xla.amp.GradScaler` was removed in torch_xla 2.x.
+are dropped (their comments stay) — only when the scaler is used in no other way (a
+checkpointed `scaler.state_dict()` needs a hand edit). The removal is safe only when the
+script runs in bfloat16 after conversion: an autocast with an explicit or unknown float16
+dtype, `.half()` or `torch.float16` leaves float16 without loss scaling, so the fix is then
+marked for review. `torch_xla.amp.GradScaler` was removed in torch_xla 2.x.
 """
 
 RULE = Rule(
