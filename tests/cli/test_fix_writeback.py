@@ -205,8 +205,12 @@ def test_failed_write_is_not_counted_as_changed(
     assert leftovers(script.parent) == []
 
 
+@pytest.mark.parametrize("reservation_fails", [True, False])
 def test_full_disk_during_an_in_place_write_changes_nothing(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    reservation_fails: bool,
 ) -> None:
     first = tmp_path / "a.py"
     first.write_text(CUDA)
@@ -215,7 +219,8 @@ def test_full_disk_during_an_in_place_write_changes_nothing(
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(os, "posix_fallocate", no_space, raising=False)
+    if reservation_fails:
+        monkeypatch.setattr(os, "posix_fallocate", no_space, raising=False)
     monkeypatch.setattr(os, "write", no_space)
     exit_code, _, err = fix(capsys, first)
     monkeypatch.undo()

@@ -106,13 +106,15 @@ def _replace_atomically(source: SourceFile, target: Path, st: os.stat_result, da
 
 def _copy_metadata(fd: int, target: Path, st: os.stat_result) -> None:
     """Owner, then mode (chown clears set-id bits), then extended attributes."""
-    if st.st_uid != os.geteuid() and os.geteuid() != 0:
-        raise _KeepInPlace  # only root can give the new file someone else's owner
-    try:
-        if hasattr(os, "fchown"):
+    if hasattr(os, "geteuid") and hasattr(os, "fchown"):
+        if st.st_uid != os.geteuid() and os.geteuid() != 0:
+            raise _KeepInPlace  # only root can give the new file someone else's owner
+        try:
             os.fchown(fd, st.st_uid, st.st_gid)
-    except PermissionError:
-        raise _KeepInPlace from None  # a group the user is not in
+        except PermissionError:
+            raise _KeepInPlace from None  # a group the user is not in
+    if not hasattr(os, "fchmod"):
+        raise _KeepInPlace  # no way to set the mode through the descriptor here
     os.fchmod(fd, stat.S_IMODE(st.st_mode))
     if not hasattr(os, "listxattr"):
         return
@@ -140,14 +142,22 @@ def _write_in_place(source: SourceFile, target: Path, data: bytes) -> None:
             raise _changed(source.path)
         if read_bounded(fd, MAX_BYTES + 1) != source.data:
             raise _changed(source.path)
+        grown = False
         if len(data) > st.st_size and hasattr(os, "posix_fallocate"):
             try:
                 os.posix_fallocate(fd, 0, len(data))
+                grown = True
             except OSError as exc:
                 if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
                     raise
         os.lseek(fd, 0, os.SEEK_SET)
-        _write_all(fd, data)
+        try:
+            _write_all(fd, data)
+        except OSError:
+            if grown:  # the reservation made the file longer: give the length back
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, st.st_size)
+            raise
         os.ftruncate(fd, len(data))
         os.fsync(fd)
     finally:
