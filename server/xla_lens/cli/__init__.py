@@ -30,7 +30,9 @@ def _selection_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--ignore", help="skip these rule codes or prefixes, comma separated")
     p.add_argument(
-        "--interpreter", help="python whose torch_xla decides target=auto (default: this one)"
+        "--interpreter",
+        help="python whose torch_xla decides target=auto, read from its package metadata"
+        " without running it (default: this one)",
     )
 
 
