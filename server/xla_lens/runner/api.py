@@ -36,6 +36,10 @@ class RunOptions:
     profiler: bool = True  # PT_XLA_DEBUG=1: pt-xla-profiler advice and fallback locations
     max_output_lines: int = 2000  # kept for traceback mapping; every line is still an event
     grace_s: float = 3.0  # SIGTERM -> SIGKILL delay on cancel
+    # Explain recompilations from graph dumps for the first N steps or M compiled graphs,
+    # whichever comes first (0 steps: off). See explain.py for what it costs.
+    explain_steps: int = 30
+    explain_graphs: int = 12
 
 
 class RunHandle:

@@ -48,6 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="Python that runs the script (default: this one)",
     )
     p.add_argument("--timeout", type=float, default=None, help="kill the run after S seconds")
+    p.add_argument(
+        "--explain-steps",
+        type=int,
+        default=RunOptions.explain_steps,
+        metavar="N",
+        help="dump graphs for the first N steps to explain recompilations at their cause "
+        f"(default {RunOptions.explain_steps}; 0: off)",
+    )
     p.epilog = "Arguments after -- go to the script."
     return p
 
@@ -67,6 +75,7 @@ def run_main(argv: list[str]) -> int:
         device=ns.device.lower() if ns.device == "AUTO" else ns.device,
         steps=ns.steps,
         timeout=ns.timeout,
+        explain_steps=max(0, ns.explain_steps),
     )
     printer = _JsonPrinter(sys.stdout) if ns.json else _HumanPrinter(sys.stdout, sys.stderr)
     stopped_by: list[int] = []
@@ -181,6 +190,12 @@ def print_summary(s: RunSummary, out: TextIO, relative_to: str | None = None) ->
         for p in s.problems:
             where = f"{_rel(p.file)}:{p.line}" if p.file else "(run)"
             w(f"  {where}: {p.kind}: {p.message}\n")
+            if p.changed:
+                w(f"      changed ({p.change_kind}): {p.changed}\n")
+            if p.hint:
+                w(f"      hint: {p.hint}\n")
+            if p.doc_url:
+                w(f"      see {p.doc_url}\n")
     if s.exception is not None:
         e = s.exception
         where = f"{_rel(e.file)}:{e.line}" if e.file else "(no user frame)"

@@ -2,7 +2,9 @@
 
 Thresholds are deliberately conservative: the first two steps of a training loop normally
 compile (step 1 builds the graph, step 2 the one with optimizer state), so a line is only
-"recompiling" when it builds new graphs in at least ``RECOMPILE_STEPS`` different steps.
+"recompiling" when it builds new graphs in at least ``RECOMPILE_STEPS`` different steps, unless
+the graphs themselves say why (``graph_diff``): a shape or a baked-in constant that changed at a
+line of the user's code is reported at that line even for a single recompilation.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from .debug_parse import FallbackSite
 from .events import Compile, ExceptionRaised, Execute, Problem
 from .frames import UserCode
+from .graph_diff import Explanation, summarize
 from .summary import LineStats
 
 RECOMPILE_STEPS = 3
@@ -34,10 +37,11 @@ def find_problems(
     execute_s: float,
     stuck_lines: Sequence[str] = (),
     stopped_early: bool = False,
+    explanations: Sequence[Explanation] = (),
 ) -> list[Problem]:
     out: list[Problem] = []
     host_lines = _host_reads(graph_events, out)
-    out.extend(_recompiles(lines, graph_events))
+    out.extend(_recompiles(lines, graph_events, explanations))
     out.extend(_fallbacks(fallbacks, fallback_sites, user, host_lines))
     # A run cancelled (or timed out) early has only compiled yet: that is no finding.
     if not stopped_early and _steps(graph_events) >= COMPILE_BOUND_MIN_STEPS:
@@ -88,18 +92,37 @@ def _host_reads(events: Sequence[Compile | Execute], out: list[Problem]) -> set[
     return set(steps)
 
 
-def _recompiles(lines: Sequence[LineStats], events: Sequence[Compile | Execute]) -> list[Problem]:
+def _recompiles(
+    lines: Sequence[LineStats],
+    events: Sequence[Compile | Execute],
+    explanations: Sequence[Explanation],
+) -> list[Problem]:
     out = []
+    explained = summarize(explanations)
+    by_cause: dict[tuple[object, ...], Problem] = {}
     for s in lines:
-        if len(s.compile_steps) < RECOMPILE_STEPS or s.graphs < RECOMPILE_STEPS:
-            continue
         mine = [
             e for e in events if isinstance(e, Compile) and (e.file, e.line) == (s.file, s.line)
         ]
+        host = all(HOST_READ_CAUSE in e.cause for e in mine)
+        found = explained.get((s.file, s.line))
+        # A shape or a constant that changes is a real recompilation even if it happens once
+        # (the last, smaller batch); a changed op sequence is judged like an unexplained one,
+        # since the first graphs of a loop differ anyway.
+        if found and (found[0].change.kind != "branch" or len(s.compile_steps) >= RECOMPILE_STEPS):
+            problem = _explained(s, found[0], host)
+            key = (problem.file, problem.line, problem.change_kind)
+            if key in by_cause:  # one cause, several triggers (a host read, then the sync)
+                by_cause[key].message += f"; also line {s.line}"
+            else:
+                by_cause[key] = problem
+                out.append(problem)
+            continue
+        if len(s.compile_steps) < RECOMPILE_STEPS or s.graphs < RECOMPILE_STEPS:
+            continue
         # The first graph often differs (optimizer state appears at step 2): judge the rest.
         later = mine[1:] or mine
         shapes_only = len({(e.inputs, e.outputs) for e in later}) == 1
-        host = all(HOST_READ_CAUSE in e.cause for e in mine)
         if shapes_only:
             cause = (
                 "same number of graph inputs/outputs each time, so most likely a tensor shape "
@@ -119,6 +142,27 @@ def _recompiles(lines: Sequence[LineStats], events: Sequence[Compile | Execute])
             )
         )
     return out
+
+
+def _explained(s: LineStats, ex: Explanation, host: bool) -> Problem:
+    change, cause = ex.change, ex.change.cause
+    assert cause is not None and cause.file is not None  # explain() keeps located causes only
+    trigger = "host read" if host else "sync"
+    return Problem(
+        "recompilation",
+        cause.file,
+        cause.line,
+        f"recompiles: {change.headline}; the {trigger} at line {s.line} compiled {s.graphs} "
+        f"graphs ({s.compile_s:.2f}s)",
+        cause_file=cause.file,
+        cause_line=cause.line,
+        change_kind=change.kind,
+        changed=change.changed,
+        hint=change.hint,
+        doc_url=change.doc_url,
+        trigger_file=s.file,
+        trigger_line=s.line,
+    )
 
 
 def _fallbacks(

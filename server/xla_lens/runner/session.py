@@ -18,7 +18,9 @@ from .collector import Collector, make_exception
 from .debug_parse import DebugParser
 from .device import ProbeError, choose_device, probe_interpreter
 from .events import DeviceChosen, Event, Exited, Output, Refused, Started, Summary
+from .explain import dump_env, explain_compiles, read_graphs
 from .frames import UserCode, parse_traceback
+from .graph_diff import Explanation
 from .lifeline import Lifeline
 from .no_xla import no_xla_problem
 from .problems import find_problems
@@ -43,6 +45,7 @@ class Session:
         self.stderr_tail: deque[str] = deque(maxlen=max(50, options.max_output_lines))
         self.stuck: list[str] = []
         self.lines_seen = 0
+        self.explanations: list[Explanation] = []  # recompilations explained from graph dumps
 
     def emit(self, event: Event) -> None:
         self.on_event(event)
@@ -120,6 +123,7 @@ class Session:
         env["PT_XLA_DEBUG_FILE"] = str(tmp / "debug.txt")
         if self.opt.profiler:
             env["PT_XLA_DEBUG"] = "1"
+        env.update(dump_env(tmp, self.opt.explain_steps, self.opt.explain_graphs, env))
         env["XLA_LENS_CHANNEL"] = str(tmp / "channel.jsonl")
         env["XLA_LENS_MAX_STEPS"] = str(self.opt.steps or 0)
         env["PYTHONUNBUFFERED"] = "1"  # output events as the script prints, not at exit
@@ -170,7 +174,15 @@ class Session:
             self.collector.finish()
             debug.close()
             channel.close()
+            self._explain(tmp)
         self._finish(proc.returncode, ended, time.monotonic() - t0, leftovers)
+
+    def _explain(self, tmp: Path) -> None:
+        try:
+            graphs = read_graphs(tmp)
+            self.explanations = explain_compiles(self.collector.graph_events, graphs, self.user)
+        except Exception as exc:  # an unreadable dump costs the explanation, never the run
+            self.collector.hook_errors.append(f"graph dump: {exc!r}")
 
     async def _watch(self, proc: asyncio.subprocess.Process, poll) -> str:
         # proc.wait() also waits for the pipes to close, which a forked grandchild can hold
@@ -241,6 +253,7 @@ class Session:
             s.execute_s,
             self.stuck,
             stopped_early=status in ("cancelled", "timeout"),
+            explanations=self.explanations,
         )
         no_xla = no_xla_problem(self.script, status, c, s.uncached_compiles + s.cached_compiles)
         if no_xla is not None:

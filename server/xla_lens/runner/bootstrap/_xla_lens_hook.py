@@ -35,6 +35,11 @@ _last_t = 0.0
 _prev = None
 _XLAC = None
 _rank = None
+# The explain window: torch_xla dumps every synced graph (XLA_SAVE_TENSORS_FILE) with Python
+# locations (XLA_IR_DEBUG) for the first steps only; see _close_explain_window.
+_graphs_file = ""
+_explain_steps = 0
+_explain_graphs = 0
 
 
 def _send(msg: dict) -> None:
@@ -129,9 +134,40 @@ def _after_sync() -> None:
         }
         _prev, _last_t = cur, now
         _send(msg)
+        if _graphs_file and (
+            _steps >= _explain_steps or cur["c"].get("UncachedCompile", 0) >= _explain_graphs
+        ):
+            _close_explain_window()
         if _max_steps and _steps >= _max_steps:
             _send({"t": "step_limit", "step": _steps})
             raise SystemExit(0)
+
+
+def _close_explain_window() -> None:
+    """Ends the graph dump after the window. torch_xla reads XLA_SAVE_TENSORS_FILE once, so it
+    keeps formatting each synced graph: its file becomes a link to /dev/null (the window's
+    graphs are kept in ``<file>.window``) and Python frames are no longer captured per IR node."""
+    global _graphs_file
+    base, _graphs_file = _graphs_file, ""
+    try:
+        _XLAC._set_ir_debug(False)
+    except Exception:
+        pass
+    folder = os.path.dirname(base) or "."
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        suffix = name[len(os.path.basename(base)) + 1 :]
+        if not name.startswith(os.path.basename(base) + ".") or not suffix.isdigit():
+            continue
+        if os.path.islink(path):
+            continue
+        try:
+            os.rename(path, path + ".window")
+            os.symlink(os.devnull, path + ".null")
+            os.replace(path + ".null", path)  # atomic: a dump never creates a new real file
+        except OSError:
+            pass
+    _send({"t": "explain_window", "step": _steps})
 
 
 def _wrap(sync):
@@ -229,11 +265,14 @@ _previous_excepthook = sys.excepthook
 
 
 def install() -> None:
-    global _fd, _max_steps, _debug_file
+    global _fd, _max_steps, _debug_file, _graphs_file, _explain_steps, _explain_graphs
     _fd = os.open(os.environ["XLA_LENS_CHANNEL"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.set_inheritable(_fd, False)
     _max_steps = int(os.environ.get("XLA_LENS_MAX_STEPS") or 0)
     _debug_file = os.environ.get("PT_XLA_DEBUG_FILE", "")
+    _graphs_file = os.environ.get("XLA_LENS_GRAPHS_FILE", "")
+    _explain_steps = int(os.environ.get("XLA_LENS_EXPLAIN_STEPS") or 0)
+    _explain_graphs = int(os.environ.get("XLA_LENS_EXPLAIN_GRAPHS") or 0)
     sys.excepthook = _excepthook
     _send({"t": "hello", "ppid": os.getppid()})
     if "torch_xla" in sys.modules:
