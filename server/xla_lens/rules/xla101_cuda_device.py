@@ -149,8 +149,9 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
             more = "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in extras[:2])
             reason = (reason + "; " if reason else "") + f"the picker block also runs: {more}"
         name = model.segment(ip.target)
-        indent = " " * 0
-        lines = [f"{indent}{c}" for c in _comments(model, node)] + [f"{name} = {code}"]
+        # The block's comments ride on the new statement, so removing the block keeps them.
+        comments = "  ".join(_comments(model, node))
+        statement = f"{name} = {code}" + (f"  {comments}" if comments else "")
         yield _finding(
             model,
             node,
@@ -162,7 +163,78 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
             ),
             _fix(
                 f"Use the XLA device: {name} = {code}",
-                (ReplaceStatement(model.span(node), "\n".join(lines)),),
+                (ReplaceStatement(model.span(node), statement),),
+                e,
+                safe,
+                reason,
+            ),
+        )
+
+
+def _flag_name_edit(model: ScriptModel, test: ast.AST) -> tuple[tuple, bool, str]:
+    """Drop the availability part of ``use_accel = flag and avail()``; safe only when the
+    flag only chooses the device (its other uses would now run on XLA hosts too)."""
+    found = pickers.mixed_flag(model, test)
+    assert found is not None and isinstance(test, ast.Name)
+    assign, flags = found
+    ops = (Replace(model.span(assign.value), " and ".join(model.segment(f) for f in flags)),)
+    others = []
+    for n in model.nodes_of(ast.Name):
+        if isinstance(n, ast.Name) and n.id == test.id and isinstance(n.ctx, ast.Load):
+            p = model.parent(n)
+            if isinstance(p, ast.If | ast.IfExp) and p.test is n and _chooses_device(model, p):
+                continue
+            others.append(n)
+    if not others:
+        return ops, True, ""
+    lines = ", ".join(str(n.lineno) for n in others[:3])
+    return ops, False, f"{test.id} also decides other code (line {lines}), which will now run"
+
+
+def _chooses_device(model: ScriptModel, node: ast.If | ast.IfExp) -> bool:
+    if isinstance(node, ast.IfExp):
+        return pickers.picker(model, node) is not None
+    return any(
+        isinstance(s, ast.Assign)
+        and any(_is_device_name(t) for t in s.targets)
+        and pickers.is_device_value(model, s.value)
+        for s in node.body
+    )
+
+
+def _flag_if_findings(model, ctx, handled) -> Iterator[Finding]:
+    """``if use_accel: device = torch.accelerator.current_accelerator() else: ...`` with
+    ``use_accel = not args.no_accel and torch.accelerator.is_available()``."""
+    for node in model.nodes_of(ast.If):
+        if id(node) in handled or not isinstance(node, ast.If):
+            continue
+        if pickers.mixed_flag(model, node.test) is None or not _chooses_device(model, node):
+            continue
+        stmt = next(
+            s
+            for s in node.body
+            if isinstance(s, ast.Assign)
+            and any(_is_device_name(t) for t in s.targets)
+            and pickers.is_device_value(model, s.value)
+        )
+        handled.update(id(n) for n in ast.walk(stmt))
+        e = Emitter(model)
+        uses = _flow(model)._store_uses(stmt.targets[0], 4, set())
+        code, safe, reason = _choose(model, e, ctx.target, uses, _is_str_valued(model, stmt.value))
+        flag_ops, flag_safe, flag_reason = _flag_name_edit(model, node.test)
+        safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
+        yield _finding(
+            model,
+            stmt.value,
+            _message(
+                f"{model.segment(node.test)} asks whether CUDA/an accelerator is available "
+                "(False on an XLA host), so this device is never used there",
+                safe,
+                reason,
+            ),
+            _fix(
+                f"Use the XLA device ({code}) and keep only the user's flag",
+                (Replace(model.span(stmt.value), code), *flag_ops),
                 e,
                 safe,
                 reason,
@@ -237,6 +309,24 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
                 edit = Replace(model.span(node), new)
             else:
                 edit = Replace(model.span(pk.device_branch), code)
+            if pk.test_kind == "mixed-name":
+                flag_ops, flag_safe, flag_reason = _flag_name_edit(model, node.test)
+                ops = (edit, *flag_ops)
+                safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
+                title = f"Use the XLA device where the accelerator was chosen ({code})"
+                yield _finding(
+                    model,
+                    node,
+                    _message(
+                        "device picker asks whether CUDA/an accelerator is available (False on "
+                        "an XLA host): the XLA device is "
+                        + xla_api.device(Emitter(model), ctx.target),
+                        safe,
+                        reason,
+                    ),
+                    _fix(title, ops, e, safe, reason),
+                )
+                continue
             title = f"Use the XLA device where CUDA was chosen ({code}); keep the flag"
         yield _finding(
             model,
@@ -445,6 +535,7 @@ def _mentions_cuda(model: ScriptModel, call: ast.Call) -> bool:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     yield from _if_picker_findings(model, ctx, handled)
+    yield from _flag_if_findings(model, ctx, handled)
     yield from _picker_findings(model, ctx, handled)
     yield from _option_findings(model, ctx, handled)
     yield from _call_findings(model, ctx, handled)

@@ -34,8 +34,19 @@ ACCELERATOR_CALL = "torch.accelerator.current_accelerator"
 OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
 
 
+def flag_values(model: ScriptModel, node: ast.AST) -> list[ast.expr]:
+    """What a flag name was assigned (``use_cuda = torch.cuda.is_available()``)."""
+    if isinstance(node, ast.Name):
+        return [v for v in model.assigned_from(node.id) if v is not None]
+    return []
+
+
 def is_availability(model: ScriptModel, node: ast.AST) -> bool:
-    """Only availability questions (combined with and/or/not, compared with numbers)."""
+    """Only availability questions (combined with and/or/not, compared with numbers),
+    directly or through a flag name assigned from one."""
+    values = flag_values(model, node)
+    if values:
+        return all(is_availability(model, v) for v in values)
     if isinstance(node, ast.BoolOp):
         return all(is_availability(model, v) for v in node.values)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -61,6 +72,9 @@ def is_availability(model: ScriptModel, node: ast.AST) -> bool:
 
 
 def mentions_availability(model: ScriptModel, node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if any(mentions_availability(model, v) for v in flag_values(model, n)):
+            return True
     return any(
         is_availability(model, n) for n in ast.walk(node) if isinstance(n, ast.Call | ast.Attribute)
     )
@@ -75,6 +89,18 @@ def flag_part(model: ScriptModel, test: ast.AST) -> ast.expr | list[ast.expr] | 
             if not any(mentions_availability(model, f) for f in flags):
                 return flags
     return None
+
+
+def mixed_flag(model: ScriptModel, test: ast.AST) -> tuple[ast.Assign, list[ast.expr]] | None:
+    """``use_accel`` assigned once from ``not args.no_accel and torch.accelerator.is_available()``:
+    the assignment and the user's flags in it."""
+    if not isinstance(test, ast.Name):
+        return None
+    assigns = model.assignments.get(test.id, [])
+    if len(assigns) != 1 or not isinstance(assigns[0], ast.Assign):
+        return None
+    flags = flag_part(model, assigns[0].value)
+    return (assigns[0], flags) if isinstance(flags, list) else None
 
 
 def is_accelerator_value(model: ScriptModel, node: ast.AST) -> bool:
@@ -140,6 +166,8 @@ def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
     flags = flag_part(model, node.test)
     if isinstance(flags, list) and not isinstance(rest, ast.IfExp):
         return Picker(node, node.body, "mixed", tuple(flags))
+    if mixed_flag(model, node.test) is not None and not isinstance(rest, ast.IfExp):
+        return Picker(node, node.body, "mixed-name")
     if not mentions_availability(model, node.test) and not isinstance(rest, ast.IfExp):
         return Picker(node, node.body, "flag")
     return Picker(node, node.body, "unknown")
