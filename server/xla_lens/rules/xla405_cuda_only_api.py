@@ -1,0 +1,236 @@
+"""XLA405: CUDA-only APIs and libraries with no XLA meaning (streams, NVTX, CUDA profiling,
+CUDA tensor types, SyncBatchNorm, the CUDA OOM exception, apex/bitsandbytes/xformers...).
+
+XLA403 removes or translates the ``torch.cuda`` calls that have an equivalent; what is left
+here has none a tool can write for you: each finding says what it does on an XLA device
+(fails, or silently does nothing) and what to use instead. No automatic fix: every
+replacement changes the program's structure.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..semantic.model import ScriptModel, const_str
+from .base import Category, Finding, Rule, RuleContext, Severity
+
+CODE = "XLA405"
+# Handled by other rules (pickers, AMP, XLA403's calls): not repeated here.
+HANDLED_ELSEWHERE = (
+    "torch.cuda.is_available",
+    "torch.cuda.amp",
+    "torch.cuda.synchronize",
+    "torch.cuda.empty_cache",
+    "torch.cuda.reset_peak_memory_stats",
+    "torch.cuda.reset_max_memory_allocated",
+    "torch.cuda.reset_accumulated_memory_stats",
+    "torch.cuda.ipc_collect",
+    "torch.cuda.set_device",
+    "torch.cuda.manual_seed",
+    "torch.cuda.memory_",
+    "torch.cuda.max_memory_",
+    "torch.cuda.mem_get_info",
+    "torch.cuda.device_count",
+    "torch.cuda.get_device_name",
+    "torch.cuda.get_device_properties",
+    "torch.cuda.current_device",
+    "torch.cuda.device",
+)
+# What each CUDA-only API does on XLA, and what to do instead (first matching prefix wins).
+ADVICE: tuple[tuple[str, str], ...] = (
+    (
+        "torch.cuda.OutOfMemoryError",
+        "is never raised on XLA: running out of device memory raises RuntimeError "
+        "(RESOURCE_EXHAUSTED) there, so this handler never runs; catch RuntimeError and "
+        "check for 'RESOURCE_EXHAUSTED' if the fallback matters",
+    ),
+    (
+        "torch.cuda.nvtx",
+        "marks NVTX ranges for NVIDIA profilers only; use "
+        "`torch_xla.debug.profiler.Trace(name)` / `xp.trace_detached` for XLA traces",
+    ),
+    (
+        "torch.cuda.cudart",
+        "drives the CUDA profiler; on XLA capture a trace with `torch_xla.debug.profiler`",
+    ),
+    (
+        "torch.cuda.Stream",
+        "CUDA streams do not exist on XLA (the runtime schedules transfers itself); "
+        "remove the stream code, and let pl.MpDeviceLoader overlap host-to-device copies",
+    ),
+    ("torch.cuda.current_stream", "CUDA streams do not exist on XLA; remove the stream code"),
+    ("torch.cuda.stream", "CUDA streams do not exist on XLA; remove the stream code"),
+    (
+        "torch.cuda.Event",
+        "CUDA events do not exist on XLA; time steps with time.perf_counter() "
+        "after xm.wait_device_ops()",
+    ),
+    ("torch.cuda.graphs", "CUDA graphs do not exist on XLA (XLA compiles the whole step)"),
+    ("torch.cuda.CUDAGraph", "CUDA graphs do not exist on XLA (XLA compiles the whole step)"),
+    (
+        "torch.cuda.is_bf16_supported",
+        "asks the CUDA driver; on an XLA host it is False or fails, so bf16 is never chosen — "
+        "TPUs and Trainium compute in bf16 natively: choose bf16 on XLA",
+    ),
+    (
+        "torch.cuda.",
+        "is a CUDA tensor type or CUDA-only utility: on XLA it fails (no CUDA driver) or "
+        "places nothing on the XLA device; use the XLA device (`torch_xla.device()`) with "
+        "plain torch types (`torch.float32`, `tensor.to(device)`)",
+    ),
+    (
+        "torch.nn.SyncBatchNorm",
+        "needs CUDA/NCCL: on XLA tensors it raises; keep BatchNorm per replica, or "
+        "all-reduce the statistics yourself with xm.all_reduce",
+    ),
+    (
+        "torch.profiler.ProfilerActivity.CUDA",
+        "records CUDA kernels only; on XLA use `torch_xla.debug.profiler` traces",
+    ),
+)
+CUDA_LIBRARIES = {
+    "apex": "NVIDIA apex builds CUDA kernels (amp, FusedAdam, DDP): on XLA use torch.autocast"
+    '("xla", dtype=torch.bfloat16), torch.optim / torch_xla.amp.syncfree optimizers and DDP over '
+    "the xla backend",
+    "bitsandbytes": "bitsandbytes quantization and 8-bit optimizers are CUDA kernels: on XLA use "
+    "bf16 weights and torch.optim / syncfree optimizers",
+    "xformers": "xformers attention kernels are CUDA-only: use "
+    "torch.nn.functional.scaled_dot_product_attention (lowered by XLA)",
+    "flash_attn": "flash-attn kernels are CUDA-only: use "
+    "torch.nn.functional.scaled_dot_product_attention, or torch_xla's flash_attention on TPU",
+    "pynvml": "NVML queries NVIDIA GPUs only: use xm.get_memory_info(device) on XLA",
+    "cupy": "CuPy arrays live on CUDA: keep the data in torch tensors on the XLA device",
+}
+
+
+def _advice(qualname: str) -> str | None:
+    if qualname.startswith(HANDLED_ELSEWHERE):
+        return None
+    for prefix, text in ADVICE:
+        if qualname == prefix or qualname.startswith(
+            prefix if prefix.endswith(".") else prefix + "."
+        ):
+            return text
+        if qualname == prefix.rstrip("."):
+            return text
+    return None
+
+
+def _outermost_chains(model: ScriptModel) -> Iterator[ast.Attribute]:
+    """Attribute chains (``torch.cuda.nvtx.range_push``) once each, at their longest."""
+    for node in model.nodes_of(ast.Attribute):
+        parent = model.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            continue
+        assert isinstance(node, ast.Attribute)
+        yield node
+
+
+def _aliased(model: ScriptModel, node: ast.Attribute, qualname: str) -> bool:
+    """``sync = torch.cuda.synchronize``: a CUDA function XLA403 translates, used as a value."""
+    if not qualname.startswith(HANDLED_ELSEWHERE) or qualname.startswith(
+        ("torch.cuda.is_available", "torch.cuda.amp", "torch.cuda.device")
+    ):
+        return False
+    parent = model.parent(node)
+    return not (isinstance(parent, ast.Call) and parent.func is node)
+
+
+def _api_findings(model: ScriptModel) -> Iterator[Finding]:
+    reported: set[int] = set()
+    for node in _outermost_chains(model):
+        q = model.qualname(node)
+        if q is None:
+            continue
+        # Report the longest known prefix once per line: `torch.cuda.nvtx.range_push(...)`.
+        advice = _advice(q)
+        if advice is None and _aliased(model, node, q):
+            advice = (
+                "is taken as a value here (an alias), so XLA403 cannot rewrite its calls: "
+                "every call through the alias runs CUDA-only code; pick the XLA equivalent "
+                "where the alias is made (see XLA403)"
+            )
+        if advice is None or node.lineno in reported:
+            continue
+        reported.add(node.lineno)
+        shown = q if not q.startswith("torch.cuda.") else "torch.cuda." + q.split(".")[2]
+        yield Finding(
+            CODE,
+            f"{shown} {advice}",
+            model.span(node),
+            Severity.WARNING,
+            manual=advice,
+        )
+
+
+def _default_tensor_type(model: ScriptModel) -> Iterator[Finding]:
+    for call in model.calls_to("torch.set_default_tensor_type"):
+        arg = call.args[0] if call.args else None
+        text = const_str(arg) or (model.segment(arg) if arg is not None else "")
+        if "cuda" not in text:
+            continue
+        yield Finding(
+            CODE,
+            "the default tensor type is a CUDA type: every bare constructor (torch.Tensor(...), "
+            "torch.randn(...)) lands on CUDA; on XLA that fails, and removing the line leaves "
+            "those tensors on the CPU",
+            model.span(call),
+            Severity.WARNING,
+            manual="Create tensors on the XLA device explicitly (`device=device`), or set "
+            "`torch.set_default_device(device)` with the XLA device after checking every "
+            "constructor it affects.",
+        )
+
+
+def _libraries(model: ScriptModel) -> Iterator[Finding]:
+    seen: set[str] = set()
+    for imp in model.import_nodes:
+        names = [a.name for a in imp.names] if isinstance(imp, ast.Import) else [imp.module or ""]
+        if isinstance(imp, ast.ImportFrom) and imp.level:
+            continue
+        for name in names:
+            root = name.split(".")[0]
+            if root in CUDA_LIBRARIES and root not in seen:
+                seen.add(root)
+                yield Finding(
+                    CODE,
+                    f"{root} is a CUDA-only library: {CUDA_LIBRARIES[root]}",
+                    model.span(imp),
+                    Severity.WARNING,
+                    manual=CUDA_LIBRARIES[root],
+                )
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from _libraries(model)
+    yield from _api_findings(model)
+    yield from _default_tensor_type(model)
+
+
+HOVER = """\
+**XLA405 · CUDA-only API**
+
+Streams, events, NVTX ranges, the CUDA profiler, CUDA tensor types (`torch.cuda.FloatTensor`),
+`torch.cuda.OutOfMemoryError`, `SyncBatchNorm` and libraries built on CUDA kernels (apex,
+bitsandbytes, xformers, flash-attn) have no XLA meaning: on an XLA device they fail, or do
+nothing without a word. Each needs a change by hand; the diagnostic says which.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="cuda-only-api",
+    category=Category.CONVERSION,
+    summary="CUDA-only APIs and libraries with no XLA equivalent (streams, NVTX, CUDA tensor types, OOM handler, SyncBatchNorm, apex, bitsandbytes, xformers) → rewrite by hand",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=False,
+    hover={
+        "torch.cuda.OutOfMemoryError": HOVER,
+        "torch.cuda.nvtx": HOVER,
+        "torch.cuda.Stream": HOVER,
+        "torch.cuda.FloatTensor": HOVER,
+        "torch.nn.SyncBatchNorm": HOVER,
+        "torch.set_default_tensor_type": HOVER,
+    },
+)

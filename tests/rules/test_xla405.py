@@ -1,0 +1,67 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, src
+
+
+def lines(code: str) -> list[int]:
+    return [f.span.start.line + 1 for f in findings(code, "XLA405")]
+
+
+def test_cuda_only_apis_are_reported_once_per_line_without_a_fix():
+    code = """
+    import torch
+    import torch.nn as nn
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda.nvtx.range_push("fwd")
+    torch.cuda.current_stream().wait_stream(s)
+    Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    try:
+        step()
+    except torch.cuda.OutOfMemoryError:
+        pass
+    acts = [torch.profiler.ProfilerActivity.CUDA]
+    torch.set_default_tensor_type("torch.cuda.FloatTensor")
+    """
+    assert lines(code) == [3, 4, 5, 6, 7, 8, 11, 13, 14]
+    for f in findings(code, "XLA405"):
+        assert f.fix is None and f.manual
+    oom = next(f for f in findings(code, "XLA405") if "OutOfMemoryError" in f.message)
+    assert "RESOURCE_EXHAUSTED" in oom.message
+
+
+def test_cuda_libraries_and_aliases_of_translated_calls():
+    code = """
+    import torch
+    import bitsandbytes as bnb
+    from apex import amp
+    from apex.parallel import DistributedDataParallel
+    synchronize = torch.cuda.synchronize if device_type == "cuda" else lambda: None
+    torch.cuda.synchronize()
+    """
+    found = findings(code, "XLA405")
+    assert [f.span.start.line + 1 for f in found] == [2, 3, 5]
+    assert "bitsandbytes" in found[0].message and "apex" in found[1].message
+    assert "alias" in found[2].message
+
+
+def test_what_other_rules_translate_and_xla_code_are_left_alone():
+    code = """
+    import torch
+    import torch_xla
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed(0)
+    torch.cuda.synchronize()
+    with torch.cuda.amp.autocast():
+        pass
+    x = torch.zeros(3, device=torch_xla.device())
+    torch.set_default_tensor_type(torch.FloatTensor)
+    """
+    assert findings(code, "XLA405") == []
+    assert src(code)
+
+
+def test_rule_metadata():
+    rule = get_rule("XLA405")
+    assert rule is not None and not rule.has_fix and "torch.cuda.nvtx" in rule.hover
