@@ -84,3 +84,57 @@ def test_hover_covers_the_argument_classes():
     assert (
         hover["transformers.TrainingArguments(optim=)"] == hover["transformers.TrainingArguments"]
     )
+
+
+SUBCLASS = """
+from dataclasses import dataclass, field
+import transformers
+
+
+@dataclass
+class TrainingArguments(transformers.TrainingArguments):
+    optim: str = field(default="adamw_torch")
+    model_max_length: int = field(default=512)
+
+
+def train():
+    parser = transformers.HfArgumentParser((ModelArguments, TrainingArguments))
+    model_args, training_args = parser.parse_args_into_dataclasses()
+"""
+
+
+def test_subclass_default_is_changed_where_it_is_written():
+    (f,) = findings(SUBCLASS, "XLA301")
+    assert f.fix.safe and f.span.start.line == 6
+    assert 'optim: str = field(default="adamw_torch_xla")' in fixed(SUBCLASS, "XLA301")
+
+
+def test_parser_of_transformers_class_reports_the_flag_to_pass():
+    code = """
+    from transformers import HfArgumentParser, TrainingArguments
+    parser = HfArgumentParser((ModelArguments, DataArguments, TrainingArguments))
+    model_args, data_args, training_args = parser.parse_args_into_dataclasses()
+    """
+    (f,) = findings(code, "XLA301")
+    assert f.fix is None and "--optim adamw_torch_xla" in f.manual
+    (g,) = findings(code, "XLA302")
+    assert g.fix is None and "--dataloader_num_workers N" in g.manual
+
+
+def test_parsed_subclass_without_the_field_is_reported_on_the_class():
+    code = SUBCLASS.replace('    optim: str = field(default="adamw_torch")\n', "")
+    (f,) = findings(code, "XLA301")
+    assert f.fix is None and "`optim` field" in f.manual
+    assert src(code).splitlines()[f.span.start.line][f.span.start.col : f.span.end.col] == (
+        "TrainingArguments"
+    )
+
+
+def test_literal_call_of_a_local_subclass_is_fixed_on_the_call():
+    code = """
+    import transformers
+    class MyArgs(transformers.TrainingArguments):
+        pass
+    a = MyArgs("out")
+    """
+    assert 'MyArgs("out", optim="adamw_torch_xla")' in fixed(code, "XLA301")

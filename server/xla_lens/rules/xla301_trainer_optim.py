@@ -5,17 +5,25 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.hf_args import TRAINING_ARGS, FieldDefault, hf_arguments
 from ..semantic.model import ScriptModel, const_str, keyword
-from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
+from .base import (
+    Category,
+    EditOp,
+    Finding,
+    Fix,
+    Pos,
+    Replace,
+    Rule,
+    RuleContext,
+    SetKeyword,
+    Severity,
+    Span,
+)
 
 CODE = "XLA301"
 XLA_OPTIM = "adamw_torch_xla"
-TRAINING_ARGS = {
-    "transformers.TrainingArguments",
-    "transformers.Seq2SeqTrainingArguments",
-    "transformers.training_args.TrainingArguments",
-    "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
-}
+__all__ = ["TRAINING_ARGS", "class_span", "elsewhere", "has_double_star", "training_args_calls"]
 # Same algorithm as adamw_torch_xla, so switching keeps the training meaning.
 ADAMW_VARIANTS = {
     "adamw_torch",
@@ -27,8 +35,8 @@ ADAMW_VARIANTS = {
 
 
 def training_args_calls(model: ScriptModel) -> Iterator[ast.Call]:
-    """``TrainingArguments(...)`` / ``Seq2SeqTrainingArguments(...)`` calls, aliases followed."""
-    return model.calls_to(*TRAINING_ARGS)
+    """``TrainingArguments(...)`` calls (transformers' classes and local subclasses)."""
+    return iter(hf_arguments(model).calls)
 
 
 def has_double_star(call: ast.Call) -> bool:
@@ -36,12 +44,49 @@ def has_double_star(call: ast.Call) -> bool:
     return any(kw.arg is None for kw in call.keywords)
 
 
+def _subclass_default(model: ScriptModel, call: ast.Call, name: str) -> bool:
+    """A call to a local subclass whose own field sets ``name``: the class owns it."""
+    hf = hf_arguments(model)
+    cls = hf.subclasses.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    return cls is not None and hf.inherited_default(cls, name) is not None
+
+
+def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDefault | None, str]]:
+    """Where ``name`` is set when no literal call sets it: (node, the field default if a
+    local subclass defines one, how to set it by hand)."""
+    hf = hf_arguments(model)
+    constructed = {c.func.id for c in hf.calls if isinstance(c.func, ast.Name)}
+    for cls in hf.subclasses.values():
+        default = hf.field_default(cls, name)
+        if default is not None:
+            yield default.value, default, ""
+        elif (
+            cls.name not in constructed
+            and any(hf.parsed_subclass(item) is cls for _, item in hf.parsed_classes)
+            and hf.inherited_default(cls, name) is None
+        ):
+            yield (
+                cls,
+                None,
+                f"add a `{name}` field to `{cls.name}` with the XLA value, or pass "
+                f"--{name} on the command line",
+            )
+    for parser, item in hf.parsed_classes:
+        if hf.parsed_subclass(item) is None:
+            yield (
+                parser,
+                None,
+                f"TrainingArguments come from the command line here: pass --{name} "
+                "(nothing in this file sets it)",
+            )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in training_args_calls(model):
         kw = keyword(call, "optim")
         code = f'"{XLA_OPTIM}"'
         if kw is None:
-            if has_double_star(call):
+            if has_double_star(call) or _subclass_default(model, call, "optim"):
                 continue
             yield Finding(
                 CODE,
@@ -52,26 +97,57 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 fix=Fix(f"Set optim={code}", (SetKeyword(model.span(call), "optim", code),)),
             )
             continue
-        current = const_str(kw.value)
-        # A computed optim (optim=args.optim) is the user's choice at run time.
-        if current is None or current == XLA_OPTIM:
+        yield from _value_finding(model, kw.value, SetKeyword(model.span(call), "optim", code))
+    for node, default, manual in elsewhere(model, "optim"):
+        if default is not None:
+            yield from _value_finding(
+                model, default.value, Replace(model.span(default.value), f'"{XLA_OPTIM}"')
+            )
             continue
-        same_algorithm = current in ADAMW_VARIANTS
-        title = f"Set optim={code}" + ("" if same_algorithm else f" (replaces {current!r})")
-        message = (
-            f'optim="{current}": on XLA use optim="{XLA_OPTIM}", the sync-free AdamW'
-            if same_algorithm
-            else f'optim="{current}" is not the XLA AdamW; if AdamW suits this model, '
-            f'optim="{XLA_OPTIM}" avoids host syncs in the optimizer step'
-        )
         yield Finding(
             CODE,
-            message,
-            model.span(kw.value),
+            f'on XLA the Trainer should use optim="{XLA_OPTIM}", the sync-free AdamW',
+            class_span(model, node) if isinstance(node, ast.ClassDef) else model.span(node),
             Severity.INFORMATION,
-            # Swapping a different optimizer changes the training: a reviewed quick fix only.
-            fix=Fix(title, (SetKeyword(model.span(call), "optim", code),), safe=same_algorithm),
+            manual=manual.replace("--optim", f"--optim {XLA_OPTIM}"),
         )
+
+
+def class_span(model: ScriptModel, cls: ast.ClassDef) -> Span:
+    """The ``class Name`` header line rather than the whole body."""
+    line = model.line_text(cls.lineno - 1)
+    start = line.find(cls.name)
+    col = max(start, 0)
+    return Span(Pos(cls.lineno - 1, col), Pos(cls.lineno - 1, col + len(cls.name)))
+
+
+def _value_finding(model: ScriptModel, value: ast.expr, op: EditOp) -> Iterator[Finding]:
+    current = const_str(value)
+    # A computed optim (optim=args.optim) is the user's choice at run time.
+    if current is None or current == XLA_OPTIM:
+        return
+    code = f'"{XLA_OPTIM}"'
+    same_algorithm = current in ADAMW_VARIANTS
+    title = f"Set optim={code}" + ("" if same_algorithm else f" (replaces {current!r})")
+    message = (
+        f'optim="{current}": on XLA use optim="{XLA_OPTIM}", the sync-free AdamW'
+        if same_algorithm
+        else f'optim="{current}" is not the XLA AdamW; if AdamW suits this model, '
+        f'optim="{XLA_OPTIM}" avoids host syncs in the optimizer step'
+    )
+    yield Finding(
+        CODE,
+        message,
+        model.span(value),
+        Severity.INFORMATION,
+        # Swapping a different optimizer changes the training: a reviewed quick fix only.
+        fix=Fix(
+            title,
+            (op,),
+            safe=same_algorithm,
+            review_reason="" if same_algorithm else f"replaces the {current!r} optimizer",
+        ),
+    )
 
 
 HOVER = """\

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.hf_args import hf_arguments
 from ..semantic.model import ScriptModel, keyword
-from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
-from .xla301_trainer_optim import has_double_star, training_args_calls
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .xla301_trainer_optim import class_span, elsewhere, has_double_star, training_args_calls
 
 CODE = "XLA302"
 DEFAULT_WORKERS = 4
@@ -18,7 +19,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in training_args_calls(model):
         kw = keyword(call, "dataloader_num_workers")
         if kw is None:
-            if has_double_star(call):
+            if has_double_star(call) or _class_sets_it(model, call):
                 continue
             anchor: ast.AST = call
             what = "dataloader_num_workers is not set (0: batches load in the training process)"
@@ -37,6 +38,40 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 f"Set dataloader_num_workers={DEFAULT_WORKERS} (adjust: {BOUND})",
                 (SetKeyword(span, "dataloader_num_workers", str(DEFAULT_WORKERS)),),
             ),
+        )
+
+    yield from _elsewhere(model)
+
+
+def _class_sets_it(model: ScriptModel, call: ast.Call) -> bool:
+    hf = hf_arguments(model)
+    cls = hf.subclasses.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    return cls is not None and hf.inherited_default(cls, "dataloader_num_workers") is not None
+
+
+def _elsewhere(model: ScriptModel) -> Iterator[Finding]:
+    for node, default, manual in elsewhere(model, "dataloader_num_workers"):
+        if default is not None:
+            value = default.value
+            if isinstance(value, ast.Constant) and value.value == 0:
+                yield Finding(
+                    CODE,
+                    f"dataloader_num_workers defaults to 0 here: on XLA use {BOUND}",
+                    model.span(value),
+                    Severity.INFORMATION,
+                    fix=Fix(
+                        f"Default dataloader_num_workers to {DEFAULT_WORKERS} (adjust: {BOUND})",
+                        (Replace(model.span(value), str(DEFAULT_WORKERS)),),
+                    ),
+                )
+            continue
+        yield Finding(
+            CODE,
+            "dataloader_num_workers is not set (0: batches load in the training process): "
+            f"on XLA use {BOUND}",
+            class_span(model, node) if isinstance(node, ast.ClassDef) else model.span(node),
+            Severity.INFORMATION,
+            manual=manual.replace("--dataloader_num_workers", "--dataloader_num_workers N"),
         )
 
 
