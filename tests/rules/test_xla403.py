@@ -92,3 +92,16 @@ def test_hover():
     hover = get_rule("XLA403").hover
     assert "torch_xla.manual_seed" in hover["torch.cuda.manual_seed"]
     assert "torch.cuda.is_available" not in hover
+
+
+def test_a_cuda_seed_under_an_availability_check_still_leaves_xla_unseeded():
+    code = """
+    import torch
+    torch.manual_seed(1337)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed(1337)
+        torch.cuda.empty_cache()
+    """
+    (f,) = findings(code, "XLA403")
+    assert "unseeded" in f.message and f.fix is None
+    assert "torch_xla.manual_seed(1337)" in f.manual

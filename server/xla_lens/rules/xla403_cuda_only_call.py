@@ -77,7 +77,12 @@ def _finding(
 def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
     for call in model.calls:
         q = model.call_name(call)
-        if q is None or _guarded(model, call):
+        if q is None:
+            continue
+        if _guarded(model, call):
+            if q in SEEDS:
+                # The guard is False on an XLA host: the XLA device then stays unseeded.
+                yield from _guarded_seed(model, call, q, target)
             continue
         stmt = model.enclosing_statement(call)
         if q in REMOVABLE:
@@ -118,6 +123,21 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 manual=f"For the number of XLA processes use `{ws}`; for the device kind use "
                 "`torch_xla.runtime.device_type()` (modern) / `xm.xla_device_hw(device)`.",
             )
+
+
+def _guarded_seed(model: ScriptModel, call: ast.Call, q: str, target: str) -> Iterator[Finding]:
+    seed = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if seed is None or isinstance(seed, ast.Starred):
+        return
+    code = xla_api.manual_seed(Emitter(model), target, model.segment(seed))  # type: ignore[arg-type]
+    yield _finding(
+        model,
+        call,
+        f"{q}() runs only when CUDA is available: on an XLA host it is skipped and the XLA "
+        f"device's random numbers stay unseeded; seed it unconditionally with {code}",
+        manual=f"Call {code} outside the torch.cuda.is_available() check (after the XLA "
+        "device is chosen).",
+    )
 
 
 def _backend_settings(model: ScriptModel) -> Iterator[Finding]:
