@@ -1,3 +1,7 @@
+import ast
+
+from xla_lens.engine import fix_source
+
 from tests.helpers import findings, fixed, src
 
 
@@ -66,3 +70,293 @@ def test_non_ascii_columns_are_code_points():
     (f,) = findings(code, "XLA101")
     line = code.splitlines()[1]
     assert line[f.span.start.col : f.span.end.col] == '"cuda"'
+
+
+# --- real-script idioms (GUIDE.md section I) -------------------------------------------
+def _unsafe_fixed(text: str) -> str:
+    out = fix_source(src(text), accept=lambda f: f.code == "XLA101", unsafe=True)
+    assert out.error is None
+    ast.parse(out.source)
+    return out.source
+
+
+def _only(text: str):
+    (f,) = findings(text, "XLA101")
+    return f
+
+
+def test_argparse_default_cuda_becomes_xla_when_every_use_takes_a_device():
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda:0")
+    args = parser.parse_args()
+    model = torch.nn.Linear(2, 2).to(args.device)
+    x = torch.zeros(2, device=torch.device(args.device))
+    """
+    assert _only(code).fix.safe
+    assert 'parser.add_argument("--device", default="xla")' in fixed(code, "XLA101")
+    assert "import torch_xla\n" in fixed(code, "XLA101")
+
+
+def test_argparse_default_used_as_a_string_is_only_offered_for_review():
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default="cuda:0" if torch.cuda.is_available() else "cpu")
+    args = parser.parse_args()
+    device_type = "cuda" if "cuda" in args.device else "cpu"
+    """
+    f = _only(code)
+    assert not f.fix.safe and "compared as a string" in f.fix.review_reason
+    assert "line 6" in f.fix.review_reason and "review" in f.message
+    assert fixed(code, "XLA101") == src(code)
+    assert 'default="xla")' in _unsafe_fixed(code)
+
+
+def test_cpu_default_with_cuda_in_the_help_is_a_reviewed_fix():
+    code = """
+    import argparse
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", type=str, default="cpu", help="cpu|cuda|mps")
+    """
+    f = _only(code)
+    assert not f.fix.safe and "defaults to the CPU" in f.fix.review_reason
+
+
+def test_trainer_attribute_is_followed_across_methods():
+    code = """
+    import torch
+    class Trainer:
+        def __init__(self, model):
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+            self.model = model.to(self.device)
+        def step(self, x):
+            return self.model(x.to(self.device))
+    """
+    assert _only(code).fix.safe
+    assert "        self.device = torch_xla.device()\n" in fixed(code, "XLA101")
+
+
+def test_attribute_used_as_autocast_device_type_is_a_trap():
+    code = """
+    import torch
+    class Trainer:
+        def __init__(self, model):
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+            self.model = model.to(self.device)
+        def step(self, x):
+            with torch.autocast(device_type=self.device, dtype=torch.bfloat16):
+                return self.model(x)
+    """
+    f = _only(code)
+    assert not f.fix.safe and "device-type string" in f.fix.review_reason
+    assert fixed(code, "XLA101") == src(code)
+    # For review: the str stays a str, so string uses keep working.
+    assert '        self.device = "xla"\n' in _unsafe_fixed(code)
+
+
+def test_guarded_assignment_rewrites_the_whole_picker_and_keeps_comments():
+    code = """
+    import torch
+    device = "cpu"
+    if torch.cuda.is_available():
+        # fastest
+        device = "cuda"
+    elif torch.backends.mps.is_available():
+        device = "mps"
+    model = torch.nn.Linear(2, 2).to(device)
+    print(f"using {device}")
+    """
+    assert _only(code).fix.safe
+    out = fixed(code, "XLA101")
+    assert 'device = "cpu"\ndevice = torch_xla.device()  # fastest\nmodel' in out
+    assert "is_available" not in out
+
+
+def test_guarded_picker_with_a_string_use_is_a_reviewed_fix():
+    code = """
+    import torch
+    device = "cpu"
+    if torch.cuda.is_available():
+        device = "cuda"
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    """
+    f = _only(code)
+    assert not f.fix.safe and "startswith" in f.fix.review_reason
+    assert fixed(code, "XLA101") == src(code)
+
+
+def test_picker_block_that_runs_other_code_is_a_reviewed_fix():
+    code = """
+    import torch
+    if torch.cuda.is_available():
+        device = "cuda"
+        n_workers = 4
+    else:
+        device = "cpu"
+        n_workers = 0
+    """
+    f = _only(code)
+    assert not f.fix.safe and "also runs" in f.fix.review_reason
+
+
+def test_accelerator_pickers():
+    code = """
+    import torch
+    device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
+    model = torch.nn.Linear(2, 2).to(device)
+    """
+    assert "device = torch_xla.device()\n" in fixed(code, "XLA101")
+    code = """
+    import torch
+    device = torch.accelerator.current_accelerator()
+    model = torch.nn.Linear(2, 2).to(device)
+    """
+    assert "device = torch_xla.device()\n" in fixed(code, "XLA101")
+
+
+def test_accelerator_flag_name_keeps_the_users_flag():
+    code = """
+    import torch
+    use_accel = not args.no_accel and torch.accelerator.is_available()
+    if use_accel:
+        device = torch.accelerator.current_accelerator()
+    else:
+        device = torch.device("cpu")
+    model = torch.nn.Linear(2, 2).to(device)
+    """
+    assert _only(code).fix.safe
+    out = fixed(code, "XLA101")
+    assert "use_accel = not args.no_accel\nif use_accel:\n    device = torch_xla.device()" in out
+
+
+def test_flag_name_that_also_decides_other_code_is_a_reviewed_fix():
+    code = """
+    import torch
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    kwargs = {"pin_memory": True} if use_cuda else {}
+    """
+    f = _only(code)
+    assert not f.fix.safe and "use_cuda also decides" in f.fix.review_reason
+
+
+def test_flag_pickers_keep_the_flag():
+    code = """
+    import torch
+    opt.cuda = not opt.no_cuda
+    device = torch.device("cuda" if opt.cuda else "cpu")
+    dev2 = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")
+    """
+    out = fixed(code, "XLA101")
+    assert 'device = torch.device("xla" if opt.cuda else "cpu")' in out
+    assert 'dev2 = torch.device("xla" if args.cuda else "cpu")' in out
+
+
+def test_string_chain_with_string_uses_is_a_trap():
+    code = """
+    import torch
+    def train():
+        device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+        if device == "cuda":
+            print("gpu")
+        device = torch.device(device)
+    """
+    f = _only(code)
+    assert not f.fix.safe and "compared as a string" in f.fix.review_reason
+    assert '    device = "xla"\n' in _unsafe_fixed(code)
+
+
+def test_module_global_is_checked_in_every_function_that_reads_it():
+    code = """
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    def train(model):
+        model.to(device)
+    def report():
+        return f"{device}:0"
+    """
+    f = _only(code)
+    assert not f.fix.safe and "formatted into a string" in f.fix.review_reason
+    code_ok = code.replace('return f"{device}:0"', 'print(f"device {device}")')
+    assert _only(code_ok).fix.safe
+
+
+def test_local_shadowing_a_global_is_not_a_use_of_it():
+    code = """
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    def check(device="cpu"):
+        return device == "cpu"
+    """
+    assert _only(code).fix.safe
+
+
+def test_helper_returning_the_device_is_followed_to_its_callers():
+    code = """
+    import torch
+    def get_device():
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    def train(model, device):
+        model.to(device)
+    def main():
+        device = get_device()
+        train(torch.nn.Linear(2, 2), device)
+    """
+    assert _only(code).fix.safe
+    assert "    return torch_xla.device()\n" in fixed(code, "XLA101")
+    bad = code.replace("model.to(device)", 'model.to(device)\n        assert "cuda" in device')
+    assert not _only(bad).fix.safe
+
+
+def test_device_passed_out_of_reach_is_a_reviewed_fix():
+    code = """
+    import torch
+    from engine import evaluate
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    evaluate(None, device)
+    """
+    f = _only(code)
+    assert not f.fix.safe and "evaluate()" in f.fix.review_reason
+
+
+def test_integer_indices_use_the_device_variable_in_scope():
+    code = """
+    import torch
+    def run(local_rank):
+        device = torch.device(f"cuda:{local_rank}")
+        x = torch.zeros(2).to(local_rank)
+        y = torch.zeros(2).cuda(local_rank)
+    def other(local_rank):
+        z = torch.zeros(2).to(local_rank)
+    """
+    found = findings(code, "XLA101")
+    assert [f.fix.safe for f in found] == [True, True, True, False]
+    assert "no device variable" in found[3].fix.review_reason
+    out = fixed(code, "XLA101")
+    assert "    device = torch_xla.device()\n    x = torch.zeros(2).to(device)\n" in out
+    assert "    y = torch.zeros(2).to(device)\n" in out
+    assert "    z = torch.zeros(2).to(local_rank)\n" in out
+
+
+def test_format_string_device_and_set_device_use():
+    code = """
+    import torch
+    def run(rank):
+        device = torch.device('cuda:{:d}'.format(rank))
+        torch.cuda.set_device(device)
+    """
+    f = _only(code)
+    assert not f.fix.safe and "torch.cuda.set_device" in f.fix.review_reason
+
+
+def test_device_type_derivations_are_uses_not_pickers():
+    code = """
+    import torch
+    device = "cpu"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    """
+    assert findings(code, "XLA101") == []

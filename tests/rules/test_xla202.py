@@ -85,3 +85,42 @@ def test_converted_code_reports_nothing():
     """
     assert findings(code, "XLA202") == []
     assert findings(code, "XLA202", target="legacy") == []
+
+
+def test_rank_sentinels_become_world_size_tests():
+    code = """
+    import os
+    ddp = int(os.environ.get("RANK", -1)) != -1  # torchrun?
+    single = os.environ.get("LOCAL_RANK", -1) == -1
+    if "WORLD_SIZE" in os.environ:
+        pass
+    if os.environ.get("LOCAL_RANK") is not None:
+        pass
+    """
+    found = findings(code, "XLA202")
+    assert len(found) == 4 and all(f.fix.safe for f in found)
+    out = fixed(code, "XLA202")
+    assert "ddp = xr.world_size() > 1  # torchrun?\n" in out
+    assert "single = xr.world_size() == 1\n" in out
+    assert "if xr.world_size() > 1:\n    pass\nif xr.world_size() > 1:\n" in out
+
+
+def test_sentinel_default_outside_a_sentinel_test_is_a_reviewed_fix():
+    code = """
+    import os
+    local_rank = int(os.environ.get("LOCAL_RANK", -1))
+    if local_rank != -1:
+        pass
+    """
+    (f,) = findings(code, "XLA202")
+    assert not f.fix.safe and "-1" in f.fix.review_reason
+    assert fixed(code, "XLA202") == src(code)
+
+
+def test_dist_queries_are_kept_when_the_script_builds_a_process_group():
+    code = """
+    import torch.distributed as dist
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    """
+    assert findings(code, "XLA202") == []

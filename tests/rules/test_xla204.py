@@ -1,3 +1,4 @@
+from xla_lens.engine import fix_source
 from xla_lens.rules.base import Severity
 
 from tests.helpers import findings, fixed, src
@@ -91,3 +92,93 @@ def test_converted_and_single_device_scripts_report_nothing():
         main()
     """
     assert findings(single, "XLA204") == []
+
+
+def test_entry_with_arguments_gets_them_through_the_launcher():
+    code = """
+    import argparse
+    import torch.distributed as dist
+
+
+    def main(args):
+        dist.init_process_group("nccl")
+
+
+    if __name__ == "__main__":
+        parser = argparse.ArgumentParser()
+        args = parser.parse_args()
+        main(args)  # go
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix.safe and f.span.start.line == 11
+    out = fixed(code, "XLA204")
+    assert "def _mp_fn(index, args):\n    main(args)\n\n\nif __name__" in out
+    assert "    torch_xla.launch(_mp_fn, args=(args,))  # go\n" in out
+    assert "xmp.spawn(_mp_fn, args=(args,))" in fixed(code, "XLA204", target="legacy")
+
+
+def test_trainer_entry_with_arguments_is_manual():
+    code = """
+    from transformers import Trainer
+
+    def train(cfg):
+        Trainer(model=None).train()
+
+    if __name__ == "__main__":
+        train(cfg)
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix is None and "takes arguments" in f.manual
+
+
+def test_script_that_spawns_its_own_workers_gets_no_second_launcher():
+    code = """
+    import torch.multiprocessing as mp
+    import torch.distributed as dist
+
+    def worker(gpu, args):
+        dist.init_process_group("nccl", rank=gpu)
+
+    def main():
+        mp.spawn(worker, nprocs=2, args=(args,))
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe and "one process per XLA device" in f.fix.review_reason
+    assert fixed(code, "XLA204") == src(code)
+    out = fix_source(src(code), accept=lambda x: x.code == "XLA204", unsafe=True).source
+    assert "torch_xla.launch(worker, args=(args,))" in out and "_mp_fn" not in out
+
+
+def test_already_xla_accelerate_and_helper_modules_report_nothing():
+    xla = """
+    import torch.distributed as dist
+    import torch_xla
+
+    def main():
+        dist.init_process_group("xla", init_method="xla://")
+
+    if __name__ == "__main__":
+        torch_xla.launch(main)
+    """
+    assert findings(xla, "XLA204") == []
+    accel = """
+    import torch.distributed as dist
+    from accelerate import Accelerator
+
+    def main():
+        dist.init_process_group("nccl")
+
+    if __name__ == "__main__":
+        main()
+    """
+    assert findings(accel, "XLA204") == []
+    helpers = """
+    import torch.distributed as dist
+
+    def setup():
+        dist.init_process_group("nccl")
+    """
+    assert findings(helpers, "XLA204") == []
