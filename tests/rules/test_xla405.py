@@ -65,3 +65,16 @@ def test_what_other_rules_translate_and_xla_code_are_left_alone():
 def test_rule_metadata():
     rule = get_rule("XLA405")
     assert rule is not None and not rule.has_fix and "torch.cuda.nvtx" in rule.hover
+
+
+def test_cuda_only_quantization_and_device_maps():
+    code = """
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    from peft import prepare_model_for_kbit_training
+    device_map = {"": local_rank}
+    model = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=True, device_map={"": 0})
+    q = BitsAndBytesConfig(load_in_4bit=args.bits == 4)
+    model = prepare_model_for_kbit_training(model)
+    plain = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=False, device_map="auto")
+    """
+    assert lines(code) == [3, 4, 4, 5, 6]
