@@ -21,6 +21,7 @@ from torch.utils.data.distributed import DistributedSampler
 import torch_xla.distributed.xla_backend
 import torch_xla.core.xla_model as xm
 import torch_xla.distributed.parallel_loader as pl
+import torch_xla.distributed.xla_multiprocessing as xmp
 
 BATCH_SIZE = 16
 # A multiple of BATCH_SIZE * world size for up to 8 replicas: no short last batch.
@@ -59,8 +60,8 @@ def main():
 
     dist.init_process_group("xla")
     local_rank = xm.get_local_ordinal()
-    world_size = xm.xrt_world_size()
-    rank = xm.get_ordinal()
+    world_size = dist.get_world_size()
+    rank = dist.get_rank()
     device = xm.xla_device()
 
     # The same seed on every rank gives every replica the same initial weights.
@@ -105,4 +106,4 @@ def _mp_fn(index):
 
 
 if __name__ == "__main__":
-    main()
+    xmp.spawn(_mp_fn)

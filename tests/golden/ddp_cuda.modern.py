@@ -61,8 +61,8 @@ def main():
 
     dist.init_process_group("xla", init_method="xla://")
     local_rank = xr.local_ordinal()
-    world_size = xr.world_size()
-    rank = xr.global_ordinal()
+    world_size = dist.get_world_size()
+    rank = dist.get_rank()
     device = torch_xla.device()
 
     # The same seed on every rank gives every replica the same initial weights.
@@ -107,4 +107,4 @@ def _mp_fn(index):
 
 
 if __name__ == "__main__":
-    main()
+    torch_xla.launch(_mp_fn)
