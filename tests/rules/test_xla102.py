@@ -139,6 +139,7 @@ def test_device_type_variables_that_can_be_cuda_become_xla():
     device = "cuda" if torch.cuda.is_available() else "cpu"
     device_type = "cuda" if "cuda" in device else "cpu"
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    gpu = torch.device("cuda")
 
     def step(x):
         with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
@@ -147,13 +148,28 @@ def test_device_type_variables_that_can_be_cuda_become_xla():
             b = model(x)
         with torch.amp.autocast(device_type=device, enabled=True):
             c = model(x)
+        with torch.autocast(gpu.type):
+            d = model(x)
     """
     found = findings(code, "XLA102")
-    assert len(found) == 3 and all(f.fix.safe for f in found)
+    assert len(found) == 4
+    # Pickers with a CPU fallback: right only once the picker is converted (review).
+    assert [f.fix.safe for f in found] == [False, False, False, True]
+    assert "can be cpu, cuda" in found[0].fix.review_reason
     out = fixed(code, "XLA102")
-    assert 'with torch.autocast("xla", dtype=torch.bfloat16):\n        a = model(x)' in out
-    assert 'with torch.autocast("xla", dtype=torch.bfloat16):\n        b = model(x)' in out
-    assert 'with torch.autocast("xla", dtype=torch.bfloat16, enabled=True):' in out
+    assert 'with torch.autocast("xla", dtype=torch.bfloat16):\n        d = model(x)' in out
+    assert out.count('"xla"') == 1
+
+
+def test_converted_picker_needs_no_autocast_change():
+    code = """
+    import torch
+    import torch_xla
+    device = torch_xla.device()
+    with torch.autocast(device.type):
+        pass
+    """
+    assert findings(code, "XLA102") == []
 
 
 def test_argparse_device_default_is_followed():
@@ -167,7 +183,7 @@ def test_argparse_device_default_is_followed():
         pass
     """
     (f,) = findings(code, "XLA102")
-    assert f.fix.safe
+    assert f.fix.safe  # "cuda:0" only: the script cannot run anywhere else
 
 
 def test_device_parameter_is_fixed_only_for_review():

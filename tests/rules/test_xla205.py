@@ -149,3 +149,17 @@ def test_converted_code_reports_nothing():
     """
     assert findings(code, "XLA205") == []
     assert findings(code, "XLA205", target="legacy") == []
+
+
+def test_argparse_default_choosing_nccl_or_gloo_becomes_xla():
+    code = """
+    import argparse
+    import torch
+    import torch.distributed as dist
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--backend", default="nccl" if torch.cuda.is_available() else "gloo")
+    args = parser.parse_args()
+    dist.init_process_group(args.backend, init_method="env://")
+    """
+    out = fixed(code, "XLA205")
+    assert 'parser.add_argument("--backend", default="xla")' in out

@@ -44,10 +44,19 @@ def _is_cuda_autocast(
     # ``device_type=device_type`` / ``device.type``: follow it to the strings it can be.
     values = device_strings(model, device)
     if values is not None:
-        # A CUDA picker ("cuda" or the CPU/MPS fallback): on the converted script the
-        # device is XLA, where neither a "cuda" nor a "cpu" autocast casts anything.
+        if values == {"cuda"}:
+            return True, DEVICE_PARAMS, None  # the script can only run on the accelerator
         if "cuda" in values and values <= ACCELERATORS:
-            return True, DEVICE_PARAMS, None
+            # A picker with a CPU/MPS fallback: "xla" is right only once the picker itself
+            # is converted (XLA101); left on the CPU, "xla" would switch autocast off.
+            shown = ", ".join(sorted(values))
+            return (
+                True,
+                DEVICE_PARAMS,
+                f'`{model.segment(device)}` can be {shown}: "xla" is right once the '
+                "script's device picker is the XLA device (XLA101); on the CPU it would turn "
+                "autocast off",
+            )
         return False, (), None
     if model.uses_torch_xla or not _names_a_device(device):
         return False, (), None
@@ -155,9 +164,11 @@ on XLA tensors: nothing is cast and the step runs in fp32.
 Also found when the device type is a variable that can be `"cuda"`:
 `torch.autocast(device_type=device_type)` with `device_type = "cuda" if ... else "cpu"`,
 `torch.autocast(device.type)` with `device = torch.device("cuda" if ... else "cpu")`, an
-argparse default. After conversion the device is XLA, where a `"cuda"` or `"cpu"` autocast
-casts nothing, so the fix names `"xla"`. A device type xla-lens cannot follow (a function
-parameter) gets the same fix marked for review.
+argparse default. On XLA a `"cuda"` or `"cpu"` autocast casts nothing, so the fix names
+`"xla"`: applied automatically when the value can only be `"cuda"`, marked for review when
+it has a CPU/MPS fallback (right only once the picker itself becomes the XLA device, XLA101)
+or comes from where xla-lens cannot follow (a function parameter). `device.type` of a
+converted device is already `"xla"`.
 
 Fix: the autocast call is replaced; `enabled=`, an explicit `dtype=` and `cache_enabled=`
 are kept. `torch_xla.amp.autocast(device)` in torch_xla 2.9 raises on the CPU device

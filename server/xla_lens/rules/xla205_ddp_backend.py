@@ -116,11 +116,16 @@ def _fix_at_source(
     if len(cuda) != 1:
         return None
     literal = cuda[0]
-    ops: list[EditOp] = [Replace(model.span(literal), _quoted(model, literal, "xla"))]
+    # ``default="nccl" if torch.cuda.is_available() else "gloo"``: the whole choice goes
+    # (the converted script runs on XLA whether or not CUDA is there).
+    written: ast.expr = literal
+    while isinstance(model.parent(written), ast.IfExp):
+        written = model.parent(written)  # type: ignore[assignment]
+    ops: list[EditOp] = [Replace(model.span(written), _quoted(model, literal, "xla"))]
     reasons: list[str] = []
     if isinstance(backend, ast.Attribute):
         option = argparse_options(model).get(backend.attr)
-        if option is not None and option.default is literal:
+        if option is not None and option.default is written:
             if option.choices is not None:
                 return None  # "xla" is probably not among the choices: a hand edit
             others = [r for r in attribute_reads(model, backend.attr) if r is not backend]

@@ -27,6 +27,7 @@ AUTOCASTS = {
 BF16 = {"torch.bfloat16"}
 FP16 = {"torch.float16", "torch.half"}
 ACCELERATORS = {"cuda", "cpu", "mps"}
+XLA_DEVICES = {"torch_xla.device", "torch_xla.core.xla_model.xla_device"}
 
 
 def _device_type(text: str) -> str:
@@ -50,8 +51,13 @@ def device_strings(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> 
         return None if a is None or b is None else a | b
     if isinstance(node, ast.Attribute) and node.attr == "type":
         return device_strings(model, node.value, depth + 1)
-    if isinstance(node, ast.Call) and model.call_name(node) == "torch.device":
-        return device_strings(model, arg_or_keyword(node, 0, "type"), depth + 1)
+    if isinstance(node, ast.Call):
+        name = model.call_name(node)
+        if name == "torch.device":
+            return device_strings(model, arg_or_keyword(node, 0, "type"), depth + 1)
+        if name in XLA_DEVICES:
+            return {"xla"}
+        return None
     if isinstance(node, ast.Name):
         binds = local_bindings(model, node.id, node)
         if not binds:
