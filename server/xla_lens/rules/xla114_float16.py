@@ -1,0 +1,146 @@
+"""XLA114: float16 chosen as the training or weight precision, where XLA devices want bfloat16.
+
+TPUs and Trainium compute natively in bfloat16; float16 there is emulated or unsupported,
+and it needs loss scaling that bf16 does not (GUIDE G: with bf16 no GradScaler is needed).
+Scripts pick fp16 in many places: ``torch_dtype=torch.float16``, ``Accelerator(mixed_precision
+="fp16")``, a ``weight_dtype = torch.float16`` variable, a ``mixed_precision_type='fp16'``
+default. The fix (float16 → bfloat16) changes the numbers a run computes, so it is offered
+for review only.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..semantic.model import ScriptModel
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
+
+CODE = "XLA114"
+HALF = frozenset({"torch.float16", "torch.half"})
+FP16_STRINGS = frozenset({"fp16", "float16"})
+# Keywords and names whose value is a training or weight precision.
+DTYPE_WORDS = ("dtype", "precision")
+REVIEW = (
+    "bfloat16 keeps float32's range with fewer mantissa bits, so the run's numbers change "
+    "(and fp16-only code such as loss scaling may become unnecessary); check results after "
+    "the switch"
+)
+MESSAGE = (
+    "float16 on XLA: TPUs and Trainium compute in bfloat16 (float16 is emulated or "
+    "unsupported, and needs loss scaling); use bfloat16"
+)
+
+
+def _precision_context(name: str | None) -> bool:
+    return name is not None and any(w in name.lower() for w in DTYPE_WORDS)
+
+
+def _half_values(model: ScriptModel, value: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    """``torch.float16`` / ``"fp16"`` inside ``value`` (also in ``a if c else b``), with the
+    bfloat16 spelling that replaces it. Comparisons are never rewritten."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.IfExp):
+            stack += [node.body, node.orelse]
+        elif isinstance(node, ast.Attribute) and model.qualname(node) in HALF:
+            yield node, model.segment(node.value) + ".bfloat16"
+        elif isinstance(node, ast.Constant) and node.value in FP16_STRINGS:
+            yield node, '"bf16"' if node.value == "fp16" else '"bfloat16"'
+
+
+def _sites(model: ScriptModel) -> Iterator[ast.AST]:
+    """Values that set a precision: keyword arguments, assignments, parameter defaults,
+    argparse defaults."""
+    for call in model.calls:
+        if (model.call_name(call) or "").endswith("autocast"):
+            continue  # XLA102 rewrites autocast, dtype included
+        for kw in call.keywords:
+            if _precision_context(kw.arg) and kw.arg != "choices":
+                yield kw.value
+            elif (
+                kw.arg == "default"
+                and isinstance(call.func, ast.Attribute)
+                and (
+                    call.func.attr == "add_argument"
+                    and any(
+                        isinstance(a, ast.Constant) and _precision_context(str(a.value))
+                        for a in call.args
+                    )
+                )
+            ):
+                yield kw.value
+    for node in model.nodes_of(ast.Assign, ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [
+            t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else None
+            for t in targets
+        ]
+        if node.value is not None and any(_precision_context(n) for n in names):
+            yield node.value
+    for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+        assert isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+        positional = [*fn.args.posonlyargs, *fn.args.args]
+        pairs = list(
+            zip(
+                positional[len(positional) - len(fn.args.defaults) :], fn.args.defaults, strict=True
+            )
+        )
+        pairs += [
+            (a, d)
+            for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True)
+            if d is not None
+        ]
+        for arg, default in pairs:
+            if _precision_context(arg.arg):
+                yield default
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    seen: set[int] = set()
+    for value in _sites(model):
+        for node, replacement in _half_values(model, value):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            yield Finding(
+                CODE,
+                f"{MESSAGE} (the fix needs review: {REVIEW})",
+                model.span(node),
+                Severity.WARNING,
+                fix=Fix(
+                    f"Use {replacement.strip(chr(34))} instead",
+                    (Replace(model.span(node), replacement),),
+                    safe=False,
+                    review_reason=REVIEW,
+                ),
+            )
+
+
+HOVER = """\
+**XLA114 · float16 → bfloat16 on XLA**
+
+TPUs and Trainium compute in bfloat16. float16 is emulated or unsupported there, and it needs
+loss scaling (a GradScaler) that bfloat16 does not: bf16 has float32's exponent range.
+
+| CUDA habit | XLA |
+|---|---|
+| `torch_dtype=torch.float16` | `torch_dtype=torch.bfloat16` |
+| `Accelerator(mixed_precision="fp16")` | `Accelerator(mixed_precision="bf16")` |
+| `torch.autocast("cuda", dtype=torch.float16)` | `torch.autocast("xla", dtype=torch.bfloat16)` |
+
+The switch changes the numbers a run computes: it is offered for review, never applied by
+Convert.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="float16",
+    category=Category.CONVERSION,
+    summary="float16 chosen as the training/weight precision (torch_dtype, mixed_precision, dtype variables) → bfloat16 on XLA",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={"torch.float16": HOVER, "torch.half": HOVER},
+)

@@ -1,0 +1,58 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+CODE = """
+import torch
+from accelerate import Accelerator
+from transformers import AutoModelForCausalLM
+
+def build(mixed_precision_type="fp16", amp=False):
+    return Accelerator(mixed_precision=mixed_precision_type if amp else "no")
+
+model = AutoModelForCausalLM.from_pretrained(name, torch_dtype=torch.float16)
+weight_dtype = torch.float32
+if accelerator.mixed_precision == "fp16":
+    weight_dtype = torch.float16
+pipe_dtype = torch.float16 if device.type == "cuda" else torch.float32
+parser.add_argument("--mixed_precision", default="fp16", choices=["no", "fp16", "bf16"])
+with torch.autocast("cuda", dtype=torch.float16):
+    pass
+"""
+
+
+def test_float16_precision_choices_are_found_but_not_comparisons_or_choices():
+    found = findings(CODE, "XLA114")
+    lines = [f.span.start.line + 1 for f in found]
+    # The default, the keyword, the assignments and the argparse default; not the
+    # comparison (line 10), not `choices`, not autocast (XLA102's).
+    assert lines == [5, 8, 11, 12, 13]
+    for f in found:
+        assert f.fix is not None and not f.fix.safe and "mantissa" in f.fix.review_reason
+
+
+def test_the_fix_is_review_only_and_writes_bfloat16():
+    assert fixed(CODE, "XLA114") == src(CODE)
+    out = fixed(CODE, "XLA114", unsafe=True)
+    assert 'def build(mixed_precision_type="bf16", amp=False):' in out
+    assert "torch_dtype=torch.bfloat16" in out
+    assert "    weight_dtype = torch.bfloat16" in out
+    assert "pipe_dtype = torch.bfloat16 if device.type" in out
+    assert 'default="bf16", choices=["no", "fp16", "bf16"]' in out
+    assert 'if accelerator.mixed_precision == "fp16":' in out
+    assert "dtype=torch.float16):" in out  # autocast is left to XLA102
+
+
+def test_bfloat16_and_float32_code_is_quiet():
+    code = """
+    import torch
+    model = load(torch_dtype=torch.bfloat16)
+    dtype = torch.float32
+    parser.add_argument("--dtype", default="bfloat16", choices=["float16", "bfloat16"])
+    """
+    assert findings(code, "XLA114") == []
+
+
+def test_rule_metadata():
+    rule = get_rule("XLA114")
+    assert rule is not None and rule.has_fix and "torch.float16" in rule.hover
