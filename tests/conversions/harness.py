@@ -8,9 +8,12 @@ torch_xla (PJRT CPU), and compare what both printed (the protocol in README.md).
 from __future__ import annotations
 
 import ast
+import contextlib
 import math
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,13 +31,16 @@ LOSS_LINE = re.compile(r"^xla-lens-loss:\s*(\S+)\s*$", re.M)
 DEVICE_LINE = re.compile(r"^xla-lens-param-device:\s*(\S+)\s*$", re.M)
 MP_FN_LINE = re.compile(r"^xla-lens-mp-fn:\s*started\s*$", re.M)
 
-# Runs the original with CUDA placement mapped onto the CPU, for fixtures that hard-code
+# Maps CUDA placement onto the CPU for the original's run, for fixtures that hard-code
 # `.cuda()` / `"cuda"` and so cannot otherwise produce a CPU baseline (opt-in: cuda_shim=True).
+# Installed as sitecustomize, so processes the script spawns get it too.
 CUDA_SHIM = r"""
-import runpy, sys, torch
+import torch
 
 def _cpu(d):
-    if isinstance(d, int) or (isinstance(d, str) and d.startswith("cuda")):
+    if (isinstance(d, int) and not isinstance(d, bool)) or (
+        isinstance(d, str) and d.startswith("cuda")
+    ):
         return "cpu"
     if isinstance(d, torch.device) and d.type == "cuda":
         return torch.device("cpu")
@@ -51,11 +57,9 @@ def _patch_to(cls):
 
 torch.Tensor.cuda = lambda self, *a, **k: self.cpu()
 torch.nn.Module.cuda = lambda self, *a, **k: self.cpu()
+torch.cuda.set_device = lambda *a, **k: None
 _patch_to(torch.Tensor)
 _patch_to(torch.nn.Module)
-script = sys.argv[1]
-sys.argv = sys.argv[1:]
-runpy.run_path(script, run_name="__main__")
 """
 
 
@@ -119,24 +123,35 @@ def run_script(
     timeout: int = 240,
     cuda_shim: bool = False,
 ) -> RunResult:
-    cmd = (
-        [sys.executable, "-c", CUDA_SHIM, str(script)]
-        if cuda_shim
-        else [sys.executable, str(script)]
+    if cuda_shim:
+        shim_dir = script.parent / ".xla_lens_shim"
+        shim_dir.mkdir(exist_ok=True)
+        (shim_dir / "sitecustomize.py").write_text(CUDA_SHIM)
+        env = {
+            **env,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(shim_dir), env.get("PYTHONPATH")])),
+        }
+    # A session of its own, so a timeout also ends the workers a launcher spawned.
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=script.parent,
+        start_new_session=True,
     )
     try:
-        proc = subprocess.run(
-            [*cmd, *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            cwd=script.parent,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return RunResult(124, out, f"timed out after {timeout}s", *parse_protocol(out))
-    return RunResult(proc.returncode, proc.stdout, proc.stderr, *parse_protocol(proc.stdout))
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, _ = proc.communicate()
+        return RunResult(124, stdout, f"timed out after {timeout}s", *parse_protocol(stdout))
+    finally:
+        # Workers left behind by a launcher that exited early must not outlive the run.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return RunResult(proc.returncode, stdout, stderr, *parse_protocol(stdout))
 
 
 def convert(source: str, name: str, target: str = "modern") -> tuple[str, list[str], list[str]]:
@@ -149,6 +164,11 @@ def convert(source: str, name: str, target: str = "modern") -> tuple[str, list[s
     return out.source, out.applied, [f.code for f in out.remaining]
 
 
+def _copy_beside(files: Sequence[Path], folder: Path) -> None:
+    for f in files:
+        shutil.copy(f, folder / Path(f).name)
+
+
 def prove(
     fixture_path: str | Path,
     target: str = "modern",
@@ -159,10 +179,14 @@ def prove(
     cuda_shim: bool = False,
     timeout: int = 240,
     workdir: str | Path | None = None,
+    extra_files: Sequence[Path] = (),
+    baseline: str | Path | None = None,
 ) -> ProofResult:
     """Run the original on the CPU (unless ``run_original`` is False), convert it, run the
     conversion under torch_xla PJRT CPU, and return both runs. ``steps`` reaches the fixture
-    as ``XLA_LENS_STEPS``; ``args`` are passed to both runs (the same command line)."""
+    as ``XLA_LENS_STEPS``; ``args`` are passed to both runs (the same command line);
+    ``extra_files`` (data, sibling modules) are copied, unconverted, beside both scripts;
+    ``baseline`` replaces the original for the CPU run only (e.g. nccl -> gloo)."""
     fixture = Path(fixture_path).resolve()
     source = fixture.read_text()
     converted_source, applied, remaining = convert(source, fixture.name, target)
@@ -172,8 +196,9 @@ def prove(
         if run_original:
             orig_dir = base / "original"
             orig_dir.mkdir(parents=True, exist_ok=True)
+            _copy_beside(extra_files, orig_dir)
             orig_script = orig_dir / fixture.name
-            orig_script.write_text(source)
+            orig_script.write_text(Path(baseline).read_text() if baseline else source)
             # Transformers moves models to XLA by itself when torch_xla imports: keep it off.
             original = run_script(
                 orig_script,
@@ -184,6 +209,7 @@ def prove(
             )
         conv_dir = base / "converted"
         conv_dir.mkdir(parents=True, exist_ok=True)
+        _copy_beside(extra_files, conv_dir)
         conv_script = conv_dir / fixture.name
         conv_script.write_text(converted_source)
         converted = run_script(
