@@ -78,3 +78,12 @@ def test_cuda_only_quantization_and_device_maps():
     plain = AutoModelForCausalLM.from_pretrained(name, load_in_8bit=False, device_map="auto")
     """
     assert lines(code) == [3, 4, 4, 5, 6]
+
+
+def test_the_cuda_module_used_as_a_device_module():
+    code = """
+    import torch
+    device_module = getattr(torch, device_type, torch.cuda)
+    """
+    (f,) = findings(code, "XLA405")
+    assert "device module" in f.message

@@ -145,6 +145,12 @@ def _api_findings(model: ScriptModel) -> Iterator[Finding]:
             continue
         # Report the longest known prefix once per line: `torch.cuda.nvtx.range_push(...)`.
         advice = _advice(q)
+        if q == "torch.cuda":
+            advice = (
+                "is used as a device module here: every call made through it "
+                "(empty_cache, memory_allocated, ...) acts on CUDA only; on XLA use "
+                "xm.get_memory_info(device) and drop the cache/statistics calls"
+            )
         if advice is None and _aliased(model, node, q):
             advice = (
                 "is taken as a value here (an alias), so XLA403 cannot rewrite its calls: "
