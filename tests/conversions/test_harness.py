@@ -35,3 +35,20 @@ def test_basic_picker_converts_and_trains_on_xla():
     assert_proven(result)
     assert result.original.param_device == "cpu"
     assert len(result.converted.losses) == 3
+
+
+def test_cuda_shim_runs_hard_coded_cuda_on_the_cpu(tmp_path):
+    from .harness import _env, run_script
+
+    script = tmp_path / "hard_coded.py"
+    script.write_text(
+        "import torch\n"
+        "m = torch.nn.Linear(2, 2).cuda()\n"
+        "x = torch.ones(1, 2).to('cuda:0', non_blocking=True)\n"
+        "torch.cuda.set_device(0)\n"
+        "print(f'xla-lens-loss: {m(x).sum().item()}')\n"
+        "print(f'xla-lens-param-device: {next(m.parameters()).device}')\n"
+    )
+    result = run_script(script, env=_env(None), cuda_shim=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.param_devices == ["cpu"] and len(result.losses) == 1
