@@ -16,6 +16,8 @@ export interface RunSummary {
   problems?: unknown[];
   cancelled?: boolean;
   timedOut?: boolean;
+  /** Why the run did not start (or failed inside xla-lens); nothing else is then known. */
+  refused?: string;
   /** The script's path, when the summary names it. */
   script?: string;
 }
@@ -60,6 +62,7 @@ export function toSummary(value: unknown): RunSummary | undefined {
     problems: Array.isArray(value.problems) ? value.problems : undefined,
     cancelled: value.cancelled === true || value.status === "cancelled" ? true : undefined,
     timedOut: value.status === "timeout" ? true : undefined,
+    refused: value.status === "refused" ? (typeof reason === "string" && reason ? reason : "not run") : undefined,
     script: typeof value.script === "string" ? value.script : undefined,
   };
 }
@@ -119,6 +122,7 @@ export function stoppedEarly(summary: RunSummary): boolean {
 
 /** "CPU · 3 compiles (2.1 s)", "CUDA · exit 1" or "CPU · cancelled · 1 compile (0.4 s)". */
 export function describeSummary(summary: RunSummary, detail = false): string {
+  if (summary.refused) return `not run: ${summary.refused}`;
   const parts: string[] = [];
   if (summary.device) parts.push(summary.device);
   if (summary.cancelled) parts.push("cancelled");
@@ -138,6 +142,7 @@ export function describeSummary(summary: RunSummary, detail = false): string {
 }
 
 function failed(summary: RunSummary | undefined): boolean {
+  if (summary?.refused) return true;
   return summary?.exit_code !== undefined && summary.exit_code !== 0 && !stoppedEarly(summary);
 }
 
@@ -171,6 +176,7 @@ export function statusView(server: ServerState, run: RunState, interpreter?: str
   else if (server === "starting") text = "$(sync~spin) xla-lens";
   else if (server === "stopped") text = "$(circle-slash) xla-lens";
   else if (run.running) text = `$(sync~spin) XLA run${run.device ? ` on ${run.device}` : ""}`;
+  else if (last?.refused) text = "$(error) XLA: not run";
   else if (last) text = `${stoppedEarly(last) ? "$(circle-slash)" : failed(last) ? "$(error)" : "$(check)"} XLA: ${describeSummary(last)}`;
   else text = "$(check) xla-lens";
   if (run.running) {

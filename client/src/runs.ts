@@ -120,11 +120,11 @@ export class RunController {
     this.set({ ...withLastRun(this._state, uri?.fsPath, summary), running });
     const report = (result as { report?: unknown }).report;
     // The CLI's own summary table, rendered by the server; a refusal has only its reason.
-    if (typeof report === "string" && report) for (const line of report.split("\n")) this.host.append(line);
-    else if (summary.reason) this.host.log(`run: ${summary.reason}`);
+    if (typeof report === "string" && report) for (const line of ["", ...report.split("\n")]) this.host.append(line);
+    else if (summary.refused) this.host.log(`run of ${uri?.fsPath ?? "the script"} not started: ${summary.refused}`);
     const text = describeSummary(summary, true);
     const name = uri ? ` of ${uri.path.split("/").pop()}` : "";
-    const failed = summary.exit_code !== undefined && summary.exit_code !== 0 && !stoppedEarly(summary);
+    const failed = summary.refused !== undefined || (summary.exit_code !== undefined && summary.exit_code !== 0 && !stoppedEarly(summary));
     const show = failed ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
     void show(`XLA run${name}: ${text}`, "Show Output").then((pick) => {
       if (pick) this.host.showOutput();

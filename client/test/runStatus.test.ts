@@ -103,3 +103,12 @@ test("the tooltip shows the active file's last run, never another file's", () =>
   assert.equal(other.text, "$(check) xla-lens");
   assert.match(other.tooltip, /No XLA run of c\.py yet/);
 });
+
+test("a refused run says why, not zero compiles", () => {
+  const summary = toSummary({ status: "refused", cancelled: false, device: null, reason: "train.py:2: SyntaxError", exit_code: null, steps: 0, compiles: 0, problems: [] })!;
+  assert.equal(describeSummary(summary, true), "not run: train.py:2: SyntaxError");
+  const view = statusView("running", withLastRun({ running: false }, "/w/train.py", summary), undefined, "/w/train.py");
+  assert.equal(view.text, "$(error) XLA: not run");
+  assert.match(view.tooltip, /Last run of train\.py: not run: train\.py:2: SyntaxError/);
+  assert.equal(view.alarming, true);
+});

@@ -1,6 +1,8 @@
 // Drives code-server (scripts/e2e-vscode starts it) in headless Chromium: open a CUDA
 // script, see xla-lens' squiggle, apply a quick fix, run "Convert to PyTorch/XLA", and
-// check the file on disk after each step. Screenshots go to E2E_ARTIFACTS.
+// check the file on disk after each step (scenario main); the missing-server fix-it
+// (missing); a real run under torch_xla, read off the screen (run). Screenshots go to
+// E2E_ARTIFACTS.
 import { createRequire } from "node:module";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -9,7 +11,8 @@ import { join } from "node:path";
 const { E2E_URL, E2E_WORKSPACE, E2E_ARTIFACTS, E2E_PW_DIR, E2E_INTERPRETER } = process.env;
 const SCENARIO = process.env.E2E_SCENARIO ?? "main";
 const { chromium } = createRequire(join(E2E_PW_DIR, "package.json"))("playwright-core");
-const file = join(E2E_WORKSPACE, "train.py");
+const FIRST_FILE = SCENARIO === "run" ? "odd_batch.py" : "train.py";
+const file = join(E2E_WORKSPACE, FIRST_FILE);
 const original = readFileSync(file, "utf8");
 const failures = [];
 
@@ -153,10 +156,12 @@ try {
   await page.goto(E2E_URL);
   await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
   console.log(`workbench loaded in ${Date.now() - start} ms`);
-  await palette("", "train.py");
+  await palette("", FIRST_FILE);
   await page.locator(".monaco-editor .view-lines").first().waitFor({ timeout: 30_000 });
 
-  await (SCENARIO === "missing" ? missingServer() : mainFlow());
+  if (SCENARIO === "missing") await missingServer();
+  else if (SCENARIO === "run") await (await import("./run_flow.mjs")).runFlow({ page, shot, check, until, palette, workspace: E2E_WORKSPACE });
+  else await mainFlow();
 } catch (err) {
   failures.push(String(err));
   console.log(`FAIL ${err}`);

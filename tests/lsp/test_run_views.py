@@ -197,3 +197,17 @@ def test_compile_bound_needs_a_finished_loop():
     assert problems(one_step, stopped_early=False) == []
     assert problems(loop, stopped_early=True) == []
     assert problems(loop, stopped_early=False) == ["compile-bound"]
+
+
+def test_the_tooltip_leaves_out_what_the_diagnostic_already_says(tmp_path: Path):
+    """VS Code shows the line's diagnostic above the hint's tooltip when the hint is hovered."""
+
+    def says_it_all(path: Path) -> Problem:
+        p = explained(path)
+        p.message = f"recompiles: input shape {p.changed}; the sync at line {TRIGGER} compiled"
+        return p
+
+    store, uri, _ = finished_run(tmp_path, [says_it_all])
+    tip = by_line(store, uri, SCRIPT)[CAUSE - 1].tooltip.value
+    assert "f32[8,12]" not in tip and f"line {TRIGGER}" not in tip
+    assert "drop_last=True" in tip and "example.invalid" in tip

@@ -93,12 +93,13 @@ def _problem_details(p: Problem, cause_lines: dict[int, int] | None) -> list[str
     hint = getattr(p, "hint", None)
     doc = getattr(p, "doc_url", None)
     out = []
-    if p.kind == "recompilation" and changed:
+    # VS Code shows the line's diagnostic (p.message) above this tooltip: say only the rest.
+    if p.kind == "recompilation" and changed and changed not in p.message:
         kind = getattr(p, "change_kind", None) or "graph"
         out.append(f"**Recompiles here:** the {kind} changed between steps: `{changed}`")
-        trigger = getattr(p, "trigger_line", None)
-        if trigger and trigger != p.line:
-            out.append(f"The compile happened at line {trigger} (the sync or host read).")
+    trigger = getattr(p, "trigger_line", None)
+    if trigger and trigger != p.line and f"line {trigger}" not in p.message:
+        out.append(f"The compile happened at line {trigger} (the sync or host read).")
     if hint:
         out.append(f"**Fix:** {hint}")
     if doc:
