@@ -186,7 +186,8 @@ class Runs:
             await asyncio.wait(set(self.requests), timeout=timeout)
 
     def _refuse(self, uri: str, reason: str, run: DocumentRun | None = None) -> dict[str, Any]:
-        self.ls.show_client(f"xla-lens: cannot run: {reason}", types.MessageType.Warning)
+        if not client_notifies(self.ls):  # else the client's end-of-run toast says it
+            self.ls.show_client(f"xla-lens: cannot run: {reason}", types.MessageType.Warning)
         if run is not None:
             run.refusal = reason
             self.views_changed(uri)
@@ -234,7 +235,7 @@ class Runs:
         run.summary = summary
         run.changed()
         self.views_changed(uri)
-        if summary.status == "refused":
+        if summary.status == "refused" and not client_notifies(self.ls):
             self.ls.show_client(f"xla-lens: cannot run {name}: {summary.message}")
         return result_of(summary, run)
 
