@@ -360,3 +360,45 @@ def test_device_type_derivations_are_uses_not_pickers():
     device_type = "cuda" if "cuda" in device else "cpu"
     """
     assert findings(code, "XLA101") == []
+
+
+def test_placement_under_an_availability_guard_is_a_reviewed_fix():
+    code = """
+    import torch
+    model = torch.nn.Linear(2, 2)
+    if torch.cuda.is_available():
+        model.cuda()
+    if not torch.cuda.is_available():
+        print("cpu")
+    else:
+        batch = torch.zeros(2).to("cuda")
+    """
+    found = findings(code, "XLA101")
+    assert len(found) == 2 and not any(f.fix.safe for f in found)
+    assert all("availability test" in f.fix.review_reason for f in found)
+    assert fixed(code, "XLA101") == src(code)
+
+
+def test_cuda_flag_from_availability_is_reported_without_a_fix():
+    code = """
+    import torch
+    cuda = True if torch.cuda.is_available() else False
+    model = torch.nn.Linear(2, 2)
+    if cuda:
+        model.cuda()
+    """
+    found = findings(code, "XLA101")
+    flag = [f for f in found if f.fix is None]
+    assert len(flag) == 1 and "line 4" in flag[0].message and flag[0].manual
+
+
+def test_int_device_from_device_count():
+    code = """
+    import torch
+    def main(rank):
+        device = rank % torch.cuda.device_count()
+        model = torch.nn.Linear(2, 2).to(device)
+    """
+    f = _only(code)
+    assert f.fix.safe
+    assert "    device = torch_xla.device()\n" in fixed(code, "XLA101")

@@ -14,6 +14,7 @@ import io
 import re
 import tokenize
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..semantic import pickers, xla_api
 from ..semantic.model import (
@@ -36,6 +37,7 @@ from .base import (
     Rule,
     RuleContext,
     Severity,
+    Span,
     Target,
 )
 
@@ -490,6 +492,67 @@ def _assignment_findings(model, ctx, handled) -> Iterator[Finding]:
             handled.add(id(value))
             what = f"{model.segment(targets[0])} names a CUDA device"
             yield _value_finding(model, ctx, value, what)
+        elif _is_int_cuda_device(model, value):
+            handled.add(id(value))
+            what = f"{model.segment(targets[0])} is a CUDA device number"
+            yield _value_finding(model, ctx, value, what)
+
+
+def _is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:
+    """``rank % torch.cuda.device_count()``, ``local_rank``: a CUDA index kept as the device."""
+    if _rank_index(value):
+        return True
+    return isinstance(value, ast.BinOp) and any(
+        isinstance(n, ast.Call) and model.call_name(n) == "torch.cuda.device_count"
+        for n in ast.walk(value)
+    )
+
+
+def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
+    """``cuda = True if torch.cuda.is_available() else False``: a flag that turns CUDA
+    placement on; on an XLA host it is False, so everything it guards stays on the CPU."""
+    for node in model.nodes_of(ast.Assign):
+        if not isinstance(node, ast.Assign) or id(node.value) in handled:
+            continue
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        name = node.targets[0].id
+        if not any(k in name.lower() for k in ("cuda", "gpu")):
+            continue
+        if not pickers.is_availability(model, _bool_value(node.value)):
+            continue
+        tests = [
+            n
+            for n in model.nodes_of(ast.Name)
+            if isinstance(n, ast.Name)
+            and n.id == name
+            and isinstance(model.parent(n), ast.If | ast.IfExp)
+            and model.parent(n).test is n  # type: ignore[union-attr]
+            and not _chooses_device(model, model.parent(n))  # type: ignore[arg-type]
+        ]
+        if not tests:
+            continue
+        lines = ", ".join(str(t.lineno) for t in tests[:4])
+        yield _finding(
+            model,
+            node.value,
+            f"{name} is whether CUDA is available (False on an XLA host): the CUDA placement "
+            f"it turns on (line {lines}) never runs there",
+            manual=f"place on the XLA device where {name} is true (torch_xla.device())",
+        )
+
+
+def _bool_value(node: ast.AST) -> ast.AST:
+    """``True if test else False`` is ``test``."""
+    if (
+        isinstance(node, ast.IfExp)
+        and isinstance(node.body, ast.Constant)
+        and node.body.value is True
+        and isinstance(node.orelse, ast.Constant)
+        and node.orelse.value is False
+    ):
+        return node.test
+    return node
 
 
 def _option_findings(model, ctx, handled) -> Iterator[Finding]:
@@ -532,14 +595,48 @@ def _mentions_cuda(model: ScriptModel, call: ast.Call) -> bool:
     ) or any("cuda" in model.segment(k.value) for k in call.keywords if k.arg == "choices")
 
 
+def _availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
+    """Blocks that run only when CUDA (or another accelerator) is available."""
+    guards = []
+    for node in model.nodes_of(ast.If):
+        if isinstance(node, ast.If) and pickers.mentions_availability(model, node.test):
+            test = model.segment(node.test)
+            for stmt in (*node.body, *node.orelse):
+                guards.append((model.span(stmt), test))
+    return guards
+
+
+def _respect_guards(model: ScriptModel, findings: Iterator[Finding]) -> Iterator[Finding]:
+    """A rewrite inside ``if torch.cuda.is_available():`` still never runs on an XLA host
+    (the test is False there): such fixes need review of the guard too."""
+    guards = None
+    for f in findings:
+        if f.fix is not None and f.fix.safe:
+            if guards is None:
+                guards = _availability_guards(model)
+            test = next((t for span, t in guards if span.contains(f.span)), None)
+            if test is not None:
+                reason = (
+                    f"it sits under `if {test}:`, a CUDA availability test that decides "
+                    "differently on an XLA host (the guard keeps this code from running there)"
+                )
+                f = replace(
+                    f,
+                    message=f"{f.message} (fix needs review: {reason})",
+                    fix=replace(f.fix, safe=False, review_reason=reason),
+                )
+        yield f
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
-    yield from _if_picker_findings(model, ctx, handled)
+    yield from _respect_guards(model, _if_picker_findings(model, ctx, handled))
     yield from _flag_if_findings(model, ctx, handled)
-    yield from _picker_findings(model, ctx, handled)
+    yield from _respect_guards(model, _picker_findings(model, ctx, handled))
     yield from _option_findings(model, ctx, handled)
-    yield from _call_findings(model, ctx, handled)
-    yield from _assignment_findings(model, ctx, handled)
+    yield from _respect_guards(model, _call_findings(model, ctx, handled))
+    yield from _respect_guards(model, _assignment_findings(model, ctx, handled))
+    yield from _flag_findings(model, handled)
 
 
 HOVER_DEVICE = """\

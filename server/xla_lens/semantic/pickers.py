@@ -29,6 +29,10 @@ AVAILABILITY_CALLS = frozenset(
         "torch.xpu.is_available",
     }
 )
+# accelerate.utils / transformers.utils helpers that ask the same question.
+AVAILABILITY_HELPERS = frozenset(
+    {"is_xpu_available", "is_npu_available", "is_mps_available", "is_cuda_available"}
+)
 AVAILABILITY_ATTRS = frozenset({"torch.has_mps", "torch.has_cuda"})
 ACCELERATOR_CALL = "torch.accelerator.current_accelerator"
 OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
@@ -41,23 +45,25 @@ def flag_values(model: ScriptModel, node: ast.AST) -> list[ast.expr]:
     return []
 
 
-def is_availability(model: ScriptModel, node: ast.AST) -> bool:
+def is_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> bool:
     """Only availability questions (combined with and/or/not, compared with numbers),
     directly or through a flag name assigned from one."""
-    values = flag_values(model, node)
+    # A flag name is followed one assignment deep (``x = x + 1`` must not loop).
+    values = flag_values(model, node) if follow else []
     if values:
-        return all(is_availability(model, v) for v in values)
+        return all(is_availability(model, v, False) for v in values)
     if isinstance(node, ast.BoolOp):
-        return all(is_availability(model, v) for v in node.values)
+        return all(is_availability(model, v, follow) for v in node.values)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return is_availability(model, node.operand)
+        return is_availability(model, node.operand, follow)
     if isinstance(node, ast.Compare):
         others = [node.left, *node.comparators]
-        return any(is_availability(model, o) for o in others) and all(
-            is_availability(model, o) or isinstance(o, ast.Constant) for o in others
+        return any(is_availability(model, o, follow) for o in others) and all(
+            is_availability(model, o, follow) or isinstance(o, ast.Constant) for o in others
         )
     if isinstance(node, ast.Call):
-        if model.call_name(node) in AVAILABILITY_CALLS:
+        name = model.call_name(node) or ""
+        if name in AVAILABILITY_CALLS or name.rpartition(".")[2] in AVAILABILITY_HELPERS:
             return True
         # hasattr(torch.backends, "mps")
         return (
@@ -71,12 +77,15 @@ def is_availability(model: ScriptModel, node: ast.AST) -> bool:
     return False
 
 
-def mentions_availability(model: ScriptModel, node: ast.AST) -> bool:
-    for n in ast.walk(node):
-        if any(mentions_availability(model, v) for v in flag_values(model, n)):
-            return True
+def mentions_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> bool:
+    if follow:
+        for n in ast.walk(node):
+            if any(mentions_availability(model, v, False) for v in flag_values(model, n)):
+                return True
     return any(
-        is_availability(model, n) for n in ast.walk(node) if isinstance(n, ast.Call | ast.Attribute)
+        is_availability(model, n, False)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call | ast.Attribute)
     )
 
 
