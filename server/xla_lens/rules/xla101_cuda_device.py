@@ -10,12 +10,11 @@ fix is offered for review and the finding says which use needs the original valu
 from __future__ import annotations
 
 import ast
-import io
 import re
-import tokenize
 from collections.abc import Iterator
 from dataclasses import replace
 
+from ..semantic import device_sites as sites
 from ..semantic import pickers, xla_api
 from ..semantic.model import (
     Emitter,
@@ -26,7 +25,7 @@ from ..semantic.model import (
     method_name,
     receiver,
 )
-from ..semantic.values import DeviceFlow, Use, option_dest
+from ..semantic.values import Use, option_dest
 from .base import (
     AddImport,
     Category,
@@ -37,7 +36,6 @@ from .base import (
     Rule,
     RuleContext,
     Severity,
-    Span,
     Target,
 )
 
@@ -46,41 +44,8 @@ XLA_STRING = '"xla"'
 RANK_NAME = re.compile(r"(^|_)(local_rank|rank|gpu|gpu_id|device_id|local_device)$")
 
 
-def _flow(model: ScriptModel) -> DeviceFlow:
-    # One def-use index per parse, shared by every site of this rule.
-    flow = model.__dict__.get("_xla_lens_device_flow")
-    if flow is None:
-        flow = model.__dict__["_xla_lens_device_flow"] = DeviceFlow(model)
-    return flow
-
-
-def _device_ref_at(model: ScriptModel, e: Emitter, target: Target, node: ast.AST) -> str | None:
-    """The device variable if it is visibly bound where ``node`` runs, else None."""
-    var = model.device_variable
-    if var is not None:
-        fn = model.enclosing_function(node)
-        for a in model.assignments.get(var, []):
-            afn = model.enclosing_function(a)
-            before = (a.lineno, a.col_offset) < (node.lineno, node.col_offset)
-            if afn is None and (fn is not None or before):
-                return var
-            if afn is not None and afn is fn and before:
-                return var
-    return None
-
-
 def _finding(model, node, message, fix=None, manual=None) -> Finding:
     return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix, manual=manual)
-
-
-def _is_str_valued(model: ScriptModel, node: ast.AST) -> bool:
-    if isinstance(node, ast.IfExp):
-        return _is_str_valued(model, node.body) and _is_str_valued(model, node.orelse)
-    if isinstance(node, ast.Attribute) and node.attr == "type":
-        return True
-    if isinstance(node, ast.Call):
-        return isinstance(node.func, ast.Attribute) and node.func.attr == "format"
-    return isinstance(node, ast.JoinedStr) or const_str(node) is not None
 
 
 def _choose(
@@ -91,7 +56,9 @@ def _choose(
     bad = [u for u in uses if not u.ok]
     if not bad:
         return xla_api.device(e, target), True, ""
-    reason = "the device value is used where the original matters: " + _flow(model).describe(bad)
+    reason = "the device value is used where the original matters: " + sites.device_flow(
+        model
+    ).describe(bad)
     if str_typed:
         e._add(AddImport("import torch_xla"))
         return XLA_STRING, False, reason
@@ -106,20 +73,6 @@ def _message(base: str, safe: bool, reason: str) -> str:
     return base if safe else f"{base} (fix needs review: {reason})"
 
 
-def _comments(model: ScriptModel, node: ast.stmt) -> list[str]:
-    """Comments inside a statement, so a rewrite that replaces it keeps them."""
-    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
-    text = "".join(model.lines[first : last + 1])
-    found: list[str] = []
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT:
-                found.append(tok.string)
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return found
-
-
 # --- sites ----------------------------------------------------------------------------
 def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
     for node in model.nodes_of(ast.If):
@@ -130,7 +83,7 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
             continue
         handled.update(id(n) for n in ast.walk(node))
         e = Emitter(model)
-        flow = _flow(model)
+        flow = sites.device_flow(model)
         values = [
             s.value
             for s in ast.walk(node)
@@ -142,7 +95,7 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
             for s in ast.walk(node)
             if isinstance(s, ast.Assign) and s.targets[0] is ip.target
         ]
-        str_typed = all(_is_str_valued(model, v) for v in values)
+        str_typed = all(sites.is_str_valued(model, v) for v in values)
         uses = flow._store_uses(ip.target, 4, set())
         code, safe, reason = _choose(model, e, ctx.target, uses, str_typed)
         extras = [s for s in ip.extras if not pickers.is_harmless_extra(model, s)]
@@ -152,7 +105,7 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
             reason = (reason + "; " if reason else "") + f"the picker block also runs: {more}"
         name = model.segment(ip.target)
         # The block's comments ride on the new statement, so removing the block keeps them.
-        comments = "  ".join(_comments(model, node))
+        comments = "  ".join(sites.comments_in(model, node))
         statement = f"{name} = {code}" + (f"  {comments}" if comments else "")
         yield _finding(
             model,
@@ -173,57 +126,28 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
         )
 
 
-def _flag_name_edit(model: ScriptModel, test: ast.AST) -> tuple[tuple, bool, str]:
-    """Drop the availability part of ``use_accel = flag and avail()``; safe only when the
-    flag only chooses the device (its other uses would now run on XLA hosts too)."""
-    found = pickers.mixed_flag(model, test)
-    assert found is not None and isinstance(test, ast.Name)
-    assign, flags = found
-    ops = (Replace(model.span(assign.value), " and ".join(model.segment(f) for f in flags)),)
-    others = []
-    for n in model.nodes_of(ast.Name):
-        if isinstance(n, ast.Name) and n.id == test.id and isinstance(n.ctx, ast.Load):
-            p = model.parent(n)
-            if isinstance(p, ast.If | ast.IfExp) and p.test is n and _chooses_device(model, p):
-                continue
-            others.append(n)
-    if not others:
-        return ops, True, ""
-    lines = ", ".join(str(n.lineno) for n in others[:3])
-    return ops, False, f"{test.id} also decides other code (line {lines}), which will now run"
-
-
-def _chooses_device(model: ScriptModel, node: ast.If | ast.IfExp) -> bool:
-    if isinstance(node, ast.IfExp):
-        return pickers.picker(model, node) is not None
-    return any(
-        isinstance(s, ast.Assign)
-        and any(_is_device_name(t) for t in s.targets)
-        and pickers.is_device_value(model, s.value)
-        for s in node.body
-    )
-
-
 def _flag_if_findings(model, ctx, handled) -> Iterator[Finding]:
     """``if use_accel: device = torch.accelerator.current_accelerator() else: ...`` with
     ``use_accel = not args.no_accel and torch.accelerator.is_available()``."""
     for node in model.nodes_of(ast.If):
         if id(node) in handled or not isinstance(node, ast.If):
             continue
-        if pickers.mixed_flag(model, node.test) is None or not _chooses_device(model, node):
+        if pickers.mixed_flag(model, node.test) is None or not sites.chooses_device(model, node):
             continue
         stmt = next(
             s
             for s in node.body
             if isinstance(s, ast.Assign)
-            and any(_is_device_name(t) for t in s.targets)
+            and any(sites.is_device_name(t) for t in s.targets)
             and pickers.is_device_value(model, s.value)
         )
         handled.update(id(n) for n in ast.walk(stmt))
         e = Emitter(model)
-        uses = _flow(model)._store_uses(stmt.targets[0], 4, set())
-        code, safe, reason = _choose(model, e, ctx.target, uses, _is_str_valued(model, stmt.value))
-        flag_ops, flag_safe, flag_reason = _flag_name_edit(model, node.test)
+        uses = sites.device_flow(model)._store_uses(stmt.targets[0], 4, set())
+        code, safe, reason = _choose(
+            model, e, ctx.target, uses, sites.is_str_valued(model, stmt.value)
+        )
+        flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
         safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
         yield _finding(
             model,
@@ -244,32 +168,6 @@ def _flag_if_findings(model, ctx, handled) -> Iterator[Finding]:
         )
 
 
-def _outer(model: ScriptModel, node: ast.AST) -> ast.AST:
-    """``torch.device(<node>)`` when the picker is wrapped in one, else ``node``."""
-    p = model.parent(node)
-    if isinstance(p, ast.Call) and model.call_name(p) == "torch.device" and p.args == [node]:
-        return p
-    return node
-
-
-def _option_call(model: ScriptModel, node: ast.AST) -> ast.Call | None:
-    p = model.parent(node)
-    if isinstance(p, ast.keyword) and p.arg == "default":
-        call = model.parent(p)
-        if isinstance(call, ast.Call) and method_name(call) == "add_argument":
-            return call
-    return None
-
-
-def _uses_of_site(model: ScriptModel, site: ast.AST) -> list[Use]:
-    flow = _flow(model)
-    option = _option_call(model, site)
-    if option is not None:
-        dest = option_dest(option)
-        return flow.uses_of_option(dest) if dest else [Use(site, False, "option not followed")]
-    return flow.uses_of_expr(site)
-
-
 def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
     for node in model.nodes_of(ast.IfExp):
         if id(node) in handled:
@@ -277,12 +175,12 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
         pk = pickers.picker(model, node)
         if pk is None:
             continue
-        site = _outer(model, node)
+        site = sites.wrapping_device_call(model, node)
         handled.update(id(n) for n in ast.walk(site))
         e = Emitter(model)
-        option = _option_call(model, site) is not None
-        str_typed = option or (site is node and _is_str_valued(model, node))
-        uses = _uses_of_site(model, site)
+        option = sites.option_call(model, site) is not None
+        str_typed = option or (site is node and sites.is_str_valued(model, node))
+        uses = sites.uses_of_site(model, site)
         if pk.test_kind == "unknown":
             yield _finding(
                 model,
@@ -300,7 +198,7 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
             edit = Replace(model.span(site), code)
             title = f"Use the XLA device: {code}"
         else:
-            branch_str = _is_str_valued(model, pk.device_branch)
+            branch_str = sites.is_str_valued(model, pk.device_branch)
             code, safe, reason = _choose(model, e, ctx.target, uses, branch_str or option)
             if branch_str or option:
                 code = XLA_STRING
@@ -312,7 +210,7 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
             else:
                 edit = Replace(model.span(pk.device_branch), code)
             if pk.test_kind == "mixed-name":
-                flag_ops, flag_safe, flag_reason = _flag_name_edit(model, node.test)
+                flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
                 ops = (edit, *flag_ops)
                 safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
                 title = f"Use the XLA device where the accelerator was chosen ({code})"
@@ -346,9 +244,11 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
 def _value_finding(model, ctx, site: ast.AST, what: str) -> Finding:
     """A device value bound somewhere (assignment, return, option default)."""
     e = Emitter(model)
-    option = _option_call(model, site) is not None
-    uses = _uses_of_site(model, site)
-    code, safe, reason = _choose(model, e, ctx.target, uses, option or _is_str_valued(model, site))
+    option = sites.option_call(model, site) is not None
+    uses = sites.uses_of_site(model, site)
+    code, safe, reason = _choose(
+        model, e, ctx.target, uses, option or sites.is_str_valued(model, site)
+    )
     if option:
         code = XLA_STRING
         e._add(AddImport("import torch_xla"))
@@ -365,16 +265,7 @@ def _value_finding(model, ctx, site: ast.AST, what: str) -> Finding:
 
 
 def _direct_device(model, e, target, call) -> str:
-    return _device_ref_at(model, e, target, call) or xla_api.device(e, target)
-
-
-def _rank_index(node: ast.AST | None) -> bool:
-    """An integer CUDA index by name: ``local_rank``, ``args.gpu``, ``rank``."""
-    if isinstance(node, ast.Name):
-        return bool(RANK_NAME.search(node.id.lower()))
-    if isinstance(node, ast.Attribute):
-        return bool(RANK_NAME.search(node.attr.lower()))
-    return False
+    return sites.device_ref_at(model, call) or xla_api.device(e, target)
 
 
 def _call_findings(model, ctx, handled) -> Iterator[Finding]:
@@ -445,9 +336,9 @@ def _to_findings(model, ctx, call: ast.Call, handled) -> Iterator[Finding]:
                 f'.to("cuda") moves to a CUDA device: use .to({dev})',
                 _fix(f"Move to {dev} instead", (Replace(model.span(arg), dev),), e, True, ""),
             )
-        elif _rank_index(arg):
+        elif sites.rank_index(arg):
             handled.add(id(arg))
-            var = _device_ref_at(model, e, ctx.target, call)
+            var = sites.device_ref_at(model, call)
             dev = var or xla_api.device(e, ctx.target)
             reason = (
                 ""
@@ -473,39 +364,22 @@ def _to_findings(model, ctx, call: ast.Call, handled) -> Iterator[Finding]:
             )
 
 
-def _is_device_name(target: ast.AST) -> bool:
-    key = pickers._target_key(target)
-    if key is None and isinstance(target, ast.Attribute):
-        key = target.attr
-    return key is not None and "dev" in key.lower()
-
-
 def _assignment_findings(model, ctx, handled) -> Iterator[Finding]:
     for node in model.nodes_of(ast.Assign, ast.AnnAssign):
         value = node.value
         if value is None or id(value) in handled:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if not any(_is_device_name(t) for t in targets):
+        if not any(sites.is_device_name(t) for t in targets):
             continue
         if pickers.is_device_value(model, value):
             handled.add(id(value))
             what = f"{model.segment(targets[0])} names a CUDA device"
             yield _value_finding(model, ctx, value, what)
-        elif _is_int_cuda_device(model, value):
+        elif sites.is_int_cuda_device(model, value):
             handled.add(id(value))
             what = f"{model.segment(targets[0])} is a CUDA device number"
             yield _value_finding(model, ctx, value, what)
-
-
-def _is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:
-    """``rank % torch.cuda.device_count()``, ``local_rank``: a CUDA index kept as the device."""
-    if _rank_index(value):
-        return True
-    return isinstance(value, ast.BinOp) and any(
-        isinstance(n, ast.Call) and model.call_name(n) == "torch.cuda.device_count"
-        for n in ast.walk(value)
-    )
 
 
 def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
@@ -519,7 +393,7 @@ def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
         name = node.targets[0].id
         if not any(k in name.lower() for k in ("cuda", "gpu")):
             continue
-        if not pickers.is_availability(model, _bool_value(node.value)):
+        if not pickers.is_availability(model, sites.bool_value(node.value)):
             continue
         tests = [
             n
@@ -528,7 +402,7 @@ def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
             and n.id == name
             and isinstance(model.parent(n), ast.If | ast.IfExp)
             and model.parent(n).test is n  # type: ignore[union-attr]
-            and not _chooses_device(model, model.parent(n))  # type: ignore[arg-type]
+            and not sites.chooses_device(model, model.parent(n))  # type: ignore[arg-type]
         ]
         if not tests:
             continue
@@ -540,19 +414,6 @@ def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
             f"it turns on (line {lines}) never runs there",
             manual=f"place on the XLA device where {name} is true (torch_xla.device())",
         )
-
-
-def _bool_value(node: ast.AST) -> ast.AST:
-    """``True if test else False`` is ``test``."""
-    if (
-        isinstance(node, ast.IfExp)
-        and isinstance(node.body, ast.Constant)
-        and node.body.value is True
-        and isinstance(node.orelse, ast.Constant)
-        and node.orelse.value is False
-    ):
-        return node.test
-    return node
 
 
 def _option_findings(model, ctx, handled) -> Iterator[Finding]:
@@ -567,7 +428,7 @@ def _option_findings(model, ctx, handled) -> Iterator[Finding]:
         if pickers.is_device_value(model, kw.value):
             handled.add(id(kw.value))
             yield _value_finding(model, ctx, kw.value, f"--{dest} defaults to a CUDA device")
-        elif const_str(kw.value) == "cpu" and _mentions_cuda(model, call):
+        elif const_str(kw.value) == "cpu" and sites.mentions_cuda(model, call):
             handled.add(id(kw.value))
             e = Emitter(model)
             e._add(AddImport("import torch_xla"))
@@ -589,23 +450,6 @@ def _option_findings(model, ctx, handled) -> Iterator[Finding]:
             )
 
 
-def _mentions_cuda(model: ScriptModel, call: ast.Call) -> bool:
-    return any(
-        "cuda" in (const_str(k.value) or "") for k in call.keywords if k.arg in {"help", "choices"}
-    ) or any("cuda" in model.segment(k.value) for k in call.keywords if k.arg == "choices")
-
-
-def _availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
-    """Blocks that run only when CUDA (or another accelerator) is available."""
-    guards = []
-    for node in model.nodes_of(ast.If):
-        if isinstance(node, ast.If) and pickers.mentions_availability(model, node.test):
-            test = model.segment(node.test)
-            for stmt in (*node.body, *node.orelse):
-                guards.append((model.span(stmt), test))
-    return guards
-
-
 def _respect_guards(model: ScriptModel, findings: Iterator[Finding]) -> Iterator[Finding]:
     """A rewrite inside ``if torch.cuda.is_available():`` still never runs on an XLA host
     (the test is False there): such fixes need review of the guard too."""
@@ -613,7 +457,7 @@ def _respect_guards(model: ScriptModel, findings: Iterator[Finding]) -> Iterator
     for f in findings:
         if f.fix is not None and f.fix.safe:
             if guards is None:
-                guards = _availability_guards(model)
+                guards = sites.availability_guards(model)
             test = next((t for span, t in guards if span.contains(f.span)), None)
             if test is not None:
                 reason = (

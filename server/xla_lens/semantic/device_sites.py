@@ -1,0 +1,180 @@
+"""Where a script picks its CUDA device, as XLA101 sees it: the shapes of device sites
+(option defaults, ``torch.device`` wrappers, integer CUDA indices, availability guards and
+flags) and the def-use index shared by every site of one parse. Pure analysis: the rule
+builds findings and fixes from these answers.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+
+from . import pickers
+from .edits import Replace
+from .model import ScriptModel, const_str, method_name
+from .span import Span
+from .values import DeviceFlow, Use, option_dest
+
+RANK_NAME = re.compile(r"(^|_)(local_rank|rank|gpu|gpu_id|device_id|local_device)$")
+
+
+def device_flow(model: ScriptModel) -> DeviceFlow:
+    # One def-use index per parse, shared by every site of this rule.
+    flow = model.__dict__.get("_xla_lens_device_flow")
+    if flow is None:
+        flow = model.__dict__["_xla_lens_device_flow"] = DeviceFlow(model)
+    return flow
+
+
+def device_ref_at(model: ScriptModel, node: ast.AST) -> str | None:
+    """The device variable if it is visibly bound where ``node`` runs, else None."""
+    var = model.device_variable
+    if var is not None:
+        fn = model.enclosing_function(node)
+        for a in model.assignments.get(var, []):
+            afn = model.enclosing_function(a)
+            before = (a.lineno, a.col_offset) < (node.lineno, node.col_offset)
+            if afn is None and (fn is not None or before):
+                return var
+            if afn is not None and afn is fn and before:
+                return var
+    return None
+
+
+def is_str_valued(model: ScriptModel, node: ast.AST) -> bool:
+    if isinstance(node, ast.IfExp):
+        return is_str_valued(model, node.body) and is_str_valued(model, node.orelse)
+    if isinstance(node, ast.Attribute) and node.attr == "type":
+        return True
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+    return isinstance(node, ast.JoinedStr) or const_str(node) is not None
+
+
+def comments_in(model: ScriptModel, node: ast.stmt) -> list[str]:
+    """Comments inside a statement, so a rewrite that replaces it keeps them."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    text = "".join(model.lines[first : last + 1])
+    found: list[str] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                found.append(tok.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
+def flag_name_edit(model: ScriptModel, test: ast.AST) -> tuple[tuple, bool, str]:
+    """Drop the availability part of ``use_accel = flag and avail()``; safe only when the
+    flag only chooses the device (its other uses would now run on XLA hosts too)."""
+    found = pickers.mixed_flag(model, test)
+    assert found is not None and isinstance(test, ast.Name)
+    assign, flags = found
+    ops = (Replace(model.span(assign.value), " and ".join(model.segment(f) for f in flags)),)
+    others = []
+    for n in model.nodes_of(ast.Name):
+        if isinstance(n, ast.Name) and n.id == test.id and isinstance(n.ctx, ast.Load):
+            p = model.parent(n)
+            if isinstance(p, ast.If | ast.IfExp) and p.test is n and chooses_device(model, p):
+                continue
+            others.append(n)
+    if not others:
+        return ops, True, ""
+    lines = ", ".join(str(n.lineno) for n in others[:3])
+    return ops, False, f"{test.id} also decides other code (line {lines}), which will now run"
+
+
+def chooses_device(model: ScriptModel, node: ast.If | ast.IfExp) -> bool:
+    if isinstance(node, ast.IfExp):
+        return pickers.picker(model, node) is not None
+    return any(
+        isinstance(s, ast.Assign)
+        and any(is_device_name(t) for t in s.targets)
+        and pickers.is_device_value(model, s.value)
+        for s in node.body
+    )
+
+
+def wrapping_device_call(model: ScriptModel, node: ast.AST) -> ast.AST:
+    """``torch.device(<node>)`` when the picker is wrapped in one, else ``node``."""
+    p = model.parent(node)
+    if isinstance(p, ast.Call) and model.call_name(p) == "torch.device" and p.args == [node]:
+        return p
+    return node
+
+
+def option_call(model: ScriptModel, node: ast.AST) -> ast.Call | None:
+    p = model.parent(node)
+    if isinstance(p, ast.keyword) and p.arg == "default":
+        call = model.parent(p)
+        if isinstance(call, ast.Call) and method_name(call) == "add_argument":
+            return call
+    return None
+
+
+def uses_of_site(model: ScriptModel, site: ast.AST) -> list[Use]:
+    flow = device_flow(model)
+    option = option_call(model, site)
+    if option is not None:
+        dest = option_dest(option)
+        return flow.uses_of_option(dest) if dest else [Use(site, False, "option not followed")]
+    return flow.uses_of_expr(site)
+
+
+def rank_index(node: ast.AST | None) -> bool:
+    """An integer CUDA index by name: ``local_rank``, ``args.gpu``, ``rank``."""
+    if isinstance(node, ast.Name):
+        return bool(RANK_NAME.search(node.id.lower()))
+    if isinstance(node, ast.Attribute):
+        return bool(RANK_NAME.search(node.attr.lower()))
+    return False
+
+
+def is_device_name(target: ast.AST) -> bool:
+    key = pickers._target_key(target)
+    if key is None and isinstance(target, ast.Attribute):
+        key = target.attr
+    return key is not None and "dev" in key.lower()
+
+
+def is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:
+    """``rank % torch.cuda.device_count()``, ``local_rank``: a CUDA index kept as the device."""
+    if rank_index(value):
+        return True
+    return isinstance(value, ast.BinOp) and any(
+        isinstance(n, ast.Call) and model.call_name(n) == "torch.cuda.device_count"
+        for n in ast.walk(value)
+    )
+
+
+def bool_value(node: ast.AST) -> ast.AST:
+    """``True if test else False`` is ``test``."""
+    if (
+        isinstance(node, ast.IfExp)
+        and isinstance(node.body, ast.Constant)
+        and node.body.value is True
+        and isinstance(node.orelse, ast.Constant)
+        and node.orelse.value is False
+    ):
+        return node.test
+    return node
+
+
+def mentions_cuda(model: ScriptModel, call: ast.Call) -> bool:
+    return any(
+        "cuda" in (const_str(k.value) or "") for k in call.keywords if k.arg in {"help", "choices"}
+    ) or any("cuda" in model.segment(k.value) for k in call.keywords if k.arg == "choices")
+
+
+def availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
+    """Blocks that run only when CUDA (or another accelerator) is available."""
+    guards = []
+    for node in model.nodes_of(ast.If):
+        if isinstance(node, ast.If) and pickers.mentions_availability(model, node.test):
+            test = model.segment(node.test)
+            for stmt in (*node.body, *node.orelse):
+                guards.append((model.span(stmt), test))
+    return guards
