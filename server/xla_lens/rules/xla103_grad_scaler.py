@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
 from ..semantic.precision import float16_uses
@@ -85,6 +86,7 @@ def _xla_scaler_fix(model: ScriptModel, call: ast.Call) -> Fix:
         f"Keep loss scaling on XLA: {code}",
         (Replace(model.span(call), code), *e.imports),
         safe=False,
+        review_reason="keeps loss scaling, which reads the host every step",
     )
 
 
@@ -163,15 +165,15 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
             node, why = fp16[0]
             reason = (
                 f"line {node.lineno}: {why}; without loss scaling float16 gradients can "  # type: ignore[attr-defined]
-                "underflow (switch to bfloat16 first, or keep loss scaling)"
+                "underflow, and torch.cuda.amp.GradScaler switches itself off without CUDA"
             )
-            fix = Fix(
-                "Remove the GradScaler (float16 stays: review underflow)",
-                tuple(ops),
-                safe=False,
-                review_reason=reason,
+            fix = _xla_scaler_fix(model, call)
+            fix = replace(fix, review_reason=f"{reason} (this keeps loss scaling on XLA)")
+            manual = (
+                f'review: {reason}. Keep loss scaling with `torch.amp.GradScaler("xla")`, or '
+                "switch the autocast to bfloat16 and remove the scaler"
             )
-            return fix, f"review: {reason}"
+            return fix, manual
         if blocker is None:
             return Fix("Remove the GradScaler: bf16 needs no loss scaling", tuple(ops)), None
         why = (
