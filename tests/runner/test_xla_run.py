@@ -40,7 +40,7 @@ def test_host_read_compiles_and_executes_at_the_item_line(recompile_run):
     assert not [p for p in summary.problems if p.kind == "cpu-fallback"]
 
 
-def test_batch_size_change_recompiles_every_step_at_the_sync_line(recompile_run):
+def test_batch_size_change_recompiles_every_step_explained_at_its_cause(recompile_run):
     summary, events = recompile_run
     sync = marked_line(SCRIPT, "# RECOMPILE")
     compiles = [e for e in of_type(events, "compile") if e.line == sync]
@@ -50,8 +50,14 @@ def test_batch_size_change_recompiles_every_step_at_the_sync_line(recompile_run)
     stats = summary.line(str(SCRIPT), sync)
     assert stats is not None and stats.uncached_compiles == 5 and stats.graphs == 5
     assert stats.compile_s == pytest.approx(sum(e.seconds for e in compiles))
-    problem = next(p for p in summary.problems if p.kind == "recompilation" and p.line == sync)
-    assert "shape changes" in problem.message
+    # explained at its cause: the line that makes the new shape, naming the sync as trigger
+    cause = marked_line(SCRIPT, "# CAUSE")
+    problem = next(p for p in summary.problems if p.kind == "recompilation")
+    assert (problem.file, problem.line, problem.change_kind) == (str(SCRIPT), cause, "shape")
+    assert (problem.trigger_file, problem.trigger_line) == (str(SCRIPT), sync)
+    assert (
+        problem.message.startswith("recompiles: shape f32[") and "(aten::normal)" in problem.message
+    )
     # nothing is attributed to library frames or to lines that do not compile
     lines = {e.line for e in of_type(events, "compile")}
     assert lines == {sync, marked_line(SCRIPT, "# HOST-READ")}

@@ -22,7 +22,7 @@ GRAPHS_FILE = "graphs.hlo"
 DEFAULT_STEPS = 30
 DEFAULT_GRAPHS = 12
 # The window bounds the dump; this bounds what is read back even if a file keeps growing.
-MAX_READ_BYTES = 64 << 20
+MAX_READ_BYTES = 32 << 20
 
 
 def dump_env(folder: Path, steps: int, graphs: int, env: Mapping[str, str]) -> dict[str, str]:

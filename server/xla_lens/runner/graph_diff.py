@@ -60,6 +60,7 @@ HINTS = {
     "with torch.where, or take the branch outside the traced step",
 }
 
+NEAREST_OF = 4  # earlier graphs of a trigger line a new graph is compared with
 # Ops whose output shape depends on tensor values, not on Python sizes.
 _DATA_DEPENDENT = ("aten::nonzero", "aten::masked_select", "aten::unique2", "aten::index")
 _FRAME = re.compile(r"^(\S+) \((.+):(\d+)\)$")
@@ -125,37 +126,41 @@ class Explanation:
 
 
 def parse_dump(text: str) -> list[Graph]:
-    """Every synced graph of a dump, in the order they were synced."""
+    """Every synced graph of a dump, in the order they were synced. A graph synced again (a
+    cached step, most of them) shares the nodes parsed the first time: its hash comes last in
+    the block, so its instructions are kept as text until then."""
     graphs: list[Graph] = []
+    parsed: dict[str, list[Node]] = {}
     frames: list[Frame] = []
     section = ""
-    current: Graph | None = None
+    entry: list[str] = []
+    graph_hash = ""
     depth = 0  # inside the ENTRY computation when 1
     for raw in text.splitlines():
         line = raw.rstrip()
         if line.startswith("TensorsGraphInfo:"):
             section, frames = "frames", []
         elif line == "## BEGIN_GRAPH":
-            section, current, depth = "graph", Graph("", frames), 0
+            section, entry, graph_hash, depth = "graph", [], "", 0
         elif line == "## END_GRAPH":
-            if current is not None and current.graph_hash:
-                graphs.append(current)
-            section, current = "", None
+            if section == "graph" and graph_hash:
+                if graph_hash not in parsed:
+                    parsed[graph_hash] = [n for n in map(_parse_instruction, entry) if n]
+                graphs.append(Graph(graph_hash, frames, parsed[graph_hash]))
+            section = ""
         elif section == "frames":
             m = _FRAME.match(line.strip())
             if m:
                 frames.append(Frame(m.group(1), m.group(2), int(m.group(3))))
-        elif section == "graph" and current is not None:
+        elif section == "graph":
             if line.startswith("Graph Hash:"):
-                current.graph_hash = line.split(":", 1)[1].strip()
+                graph_hash = line.split(":", 1)[1].strip()
             elif line.startswith("ENTRY "):
                 depth = 1
             elif depth and line.strip() == "}":
                 depth = 0
             elif depth:
-                node = _parse_instruction(line)
-                if node is not None:
-                    current.nodes.append(node)
+                entry.append(line)
     return graphs
 
 
@@ -394,7 +399,8 @@ def explain(
             continue
         if earlier:
             # Nearest = fewest differences; on a tie the latest, the likeliest predecessor.
-            best = min(reversed(earlier), key=lambda g: _distance(g, graph))
+            # Only the last few are compared: a diff of big graphs costs tens of ms.
+            best = min(reversed(earlier[-NEAREST_OF:]), key=lambda g: _distance(g, graph))
             change = diff_graphs(best, graph, is_user)
             if change is not None and change.cause is not None:
                 ex = Explanation(

@@ -174,7 +174,8 @@ class Session:
             self.collector.finish()
             debug.close()
             channel.close()
-            self._explain(tmp)
+            # parsing and diffing big graphs takes a while: keep the event loop (the server) free
+            await asyncio.to_thread(self._explain, tmp)
         self._finish(proc.returncode, ended, time.monotonic() - t0, leftovers)
 
     def _explain(self, tmp: Path) -> None:

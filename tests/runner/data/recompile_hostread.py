@@ -8,7 +8,7 @@ model = torch.nn.Linear(8, 1).to(device)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 for step in range(5):
     batch = 2 + step  # SHAPE-CHANGE: a new batch size every step
-    x = torch.randn(batch, 8, device=device)
+    x = torch.randn(batch, 8, device=device)  # CAUSE: the new shape is made here
     loss = model(x).pow(2).mean()
     seen = loss.item()  # HOST-READ: reads the loss before the step is synced
     loss.backward()
