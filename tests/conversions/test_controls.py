@@ -17,16 +17,17 @@ CONVERSION = {Category.CONVERSION, Category.DISTRIBUTED}
 STILL_FLAGGED = {
     "accelerate_loop.py": "XLA107 asks for a step sync in an accelerate-prepared loop "
     "(accelerate owns it)",
-    "gan_step_fns.py": "XLA107 flags gradient-accumulation loops inside one step function",
 }
 
 
-def _params():
+def _params() -> list:
+    params = []
     for path in sorted(CONTROLS.glob("*.py")):
         marks = []
         if path.name in STILL_FLAGGED:
             marks.append(pytest.mark.xfail(strict=True, reason=STILL_FLAGGED[path.name]))
-        yield pytest.param(path, id=path.stem, marks=marks)
+        params.append(pytest.param(path, id=path.stem, marks=marks))
+    return params
 
 
 def test_there_are_controls():
