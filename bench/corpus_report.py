@@ -22,15 +22,14 @@ CONTROLS = ROOT / "tests" / "conversions" / "controls"
 
 # First match wins: the order puts the specific idioms before the generic "cuda"/"device".
 OWNER_GUESS: tuple[tuple[str, str], ...] = (
+    (r"torch\.save|checkpoint|map_location", "XLA108 (save / load)"),
+    (r"float16|fp16|mixed_precision|dtype|bits default", "XLA114/XLA304 (float16 precision)"),
     (
         r"empty_cache|memory|nvtx|profil|stream|bitsandbytes|8-bit|4-bit|4bit|8bit|xformers"
-        r"|manual_seed|bf16_supported|device_count|outofmemory|synchroni|cudart|float16|dtype",
-        "XLA403 (CUDA-only call / dtype)",
+        r"|manual_seed|bf16_supported|device_count|outofmemory|synchroni|cudart",
+        "XLA403/XLA405 (CUDA-only call or API)",
     ),
-    (
-        r"autocast|grad ?scaler|scaler|\bamp\b|apex|loss scal|mixed_precision|fp16",
-        "XLA102/103 (AMP)",
-    ),
+    (r"autocast|grad ?scaler|scaler|\bamp\b|apex|loss scal", "XLA102/103 (AMP)"),
     (r"spawn|launcher|_mp_fn", "XLA204 (launcher)"),
     (
         r"ddp|nccl|backend|init_process_group|syncbatchnorm|dataparallel|data_parallel|fsdp"
@@ -38,7 +37,6 @@ OWNER_GUESS: tuple[tuple[str, str], ...] = (
         "XLA205 (DDP / backend)",
     ),
     (r"sampler", "XLA203 (sampler)"),
-    (r"torch\.save|checkpoint|map_location", "XLA108 (save / load)"),
     (r"loop|mark_step|step sync", "XLA107 (step sync)"),
     (r"loader|prefetch", "XLA106 (loader)"),
     (r"rank|world_size|local_rank|process index", "XLA202 (rank / world size)"),
