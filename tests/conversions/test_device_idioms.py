@@ -67,3 +67,11 @@ def test_string_trap_is_left_for_review_and_keeps_its_meaning():
     conv, orig = result.converted, result.original
     assert conv.returncode == 0 and orig is not None and orig.returncode == 0, result.describe()
     assert conv.losses == pytest.approx(orig.losses, rel=0.02), result.describe()
+
+
+def test_already_xla_control_gets_no_device_or_launch_findings():
+    from .harness import CONTROLS
+
+    source = (CONTROLS / "xla_ddp_launch.py").read_text()
+    mine = {"XLA101", "XLA202", "XLA203", "XLA204"}
+    assert [f for f in analyze(source).findings if f.code in mine] == []
