@@ -1,0 +1,156 @@
+"""XLA110: ``torch.nn.DataParallel`` on XLA.
+
+DataParallel only knows CUDA devices. On an XLA host without CUDA it keeps no device ids
+and calls the model directly (one replica, no parallelism); where CUDA is visible it
+scatters onto CUDA devices, not XLA ones. Data parallelism on XLA is one process per device:
+the XLA launcher with ``xm.optimizer_step``, or DDP over the ``xla`` backend.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..semantic.model import ScriptModel, arg_or_keyword, dotted, method_name, optimizer_like
+from .base import (
+    Category,
+    EditOp,
+    Finding,
+    Fix,
+    RemoveStatement,
+    Replace,
+    Rule,
+    RuleContext,
+    Severity,
+)
+
+CODE = "XLA110"
+DATA_PARALLEL = {
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+}
+STATE_METHODS = frozenset({"state_dict", "load_state_dict"})
+WHOLE_MODEL_IO = {"torch.save", "torch.load", "torch_xla.core.xla_model.save"}
+# Receivers of state_dict() that are not the model (their keys do not change).
+NOT_MODEL_HINTS = ("optim", "sched", "scaler", "lr_", "ema")
+ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+def _launcher(ctx: RuleContext) -> str:
+    if ctx.target == "legacy":
+        return "xmp.spawn(_mp_fn)"
+    return "torch_xla.launch(_mp_fn)"
+
+
+def _review_reason(model: ScriptModel) -> str:
+    """Why unwrapping could change what the script does ("" when nothing depends on it)."""
+    if any(
+        isinstance(n, ast.Attribute) and n.attr == "module" for n in model.nodes_of(ast.Attribute)
+    ):
+        return (
+            "the script uses `.module` (the wrapped model): without the wrapper that "
+            "attribute no longer exists; use the model itself there"
+        )
+    for call in model.calls:
+        if method_name(call) in STATE_METHODS:
+            recv = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+            low = (recv or "").lower()
+            if recv is None or not (
+                optimizer_like(recv.rpartition(".")[2]) or any(h in low for h in NOT_MODEL_HINTS)
+            ):
+                return (
+                    "the script saves or loads state dicts: without the wrapper their keys "
+                    "lose the `module.` prefix, so existing checkpoints no longer load (strip "
+                    "the prefix when loading)"
+                )
+        if model.call_name(call) in WHOLE_MODEL_IO:
+            return (
+                "the script saves or loads checkpoints: without the wrapper the saved object "
+                "and its state dict keys (no `module.` prefix) change"
+            )
+    return ""
+
+
+def _fix(model: ScriptModel, call: ast.Call, reason: str) -> Fix | None:
+    wrapped = arg_or_keyword(call, 0, "module")
+    if wrapped is None or any(kw.arg is None for kw in call.keywords):
+        return None
+    text = model.segment(wrapped)
+    if not isinstance(wrapped, ATOMS):
+        text = f"({text})"
+    stmt = model.parent(call)
+    ops: tuple[EditOp, ...]
+    if (
+        isinstance(stmt, ast.Assign)
+        and stmt.value is call
+        and len(stmt.targets) == 1
+        and dotted(stmt.targets[0]) is not None
+        and dotted(stmt.targets[0]) == dotted(wrapped)
+        and model.in_indented_block(stmt)
+    ):
+        # ``model = nn.DataParallel(model)``: without the wrapper the line has nothing to do.
+        ops = (RemoveStatement(model.span(stmt)),)
+    else:
+        ops = (Replace(model.span(call), text),)
+    title = f"Unwrap nn.DataParallel (use {text} itself)"
+    if reason:
+        return Fix(title, ops, safe=False, review_reason=reason)
+    return Fix(title, ops)
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    calls = list(model.calls_to(*DATA_PARALLEL))
+    if not calls:
+        return
+    reason = _review_reason(model)
+    for call in calls:
+        fix = _fix(model, call, reason)
+        message = (
+            "nn.DataParallel only knows CUDA devices: on XLA it runs one replica (or scatters "
+            f"onto CUDA): use the XLA launcher ({_launcher(ctx)}, one process per device) with "
+            "xm.optimizer_step, or DDP over the xla backend"
+        )
+        if fix is not None and not fix.safe:
+            message += f" (the fix needs review: {fix.review_reason})"
+        yield Finding(
+            CODE,
+            message,
+            model.span(call),
+            Severity.WARNING,
+            fix=fix,
+            manual=None
+            if fix is not None
+            else "remove the nn.DataParallel wrapper and launch one process per device",
+        )
+
+
+HOVER = """\
+**XLA110 · nn.DataParallel does not parallelise on XLA**
+
+`torch.nn.DataParallel` only knows CUDA devices. Measured on torch_xla 2.9 (PJRT CPU, no
+CUDA): `DataParallel(model_on_xla)` keeps `device_ids == []` and calls the model directly,
+one replica, while its state dict keys gain a `module.` prefix.
+
+Data parallelism on XLA is one process per device:
+
+| target | launcher |
+|---|---|
+| modern (torch_xla ≥ 2.5) | `torch_xla.launch(_mp_fn)` + `xm.optimizer_step(optimizer)` (or DDP with `init_process_group("xla", init_method="xla://")`) |
+| legacy (1.13) | `xmp.spawn(_mp_fn)` + `xm.optimizer_step(optimizer)` |
+
+Fix: unwrap (`nn.DataParallel(model)` → `model`). It needs review when the script uses
+`model.module` or saves/loads state dicts (their keys lose the `module.` prefix).
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="data-parallel",
+    category=Category.DISTRIBUTED,
+    summary="nn.DataParallel (CUDA only; one replica on XLA) → unwrap; launch one process per "
+    "device (torch_xla.launch + xm.optimizer_step, or DDP over xla)",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={q: HOVER for q in DATA_PARALLEL},
+)

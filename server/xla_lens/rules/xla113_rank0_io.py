@@ -1,0 +1,276 @@
+"""XLA113: output every replica repeats in a multi-replica script.
+
+Every replica runs the same per-replica code: an unguarded ``print`` prints once per device,
+and an unguarded file write has every replica write the same file at once (a torn or
+clobbered file). ``xm.master_print`` prints on the master ordinal only; writes belong under
+``if xm.is_master_ordinal():`` (``xm.save`` does that itself for checkpoints, XLA108).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+
+from ..semantic.calls import FunctionNode, callee
+from ..semantic.frameworks import ownership
+from ..semantic.model import (
+    SCOPE_TYPES,
+    Emitter,
+    ScriptModel,
+    arg_or_keyword,
+    const_str,
+    dotted,
+)
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
+from .xla108_xm_save import _is_state_dict
+
+CODE = "XLA113"
+RANKISH = re.compile(
+    r"rank|ordinal|master|main_process|is_main|is_primary|is_chief|leader", re.IGNORECASE
+)
+LAUNCHERS = {
+    "torch_xla.launch",
+    "torch_xla.distributed.xla_multiprocessing.spawn",
+    "torch.multiprocessing.spawn",
+}
+DUMPS = {"json.dump", "pickle.dump", "torch.save", "numpy.save", "numpy.savez", "yaml.dump"}
+WRITE_MODES = re.compile(r"[wax]")
+REPLICA_WORDS = re.compile(r"rank|ordinal|replica|process|\bgpu|\bdevice", re.IGNORECASE)
+PRINT_MANUAL = (
+    "guard the print with `if xm.is_master_ordinal():` (xm.master_print takes no sep=/end=)"
+)
+WRITE_MANUAL = (
+    "write on one replica only: put it under `if xm.is_master_ordinal():` (checkpoints: "
+    "xm.save writes on the master only), or name the file after the rank"
+)
+
+
+def _mentions_rank(node: ast.AST | None) -> bool:
+    if node is None:
+        return False
+    for n in ast.walk(node):
+        ident = (
+            n.id
+            if isinstance(n, ast.Name)
+            else n.attr
+            if isinstance(n, ast.Attribute)
+            else n.arg
+            if isinstance(n, ast.keyword)
+            else None
+        )
+        if ident is not None and RANKISH.search(ident):
+            return True
+    return False
+
+
+def _names_replica(node: ast.AST) -> bool:
+    """Whether printed text names the replica (its rank, device...): each copy differs."""
+    for n in ast.walk(node):
+        text = const_str(n) if isinstance(n, ast.Constant) else None
+        ident = (
+            n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        )
+        if (text and REPLICA_WORDS.search(text)) or (ident and REPLICA_WORDS.search(ident)):
+            return True
+    return False
+
+
+def _replica_functions(model: ScriptModel) -> set[FunctionNode] | None:
+    """Functions run per replica: those reachable from the launched function; None when the
+    script has no launcher call of its own (torchrun style: all code runs per replica)."""
+    roots: list[FunctionNode] = []
+    for call in model.calls_to(*LAUNCHERS):
+        target = call.args[0] if call.args else None
+        if isinstance(target, ast.Name) and target.id in model.functions:
+            roots.append(model.functions[target.id])
+    if not roots:
+        return None
+    seen: set[FunctionNode] = set()
+    stack = list(roots)
+    while stack:
+        fn = stack.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        for n in model.walk_scope(fn):
+            if isinstance(n, ast.Call):
+                found = callee(model, n)
+                if found is not None:
+                    stack.append(found[0])
+    return seen
+
+
+def _guarded(model: ScriptModel, node: ast.AST) -> bool:
+    """Under a rank check (``if rank == 0``, ``if xm.is_master_ordinal()``...), or after an
+    early ``return`` for the other replicas, in the same function."""
+    stmt = model.enclosing_statement(node)
+    for a in model.ancestors(node):
+        if isinstance(a, ast.If | ast.IfExp | ast.While) and _mentions_rank(a.test):
+            return True
+        if isinstance(a, ast.BoolOp) and _mentions_rank(a):
+            return True  # ``is_master and print(...)``
+        if isinstance(a, SCOPE_TYPES):
+            for s in model.walk_scope(a):
+                if (
+                    isinstance(s, ast.If)
+                    and stmt is not None
+                    and s.lineno < stmt.lineno
+                    and _mentions_rank(s.test)
+                    and any(isinstance(b, ast.Return) for b in s.body)
+                ):
+                    return True
+            return False
+    return False
+
+
+def _in_replica_code(model: ScriptModel, node: ast.AST, replica: set[FunctionNode] | None) -> bool:
+    fn = model.enclosing_function(node)
+    if fn is None:
+        return False  # module level: argument parsing and launching, run once per command
+    if replica is None:
+        return not any(model.call_name(c) in LAUNCHERS for c in model.calls)
+    outer = fn
+    for a in model.ancestors(node):
+        if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+            outer = a
+            if a in replica:
+                return True
+    return outer in replica
+
+
+def _is_builtin(model: ScriptModel, call: ast.Call, name: str) -> bool:
+    f = call.func
+    return (
+        isinstance(f, ast.Name)
+        and f.id == name
+        and model.qualname(f) is None
+        and name not in model.functions
+        and name not in model.assignments
+    )
+
+
+def _print_fix(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Fix | None:
+    e = Emitter(model)
+    new_keywords = []
+    for kw in call.keywords:
+        if kw.arg == "file":
+            new_keywords.append(("fd", kw))
+        elif kw.arg == "flush" and ctx.target == "modern":
+            new_keywords.append(("flush", kw))
+        else:
+            return None  # sep=, end=, **kw: master_print has no such parameter
+    ops = [Replace(model.span(call.func), f"{e.xm}.master_print")]
+    if any(name != kw.arg for name, kw in new_keywords):
+        args = [model.segment(a) for a in call.args]
+        args += [f"{name}={model.segment(kw.value)}" for name, kw in new_keywords]
+        ops.append(SetArgs(model.span(call), ", ".join(args)))
+    title = f"Print on the master ordinal only ({e.xm}.master_print)"
+    if _names_replica(call):
+        reason = (
+            "the message names the replica (rank, ordinal, device): on the master only, the "
+            "other replicas' lines are lost"
+        )
+        return Fix(title, (*ops, *e.imports), safe=False, review_reason=reason)
+    return Fix(title, (*ops, *e.imports))
+
+
+def _writes(model: ScriptModel) -> Iterator[tuple[ast.Call, str]]:
+    for call in model.calls:
+        if _is_builtin(model, call, "open"):
+            mode = const_str(arg_or_keyword(call, 1, "mode"))
+            path = arg_or_keyword(call, 0, "file")
+            if mode and WRITE_MODES.search(mode) and not _mentions_rank(path):
+                yield call, "open(..., " + repr(mode) + ")"
+            continue
+        name = model.call_name(call)
+        if name not in DUMPS:
+            continue
+        if name == "torch.save" and (
+            _is_state_dict(model, arg_or_keyword(call, 0, "obj"))
+            or _mentions_rank(arg_or_keyword(call, 1, "f"))
+        ):
+            continue  # XLA108 makes it xm.save (master only); per-rank paths are meant
+        if name in {"json.dump", "pickle.dump", "yaml.dump"} and _inside_open_write(model, call):
+            continue  # the open() it writes to is reported
+        yield call, (dotted(call.func) or name) + "(...)"
+
+
+def _inside_open_write(model: ScriptModel, call: ast.Call) -> bool:
+    for a in model.ancestors(call):
+        if isinstance(a, ast.With | ast.AsyncWith):
+            for item in a.items:
+                ctx = item.context_expr
+                if isinstance(ctx, ast.Call) and _is_builtin(model, ctx, "open"):
+                    return True
+        if isinstance(a, SCOPE_TYPES):
+            return False
+    return False
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    if not model.is_distributed or ownership(model).framework is not None:
+        return  # single process; accelerate/Lightning have their own rank-0 helpers
+    replica = _replica_functions(model)
+    # A script already written for torch_xla chose its own output (often per replica, in a
+    # step closure); only a script being converted gets the print hints.
+    prints = [] if model.uses_torch_xla else model.calls
+    for call in prints:
+        if not _is_builtin(model, call, "print"):
+            continue
+        if not _in_replica_code(model, call, replica) or _guarded(model, call):
+            continue
+        fix = _print_fix(model, call, ctx)
+        message = "print in per-replica code prints once per replica: use xm.master_print"
+        if fix is not None and not fix.safe:
+            message += f" (the fix needs review: {fix.review_reason})"
+        yield Finding(
+            CODE,
+            message,
+            model.span(call),
+            Severity.INFORMATION,
+            fix=fix,
+            manual=None if fix is not None else PRINT_MANUAL,
+        )
+    for call, what in _writes(model):
+        if not _in_replica_code(model, call, replica) or _guarded(model, call):
+            continue
+        yield Finding(
+            CODE,
+            f"{what} in per-replica code: every replica writes the same file at once",
+            model.span(call),
+            Severity.WARNING,
+            manual=WRITE_MANUAL,
+        )
+
+
+HOVER = """\
+**XLA113 · rank-0 output in multi-replica scripts**
+
+Every replica runs the per-replica code (`_mp_fn` and what it calls): an unguarded `print`
+prints once per device, and an unguarded file write has every replica write the same file.
+
+| target | print once | write once |
+|---|---|---|
+| modern (torch_xla ≥ 2.5) | `xm.master_print(...)` | `if xm.is_master_ordinal(): ...` |
+| legacy (1.13) | `xm.master_print(...)` | `if xm.is_master_ordinal(): ...` |
+
+Checkpoints: `xm.save(...)` writes on the master only (XLA108). Fix for prints: `print` →
+`xm.master_print` (safe; for review when the message names the rank or device). Writes are
+reported only: guard them, or name the file after the rank.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="rank0-io",
+    category=Category.DISTRIBUTED,
+    summary="print / file writes in per-replica code of a multi-replica script → "
+    "xm.master_print, writes under xm.is_master_ordinal()",
+    severity=Severity.INFORMATION,
+    check=check,
+    has_fix=True,
+    hover={
+        "torch_xla.core.xla_model.master_print": HOVER,
+        "torch_xla.core.xla_model.is_master_ordinal": HOVER,
+    },
+)

@@ -1,0 +1,90 @@
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+CODE = """
+import torch
+
+model = torch.compile(model)
+fast = torch.compile(model, mode="max-autotune", fullgraph=True)
+
+
+@torch.compile
+def step(x):
+    return x * 2
+
+
+@torch.compile(dynamic=False)
+def other(x):
+    return x + 1
+"""
+
+
+def test_compile_without_backend_gets_openxla():
+    found = findings(CODE, "XLA111")
+    assert [f.span.start.line + 1 for f in found] == [3, 4, 7, 12]
+    assert all(f.fix is not None and f.fix.safe for f in found)
+    assert "KeyError: 'xla'" in found[0].message and "torch_xla.compile" in found[0].message
+    assert fixed(CODE, "XLA111") == src(
+        """
+        import torch
+
+        model = torch.compile(model, backend="openxla")
+        fast = torch.compile(model, mode="max-autotune", fullgraph=True, backend="openxla")
+
+
+        @torch.compile(backend="openxla")
+        def step(x):
+            return x * 2
+
+
+        @torch.compile(dynamic=False, backend="openxla")
+        def other(x):
+            return x + 1
+        """
+    )
+
+
+def test_aliases_are_followed():
+    code = """
+    from torch import compile as tc
+    net = tc(net)
+    """
+    assert fixed(code, "XLA111") == src(
+        """
+        from torch import compile as tc
+        net = tc(net, backend="openxla")
+        """
+    )
+
+
+def test_legacy_target_has_no_torch_compile_so_it_is_manual():
+    found = findings(CODE, "XLA111", target="legacy")
+    assert len(found) == 4
+    assert all(f.fix is None and "1.13" in f.manual for f in found)
+    assert fixed(CODE, "XLA111", target="legacy") == src(CODE)
+
+
+def test_a_chosen_backend_xla_compile_and_other_compiles_are_left_alone():
+    code = """
+    import re
+    import torch
+    import torch_xla
+    from accelerate import Accelerator
+
+    model = torch.compile(model, backend="openxla")
+    eager = torch.compile(model, backend="inductor")
+    chosen = torch.compile(model, backend=args.backend)
+    forwarded = torch.compile(model, **compile_kwargs)
+    step = torch_xla.compile(train_step)
+    pattern = re.compile("x+")
+    accelerator = Accelerator(dynamo_backend="openxla")
+    """
+    for target in ("modern", "legacy"):
+        assert findings(code, "XLA111", target) == []
+
+
+def test_hover_states_the_measured_failure_and_both_targets():
+    text = get_rule("XLA111").hover["torch.compile"]
+    assert "KeyError: 'xla'" in text and "openxla" in text
+    assert "modern" in text and "legacy" in text and "torch_xla.compile" in text

@@ -1,0 +1,179 @@
+import pytest
+from xla_lens.rules.base import Severity
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+SPAWNED = """
+import json
+import torch
+import torch.multiprocessing as mp
+
+def train(rank, model, loader, optimizer, epoch):
+    for x, y in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+    print("epoch", epoch, "done")
+    print(f"rank {rank} finished", flush=True)
+    print("a", "b", sep=",")
+    if rank == 0:
+        print("only once")
+    with open("metrics.json", "w") as f:
+        json.dump({"epoch": epoch}, f)
+    with open(f"log_{rank}.txt", "w") as f:
+        f.write("per replica")
+    torch.save(model, "model.pt")
+    torch.save(model.state_dict(), "sd.pt")
+
+def worker(rank, world_size):
+    print("starting")
+    train(rank, model, loader, optimizer, 0)
+
+if __name__ == "__main__":
+    print("launching")
+    mp.spawn(worker, args=(2,), nprocs=2)
+"""
+
+
+def lines(code: str, target: str = "modern") -> list[int]:
+    return [f.span.start.line + 1 for f in findings(code, "XLA113", target)]
+
+
+def test_prints_and_writes_in_replica_code_are_reported():
+    found = findings(SPAWNED, "XLA113")
+    assert [f.span.start.line + 1 for f in found] == [10, 11, 12, 15, 19, 23]
+    prints = [f for f in found if f.message.startswith("print")]
+    writes = [f for f in found if not f.message.startswith("print")]
+    assert [f.span.start.line + 1 for f in writes] == [15, 19]
+    assert all(f.severity == Severity.INFORMATION for f in prints)
+    assert prints[0].fix.safe and prints[3].fix.safe
+    assert not prints[1].fix.safe and "names the replica" in prints[1].fix.review_reason
+    assert prints[2].fix is None and "sep=" in prints[2].manual
+    assert all(f.severity == Severity.WARNING and f.fix is None for f in writes)
+    assert "is_master_ordinal" in writes[0].manual and "same file" in writes[0].message
+
+
+def test_fix_for_both_targets():
+    modern = fixed(SPAWNED, "XLA113")
+    assert "import torch_xla.core.xla_model as xm\n" in modern
+    assert '    xm.master_print("epoch", epoch, "done")\n' in modern
+    assert '    xm.master_print("starting")\n' in modern
+    assert '    print(f"rank {rank} finished", flush=True)\n' in modern  # review only
+    assert '    print("launching")\n' in modern and '        print("only once")\n' in modern
+    unsafe = fixed(SPAWNED, "XLA113", unsafe=True)
+    assert '    xm.master_print(f"rank {rank} finished", flush=True)\n' in unsafe
+    legacy = fixed(SPAWNED, "XLA113", target="legacy", unsafe=True)
+    # torch_xla 1.13's master_print has no flush=: that print stays for a person.
+    assert '    print(f"rank {rank} finished", flush=True)\n' in legacy
+    assert '    xm.master_print("epoch", epoch, "done")\n' in legacy
+
+
+def test_file_becomes_fd():
+    code = """
+    import sys
+    import torch.distributed as dist
+
+    def main():
+        dist.init_process_group("nccl")
+        print("ready", file=sys.stderr)
+    """
+    assert fixed(code, "XLA113") == src(
+        """
+        import sys
+        import torch.distributed as dist
+        import torch_xla.core.xla_model as xm
+
+        def main():
+            dist.init_process_group("nccl")
+            xm.master_print("ready", fd=sys.stderr)
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [
+        "if rank == 0:",
+        "if args.local_rank in [-1, 0]:",
+        "if master_process:",
+        "if dist.get_rank() == 0:",
+        "if is_main_process():",
+    ],
+)
+def test_guarded_output_is_quiet(guard):
+    code = f"""
+    import torch
+    import torch.distributed as dist
+
+    def main(rank, args):
+        dist.init_process_group("nccl")
+        {guard}
+            print("saving")
+            torch.save(model, "model.pt")
+    """
+    assert lines(code) == []
+
+
+def test_early_return_for_other_replicas_is_a_guard():
+    code = """
+    import torch.distributed as dist
+
+    def report(rank, stats):
+        if rank != 0:
+            return
+        print(stats)
+
+    def main():
+        dist.init_process_group("nccl")
+    """
+    assert lines(code) == []
+
+
+def test_single_process_xla_and_framework_scripts_are_quiet():
+    single = """
+    import torch
+    def train():
+        print("hello")
+        torch.save(model, "model.pt")
+    """
+    xla_script = """
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    def _mp_fn(index):
+        print(f"replica {index}")
+        for x in loader:
+            xm.add_step_closure(lambda v: print(v), args=(x,))
+
+    torch_xla.launch(_mp_fn)
+    """
+    accelerate_script = """
+    import torch.distributed as dist
+    from accelerate import Accelerator
+
+    def main():
+        dist.init_process_group("nccl")
+        print("per process")
+    """
+    for code in (single, xla_script, accelerate_script):
+        for target in ("modern", "legacy"):
+            assert lines(code, target) == []
+
+
+def test_unguarded_write_in_an_xla_script_is_still_reported():
+    code = """
+    import torch_xla
+
+    def _mp_fn(index):
+        with open("out.txt", "w") as f:
+            f.write("x")
+
+    torch_xla.launch(_mp_fn)
+    """
+    assert lines(code) == [4]
+
+
+def test_hover_names_both_helpers():
+    text = get_rule("XLA113").hover["torch_xla.core.xla_model.master_print"]
+    assert "xm.master_print" in text and "is_master_ordinal" in text and "legacy" in text
