@@ -402,3 +402,17 @@ def test_int_device_from_device_count():
     f = _only(code)
     assert f.fix.safe
     assert "    device = torch_xla.device()\n" in fixed(code, "XLA101")
+
+
+def test_device_keyword_into_a_local_function_is_followed():
+    code = """
+    import torch
+    def train(model, device):
+        if device == "cuda":
+            model.half()
+    def main():
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        train(model=None, device=device)
+    """
+    f = _only(code)
+    assert not f.fix.safe and "compared as a string" in f.fix.review_reason

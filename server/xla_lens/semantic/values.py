@@ -288,12 +288,8 @@ class DeviceFlow:
             return [Use(node, True)]
         if name is not None and name.startswith("torch.cuda."):
             return [Use(node, False, f"passed to {name} (CUDA only)")]
-        if kw in DEVICE_KEYWORDS:
-            return [Use(node, True)]
-        if isinstance(call.func, ast.Name) and call.func.id in DISPLAY_FUNCTIONS:
-            return [Use(node, True)]
-        if meth in DISPLAY_METHODS:
-            return [Use(node, True)]
+        # This script's own functions are followed even for ``device=``: the parameter
+        # may be used as a string inside.
         target = calls.callee(model, call)
         if target is not None:
             fn, bound = target
@@ -301,6 +297,12 @@ class DeviceFlow:
             if param is None:
                 return [Use(node, False, f"passed to {fn.name}() as *args/**kwargs")]
             return self._name_uses(param, fn, depth - 1, seen)
+        if kw in DEVICE_KEYWORDS:
+            return [Use(node, True)]
+        if isinstance(call.func, ast.Name) and call.func.id in DISPLAY_FUNCTIONS:
+            return [Use(node, True)]
+        if meth in DISPLAY_METHODS:
+            return [Use(node, True)]
         if name is not None and name.startswith(DEVICE_LIBRARIES):
             return [Use(node, True)]
         callee_text = model.segment(call.func)
