@@ -182,3 +182,24 @@ def test_already_xla_accelerate_and_helper_modules_report_nothing():
         dist.init_process_group("nccl")
     """
     assert findings(helpers, "XLA204") == []
+
+
+def test_process_setup_in_the_guard_makes_the_launcher_a_reviewed_fix():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+
+    def main(cfg):
+        print(dist.get_rank())
+
+
+    if __name__ == "__main__":
+        cfg = {}
+        dist.init_process_group("nccl")
+        torch.manual_seed(0)
+        main(cfg)
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe and "line 11" in f.fix.review_reason
+    assert fixed(code, "XLA204") == src(code)

@@ -86,6 +86,26 @@ def _entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
     return None
 
 
+PROCESS_STATE_PREFIXES = ("torch.distributed.", "torch.cuda.", "torch.backends.")
+PROCESS_STATE_CALLS = {"torch.manual_seed", "random.seed", "numpy.random.seed"}
+
+
+def _process_setup(model: ScriptModel, guard: ast.If, call: ast.Call) -> list[ast.Call]:
+    """Calls in the main guard (besides the entry call) that set per-process state: a
+    process group, a CUDA device, seeds. Under the XLA launcher only the parent runs them."""
+    found = []
+    entry = model.enclosing_statement(call)
+    for stmt in guard.body:
+        if stmt is entry:
+            continue
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Call):
+                name = model.call_name(n) or ""
+                if name in PROCESS_STATE_CALLS or name.startswith(PROCESS_STATE_PREFIXES):
+                    found.append(n)
+    return found
+
+
 def _guard_text(model: ScriptModel, guard: ast.If) -> tuple[int, int]:
     first, last = guard.lineno - 1, (guard.end_lineno or guard.lineno) - 1
     # Indented comment lines after the last statement belong to the guard's block.
@@ -212,11 +232,22 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         name = call.func.id  # type: ignore[attr-defined]
         if distributed:
             launch, e = _launch_code(model, ctx, call)
+            setup = _process_setup(model, guard, call)
+            reason = (
+                f"the main guard also sets up process state outside {name}() (line "
+                f"{setup[0].lineno}: {model.line_text(setup[0].lineno - 1).strip()[:50]}); "
+                "launched processes do not run it: move it into the entry function"
+                if setup
+                else ""
+            )
             fix = Fix(
                 f"Add def {ENTRY}(index{', ...' if call.args else ''}) and start it with {launch}",
                 (_rewrite_guard(model, guard, call, launch), *e.imports),
+                safe=not setup,
+                review_reason=reason,
             )
-            yield Finding(CODE, message, model.span(call), severity, fix=fix)
+            text = f"{message} (fix needs review: {reason})" if setup else message
+            yield Finding(CODE, text, model.span(call), severity, fix=fix)
             return
         if not call.args:
             # Trainer scripts: a launcher that imports the script (xla_spawn) calls _mp_fn.
