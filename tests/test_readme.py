@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from xla_lens.cli.output import rules_markdown
-from xla_lens.rules.registry import all_rules
+from xla_lens.cli.output import rule_doc_file, rule_doc_path, rules_markdown
+from xla_lens.rules.registry import all_rules, short_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -32,3 +32,15 @@ def test_rules_section_is_generated_from_the_registry() -> None:
     assert section.group(1).strip() == rules_markdown().strip(), "run ./scripts/gen-readme"
     for rule in all_rules():
         assert f"### {rule.code} {rule.name}" in README
+        # One short paragraph per rule (the page's short form) and a link to its page.
+        assert f"{short_doc(rule)} [Rule page]({rule_doc_path(rule)})." in README
+
+
+def test_rule_pages_in_docs_are_generated_from_the_rules() -> None:
+    docs = ROOT / "docs" / "rules"
+    for rule in all_rules():
+        page = ROOT / rule_doc_path(rule)
+        assert page.is_file(), f"{page} missing: run ./scripts/gen-readme"
+        assert page.read_text() == rule_doc_file(rule), f"{page} stale: run ./scripts/gen-readme"
+    expected = {f"{r.code}.md" for r in all_rules()}
+    assert {p.name for p in docs.glob("*.md")} == expected, "run ./scripts/gen-readme"

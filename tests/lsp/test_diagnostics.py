@@ -53,7 +53,8 @@ async def test_diagnostics_have_exact_utf16_ranges_and_metadata(client: Language
         assert d.source == "xla-lens"
         assert d.severity == types.DiagnosticSeverity.Warning
         assert d.code_description.href == doc_url(get_rule("XLA101"))
-        assert d.code_description.href.endswith("#xla101-cuda-device")
+        # The rule's page, generated from rules/xla101_cuda_device.md into docs/rules/.
+        assert d.code_description.href.endswith("/docs/rules/XLA101.md")
 
     # Every code the engine reports for this text is published (other rules included).
     engine_codes = sorted(f.code for f in analyze(text, str(SAMPLE), target="modern").findings)

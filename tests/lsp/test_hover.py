@@ -5,6 +5,8 @@ from __future__ import annotations
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from xla_lens.lsp.hover import hover_table
+from xla_lens.rules.base import doc_url
+from xla_lens.rules.registry import fix_safety, get_rule, short_doc
 
 from tests.lsp.lsp_helpers import DATA, initialize, open_text, utf16_col, wait_published
 
@@ -33,6 +35,10 @@ async def test_hover_explains_the_api_and_lists_findings_on_the_line(client: Lan
     text = hover.contents.value
     assert "XLA101" in text and "`torch_xla.device()`" in text and "`xm.xla_device()`" in text
     assert "xla-lens on this line" in text
+    # The rule's short form, its fix-safety line and a link to its page.
+    rule = get_rule("XLA101")
+    assert short_doc(rule) in text and f"Fix safety: {fix_safety(rule)}" in text
+    assert f"({doc_url(rule)})" in text
     start = lines[4].index("torch.device")
     assert hover.range.start == types.Position(line=4, character=start)
 

@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("serve", help="start the language server on stdio")
 
-    rules = sub.add_parser("rules", help="list the rules")
+    rules = sub.add_parser("rules", help="list the rules, or print one rule's page")
+    rules.add_argument("code", nargs="?", help="a rule code (XLA101): print its documentation")
     rules.add_argument("--format", choices=["text", "markdown"], default="text")
     return parser
 

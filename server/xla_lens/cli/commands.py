@@ -9,10 +9,10 @@ from pathlib import Path
 
 from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
-from ..rules.registry import all_rules
+from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
 from .files import FileProblem, discover, read_source
-from .output import Reported, format_json, format_sarif, format_text, rules_markdown
+from .output import Reported, format_json, format_sarif, format_text, rule_page, rules_markdown
 from .writeback import write_back
 
 
@@ -160,6 +160,13 @@ def fix_command(args: argparse.Namespace) -> int:
 
 
 def rules_command(args: argparse.Namespace) -> int:
+    if args.code:
+        rule = get_rule(args.code.strip().upper())
+        if rule is None:
+            _err(f"unknown rule {args.code!r} (`xla-lens rules` lists them)")
+            return EXIT_ERROR
+        print(rule_page(rule), end="")
+        return EXIT_OK
     if args.format == "markdown":
         print(rules_markdown())
         return EXIT_OK

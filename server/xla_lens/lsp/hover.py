@@ -14,8 +14,8 @@ from functools import cache
 
 from lsprotocol import types
 
-from ..rules.base import Finding, Pos, Span
-from ..rules.registry import all_rules
+from ..rules.base import Finding, Pos, Span, doc_url
+from ..rules.registry import all_rules, fix_safety, get_rule, short_doc
 from ..semantic.model import ScriptModel
 from .core import XlaLensServer
 from .documents import current_entry
@@ -121,6 +121,18 @@ def _finding_text(f: Finding) -> str:
     return "  \n".join(lines)
 
 
+def _rule_text(code: str) -> str | None:
+    """The rule's short form, its fix-safety line and a link to its page."""
+    rule = get_rule(code)
+    if rule is None:
+        return None
+    text = f"*{rule.code} {rule.name}*: {short_doc(rule)}"
+    safety = fix_safety(rule)
+    if safety:
+        text += f"  \nFix safety: {safety}"
+    return text + f"  \n[{rule.code} documentation]({doc_url(rule)})"
+
+
 def hover_for(entry: Entry, position: types.Position) -> types.Hover | None:
     model = entry.analysis.model
     if model is None:
@@ -138,6 +150,9 @@ def hover_for(entry: Entry, position: types.Position) -> types.Hover | None:
         parts.append(
             "**xla-lens on this line**\n\n" + "\n\n".join(_finding_text(f) for f in on_line)
         )
+        about = [_rule_text(code) for code in dict.fromkeys(f.code for f in on_line)]
+        if any(about):
+            parts.append("\n\n".join(text for text in about if text))
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)

@@ -114,7 +114,9 @@ class Rule:
 
 
 DOC_BASE = "https://github.com/xla-lens/xla-lens/blob/main/README.md"
+# Each rule's page (generated from rules/xlaNNN_<name>.md by ./scripts/gen-readme).
+RULE_DOCS = DOC_BASE.rsplit("/", 1)[0] + "/docs/rules"
 
 
 def doc_url(rule: Rule) -> str:
-    return f"{DOC_BASE}#{rule.doc_anchor}"
+    return f"{RULE_DOCS}/{rule.code}.md"
