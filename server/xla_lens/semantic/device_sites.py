@@ -137,7 +137,7 @@ def is_device_name(target: ast.AST) -> bool:
     key = pickers._target_key(target)
     if key is None and isinstance(target, ast.Attribute):
         key = target.attr
-    return key is not None and "dev" in key.lower()
+    return key is not None and ("dev" in key.lower() or key.lower().endswith("gpu"))
 
 
 def is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:

@@ -224,7 +224,11 @@ class DeviceFlow:
         if isinstance(p, ast.Compare):
             if all(isinstance(op, ast.Is | ast.IsNot) for op in p.ops):
                 return [Use(node, True)]
-            return [Use(node, False, "compared as a string")]
+            strings = any(
+                isinstance(c, ast.Constant) and isinstance(c.value, str)
+                for c in (p.left, *p.comparators)
+            )
+            return [Use(node, False, "compared as a string" if strings else "compared by value")]
         if isinstance(p, ast.Attribute) and p.value is node:
             if p.attr == "type":
                 return [Use(node, True)]
