@@ -126,3 +126,17 @@ def test_hover_text_for_a_rule_is_its_short_form_safety_and_link() -> None:
     assert f"Fix safety: {fix_safety(rule)}" in text
     assert f"({doc_url(rule)})" in text
     assert _rule_text("XLA999") is None
+
+
+def test_sarif_rules_carry_the_short_form_and_link_to_the_page(tmp_path) -> None:
+    import json
+
+    from xla_lens.cli.output import format_sarif
+    from xla_lens.rules.base import DOC_BASE
+
+    driver = json.loads(format_sarif([], tmp_path))["runs"][0]["tool"]["driver"]
+    assert driver["informationUri"] == DOC_BASE
+    by_id = {r["id"]: r for r in driver["rules"]}
+    for rule in RULES:
+        assert by_id[rule.code]["helpUri"] == doc_url(rule)
+        assert by_id[rule.code]["fullDescription"]["text"] == short_doc(rule)
