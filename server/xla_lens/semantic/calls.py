@@ -27,11 +27,15 @@ def class_methods(cls: ast.ClassDef) -> dict[str, FunctionNode]:
 
 
 def classes(model: ScriptModel) -> dict[str, ast.ClassDef]:
-    return {
-        c.name: c
-        for c in model.nodes_of(ast.ClassDef)
-        if isinstance(c, ast.ClassDef) and model.is_module_level(c)
-    }
+    """Module-level classes by name (computed once per parse)."""
+    found = model.__dict__.get("_xla_lens_classes")
+    if found is None:
+        found = model.__dict__["_xla_lens_classes"] = {
+            c.name: c
+            for c in model.nodes_of(ast.ClassDef)
+            if isinstance(c, ast.ClassDef) and model.is_module_level(c)
+        }
+    return found
 
 
 def callee(model: ScriptModel, call: ast.Call) -> tuple[FunctionNode, bool] | None:

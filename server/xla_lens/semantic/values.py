@@ -81,20 +81,21 @@ def _scope(model: ScriptModel, node: ast.AST) -> ast.AST:
     return model.tree
 
 
-def _binds(model: ScriptModel, scope: ast.AST, name: str) -> bool:
-    """``name`` is a local of function ``scope`` (a parameter or assigned, not ``global``)."""
+def _local_names(model: ScriptModel, scope: ast.AST) -> set[str]:
+    """Names local to function ``scope``: parameters and assigned names, less ``global``s."""
+    names: set[str] = set()
+    declared: set[str] = set()
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         a = scope.args
-        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
-        if any(p is not None and p.arg == name for p in params):
-            return True
+        for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+            if p is not None:
+                names.add(p.arg)
     for n in model.walk_scope(scope):
-        if isinstance(n, ast.Global | ast.Nonlocal) and name in n.names:
-            return False
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for n in model.walk_scope(scope)
-    )
+        if isinstance(n, ast.Global | ast.Nonlocal):
+            declared.update(n.names)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+    return names - declared
 
 
 class DeviceFlow:
@@ -106,6 +107,7 @@ class DeviceFlow:
         for n in model.nodes_of(ast.Name):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 self._names.setdefault(n.id, []).append(n)
+        self._locals: dict[int, set[str]] = {}
         self._attrs: dict[str, list[ast.Attribute]] = {}
         for a in model.nodes_of(ast.Attribute):
             if isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load):
@@ -151,12 +153,18 @@ class DeviceFlow:
                 pass
             elif module or self._nested_in(s, scope):
                 # A global read in a function (or a closure variable) unless rebound there.
-                if _binds(self.model, s, name):
+                if name in self._local_names(s):
                     continue
             else:
                 continue
             out.extend(self._classify(n, depth, seen))
         return out
+
+    def _local_names(self, scope: ast.AST) -> set[str]:
+        found = self._locals.get(id(scope))
+        if found is None:
+            found = self._locals[id(scope)] = _local_names(self.model, scope)
+        return found
 
     def _nested_in(self, inner: ast.AST, outer: ast.AST) -> bool:
         return any(a is outer for a in self.model.ancestors(inner))
