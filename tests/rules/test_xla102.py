@@ -214,3 +214,15 @@ def test_cpu_and_xla_device_types_are_left_alone():
             pass
     """
     assert findings(code, "XLA102") == []
+
+
+def test_uncalled_cuda_autocast_reference_is_reported_without_fix():
+    code = """
+    import torch
+    from contextlib import nullcontext
+    autocast = torch.cuda.amp.autocast if use_fp16 else nullcontext
+    with autocast():
+        pass
+    """
+    (f,) = findings(code, "XLA102")
+    assert f.fix is None and "where this autocast is called" in f.manual

@@ -215,3 +215,17 @@ def test_removal_is_safe_only_when_the_script_ends_up_in_bfloat16():
         # The review fix keeps loss scaling on XLA; fix-all leaves the scaler alone.
         assert f.fix.ops[0].code == 'torch.amp.GradScaler("xla")'
         assert "scaler.update()" in fixed(_amp_loop(autocast, extra), "XLA103")
+
+
+def test_apex_amp_and_sharded_scaler_are_found():
+    code = """
+    from apex import amp
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+    model, opt = amp.initialize(model, opt, opt_level="O1")
+    with amp.scale_loss(loss, opt) as scaled:
+        scaled.backward()
+    scaler = ShardedGradScaler()
+    """
+    found = findings(code, "XLA103")
+    assert [f.span.start.line for f in found] == [2, 3, 5]
+    assert found[0].fix is None and "amp.initialize" in found[0].message

@@ -56,7 +56,7 @@ def test_ddp_is_kept_and_loses_only_its_cuda_device_ids():
         )
 
 
-def test_ddp_without_device_ids_and_its_module_reads_get_nothing():
+def test_ddp_without_device_ids_gets_only_a_review_only_note():
     code = """
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -65,7 +65,10 @@ def test_ddp_without_device_ids_and_its_module_reads_get_nothing():
         pass
     torch.save(model.module.state_dict(), "m.pt")
     """
-    assert findings(code, "XLA205") == []
+    (f,) = findings(code, "XLA205")
+    assert f.severity == 3 and not f.fix.safe and "detach_()" in f.fix.review_reason
+    assert fixed(code, "XLA205") == src(code)
+    assert "DDP(model, device_ids=None, gradient_as_bucket_view=True)" in fix_one(code, f)
 
 
 def test_argparse_default_backend_is_fixed_where_it_is_written():
@@ -77,7 +80,8 @@ def test_argparse_default_backend_is_fixed_where_it_is_written():
     args = parser.parse_args()
     dist.init_process_group(backend=args.dist_backend, init_method=args.dist_url)
     """
-    (f,) = findings(code, "XLA205")
+    note, f = findings(code, "XLA205")
+    assert note.fix is None and "line 6" in note.message and note.span.start.line == 3
     assert f.fix.safe and "--dist_backend default" in f.fix.title
     out = fixed(code, "XLA205")
     assert 'parser.add_argument("--dist-backend", default="xla", type=str)' in out
@@ -96,7 +100,7 @@ def test_argparse_default_read_elsewhere_is_review_only():
     if args.dist_backend == "nccl":
         torch.backends.cudnn.benchmark = True
     """
-    (f,) = findings(code, "XLA205")
+    _, f = findings(code, "XLA205")
     assert not f.fix.safe and "line 7" in f.fix.review_reason
     assert fixed(code, "XLA205") == src(code)
 
@@ -107,7 +111,7 @@ def test_config_dict_literal_is_fixed_for_review():
     cfg = {"backend": "nccl", "lr": 0.1}
     dist.init_process_group(backend=cfg["backend"], init_method="env://")
     """
-    (f,) = findings(code, "XLA205")
+    _, f = findings(code, "XLA205")
     assert not f.fix.safe
     assert '"backend": "xla"' in fix_one(code, f)
 

@@ -75,4 +75,5 @@ def test_fp16_offered_as_a_choice_or_as_a_parameter_default_is_reported():
             self.accelerator = Accelerator(mixed_precision=mixed_precision_type if amp else "no")
     """
     found = findings(code, "XLA304")
-    assert len(found) == 2 and all(f.fix is None for f in found)
+    assert len(found) == 3 and all(f.fix is None for f in found)
+    assert "--mixed_precision bf16" in found[0].manual

@@ -148,6 +148,27 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix=fix,
             manual=manual,
         )
+    yield from _references(model, ctx)
+
+
+def _references(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    """``autocast = torch.cuda.amp.autocast if fp16 else nullcontext``: the CUDA autocast
+    passed around uncalled is called elsewhere with its own arguments; no local rewrite."""
+    for node in model.nodes_of(ast.Attribute):
+        if model.qualname(node) not in CUDA_AUTOCAST:
+            continue
+        parent = model.parent(node)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            continue
+        if isinstance(parent, ast.Attribute):
+            continue
+        yield Finding(
+            CODE,
+            MESSAGE.format(target=_target_api(ctx.target)),
+            model.span(node),
+            Severity.WARNING,
+            manual=f"where this autocast is called, use {_target_api(ctx.target)} instead",
+        )
 
 
 HOVER = """\

@@ -32,7 +32,14 @@ CODE = "XLA103"
 
 CUDA_SCALERS = {"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"}
 # torch.amp.GradScaler(device="cuda", init_scale=..., ...): "cuda" is the default.
-DEVICE_SCALERS = {"torch.amp.GradScaler", "torch.GradScaler", "torch.amp.grad_scaler.GradScaler"}
+DEVICE_SCALERS = {
+    "torch.amp.GradScaler",
+    "torch.GradScaler",
+    "torch.amp.grad_scaler.GradScaler",
+    # FSDP's scaler takes the same device-first arguments (default "cuda").
+    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
+}
+APEX_AMP = {"apex.amp.initialize", "apex.amp.scale_loss"}
 # Atoms can take ``.backward()`` directly; anything else needs parentheses.
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)
 
@@ -189,7 +196,33 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
     return _xla_scaler_fix(model, call), manual
 
 
+def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    """NVIDIA apex AMP (``amp.initialize`` / ``amp.scale_loss``) is CUDA-only."""
+    for call in model.calls_to(*APEX_AMP):
+        what = "amp." + (model.call_name(call) or "").rpartition(".")[2]
+        autocast = (
+            "torch_xla.amp.autocast"
+            if ctx.target == "legacy"
+            else 'torch.autocast("xla", dtype=torch.bfloat16)'
+        )
+        yield Finding(
+            CODE,
+            f"apex AMP ({what}) is CUDA-only: on XLA use {autocast} around the forward pass"
+            + (
+                " and torch_xla.amp.GradScaler"
+                if ctx.target == "legacy"
+                else " (bf16 needs no loss scaling)"
+            ),
+            model.span(call),
+            Severity.WARNING,
+            manual="drop amp.initialize (keep the model and optimizers as they are), wrap the "
+            f"forward pass in {autocast}, and call loss.backward() instead of "
+            "`with amp.scale_loss(loss, opt) as scaled: scaled.backward()`",
+        )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from _apex(model, ctx)
     for call in model.calls:
         if not _is_cuda_scaler(model, call):
             continue

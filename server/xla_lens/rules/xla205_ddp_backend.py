@@ -106,7 +106,28 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
         ops = [Replace(model.span(backend), _quoted(model, cuda[0], "xla"))]
         fix = Fix('Use the "xla" backend', (*ops, *_backend_ops(model, call, ctx, cuda[0])))
         return _finding(model, backend, fix)
-    return _finding(model, backend, _fix_at_source(model, call, ctx, backend, cuda))
+    fix = _fix_at_source(model, call, ctx, backend, cuda)
+    return _finding(model, backend, fix)
+
+
+def _source_findings(model: ScriptModel, call: ast.Call) -> Iterator[Finding]:
+    """A note where the "nccl" literal of ``backend=args.x`` / ``cfg["k"]`` is written, so
+    the editor shows it there too (the fix is offered on the init_process_group finding)."""
+    backend = arg_or_keyword(call, 0, "backend")
+    if backend is None or isinstance(backend, ast.Constant | ast.IfExp | ast.Name):
+        return
+    if _already_xla(model, call):
+        return
+    for literal in literal_sources(model, backend) or []:
+        if const_str(literal) in CUDA_BACKENDS:
+            yield Finding(
+                CODE,
+                f'"nccl" here becomes the process-group backend at line {call.lineno} '
+                f'(`{model.segment(backend)}`): on XLA devices it must be "xla"',
+                model.span(literal),
+                Severity.WARNING,
+                manual=f"see the finding at line {call.lineno}",
+            )
 
 
 def _fix_at_source(
@@ -237,12 +258,41 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         name = model.call_name(call)
         if name == INIT:
             finding = _init_finding(model, call, ctx)
+            if finding is not None:
+                yield from _source_findings(model, call)
         elif name in DDP:
-            finding = _ddp_finding(model, call)
+            finding = _ddp_finding(model, call) or _ddp_note(model, call)
         else:
             continue
         if finding is not None:
             yield finding
+
+
+def _ddp_note(model: ScriptModel, call: ast.Call) -> Finding | None:
+    """DDP in a script not yet on XLA: it stays, over the "xla" backend; torch_xla's own
+    examples also pass ``gradient_as_bucket_view=True`` (gradients share the all-reduce
+    buckets: no copy, less memory)."""
+    if model.uses_torch_xla or keyword(call, "gradient_as_bucket_view") is not None:
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        kw.arg is None for kw in call.keywords
+    ):
+        return None
+    return Finding(
+        CODE,
+        'DistributedDataParallel works on XLA over the "xla" process-group backend and '
+        "stays; torch_xla passes gradient_as_bucket_view=True (gradients live in the "
+        "all-reduce buckets: no copy)",
+        model.span(call.func),
+        Severity.INFORMATION,
+        fix=Fix(
+            "Keep DDP, with gradient_as_bucket_view=True",
+            (SetKeyword(model.span(call), "gradient_as_bucket_view", "True"),),
+            safe=False,
+            review_reason="gradients become views of the all-reduce buckets: code that calls "
+            "detach_() on them or replaces them fails",
+        ),
+    )
 
 
 HOVER_BACKEND = """\

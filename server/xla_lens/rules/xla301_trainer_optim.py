@@ -53,31 +53,29 @@ def _subclass_default(model: ScriptModel, call: ast.Call, name: str) -> bool:
 
 def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDefault | None, str]]:
     """Where ``name`` is set when no literal call sets it: (node, the field default if a
-    local subclass defines one, how to set it by hand)."""
+    local subclass defines one, how to set it by hand). A parsed class that leaves the
+    field alone is reported on the parser: that is where its values come from."""
     hf = hf_arguments(model)
-    constructed = {c.func.id for c in hf.calls if isinstance(c.func, ast.Name)}
     for cls in hf.subclasses.values():
         default = hf.field_default(cls, name)
         if default is not None:
             yield default.value, default, ""
-        elif (
-            cls.name not in constructed
-            and any(hf.parsed_subclass(item) is cls for _, item in hf.parsed_classes)
-            and hf.inherited_default(cls, name) is None
-        ):
-            yield (
-                cls,
-                None,
-                f"add a `{name}` field to `{cls.name}` with the XLA value, or pass "
-                f"--{name} on the command line",
-            )
+    constructed = {c.func.id for c in hf.calls if isinstance(c.func, ast.Name)}
     for parser, item in hf.parsed_classes:
-        if hf.parsed_subclass(item) is None:
+        cls = hf.parsed_subclass(item)
+        if cls is None:
             yield (
                 parser,
                 None,
                 f"TrainingArguments come from the command line here: pass --{name} "
                 "(nothing in this file sets it)",
+            )
+        elif cls.name not in constructed and hf.inherited_default(cls, name) is None:
+            yield (
+                parser,
+                None,
+                f"add a `{name}` field to `{cls.name}` with the XLA value, or pass "
+                f"--{name} on the command line",
             )
 
 
@@ -92,7 +90,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 CODE,
                 f'TrainingArguments uses the default AdamW: on XLA set optim="{XLA_OPTIM}", '
                 "the sync-free AdamW that keeps the step on the device",
-                model.span(call),
+                model.span(call.func),
                 Severity.INFORMATION,
                 fix=Fix(f"Set optim={code}", (SetKeyword(model.span(call), "optim", code),)),
             )

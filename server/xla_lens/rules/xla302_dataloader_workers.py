@@ -21,7 +21,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if kw is None:
             if has_double_star(call) or _class_sets_it(model, call):
                 continue
-            anchor: ast.AST = call
+            anchor: ast.AST = call.func  # the head line, not the whole multi-line call
             what = "dataloader_num_workers is not set (0: batches load in the training process)"
         elif isinstance(kw.value, ast.Constant) and kw.value.value == 0:
             anchor = kw.value

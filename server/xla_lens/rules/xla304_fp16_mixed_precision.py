@@ -119,6 +119,19 @@ def _accelerators(model: ScriptModel) -> Iterator[Finding]:
             fix=fix,
             manual=None if fix else 'on XLA make it "bf16" (or "no")',
         )
+        option = (
+            argparse_options(model).get(value.attr) if isinstance(value, ast.Attribute) else None
+        )
+        if option is not None and option.call.args and fix is None:
+            # Shown on the option too: that is where the user picks fp16.
+            yield Finding(
+                CODE,
+                f"this option feeds Accelerator(mixed_precision=...) at line {call.lineno}: "
+                f'on XLA pass "bf16", not "fp16" ({WHY})',
+                model.span(option.call.args[0]),
+                Severity.INFORMATION,
+                manual=f"pass --{option.dest} bf16 on XLA",
+            )
 
 
 def _mentions_fp16(model: ScriptModel) -> bool:
