@@ -203,3 +203,22 @@ def test_process_setup_in_the_guard_makes_the_launcher_a_reviewed_fix():
     (f,) = findings(code, "XLA204")
     assert not f.fix.safe and "line 11" in f.fix.review_reason
     assert fixed(code, "XLA204") == src(code)
+
+
+def test_module_level_rank_reads_make_the_launcher_a_reviewed_fix():
+    code = """
+    import os
+    import torch.distributed as dist
+
+    LOCAL_RANK = int(os.environ.get("LOCAL_RANK", 0))
+
+
+    def main():
+        dist.init_process_group("nccl")
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe and "line 4" in f.fix.review_reason

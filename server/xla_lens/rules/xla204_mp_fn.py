@@ -86,16 +86,27 @@ def _entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
     return None
 
 
-PROCESS_STATE_PREFIXES = ("torch.distributed.", "torch.cuda.", "torch.backends.")
+# torch_xla calls in the parent would start the XLA runtime before the launcher does.
+PROCESS_STATE_PREFIXES = ("torch.distributed.", "torch.cuda.", "torch.backends.", "torch_xla.")
+TORCHRUN_KEYS = {"RANK", "LOCAL_RANK", "WORLD_SIZE"}
 PROCESS_STATE_CALLS = {"torch.manual_seed", "random.seed", "numpy.random.seed"}
 
 
-def _process_setup(model: ScriptModel, guard: ast.If, call: ast.Call) -> list[ast.Call]:
+def _process_setup(model: ScriptModel, guard: ast.If, call: ast.Call) -> list[ast.AST]:
     """Calls in the main guard (besides the entry call) that set per-process state: a
     process group, a CUDA device, seeds. Under the XLA launcher only the parent runs them."""
-    found = []
+    found: list[ast.AST] = []
     entry = model.enclosing_statement(call)
-    for stmt in guard.body:
+    # Module-level code runs in the parent too (and again in each spawned process).
+    top = [
+        s
+        for s in model.tree.body
+        if s is not guard
+        and not isinstance(
+            s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom
+        )
+    ]
+    for stmt in [*top, *guard.body]:
         if stmt is entry:
             continue
         for n in ast.walk(stmt):
@@ -103,7 +114,14 @@ def _process_setup(model: ScriptModel, guard: ast.If, call: ast.Call) -> list[as
                 name = model.call_name(n) or ""
                 if name in PROCESS_STATE_CALLS or name.startswith(PROCESS_STATE_PREFIXES):
                     found.append(n)
+            if isinstance(n, ast.Constant) and n.value in TORCHRUN_KEYS:
+                # A rank read in the parent (it becomes an XLA runtime query).
+                found.append(n)
     return found
+
+
+def _line(node: ast.AST) -> int:
+    return getattr(node, "lineno", 1)
 
 
 def _guard_text(model: ScriptModel, guard: ast.If) -> tuple[int, int]:
@@ -234,9 +252,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             launch, e = _launch_code(model, ctx, call)
             setup = _process_setup(model, guard, call)
             reason = (
-                f"the main guard also sets up process state outside {name}() (line "
-                f"{setup[0].lineno}: {model.line_text(setup[0].lineno - 1).strip()[:50]}); "
-                "launched processes do not run it: move it into the entry function"
+                f"the script also sets up process state outside {name}() (line "
+                f"{_line(setup[0])}: {model.line_text(_line(setup[0]) - 1).strip()[:50]}); "
+                "it runs in the launching process, where it starts CUDA or the XLA runtime before the launcher does: move it into the entry function"
                 if setup
                 else ""
             )
