@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from xla_lens.rules.base import DOC_BASE
+from xla_lens.rules.base import DOC_BASE, doc_url
 from xla_lens.rules.registry import get_rule
 from xla_lens.runner import graph_diff
 from xla_lens.runner.events import Compile
@@ -60,7 +60,7 @@ def test_a_smaller_last_batch_is_a_shape_change_where_it_enters_the_device():
     assert change.kind == "shape" and change.changed == "f32[8,12] → f32[6,12]"
     assert change.cause is not None and change.cause.line == marked_line(script, "# CAUSE")
     assert change.headline == "input shape f32[8,12] → f32[6,12]"
-    assert "drop_last=True" in change.hint and change.doc_url.endswith("#xla402-dynamic-shapes")
+    assert "drop_last=True" in change.hint and change.doc_url.endswith("/XLA402.md")
 
 
 def test_warm_up_alone_is_no_recompilation_cause():
@@ -95,7 +95,7 @@ def test_a_python_branch_changes_the_op_sequence_at_the_branch_taken():
     # diffed against the nearest graph (the relu one), not the first
     assert sigmoid.change.changed == "aten::relu → aten::sigmoid" and not sigmoid.against_first
     assert "torch.where" in sigmoid.change.hint
-    assert sigmoid.change.doc_url.endswith("#xla404-tensor-control-flow")
+    assert sigmoid.change.doc_url.endswith("/XLA404.md")
     # the summary per trigger prefers the diff that is not against the warm-up graph
     ((best, count),) = summarize(found).values()
     assert best is sigmoid and count == 1
@@ -136,9 +136,9 @@ def test_parses_tuple_shapes_and_constant_values():
 
 
 def test_doc_links_are_the_rules_anchors_and_the_readme_section():
-    assert graph_diff.DOC_ANCHORS["shape"] == get_rule("XLA402").doc_anchor
-    assert graph_diff.DOC_ANCHORS["branch"] == get_rule("XLA404").doc_anchor
-    assert graph_diff.DOC_BASE == DOC_BASE
+    assert graph_diff.DOC_URLS["shape"] == doc_url(get_rule("XLA402"))
+    assert graph_diff.DOC_URLS["branch"] == doc_url(get_rule("XLA404"))
+    assert graph_diff.DOC_URLS["constant"] == DOC_BASE + "#recompilations-explained"
     headings = [line for line in README.read_text().splitlines() if line.startswith("#")]
     assert any(h.lstrip("# ").lower() == "recompilations explained" for h in headings)
 

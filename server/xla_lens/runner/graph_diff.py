@@ -39,12 +39,13 @@ from difflib import SequenceMatcher
 from .events import Frame
 
 DOC_BASE = "https://github.com/xla-lens/xla-lens/blob/main/README.md"
-# Same anchors as the rules' doc pages (rules.base.Rule.doc_anchor; a test keeps them equal) and
-# the README's runner section for constants, which no static rule covers.
-DOC_ANCHORS = {
-    "shape": "xla402-dynamic-shapes",
-    "branch": "xla404-tensor-control-flow",
-    "constant": "recompilations-explained",
+# The rules' own pages (rules.base.doc_url; the runner does not import rules, a test keeps them
+# equal) and, for constants, which no static rule covers, the README's runner section.
+RULE_DOCS = DOC_BASE.rsplit("/", 1)[0] + "/docs/rules"
+DOC_URLS = {
+    "shape": f"{RULE_DOCS}/XLA402.md",
+    "branch": f"{RULE_DOCS}/XLA404.md",
+    "constant": f"{DOC_BASE}#recompilations-explained",
 }
 HINTS = {
     "shape-input": "the batch size changes: drop the ragged last batch "
@@ -353,7 +354,7 @@ def _unique(items: Iterable[str]) -> list[str]:
 
 
 def _doc(kind: str) -> str:
-    return f"{DOC_BASE}#{DOC_ANCHORS[kind]}"
+    return DOC_URLS[kind]
 
 
 def _distance(old: Graph, new: Graph) -> tuple[int, int]:
