@@ -177,3 +177,29 @@ def test_unguarded_write_in_an_xla_script_is_still_reported():
 def test_hover_names_both_helpers():
     text = get_rule("XLA113").hover["torch_xla.core.xla_model.master_print"]
     assert "xm.master_print" in text and "is_master_ordinal" in text and "legacy" in text
+
+
+def test_scripts_that_silence_print_on_other_replicas_and_gpu_guards_are_quiet():
+    silenced = """
+    import builtins
+    import torch.multiprocessing as mp
+
+    def main_worker(gpu, ngpus, args):
+        if args.multiprocessing_distributed and gpu != 0:
+            def print_pass(*args):
+                pass
+            builtins.print = print_pass
+        print("=> creating model")
+
+    mp.spawn(main_worker, nprocs=2, args=(2, None))
+    """
+    gpu_guard = """
+    import torch.multiprocessing as mp
+
+    def train(gpu, args):
+        if gpu == 0:
+            print("Training complete")
+
+    mp.spawn(train, nprocs=2, args=(None,))
+    """
+    assert lines(silenced) == [] and lines(gpu_guard) == []

@@ -34,6 +34,8 @@ LAUNCHERS = {
     "torch_xla.distributed.xla_multiprocessing.spawn",
     "torch.multiprocessing.spawn",
 }
+# The local rank under another name (``main_worker(gpu, ...)``; ``if gpu == 0:``).
+LOCAL_RANK_NAMES = frozenset({"gpu", "gpu_id", "local_gpu"})
 DUMPS = {"json.dump", "pickle.dump", "torch.save", "numpy.save", "numpy.savez", "yaml.dump"}
 WRITE_MODES = re.compile(r"[wax]")
 REPLICA_WORDS = re.compile(r"rank|ordinal|replica|process|\bgpu|\bdevice", re.IGNORECASE)
@@ -59,7 +61,7 @@ def _mentions_rank(node: ast.AST | None) -> bool:
             if isinstance(n, ast.keyword)
             else None
         )
-        if ident is not None and RANKISH.search(ident):
+        if ident is not None and (RANKISH.search(ident) or ident in LOCAL_RANK_NAMES):
             return True
     return False
 
@@ -72,6 +74,15 @@ def _names_replica(node: ast.AST) -> bool:
             n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
         )
         if (text and REPLICA_WORDS.search(text)) or (ident and REPLICA_WORDS.search(ident)):
+            return True
+    return False
+
+
+def _replaces_print(model: ScriptModel) -> bool:
+    """``builtins.print = print_pass`` on the other replicas: the script silences them itself."""
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        if any(dotted(t) == "builtins.print" for t in node.targets):
             return True
     return False
 
@@ -214,7 +225,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     replica = _replica_functions(model)
     # A script already written for torch_xla chose its own output (often per replica, in a
     # step closure); only a script being converted gets the print hints.
-    prints = [] if model.uses_torch_xla else model.calls
+    prints = [] if model.uses_torch_xla or _replaces_print(model) else model.calls
     for call in prints:
         if not _is_builtin(model, call, "print"):
             continue
