@@ -302,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="list every missed label")
     parser.add_argument("--json", action="store_true", help="print a JSON summary only")
     parser.add_argument("--run", action="store_true", help="convert and run (DIR/swaps/runs.json)")
+    parser.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="with --run: convert with the review-only fixes too (as fix --unsafe-fixes)",
+    )
     parser.add_argument("--only", help="evaluate only files whose name contains this")
     parser.add_argument("--markdown", type=Path, help="also write the figures as Markdown here")
     args = parser.parse_args(argv)
@@ -334,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run:
         from corpus_run import run_all  # noqa: PLC0415  (torch-heavy; only with --run)
 
-        summary["runs"] = run_all(args.dir)
+        summary["runs"] = run_all(args.dir, unsafe=args.unsafe_fixes)
     if args.markdown:
         from corpus_report import write_markdown  # noqa: PLC0415
 

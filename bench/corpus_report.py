@@ -135,7 +135,9 @@ def write_markdown(summary: dict, path: Path) -> None:
     out += flagged or ["none (all controls clean)"]
     out.append("")
     if "runs" in summary:
-        out += ["## Convert-and-run", "", "| script | result | detail |", "|---|---|---|"]
+        mode = summary["runs"][0].get("mode", "safe") if summary["runs"] else "safe"
+        out += [f"## Convert-and-run ({mode} fixes)", "", "| script | result | detail |"]
+        out.append("|---|---|---|")
         for run in summary["runs"]:
             out.append(f"| `{run['name']}` | {run['status']} | {run['detail']} |")
         out.append("")

@@ -37,11 +37,11 @@ def _patched(original: Path, patch: Path, out: Path) -> None:
         raise RuntimeError(f"patch {patch.name} does not apply: {proc.stdout}{proc.stderr}")
 
 
-def run_one(corpus: Path, spec: dict) -> dict:
+def run_one(corpus: Path, spec: dict, unsafe: bool = False) -> dict:
     swaps = corpus / "swaps"
     name = spec["name"]
     owner_name = name.split("__", 1)[0]
-    result = {"name": name, "status": "error", "detail": ""}
+    result = {"name": name, "mode": "unsafe" if unsafe else "safe", "status": "error", "detail": ""}
     with tempfile.TemporaryDirectory(prefix="xla-lens-corpus-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
@@ -65,6 +65,7 @@ def run_one(corpus: Path, spec: dict) -> dict:
             workdir=Path(tmp) / "run",
             extra_files=extra,
             baseline=baseline,
+            unsafe=unsafe,
         )
     orig, conv = proof.original, proof.converted
     result.update(
@@ -108,19 +109,23 @@ def _reason(proof, first_line: str) -> str:
     return "; ".join(parts)
 
 
-def run_all(corpus: Path) -> list[dict]:
+def run_all(corpus: Path, unsafe: bool = False) -> list[dict]:
     runs = corpus / "swaps" / "runs.json"
     if not runs.is_file():
         return [{"name": str(runs), "status": "error", "detail": "no runs.json"}]
     out = []
     for spec in json.loads(runs.read_text()):
         print(f"converting and running {spec['name']} ...", file=sys.stderr, flush=True)
-        out.append(run_one(corpus, spec))
+        out.append(run_one(corpus, spec, unsafe))
     return out
 
 
 def print_runs(runs: list[dict]) -> None:
     proven = sum(r["status"] == "proven" for r in runs)
-    print(f"\nconvert-and-run: {proven}/{len(runs)} proven (on XLA, losses within tolerance)")
+    mode = runs[0].get("mode", "safe") if runs else "safe"
+    print(
+        f"\nconvert-and-run ({mode} fixes): {proven}/{len(runs)} proven"
+        " (on XLA, losses within tolerance)"
+    )
     for r in runs:
         print(f"  {r['status']:7} {r['name']}: {r['detail']}")

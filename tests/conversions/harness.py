@@ -154,12 +154,15 @@ def run_script(
     return RunResult(proc.returncode, stdout, stderr, *parse_protocol(stdout))
 
 
-def convert(source: str, name: str, target: str = "modern") -> tuple[str, list[str], list[str]]:
-    """Safe fixes only, as Convert does; asserts the output parses and is a fixpoint."""
-    out = fix_source(source, name, target=target)
+def convert(
+    source: str, name: str, target: str = "modern", unsafe: bool = False
+) -> tuple[str, list[str], list[str]]:
+    """Safe fixes only, as Convert does (``unsafe``: also those marked for review, as
+    ``fix --unsafe-fixes``); asserts the output parses and is a fixpoint."""
+    out = fix_source(source, name, target=target, unsafe=unsafe)
     assert out.error is None, f"{name}: fix failed: {out.error}"
     ast.parse(out.source)
-    again = fix_source(out.source, name, target=target)
+    again = fix_source(out.source, name, target=target, unsafe=unsafe)
     assert again.source == out.source, f"{name}: fixing again changed the output"
     return out.source, out.applied, [f.code for f in out.remaining]
 
@@ -181,6 +184,7 @@ def prove(
     workdir: str | Path | None = None,
     extra_files: Sequence[Path] = (),
     baseline: str | Path | None = None,
+    unsafe: bool = False,
 ) -> ProofResult:
     """Run the original on the CPU (unless ``run_original`` is False), convert it, run the
     conversion under torch_xla PJRT CPU, and return both runs. ``steps`` reaches the fixture
@@ -189,7 +193,7 @@ def prove(
     ``baseline`` replaces the original for the CPU run only (e.g. nccl -> gloo)."""
     fixture = Path(fixture_path).resolve()
     source = fixture.read_text()
-    converted_source, applied, remaining = convert(source, fixture.name, target)
+    converted_source, applied, remaining = convert(source, fixture.name, target, unsafe)
     with tempfile.TemporaryDirectory(prefix="xla-lens-proof-") as tmp:
         base = Path(workdir) if workdir else Path(tmp)
         original = None
