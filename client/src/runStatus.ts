@@ -141,6 +141,14 @@ export function describeSummary(summary: RunSummary, detail = false): string {
   return parts.join(" · ") || "finished";
 }
 
+/** The problem that makes the rest moot: the script never used XLA (convert it first). */
+export function notXlaMessage(summary: RunSummary): string | undefined {
+  for (const p of summary.problems ?? []) {
+    if (isRecord(p) && p.kind === "no-xla") return typeof p.message === "string" ? p.message : "this script never used the XLA device";
+  }
+  return undefined;
+}
+
 function failed(summary: RunSummary | undefined): boolean {
   if (summary?.refused) return true;
   return summary?.exit_code !== undefined && summary.exit_code !== 0 && !stoppedEarly(summary);
@@ -177,6 +185,7 @@ export function statusView(server: ServerState, run: RunState, interpreter?: str
   else if (server === "stopped") text = "$(circle-slash) xla-lens";
   else if (run.running) text = `$(sync~spin) XLA run${run.device ? ` on ${run.device}` : ""}`;
   else if (last?.refused) text = "$(error) XLA: not run";
+  else if (last && notXlaMessage(last)) text = "$(warning) XLA: never used XLA";
   else if (last) text = `${stoppedEarly(last) ? "$(circle-slash)" : failed(last) ? "$(error)" : "$(check)"} XLA: ${describeSummary(last)}`;
   else text = "$(check) xla-lens";
   if (run.running) {

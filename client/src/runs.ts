@@ -7,7 +7,8 @@ import { confirmWithoutTorchXla } from "./fixits";
 import { hasModule } from "./probe";
 import { deviceToast, outputLines } from "./runOutput";
 import { ProgressSink, ProgressUi, RunProgressRouter } from "./runProgress";
-import { IDLE, RunState, applyRunEvent, describeSummary, stoppedEarly, toSummary, withLastRun } from "./runStatus";
+import { CLIENT_COMMANDS } from "./ids";
+import { IDLE, RunState, applyRunEvent, describeSummary, notXlaMessage, stoppedEarly, toSummary, withLastRun } from "./runStatus";
 import { toServerSettings } from "./settings";
 
 export interface RunHost {
@@ -124,6 +125,16 @@ export class RunController {
     else if (summary.refused) this.host.log(`run of ${uri?.fsPath ?? "the script"} not started: ${summary.refused}`);
     const text = describeSummary(summary, true);
     const name = uri ? ` of ${uri.path.split("/").pop()}` : "";
+    const notXla = notXlaMessage(summary);
+    if (notXla) {
+      // Its figures mean nothing: the script ran on plain PyTorch. Offer the conversion.
+      const convert = "Convert to PyTorch/XLA";
+      void vscode.window.showWarningMessage(`XLA run${name}: ${notXla}`, convert, "Show Output").then((pick) => {
+        if (pick === convert) void vscode.commands.executeCommand(CLIENT_COMMANDS.convert, uri);
+        else if (pick) this.host.showOutput();
+      });
+      return;
+    }
     const failed = summary.refused !== undefined || (summary.exit_code !== undefined && summary.exit_code !== 0 && !stoppedEarly(summary));
     const show = failed ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
     void show(`XLA run${name}: ${text}`, "Show Output").then((pick) => {

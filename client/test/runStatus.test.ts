@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { documentArg, uriFromArgs } from "../src/commandArgs";
-import { IDLE, applyRunEvent, describeSummary, statusView, toSummary, withLastRun } from "../src/runStatus";
+import { IDLE, applyRunEvent, describeSummary, notXlaMessage, statusView, toSummary, withLastRun } from "../src/runStatus";
 
 test("run events fold into the state the status bar shows", () => {
   let s = applyRunEvent(IDLE, { type: "start", file: "train.py" });
@@ -111,4 +111,12 @@ test("a refused run says why, not zero compiles", () => {
   assert.equal(view.text, "$(error) XLA: not run");
   assert.match(view.tooltip, /Last run of train\.py: not run: train\.py:2: SyntaxError/);
   assert.equal(view.alarming, true);
+});
+
+test("a run that never used XLA is named as such, not as figures", () => {
+  const message = "this script never used the XLA device — convert it first";
+  const summary = toSummary({ status: "ok", exit_code: 0, compiles: 0, problems: [{ kind: "no-xla", file: "/w/t.py", line: 3, message }] })!;
+  assert.equal(notXlaMessage(summary), message);
+  assert.equal(notXlaMessage(toSummary({ problems: [{ kind: "host-read", message: "x" }] })!), undefined);
+  assert.equal(statusView("running", withLastRun(IDLE, "/w/t.py", summary), undefined, "/w/t.py").text, "$(warning) XLA: never used XLA");
 });

@@ -158,4 +158,26 @@ export async function runFlow({ page, shot, check, until, palette, workspace }) 
   const lensText = (await lens.count()) ? plain(await lens.first().innerText()) : "";
   check(/last run \(cancelled\)/.test(lensText) && !/exit|compile-bound/.test(lensText), `code lens: ${JSON.stringify(lensText)}`);
   await shot("05-cancelled.png");
+
+  // 7. The status bar's tooltip is about the active file: slow.py's run here, not odd_batch.py's.
+  await status.hover();
+  const statusHover = page.locator(".monaco-hover:visible, .workbench-hover:visible", { hasText: "Last run" }).first();
+  await statusHover.waitFor({ timeout: 10_000 }).catch(() => {});
+  const statusTip = plain(await statusHover.innerText().catch(() => ""));
+  check(/Last run of slow\.py: CPU · cancelled/.test(statusTip) && !/odd_batch/.test(statusTip), `status tooltip: ${JSON.stringify(statusTip)}`);
+  await page.mouse.move(700, 400);
+
+  // 8. A script that never used XLA says so, and offers the conversion.
+  await palette("", "plain.py");
+  await page.locator(".monaco-editor .view-line", { hasText: "trained on" }).first().waitFor({ timeout: 30_000 });
+  await palette(">", "xla-lens: Run on GPU (XLA)");
+  const notXla = toast("never used the XLA device");
+  await notXla.waitFor({ timeout: 120_000 });
+  check((await notXla.locator(".monaco-button", { hasText: "Convert to PyTorch/XLA" }).count()) === 1, "the no-XLA toast offers Convert");
+  const deviceLine = page.locator(".monaco-editor .view-line", { hasText: "never used XLA" }).first();
+  await deviceLine.waitFor({ timeout: 15_000 }).catch(() => {});
+  check((await deviceLine.count()) === 1, `the hint says the script never used XLA: ${JSON.stringify(plain(await deviceLine.innerText().catch(() => "")))}`);
+  const notXlaStatus = plain(await status.innerText()).trim();
+  check(/never used XLA/.test(notXlaStatus) && !/0 compiles/.test(notXlaStatus), `status bar: ${JSON.stringify(notXlaStatus)}`);
+  await shot("06-never-used-xla.png");
 }

@@ -142,6 +142,8 @@ def test_no_xla_is_a_diagnostic_and_a_hint_on_the_first_line(tmp_path: Path):
     assert (diag.code, diag.range.start.line) == ("no-xla", 0)
     assert diag.severity == types.DiagnosticSeverity.Warning
     assert by_line(store, uri, SCRIPT)[0].label == "never used XLA: convert it first"
+    title = run_lens.result_title(store.get(uri).summary)
+    assert title == "last run: never used XLA (plain PyTorch): convert it first"
 
 
 def test_device_sentence_is_one_short_line_and_the_reason_stays_whole():

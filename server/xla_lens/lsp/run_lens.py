@@ -81,6 +81,8 @@ def result_title(summary: RunSummary) -> str:
         head = f"last run ({STOPPED.get(status, status)})"
     if status == "refused":
         return f"{head}: {summary.message}"[:160]
+    if any(p.kind == "no-xla" for p in summary.problems):
+        return f"{head}: never used XLA (plain PyTorch): convert it first"
     return (
         f"{head}: {summary.device or '?'} · {plural(summary.steps, 'step')}"
         f" · {plural(summary.uncached_compiles, 'compile')} · {_seconds(summary.compile_s)} compiling"
