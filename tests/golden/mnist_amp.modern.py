@@ -14,7 +14,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 import torch_xla
-from torch_xla.amp.syncfree import AdamW
 import torch_xla.core.xla_model as xm
 
 BATCH_SIZE = 32
@@ -62,7 +61,7 @@ def main():
     )
 
     model = Net().to(device)
-    optimizer = AdamW(model.parameters(), lr=args.lr)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
     loss_fn = nn.CrossEntropyLoss()
 
     model.train()

@@ -229,3 +229,20 @@ def test_apex_amp_and_sharded_scaler_are_found():
     found = findings(code, "XLA103")
     assert [f.span.start.line for f in found] == [2, 3, 5]
     assert found[0].fix is None and "amp.initialize" in found[0].message
+
+
+def test_dtype_less_autocast_on_an_unknown_device_keeps_the_removal_for_review():
+    code = """
+    import torch
+
+    def train(model, device, amp):
+        scaler = torch.cuda.amp.GradScaler(enabled=amp)
+        for x in loader:
+            with torch.autocast(device.type, enabled=amp):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+    """
+    (f,) = findings(code, "XLA103")
+    assert not f.fix.safe and "default is float16" in f.fix.review_reason

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from ..semantic.frameworks import ownership
 from ..semantic.model import Emitter, ScriptModel
+from ..semantic.precision import float16_uses
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 
 CODE = "XLA104"
@@ -34,6 +35,10 @@ def _legacy_blocker(call: ast.Call) -> str | None:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # accelerate/Lightning wrap the optimizer and run the scaler themselves.
     if not model.uses_amp or ownership(model).framework is not None:
+        return
+    # Modern target: with bf16 the scaler goes (XLA103) and a sync-free optimizer buys
+    # nothing; it matters only where loss scaling stays (float16 left in the script).
+    if ctx.target == "modern" and not (model.uses_grad_scaler and float16_uses(model)):
         return
     for call in model.calls:
         cls = CLASSES.get(model.call_name(call) or "")
@@ -71,7 +76,9 @@ With AMP, a `torch.optim` optimizer makes the scaler read `found_inf` on the hos
 | modern (torch_xla ≥ 2.5) | `from torch_xla.amp.syncfree import SGD, Adam, AdamW` |
 | legacy (1.13, SageMaker Training Compiler) | `from torch_xla.amp.syncfree import SGD, Adam, AdamW` |
 
-Fix: only the class is replaced; the arguments are kept. (The guide's
+Fix: only the class is replaced; the arguments are kept. On the modern target it is
+reported only where loss scaling stays (float16 left in the script, XLA103): with bfloat16
+the scaler is removed and the sync-free class buys nothing. (The guide's
 `import torch_xla.amp.syncfree.Adam as adam` is not valid Python: `Adam` is a class.)
 """
 

@@ -116,6 +116,21 @@ def _dtype_names(model: ScriptModel, node: ast.AST, depth: int = 0) -> set[str] 
     return None
 
 
+def _default_dtype_device(model: ScriptModel, call: ast.Call) -> str | None:
+    """The device-type expression of a dtype-less autocast unless it surely ends on XLA
+    or the CPU (the CUDA forms are rewritten to bf16 by XLA102's safe fix)."""
+    name = model.call_name(call) or ""
+    if name.startswith("torch.cuda.") or name == "torch_xla.amp.autocast":
+        return None
+    device = arg_or_keyword(call, 0, "device_type")
+    if device is None:
+        return None
+    values = device_strings(model, device)
+    if values is not None and (values == {"cuda"} or values <= {"xla", "cpu"}):
+        return None
+    return model.segment(device)
+
+
 def float16_uses(model: ScriptModel) -> list[tuple[ast.AST, str]]:
     """(node, why) for what keeps the script in float16 after conversion."""
     out: list[tuple[ast.AST, str]] = []
@@ -123,7 +138,18 @@ def float16_uses(model: ScriptModel) -> list[tuple[ast.AST, str]]:
     for call in autocast_calls(model):
         dtype = autocast_dtype(model, call)
         if dtype is None:
-            continue  # bf16 once on XLA (XLA102 writes it), or fp32 where it is a no-op
+            # No dtype: bfloat16 once it runs on XLA (XLA102 writes it for the CUDA forms),
+            # but the CUDA default is float16, so the device type must be known to end there.
+            device = _default_dtype_device(model, call)
+            if device is not None:
+                out.append(
+                    (
+                        call,
+                        f"this autocast has no dtype and its device type `{device}` may stay "
+                        "CUDA, where the default is float16",
+                    )
+                )
+            continue
         counted.update(id(n) for n in ast.walk(dtype))
         names = _dtype_names(model, dtype)
         if names is None:
