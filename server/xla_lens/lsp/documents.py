@@ -4,19 +4,15 @@ and re-analyse everything when settings or workspace folders change."""
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import ctypes.util
 import functools
-import gc
 import os
-import sys
-from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..engine.analysis import analyze
+from . import memory
 from .core import XlaLensServer
 from .diagnostics import diagnostics_for
 from .state import Entry
@@ -142,35 +138,15 @@ def schedule_all(ls: XlaLensServer) -> None:
             schedule(ls, uri)
 
 
-def release_memory() -> None:
-    """Give a closed document's memory back: its syntax trees hold reference cycles that
-    only a collection frees, and glibc keeps freed arenas until asked to trim them."""
-    gc.collect()
-    if _malloc_trim is not None:
-        _malloc_trim(0)
-
-
-def _load_malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc (e.g. musl)
-        return None
-
-
-_malloc_trim = _load_malloc_trim()
-
-
 def stats(ls: XlaLensServer) -> dict[str, Any]:
     """Counters for diagnosing the server (and for tests): analyses run, documents held,
-    resident memory."""
-    rss_kb = None
+    resident memory now and at its peak (KiB)."""
+    memory: dict[str, int] = {}
     try:
         with open("/proc/self/status", encoding="ascii") as status:
             for line in status:
-                if line.startswith("VmRSS:"):
-                    rss_kb = int(line.split()[1])
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    memory[line[:5]] = int(line.split()[1])
     except OSError:
         pass
     return {
@@ -178,7 +154,8 @@ def stats(ls: XlaLensServer) -> dict[str, Any]:
         "open_documents": len(ls.workspace.text_documents),
         "cached_documents": len(ls.cache.docs),
         "pending": len(ls.pending) + len(ls.inflight),
-        "rss_kb": rss_kb,
+        "rss_kb": memory.get("VmRSS"),
+        "peak_rss_kb": memory.get("VmHWM"),
         "pid": os.getpid(),
     }
 
@@ -250,7 +227,8 @@ def register(ls: XlaLensServer) -> None:
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
         )
-        release_memory()
+        # Hand a large file's memory back now, not at some later collection.
+        memory.release()
 
     @ls.feature(STATS)
     def server_stats(ls: XlaLensServer, params: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import sys
 import threading
@@ -56,8 +57,14 @@ class StdinPump:
         threading.Thread(target=self._pump, name="xla-lens-stdin", daemon=True).start()
 
     def _read(self) -> bytes:
-        read1 = getattr(self._stream, "read1", None)
-        return read1(_CHUNK) if read1 is not None else self._stream.read(1)
+        # os.read on the descriptor, not the buffered reader: a daemon thread blocked
+        # inside BufferedReader holds its lock, and interpreter shutdown aborts on it.
+        try:
+            fd = self._stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            read1 = getattr(self._stream, "read1", None)
+            return read1(_CHUNK) if read1 is not None else self._stream.read(1)
+        return os.read(fd, _CHUNK)
 
     def _pump(self) -> None:
         while True:
@@ -152,6 +159,8 @@ class FrameReader:
             del self._buf[:length]
             raise
         del self._buf[:length]
+        if not self._buf:
+            self._buf = bytearray()  # do not keep a large message's capacity
         return Frame(message=message)
 
     async def _recover(self, problem: str) -> Frame:

@@ -96,6 +96,23 @@ class XlaLensProtocol(LanguageServerProtocol):
         error.message = f"the request could not be read: {reason}"
         self._send_response(msg_id, error=error)
 
+    def _execute_handler(
+        self,
+        msg_id: MsgId,
+        handler: Any,
+        callback: Callable[[Any], None],
+        args: Any = None,
+        kwargs: Any = None,
+    ) -> None:
+        # pygls files the future of every notification and every step of a built-in
+        # handler under a fresh id and never removes it: one leaked future per didChange.
+        def done(future: Any) -> None:
+            if self._request_futures.get(msg_id) is future:
+                del self._request_futures[msg_id]
+            callback(future)
+
+        super()._execute_handler(msg_id, handler, done, args, kwargs)
+
     # --- cancellation ------------------------------------------------------------------
     def on_cancel(self, msg_id: MsgId | None, hook: Callable[[], None]) -> Callable[[], None]:
         """Call ``hook`` when the client cancels request ``msg_id``; returns the function

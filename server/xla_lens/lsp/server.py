@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 
 from ..runner.lifeline import install_owner_signal_handlers
-from . import actions, commands, documents, hover, run_command
+from . import actions, commands, documents, hover, memory, run_command
 from .core import XlaLensServer
 
 Register = Callable[[XlaLensServer], None]
@@ -36,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     transport_out = sys.stdout.buffer
     sys.stdout = sys.stderr
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="xla-lens: %(message)s")
+    memory.tune_allocator()
     ls = build_server()
     # SIGTERM/SIGHUP end the running scripts first (SIGKILL: their lifeline does it).
     install_owner_signal_handlers()
