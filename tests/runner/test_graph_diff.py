@@ -219,3 +219,32 @@ def test_read_graphs_takes_the_window_and_skips_the_dev_null_link(tmp_path):
 @pytest.mark.parametrize("name", ["shape", "constant", "branch"])
 def test_recorded_dumps_stay_small(name):
     assert (GRAPHS / f"explain_{name}.hlo.txt").stat().st_size < 32_000
+
+
+def test_cli_summary_prints_cause_change_hint_and_link():
+    from io import StringIO
+
+    from xla_lens.runner.cli import print_summary
+    from xla_lens.runner.events import Problem
+    from xla_lens.runner.summary import RunSummary
+
+    p = Problem(
+        "recompilation",
+        "/w/train.py",
+        11,
+        "recompiles: input shape f32[8,12] → f32[6,12]; the sync at line 13 compiled 3 graphs",
+        cause_file="/w/train.py",
+        cause_line=11,
+        change_kind="shape",
+        changed="f32[8,12] → f32[6,12]",
+        hint="drop the ragged last batch",
+        doc_url="https://x/XLA402.md",
+        trigger_file="/w/train.py",
+        trigger_line=13,
+    )
+    out = StringIO()
+    print_summary(RunSummary(script="/w/train.py", status="ok", problems=[p]), out)
+    text = out.getvalue()
+    assert "train.py:11: recompilation: recompiles: input shape f32[8,12] → f32[6,12]" in text
+    assert "changed (shape): f32[8,12] → f32[6,12]" in text
+    assert "hint: drop the ragged last batch" in text and "see https://x/XLA402.md" in text
