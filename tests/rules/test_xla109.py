@@ -149,3 +149,20 @@ def test_no_finding_when_moved_first_or_rebuilt_or_not_a_device():
             self.model.to(device)
     """
     assert findings(code, "XLA109") == []
+
+
+def test_rebinding_in_the_other_branch_does_not_hide_the_stale_optimizer():
+    code = """
+    import torch
+
+    def main(checkpoint, device):
+        if checkpoint is None:
+            decoder = Decoder()
+            decoder_optimizer = torch.optim.Adam(decoder.parameters())
+        else:
+            decoder = checkpoint["decoder"]
+            decoder_optimizer = checkpoint["decoder_optimizer"]
+        decoder = decoder.to(device)
+    """
+    (f,) = findings(code, "XLA109")
+    assert f.fix is None and "different blocks" in f.manual

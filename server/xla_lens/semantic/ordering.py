@@ -383,6 +383,8 @@ class Ordering:
         for a in self.model.assignments.get(root, []):
             if self.scope_of(a) is not build.scope:
                 continue
+            if self._exclusive(a, build.stmt):
+                continue  # ``if ...: opt = ...`` / ``else: model = load()``: not both run
             if build.stmt.lineno < a.lineno < move.stmt.lineno or a is move.stmt:
                 value = a.value
                 if a is move.stmt or (
@@ -391,6 +393,23 @@ class Ordering:
                 ):
                     continue  # ``model = model.to(d)`` / ``model = DDP(model)``
                 return True
+        return False
+
+    def _exclusive(self, a: ast.AST, b: ast.AST) -> bool:
+        """``a`` and ``b`` sit in different branches of the same ``if``."""
+        a_path = {id(n): n for n in self.model.ancestors(a)}
+        child = b
+        for anc in self.model.ancestors(b):
+            if id(anc) in a_path and isinstance(anc, ast.If):
+                in_body = any(child is s for s in anc.body)
+                a_child = a
+                for x in self.model.ancestors(a):
+                    if x is anc:
+                        break
+                    a_child = x
+                a_in_body = any(a_child is s for s in anc.body)
+                return in_body != a_in_body
+            child = anc
         return False
 
     @cached_property
