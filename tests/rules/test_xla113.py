@@ -99,6 +99,7 @@ def test_file_becomes_fd():
         "if master_process:",
         "if dist.get_rank() == 0:",
         "if is_main_process():",
+        "if state.is_world_process_zero:",
     ],
 )
 def test_guarded_output_is_quiet(guard):

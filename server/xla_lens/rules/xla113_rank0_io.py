@@ -27,7 +27,8 @@ from .xla108_xm_save import _is_state_dict
 
 CODE = "XLA113"
 RANKISH = re.compile(
-    r"rank|ordinal|master|main_process|is_main|is_primary|is_chief|leader", re.IGNORECASE
+    r"rank|ordinal|master|main_process|process_zero|is_main|is_primary|is_chief|leader",
+    re.IGNORECASE,
 )
 LAUNCHERS = {
     "torch_xla.launch",
