@@ -154,3 +154,23 @@ def test_hover_explains_the_all_reduce_and_no_sync():
     text = rule.hover[".step"]
     assert "xm.optimizer_step(optimizer)" in text and "barrier=False" in text
     assert "legacy" in text and "modern" in text
+
+
+def test_a_local_optimizer_wrapper_gets_a_review_only_fix():
+    code = """
+    import torch
+
+    class NoamOpt:
+        def __init__(self, optimizer):
+            self.optimizer = optimizer
+
+        def step(self):
+            self.optimizer.step()
+
+    optimizer = NoamOpt(torch.optim.Adam(model.parameters()))
+    for x in loader:
+        model(x).backward()
+        optimizer.step()
+    """
+    (f,) = findings(code, "XLA105")
+    assert not f.fix.safe and "NoamOpt" in f.fix.review_reason

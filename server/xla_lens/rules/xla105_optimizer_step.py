@@ -8,11 +8,12 @@ DDP) must keep the plain step, or every gradient would be reduced twice.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
 from ..semantic.frameworks import ownership
-from ..semantic.model import Emitter, ScriptModel, receiver
+from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 
 CODE = "XLA105"
@@ -35,14 +36,39 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         e = Emitter(model)
         code = xla_api.optimizer_step(e, model.segment(opt))
+        wrapper = _local_wrapper(model, opt)
         yield Finding(
             CODE,
             f"optimizer step on XLA: {code} all-reduces the gradients across replicas "
             "before stepping (a no-op on one device)",
             model.span(call),
             Severity.WARNING,
-            fix=Fix(f"Replace with {code}", (Replace(model.span(call), code), *e.imports)),
+            fix=Fix(
+                f"Replace with {code}",
+                (Replace(model.span(call), code), *e.imports),
+                safe=wrapper is None,
+                review_reason=""
+                if wrapper is None
+                else f"`{model.segment(opt)}` is a `{wrapper}` (a class of this script, not a "
+                "torch optimizer): xm.optimizer_step needs its param_groups",
+            ),
         )
+
+
+def _local_wrapper(model: ScriptModel, opt: ast.AST | None) -> str | None:
+    """The script's own class the optimizer name is built from, unless it subclasses a
+    torch optimizer (``NoamOpt(...)`` wrappers often lack ``param_groups``)."""
+    if not isinstance(opt, ast.Name):
+        return None
+    classes = {c.name: c for c in model.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)}
+    for value in model.assigned_from(opt.id):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            cls = classes.get(value.func.id)
+            if cls is not None and not any(
+                "optim" in (model.qualname(b) or dotted(b) or "").lower() for b in cls.bases
+            ):
+                return cls.name
+    return None
 
 
 HOVER = """\
