@@ -88,7 +88,8 @@ def test_checkpoints_make_the_fix_need_review(line):
     {line}
     """
     (f,) = findings(code, "XLA110")
-    assert not f.fix.safe and "module." in f.fix.review_reason or "checkpoint" in f.message
+    assert not f.fix.safe
+    assert "module." in f.fix.review_reason and "needs review" in f.message
 
 
 def test_optimizer_state_dicts_do_not_make_it_unsafe():
@@ -120,3 +121,13 @@ def test_hover_names_the_launcher_for_both_targets():
     rule = get_rule("XLA110")
     text = rule.hover["torch.nn.DataParallel"]
     assert "torch_xla.launch" in text and "xmp.spawn" in text and "module." in text
+
+
+def test_isinstance_tests_of_the_wrapper_make_the_fix_need_review():
+    code = """
+    import torch.nn as nn
+    model = nn.DataParallel(model)
+    multi = isinstance(model, nn.DataParallel)
+    """
+    (f,) = findings(code, "XLA110")
+    assert not f.fix.safe and "isinstance" in f.fix.review_reason

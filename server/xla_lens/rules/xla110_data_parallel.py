@@ -43,8 +43,26 @@ def _launcher(ctx: RuleContext) -> str:
     return "torch_xla.launch(_mp_fn)"
 
 
+def _tests_the_wrapper(model: ScriptModel) -> bool:
+    """``isinstance(model, nn.DataParallel)`` (any use of the class other than a call)."""
+    for node in model.nodes_of(ast.Name, ast.Attribute):
+        parent = model.parent(node)
+        if isinstance(parent, ast.Attribute) or (
+            isinstance(parent, ast.Call) and parent.func is node
+        ):
+            continue  # part of a longer chain, or the wrapping call itself
+        if model.qualname(node) in DATA_PARALLEL:
+            return True
+    return False
+
+
 def _review_reason(model: ScriptModel) -> str:
     """Why unwrapping could change what the script does ("" when nothing depends on it)."""
+    if _tests_the_wrapper(model):
+        return (
+            "the script tests for the wrapper (isinstance(..., DataParallel)): without it "
+            "that test turns False and the other branch runs"
+        )
     if any(
         isinstance(n, ast.Attribute) and n.attr == "module" for n in model.nodes_of(ast.Attribute)
     ):
