@@ -3,10 +3,12 @@
 For the first ``explain_steps`` steps, or until ``explain_graphs`` graphs were compiled, the
 child runs with ``XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1`` (each IR node records the Python line that
 made it) and ``XLA_SAVE_TENSORS_FILE`` (each synced graph is written out, as HLO). The bootstrap
-then closes the window (``_close_explain_window``): torch_xla reads that variable only once, so
-afterwards it still formats every synced graph, into /dev/null; that residual cost is what
-``bench/runner_overhead.py`` measures. A recompilation after the window stays unexplained (the
-old "likely cause" message).
+then closes the window (``_close_explain_window``): torch_xla reads that variable once per
+thread (a ``thread_local`` in ``DebugUtil::SaveTensorsGraphInfo``), so afterwards it still
+lowers every synced graph to HLO, after waiting for the previous execution, into /dev/null.
+That residual cost, which the window does not bound, is what ``bench/runner_overhead.py``
+measures (README). A recompilation after the window stays unexplained (the old "likely cause"
+message).
 """
 
 from __future__ import annotations
