@@ -75,3 +75,9 @@ def test_already_xla_control_gets_no_device_or_launch_findings():
     source = (CONTROLS / "xla_ddp_launch.py").read_text()
     mine = {"XLA101", "XLA202", "XLA203", "XLA204"}
     assert [f for f in analyze(source).findings if f.code in mine] == []
+
+
+def test_legacy_target_trains_on_xla_too():
+    result = prove(FIXTURES / "device_trainer_attribute.py", target="legacy", steps=3)
+    assert_proven(result)
+    assert "self.device = xm.xla_device()" in result.converted_source
