@@ -416,3 +416,19 @@ def test_device_keyword_into_a_local_function_is_followed():
     """
     f = _only(code)
     assert not f.fix.safe and "compared as a string" in f.fix.review_reason
+
+
+def test_device_from_a_helper_in_another_module_is_reported_without_a_fix():
+    code = """
+    import torch
+    from . import dist_util
+    from utils import select_device
+
+    def step(batch):
+        x = batch.to(dist_util.dev())
+        y = batch.to(select_device())
+        z = torch.zeros(2).to(torch.device("cpu"))
+    """
+    found = findings(code, "XLA101")
+    assert [f.span.start.line for f in found] == [5, 6]
+    assert all(f.fix is None and "torch_xla.device()" in f.manual for f in found)

@@ -481,6 +481,31 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _respect_guards(model, _call_findings(model, ctx, handled))
     yield from _respect_guards(model, _assignment_findings(model, ctx, handled))
     yield from _flag_findings(model, handled)
+    yield from _helper_findings(model)
+
+
+DEVICE_HELPER = re.compile(r"^(get_|select_|pick_|choose_)?dev(ice)?$")
+
+
+def _helper_findings(model: ScriptModel) -> Iterator[Finding]:
+    """``x.to(dist_util.dev())``: the device comes from a helper in another module of the
+    workspace, out of reach here; say where to look instead of guessing a fix."""
+    if model.uses_torch_xla:
+        return
+    for call in model.calls:
+        name = sites.out_of_file_helper(model, call)
+        if name is None or not DEVICE_HELPER.match(name.rpartition(".")[2]):
+            continue
+        parent = model.parent(call)
+        if not (isinstance(parent, ast.Call) and method_name(parent) == "to"):
+            continue
+        yield _finding(
+            model,
+            call,
+            f"the device comes from {name}(), defined outside this file: on an XLA host it must "
+            "return the XLA device (a CUDA picker there trains on the CPU or fails)",
+            manual=f"make {name}() return torch_xla.device() (or pass the XLA device here)",
+        )
 
 
 HOVER_DEVICE = """\

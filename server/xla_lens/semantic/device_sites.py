@@ -178,3 +178,28 @@ def availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
             for stmt in (*node.body, *node.orelse):
                 guards.append((model.span(stmt), test))
     return guards
+
+
+LIBRARY_ROOTS = frozenset(
+    {"torch", "torch_xla", "accelerate", "transformers", "lightning", "pytorch_lightning", "numpy"}
+)
+
+
+def out_of_file_helper(model: ScriptModel, call: ast.Call) -> str | None:
+    """``dist_util.dev`` / ``select_device``: a function imported from the workspace (a
+    relative import or a non-library module), not defined in this file. None otherwise."""
+    func = call.func
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id in model.functions:
+        return None
+    text = model.segment(func)
+    target = model.imports.get(root.id)
+    if target is not None:
+        return None if target.split(".")[0] in LIBRARY_ROOTS else text
+    for imp in model.import_nodes:
+        if isinstance(imp, ast.ImportFrom) and imp.level > 0:
+            if any((a.asname or a.name) == root.id for a in imp.names):
+                return text
+    return None
