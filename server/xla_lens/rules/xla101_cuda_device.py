@@ -385,27 +385,7 @@ def _assignment_findings(model, ctx, handled) -> Iterator[Finding]:
 def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
     """``cuda = True if torch.cuda.is_available() else False``: a flag that turns CUDA
     placement on; on an XLA host it is False, so everything it guards stays on the CPU."""
-    for node in model.nodes_of(ast.Assign):
-        if not isinstance(node, ast.Assign) or id(node.value) in handled:
-            continue
-        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-            continue
-        name = node.targets[0].id
-        if not any(k in name.lower() for k in ("cuda", "gpu")):
-            continue
-        if not pickers.is_availability(model, sites.bool_value(node.value)):
-            continue
-        tests = [
-            n
-            for n in model.nodes_of(ast.Name)
-            if isinstance(n, ast.Name)
-            and n.id == name
-            and isinstance(model.parent(n), ast.If | ast.IfExp)
-            and model.parent(n).test is n  # type: ignore[union-attr]
-            and not sites.chooses_device(model, model.parent(n))  # type: ignore[arg-type]
-        ]
-        if not tests:
-            continue
+    for node, name, tests in sites.availability_flags(model, handled):
         lines = ", ".join(str(t.lineno) for t in tests[:4])
         yield _finding(
             model,

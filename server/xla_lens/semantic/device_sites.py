@@ -203,3 +203,35 @@ def out_of_file_helper(model: ScriptModel, call: ast.Call) -> str | None:
             if any((a.asname or a.name) == root.id for a in imp.names):
                 return text
     return None
+
+
+def availability_flags(
+    model: ScriptModel, handled: set[int]
+) -> list[tuple[ast.Assign, str, list[ast.Name]]]:
+    """``cuda = True if torch.cuda.is_available() else False`` and the ``if cuda:`` tests it
+    decides (other than device pickers, which are converted on their own)."""
+    out = []
+    for node in model.nodes_of(ast.Assign):
+        if not isinstance(node, ast.Assign) or id(node.value) in handled:
+            continue
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        name = node.targets[0].id
+        if not any(k in name.lower() for k in ("cuda", "gpu")):
+            continue
+        if not pickers.is_availability(model, bool_value(node.value)):
+            continue
+        tests = []
+        for n in model.nodes_of(ast.Name):
+            p = model.parent(n)
+            if (
+                isinstance(n, ast.Name)
+                and n.id == name
+                and isinstance(p, ast.If | ast.IfExp)
+                and p.test is n
+                and not chooses_device(model, p)
+            ):
+                tests.append(n)
+        if tests:
+            out.append((node, name, tests))
+    return out
