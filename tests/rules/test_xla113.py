@@ -204,3 +204,25 @@ def test_scripts_that_silence_print_on_other_replicas_and_gpu_guards_are_quiet()
     mp.spawn(train, nprocs=2, args=(None,))
     """
     assert lines(silenced) == [] and lines(gpu_guard) == []
+
+
+def test_helpers_called_only_under_a_rank_check_are_guarded():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def save_checkpoint(state, filename="checkpoint.pth.tar"):
+        torch.save(state, filename)
+        print("saved", filename)
+
+    def write_log(text):
+        with open("log.txt", "a") as f:
+            f.write(text)
+
+    def main(args):
+        dist.init_process_group("nccl")
+        if args.local_rank == 0:
+            save_checkpoint({"epoch": 1})
+        write_log("done")
+    """
+    assert lines(code) == [9]

@@ -113,9 +113,20 @@ def _replica_functions(model: ScriptModel) -> set[FunctionNode] | None:
     return seen
 
 
-def _guarded(model: ScriptModel, node: ast.AST) -> bool:
-    """Under a rank check (``if rank == 0``, ``if xm.is_master_ordinal()``...), or after an
-    early ``return`` for the other replicas, in the same function."""
+def _guarded(model: ScriptModel, node: ast.AST, depth: int = 0) -> bool:
+    """Under a rank check (``if rank == 0``, ``if xm.is_master_ordinal()``...), after an
+    early ``return`` for the other replicas, or in a helper (``save_checkpoint``) that every
+    call site of this script calls under such a check."""
+    if _guarded_in_function(model, node):
+        return True
+    fn = model.enclosing_function(node)
+    if fn is None or depth >= 2 or not model.is_module_level(fn):
+        return False
+    sites = [c for c in model.calls if isinstance(c.func, ast.Name) and c.func.id == fn.name]
+    return bool(sites) and all(_guarded(model, c, depth + 1) for c in sites)
+
+
+def _guarded_in_function(model: ScriptModel, node: ast.AST) -> bool:
     stmt = model.enclosing_statement(node)
     for a in model.ancestors(node):
         if isinstance(a, ast.If | ast.IfExp | ast.While) and _mentions_rank(a.test):
