@@ -11,10 +11,12 @@ from .conftest import DATA, PYTHON, marked_line, of_type, run_collect
 pytestmark = pytest.mark.xla
 
 
-def recompilation(name: str):
+def recompilation(name: str, explain_steps: int = RunOptions.explain_steps, closed_at=None):
     script = DATA / f"explain_{name}.py"
-    summary, events = run_collect(RunOptions(script, interpreter=PYTHON, timeout=120))
+    options = RunOptions(script, interpreter=PYTHON, timeout=120, explain_steps=explain_steps)
+    summary, events = run_collect(options)
     assert summary.status == "ok", summary
+    assert summary.explain_window_step == closed_at
     found = [p for p in summary.problems if p.kind == "recompilation"]
     # the problem event carries the new fields on the wire too
     wire = [e.to_dict() for e in of_type(events, "problem") if e.kind == "recompilation"]
@@ -32,8 +34,10 @@ def test_smaller_last_batch_is_explained_at_the_to_device_line():
     assert "drop_last" in p.hint and p.doc_url.endswith("/XLA402.md")
 
 
-def test_baked_slice_offset_is_explained_as_a_constant():
-    script, (p,) = recompilation("constant")
+def test_baked_slice_offset_is_explained_as_a_constant_from_a_closed_window():
+    # 4 steps, window of 3: the bootstrap closes the dump after step 3 (the file becomes a link
+    # to /dev/null); the graphs of steps 1-3 still explain the recompilations
+    script, (p,) = recompilation("constant", explain_steps=3, closed_at=3)
     assert p.line == marked_line(script, "# CAUSE")
     assert p.trigger_line == marked_line(script, "# TRIGGER")
     assert p.change_kind == "constant" and p.changed.startswith("slice [")

@@ -171,6 +171,11 @@ def print_summary(s: RunSummary, out: TextIO, relative_to: str | None = None) ->
         f"  compile {s.compile_s:.2f}s ({s.uncached_compiles} compiles, {s.cached_compiles} cached)"
         f", execute {s.execute_s:.2f}s, transfer to host {s.transfer_from_device_s:.2f}s\n"
     )
+    if s.explain_window_step:
+        w(
+            f"  recompilations explained from the graphs of steps 1-{s.explain_window_step}"
+            " (--explain-steps)\n"
+        )
     if s.lines:
         width = max(len(f"{_rel(ls.file)}:{ls.line}") for ls in s.lines)
         w(

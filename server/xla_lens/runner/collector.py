@@ -32,6 +32,7 @@ class Collector:
         self.fallback_ops: set[str] = set()
         self.exception: ExceptionRaised | None = None
         self.hook_errors: list[str] = []
+        self.explain_window_step: int | None = None  # the step after which graph dumps stopped
         self._primary_pid: int | None = None
         # Whether the script used XLA at all, from every process of the run (see no_xla.py).
         self.hook_pids: set[int] = set()  # processes whose bootstrap hook reported in
@@ -70,6 +71,8 @@ class Collector:
             self.exception = make_exception(self.user, frames, msg["exc_type"], msg["message"])
         elif kind == "hook_error":
             self.hook_errors.append(msg.get("message", ""))
+        elif kind == "explain_window" and self._is_primary(msg):
+            self.explain_window_step = msg.get("step")
 
     def _note_xla_use(self, kind: Any, msg: dict[str, Any]) -> None:
         pid = msg.get("pid")

@@ -238,6 +238,7 @@ class Session:
         s.status, s.returncode, s.signal = status, rc, sig
         s.duration_s, s.steps, s.leftover_killed = duration, c.steps, leftovers
         s.exception = c.exception
+        s.explain_window_step = c.explain_window_step
         s.output_lines_dropped = max(0, self.lines_seen - self.opt.max_output_lines)
         add_step_totals(s, c.deltas)
         for op in c.fallback_ops:

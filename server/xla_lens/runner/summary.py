@@ -49,6 +49,8 @@ class RunSummary:
     output_lines_dropped: int = 0
     leftover_killed: int = 0
     message: str = ""  # why a run was refused, in plain words
+    # Graphs were dumped to explain recompilations up to this step (None: all steps, or off).
+    explain_window_step: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
