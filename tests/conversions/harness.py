@@ -168,8 +168,11 @@ def convert(
 
 
 def _copy_beside(files: Sequence[Path], folder: Path) -> None:
-    for f in files:
-        shutil.copy(f, folder / Path(f).name)
+    for f in map(Path, files):
+        if f.is_dir():
+            shutil.copytree(f, folder / f.name, dirs_exist_ok=True)
+        else:
+            shutil.copy(f, folder / f.name)
 
 
 def prove(
