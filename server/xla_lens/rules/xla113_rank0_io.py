@@ -113,46 +113,63 @@ def _replica_functions(model: ScriptModel) -> set[FunctionNode] | None:
     return seen
 
 
-def _guarded(model: ScriptModel, node: ast.AST, depth: int = 0) -> bool:
-    """Under a rank check (``if rank == 0``, ``if xm.is_master_ordinal()``...), after an
-    early ``return`` for the other replicas, or in a helper (``save_checkpoint``) that every
-    call site of this script calls under such a check."""
-    if _guarded_in_function(model, node):
-        return True
-    fn = model.enclosing_function(node)
-    if fn is None or depth >= 2 or not model.is_module_level(fn):
-        return False
-    sites = [c for c in model.calls if isinstance(c.func, ast.Name) and c.func.id == fn.name]
-    return bool(sites) and all(_guarded(model, c, depth + 1) for c in sites)
+class Guards:
+    """Rank checks of one script, indexed once (a long ``main`` has hundreds of prints)."""
 
+    def __init__(self, model: ScriptModel) -> None:
+        self.model = model
+        self._early_returns: dict[ast.AST, list[int]] = {}
+        self.sites: dict[str, list[ast.Call]] = {}
+        for call in model.calls:
+            if isinstance(call.func, ast.Name):
+                self.sites.setdefault(call.func.id, []).append(call)
 
-def _guarded_in_function(model: ScriptModel, node: ast.AST) -> bool:
-    stmt = model.enclosing_statement(node)
-    for a in model.ancestors(node):
-        if isinstance(a, ast.If | ast.IfExp | ast.While) and _mentions_rank(a.test):
+    def guarded(self, node: ast.AST, depth: int = 0) -> bool:
+        """Under a rank check (``if rank == 0``, ``if xm.is_master_ordinal()``...), after an
+        early ``return`` for the other replicas, or in a helper (``save_checkpoint``) that
+        every call site of this script calls under such a check."""
+        model = self.model
+        if self._guarded_in_function(node):
             return True
-        if isinstance(a, ast.BoolOp) and _mentions_rank(a):
-            return True  # ``is_master and print(...)``
-        if isinstance(a, SCOPE_TYPES):
-            for s in model.walk_scope(a):
-                if (
-                    isinstance(s, ast.If)
-                    and stmt is not None
-                    and s.lineno < stmt.lineno
-                    and _mentions_rank(s.test)
-                    and any(isinstance(b, ast.Return) for b in s.body)
-                ):
-                    return True
+        fn = model.enclosing_function(node)
+        if fn is None or depth >= 2 or not model.is_module_level(fn):
             return False
-    return False
+        sites = self.sites.get(fn.name, [])
+        return bool(sites) and all(self.guarded(c, depth + 1) for c in sites)
+
+    def _guarded_in_function(self, node: ast.AST) -> bool:
+        for a in self.model.ancestors(node):
+            if isinstance(a, ast.If | ast.IfExp | ast.While) and _mentions_rank(a.test):
+                return True
+            if isinstance(a, ast.BoolOp) and _mentions_rank(a):
+                return True  # ``is_master and print(...)``
+            if isinstance(a, SCOPE_TYPES):
+                stmt = self.model.enclosing_statement(node)
+                return stmt is not None and any(line < stmt.lineno for line in self._returns(a))
+        return False
+
+    def _returns(self, scope: ast.AST) -> list[int]:
+        """Lines of ``if <rank check>: return`` in ``scope``."""
+        found = self._early_returns.get(scope)
+        if found is None:
+            found = self._early_returns[scope] = [
+                s.lineno
+                for s in self.model.walk_scope(scope)
+                if isinstance(s, ast.If)
+                and any(isinstance(b, ast.Return) for b in s.body)
+                and _mentions_rank(s.test)
+            ]
+        return found
 
 
-def _in_replica_code(model: ScriptModel, node: ast.AST, replica: set[FunctionNode] | None) -> bool:
+def _in_replica_code(
+    model: ScriptModel, node: ast.AST, replica: set[FunctionNode] | None, launches: bool
+) -> bool:
     fn = model.enclosing_function(node)
     if fn is None:
         return False  # module level: argument parsing and launching, run once per command
     if replica is None:
-        return not any(model.call_name(c) in LAUNCHERS for c in model.calls)
+        return not launches  # torchrun style; a launched function we cannot see: quiet
     outer = fn
     for a in model.ancestors(node):
         if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -235,13 +252,15 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     if not model.is_distributed or ownership(model).framework is not None:
         return  # single process; accelerate/Lightning have their own rank-0 helpers
     replica = _replica_functions(model)
+    guards = Guards(model)
+    launches = any(model.call_name(c) in LAUNCHERS for c in model.calls)
     # A script already written for torch_xla chose its own output (often per replica, in a
     # step closure); only a script being converted gets the print hints.
     prints = [] if model.uses_torch_xla or _replaces_print(model) else model.calls
     for call in prints:
         if not _is_builtin(model, call, "print"):
             continue
-        if not _in_replica_code(model, call, replica) or _guarded(model, call):
+        if not _in_replica_code(model, call, replica, launches) or guards.guarded(call):
             continue
         fix = _print_fix(model, call, ctx)
         message = "print in per-replica code prints once per replica: use xm.master_print"
@@ -256,7 +275,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             manual=None if fix is not None else PRINT_MANUAL,
         )
     for call, what in _writes(model):
-        if not _in_replica_code(model, call, replica) or _guarded(model, call):
+        if not _in_replica_code(model, call, replica, launches) or guards.guarded(call):
             continue
         yield Finding(
             CODE,
