@@ -158,9 +158,15 @@ class Runs:
         task = asyncio.current_task()
         if task is not None:
             self.requests.add(task)
+        # $/cancelRequest for this request cancels its run (pygls alone would only answer
+        # "cancelled" and let the script run on, holding the document busy).
+        forget = self.ls.protocol_ext.on_cancel(
+            self.ls.protocol.msg_id, lambda: self._cancel_run(run)
+        )
         try:
             return await self._run(run, path)
         finally:
+            forget()
             self.requests.discard(task)  # type: ignore[arg-type]
             if run.running:  # an internal error: never leave the document marked busy
                 run.refusal = "the run failed inside xla-lens (see the log)"
@@ -174,6 +180,12 @@ class Runs:
         if run.handle is not None:
             run.handle.cancel()
         return {"cancelled": True, "uri": uri}
+
+    def _cancel_run(self, run: DocumentRun) -> None:
+        if run.running:
+            run.cancel_requested = True
+            if run.handle is not None:
+                run.handle.cancel()
 
     async def stop_all(self, timeout: float = 10.0) -> None:
         """Cancel every run and let its request answer. pygls' shutdown cancels requests
