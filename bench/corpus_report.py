@@ -107,6 +107,13 @@ def write_markdown(summary: dict, path: Path) -> None:
         *_figures(summary),
         "",
     ]
+    out += ["## Per file", "", "| group | file | recall | wrong | conversion findings |"]
+    out.append("|---|---|---|---|---|")
+    for r in files:
+        conv = sum(h["category"] in ("conversion", "distributed") for h in r["findings"])
+        recall = f"{r['required_hit']}/{r['required']}" if r["required"] else "-"
+        out.append(f"| {r['group']} | `{r['name']}` | {recall} | {len(r['wrong'])} | {conv} |")
+    out.append("")
     wrong_by_rule: dict[str, list[str]] = defaultdict(list)
     for r in files:
         for w in r["wrong"]:
