@@ -114,3 +114,38 @@ def test_one_file_per_replica_keeps_every_replica_writing():
     out = fixed(code, "XLA108")
     assert 'xm.save(model.state_dict(), f"ckpt_rank{rank}.pt", master_only=False)' in out
     assert 'xm.save(model.state_dict(), f"opt_{local_rank}.pt", master_only=False)' in out
+
+
+def test_a_checkpoint_helper_is_followed_to_what_its_callers_pass():
+    code = """
+    import torch
+
+    def save_checkpoint(state, is_best, filename="checkpoint.pth.tar"):
+        torch.save(state, filename)
+
+    save_checkpoint({"epoch": 3, "state_dict": model.state_dict()}, True)
+    save_checkpoint(state={"state_dict": model.state_dict(), "best": best}, is_best=False)
+    """
+    (f,) = findings(code, "XLA108")
+    assert "xm.save(state, filename)" in fixed(code, "XLA108")
+    # A helper that some caller hands something else is left alone.
+    other = code + 'save_checkpoint(["not", "a", "checkpoint"], False)\n'
+    assert findings(other, "XLA108") == []
+
+
+def test_legacy_rank_check_around_the_helper_call_needs_review_too():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def save_checkpoint(state, filename):
+        torch.save(state, filename)
+
+    dist.init_process_group("xla")
+    if dist.get_rank() == 0:
+        save_checkpoint({"state_dict": model.state_dict()}, "ckpt.pt")
+    """
+    (f,) = findings(code, "XLA108", target="legacy")
+    assert not f.fix.safe and "rendezvous" in f.fix.review_reason
+    (f,) = findings(code, "XLA108", target="modern")
+    assert f.fix.safe

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 from ..semantic.model import SCOPE_TYPES, Emitter, ScriptModel, arg_or_keyword, method_name
+from ..semantic.params import argument_values, parameter_of
 from .base import (
     Category,
     EditOp,
@@ -39,6 +40,11 @@ def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> 
     if isinstance(node, ast.Dict):
         return any(_is_state_dict(model, v, depth + 1) for v in node.values)
     if isinstance(node, ast.Name):
+        param = parameter_of(model, node)
+        if param is not None:
+            # save_checkpoint(state, filename): what every caller passes as ``state``.
+            values = argument_values(model, *param)
+            return bool(values) and all(_is_state_dict(model, v, depth + 1) for v in values)
         return any(_is_state_dict(model, v, depth + 1) for v in model.assigned_from(node.id))
     return False
 
@@ -81,13 +87,21 @@ def _mentions_rank(model: ScriptModel, node: ast.AST | None) -> bool:
     return False
 
 
-def _rank_guard(model: ScriptModel, call: ast.Call) -> ast.If | None:
-    """The ``if rank == 0:`` (``if master_process:``...) the save runs under, if any."""
+def _rank_guard(model: ScriptModel, call: ast.Call, depth: int = 0) -> ast.If | None:
+    """The ``if rank == 0:`` (``if master_process:``...) the save runs under, if any: around
+    it, or around a call of the helper function it is in (``save_checkpoint(...)``)."""
     for a in model.ancestors(call):
-        if isinstance(a, SCOPE_TYPES):
-            return None
         if isinstance(a, ast.If) and _mentions_rank(model, a.test):
             return a
+        if isinstance(a, SCOPE_TYPES):
+            if depth > 2 or not isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+                return None
+            for site in model.calls:
+                if model.steps.callee(site) is a:
+                    guard = _rank_guard(model, site, depth + 1)
+                    if guard is not None:
+                        return guard
+            return None
     return None
 
 

@@ -15,6 +15,7 @@ import enum
 from typing import TYPE_CHECKING
 
 from .model import SYNC_CALLS, XLA_LOADERS, dotted, method_name
+from .params import argument_values, parameter_of
 
 if TYPE_CHECKING:
     from .model import ScriptModel, TrainingLoop
@@ -97,47 +98,6 @@ def _unwrap_iter(node: ast.AST) -> ast.AST:
     return node
 
 
-def _parameter_of(model: ScriptModel, name: ast.Name) -> tuple[ast.AST, int, str] | None:
-    """``(function, positional index, name)`` when ``name`` reads a parameter of its function
-    that the function never rebinds."""
-    fn = model.enclosing_function(name)
-    if fn is None:
-        return None
-    params = [*fn.args.posonlyargs, *fn.args.args]
-    for i, a in enumerate(params):
-        if a.arg == name.id:
-            if any(
-                isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
-                for n in model.walk_scope(fn)
-            ):
-                return None
-            return fn, i, name.id
-    if any(a.arg == name.id for a in fn.args.kwonlyargs):
-        return fn, -1, name.id
-    return None
-
-
-def _argument_values(model: ScriptModel, fn: ast.AST, index: int, name: str) -> list[ast.AST]:
-    """What the call sites of ``fn`` in this script pass for one parameter; an empty list
-    when any call site cannot be read (``*args``, a missing argument) or there is none."""
-    values: list[ast.AST] = []
-    is_method = isinstance(model.parent(fn), ast.ClassDef)
-    for call in model.calls:
-        if model.steps.callee(call) is not fn:
-            continue
-        kw = next((k.value for k in call.keywords if k.arg == name), None)
-        pos = index - 1 if is_method and index >= 0 else index
-        if kw is not None:
-            values.append(kw)
-        elif 0 <= pos < len(call.args) and not any(
-            isinstance(a, ast.Starred) for a in call.args[: pos + 1]
-        ):
-            values.append(call.args[pos])
-        else:
-            return []
-    return values
-
-
 def classify(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> Source:
     """What kind of loader ``node`` is."""
     if node is None:
@@ -148,9 +108,9 @@ def classify(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> Source
     if isinstance(node, ast.Call):
         return Source.PLAIN if model.call_name(node) in DATALOADERS else Source.UNKNOWN
     if isinstance(node, ast.Name) and depth < 3:
-        param = _parameter_of(model, node)
+        param = parameter_of(model, node)
         if param is not None:
-            kinds = {classify(model, v, depth + 1) for v in _argument_values(model, *param)}
+            kinds = {classify(model, v, depth + 1) for v in argument_values(model, *param)}
             if Source.XLA in kinds:
                 return Source.XLA
             return Source.PLAIN if kinds == {Source.PLAIN} else Source.UNKNOWN
