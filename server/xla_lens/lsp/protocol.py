@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Generator
 from typing import Any
@@ -109,7 +110,12 @@ class XlaLensProtocol(LanguageServerProtocol):
         def done(future: Any) -> None:
             if self._request_futures.get(msg_id) is future:
                 del self._request_futures[msg_id]
-            callback(future)
+            try:
+                callback(future)
+            except asyncio.CancelledError:
+                # A built-in handler's step cancelled as the loop closes on exit: pygls
+                # re-raises it from a callback, which printed a traceback at every exit.
+                log.debug("handler %s cancelled", msg_id)
 
         super()._execute_handler(msg_id, handler, done, args, kwargs)
 
