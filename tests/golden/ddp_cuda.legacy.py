@@ -69,7 +69,7 @@ def main():
 
     dataset = make_dataset()
     sampler = DistributedSampler(dataset, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal(), shuffle=True)
-    train_loader = DataLoader(dataset, batch_size=BATCH_SIZE, sampler=sampler, drop_last=True)
+    train_loader = DataLoader(dataset, batch_size=BATCH_SIZE, sampler=sampler)
 
     model = Net().to(device)
     model = DDP(model)
@@ -97,7 +97,7 @@ def main():
                 xm.add_step_closure(lambda step, loss: print(f"step={step} loss={loss.item():.6f}"), args=(step, loss))
 
     if rank == 0:
-        xm.save(model.module.state_dict(), args.out)
+        torch.save(model.module.state_dict(), args.out)
     dist.destroy_process_group()
 
 

@@ -70,7 +70,7 @@ def main():
 
     dataset = make_dataset()
     sampler = DistributedSampler(dataset, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=True)
-    train_loader = DataLoader(dataset, batch_size=BATCH_SIZE, sampler=sampler, drop_last=True)
+    train_loader = DataLoader(dataset, batch_size=BATCH_SIZE, sampler=sampler)
 
     model = Net().to(device)
     model = DDP(model)

@@ -13,6 +13,7 @@ from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
 from ..rules.registry import all_rules
 from ..semantic.model import ScriptModel
 from .config import Settings, resolve_target
+from .launch_safety import review_parent_runtime_fixes
 
 log = logging.getLogger("xla_lens")
 
@@ -127,6 +128,7 @@ def analyze(
             if severity is not None and f.severity != severity:
                 f = replace(f, severity=severity)
             result.findings.append(f)
+    result.findings = review_parent_runtime_fixes(model, result.findings)
     result.findings.sort(key=lambda f: (f.span.start, f.code))
     return result
 

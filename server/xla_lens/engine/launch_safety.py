@@ -1,0 +1,57 @@
+"""A conversion must not touch the XLA runtime in the launcher's parent process.
+
+Several rules write XLA runtime calls (``torch_xla.device()``, ``xr.world_size()``, ...).
+Each is right where a replica runs it, and fatal where the parent runs it before
+``torch_xla.launch`` (the launch then raises "Runtime is already initialized"). Whether a spot
+is parent code depends on the launcher the whole conversion ends up with (XLA204 may add
+one), so this check runs once over all findings instead of in every rule: a safe fix that
+would put a runtime call in parent code of a launched script becomes a fix for review.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..rules.base import Finding, Fix
+from ..semantic.launch import (
+    PARENT_REVIEW,
+    emits_runtime_call,
+    is_launched,
+    launch_targets,
+    replica_functions,
+    runs_in_parent,
+)
+from ..semantic.model import ScriptModel
+
+LAUNCHER_RULE = "XLA204"
+
+
+def _runtime_sites(fix: Fix) -> list[int]:
+    """0-based lines where the fix writes a runtime call."""
+    lines = []
+    for op in fix.ops:
+        code = getattr(op, "code", None)
+        span = getattr(op, "span", None)
+        if isinstance(code, str) and span is not None and emits_runtime_call(code):
+            lines.append(span.start.line)
+    return lines
+
+
+def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
+    adds_launcher = any(f.code == LAUNCHER_RULE and f.fix is not None for f in findings)
+    if not (adds_launcher or is_launched(model)):
+        return findings
+    replicas = replica_functions(model, launch_targets(model, "main" if adds_launcher else None))
+    out = []
+    for f in findings:
+        if f.fix is not None and f.fix.safe and f.code != LAUNCHER_RULE:
+            parent = [ln for ln in _runtime_sites(f.fix) if runs_in_parent(model, ln + 1, replicas)]
+            if parent:
+                reason = PARENT_REVIEW.format(line=parent[0] + 1)
+                f = replace(
+                    f,
+                    fix=replace(f.fix, safe=False, review_reason=reason),
+                    message=f"{f.message} (the fix needs review: {reason})",
+                )
+        out.append(f)
+    return out

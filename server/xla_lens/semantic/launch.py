@@ -1,0 +1,108 @@
+"""Which code runs in the launcher's parent process, before the replicas start.
+
+``torch_xla.launch(_mp_fn)`` / ``xmp.spawn`` refuse to start once the parent has touched the
+XLA runtime: ``xr.world_size()``, ``torch_xla.device()`` or ``xm.xla_device()`` at module
+level, in an argparse default, or in ``main()`` before the launch raise "Runtime is already
+initialized. Do not use the XLA device before calling xmp.spawn" (verified on torch_xla 2.9).
+A conversion that writes such a call must therefore know whether the spot runs in a replica
+(a function reached from the launch target) or in the parent (everything else).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+LAUNCHERS = frozenset(
+    {
+        "torch_xla.launch",
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+        "torch.multiprocessing.spawn",
+        "torch.multiprocessing.start_processes",
+    }
+)
+ENTRY = "_mp_fn"
+# Calls the conversion emits that initialise the XLA runtime when they run.
+RUNTIME_CALL = re.compile(
+    r"(?<![\w])(?:[A-Za-z_][\w.]*\.)?(?:device|xla_device|world_size|global_ordinal|"
+    r"local_ordinal|get_ordinal|get_local_ordinal|xrt_world_size|is_master_ordinal|"
+    r"process_index|addressable_device_count|global_runtime_device_count)\(\)"
+)
+PARENT_REVIEW = (
+    "it runs in the launcher's parent process before the replicas start (line {line}): "
+    "torch_xla refuses to launch once the parent has used the XLA runtime ('Runtime is "
+    "already initialized'); move it into the function each replica runs"
+)
+
+
+def launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[FunctionNode]:
+    """Functions each replica starts in: ``_mp_fn``, the targets of launch calls, and the
+    function a conversion is about to wrap in ``_mp_fn`` (``will_add_entry_for``)."""
+    targets: list[FunctionNode] = []
+    steps = model.steps
+    if ENTRY in steps.module_functions:
+        targets.append(steps.module_functions[ENTRY])
+    for call in model.calls:
+        if model.call_name(call) in LAUNCHERS and call.args:
+            first = call.args[0]
+            if isinstance(first, ast.Name) and first.id in steps.module_functions:
+                targets.append(steps.module_functions[first.id])
+    if will_add_entry_for and will_add_entry_for in steps.module_functions:
+        targets.append(steps.module_functions[will_add_entry_for])
+    return targets
+
+
+def is_launched(model: ScriptModel) -> bool:
+    return ENTRY in model.steps.module_functions or any(
+        model.call_name(c) in LAUNCHERS for c in model.calls
+    )
+
+
+def replica_functions(model: ScriptModel, targets: list[FunctionNode]) -> set[FunctionNode]:
+    """Every function of this script a replica may run: the targets and what they call."""
+    seen: set[FunctionNode] = set()
+    todo = list(targets)
+    classes = {c.name: c for c in model.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)}
+    while todo:
+        fn = todo.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                callee = model.steps.callee(node)
+                if callee is not None and callee not in seen:
+                    todo.append(callee)
+                # A class the replica instantiates: its methods run in the replica too.
+                if isinstance(node.func, ast.Name) and node.func.id in classes:
+                    todo.extend(
+                        s
+                        for s in classes[node.func.id].body
+                        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+                    )
+    return seen
+
+
+def enclosing_functions_at(model: ScriptModel, line: int) -> list[FunctionNode]:
+    """Functions whose body holds 1-based ``line``, outermost first."""
+    found = [
+        fn
+        for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+        if fn.lineno <= line <= (fn.end_lineno or fn.lineno)  # type: ignore[union-attr]
+    ]
+    return sorted(found, key=lambda fn: fn.lineno)  # type: ignore[return-value,union-attr]
+
+
+def runs_in_parent(model: ScriptModel, line: int, replicas: set[FunctionNode]) -> bool:
+    """Whether 1-based ``line`` runs outside every replica function (module level, the main
+    guard, or a function only the parent calls)."""
+    return not any(fn in replicas for fn in enclosing_functions_at(model, line))
+
+
+def emits_runtime_call(code: str) -> bool:
+    return RUNTIME_CALL.search(code) is not None
