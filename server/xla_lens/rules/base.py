@@ -9,7 +9,7 @@ Detection therefore stays on the cheap stdlib ``ast`` parse.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -60,10 +60,55 @@ class Category(enum.StrEnum):
     MODERNISATION = "modernisation"
 
 
+class LazyOps(Sequence[EditOp]):
+    """A fix's edit operations, built on first use.
+
+    Detection must decide *that* a fix exists, its title and whether it is safe (the
+    diagnostics and code action titles show them); the edit operations themselves are only
+    needed when a fix is previewed or applied (codeAction/resolve, fix-all, Convert, ``fix``).
+    A rule whose ops are costly to build passes ``LazyOps(lambda: ...)`` as ``Fix.ops``;
+    the builder must depend only on the parsed script, never on mutable state.
+    """
+
+    __slots__ = ("_build", "_ops")
+
+    def __init__(self, build: Callable[[], Iterable[EditOp]]) -> None:
+        self._build: Callable[[], Iterable[EditOp]] | None = build
+        self._ops: tuple[EditOp, ...] | None = None
+
+    def resolve(self) -> tuple[EditOp, ...]:
+        if self._ops is None:
+            assert self._build is not None
+            self._ops = tuple(self._build())
+            self._build = None  # drop the closure (and what it holds) once built
+        return self._ops
+
+    def __len__(self) -> int:
+        return len(self.resolve())
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+        return self.resolve()[index]
+
+    def __iter__(self) -> Iterator[EditOp]:
+        return iter(self.resolve())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyOps | tuple):
+            return self.resolve() == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.resolve())
+
+    def __repr__(self) -> str:
+        return repr(self.resolve())
+
+
 @dataclass(frozen=True)
 class Fix:
     title: str
-    ops: tuple[EditOp, ...]
+    # A tuple, or LazyOps for ops built only when the fix is used.
+    ops: tuple[EditOp, ...] | LazyOps
     # A safe fix provably keeps the program's meaning on XLA (every use of every name it
     # touches was checked). Unsafe fixes are offered as quick fixes for review and applied
     # only on explicit request (`fix --unsafe-fixes`), never by fix-all / Convert.

@@ -121,8 +121,8 @@ def _removal_ops(model: ScriptModel, name: str) -> tuple[list[EditOp], ast.AST |
             return [], assign
         ops.append(RemoveStatement(model.span(assign)))
         owned.update(id(n) for n in ast.walk(assign))
-    for node in model.nodes_of(ast.Name):
-        if not (isinstance(node, ast.Name) and node.id == name) or id(node) in owned:
+    for node in model.name_nodes(name):
+        if id(node) in owned:
             continue
         op = _use_op(model, node)
         if op is None:

@@ -9,7 +9,17 @@ from collections.abc import Iterator
 from ..semantic.loaders import Source, loop_source
 from ..semantic.model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, method_name, receiver
 from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
-from .base import Category, Finding, Fix, ReplaceStatement, Rule, RuleContext, Severity
+from .base import (
+    Category,
+    EditOp,
+    Finding,
+    Fix,
+    LazyOps,
+    ReplaceStatement,
+    Rule,
+    RuleContext,
+    Severity,
+)
 from .xla106_device_loader import will_wrap
 
 CODE = "XLA401"
@@ -194,7 +204,7 @@ def _sync_runs_after(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> 
     return f"the loop's only sync (line {syncs[0].lineno}) comes before it"
 
 
-def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
+def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
     e = Emitter(model)
     names = free_names(model, stmt)
     body = model.segment(stmt.value)
@@ -204,6 +214,10 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
         code = f"{e.xm}.add_step_closure(lambda {params}: {body}, args=({args}))"
     else:
         code = f"{e.xm}.add_step_closure(lambda: {body})"
+    return (ReplaceStatement(model.span(stmt), code), *e.imports)
+
+
+def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
     reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
     reason = ""
@@ -217,7 +231,8 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
             reason = REVIEW_LOST.format(why=why, what="report")
     return Fix(
         title,
-        (ReplaceStatement(model.span(stmt), code), *e.imports),
+        # Free names and the closure's text only matter when the fix is used.
+        LazyOps(lambda: _closure_ops(model, stmt)),
         safe=not reason,
         review_reason=reason,
     )

@@ -171,6 +171,10 @@ def mentions_cuda(model: ScriptModel, call: ast.Call) -> bool:
 
 def availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
     """Blocks that run only when CUDA (or another accelerator) is available."""
+    return model.memo(availability_guards, lambda: _availability_guards(model))
+
+
+def _availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
     guards = []
     for node in model.nodes_of(ast.If):
         if isinstance(node, ast.If) and pickers.mentions_availability(model, node.test):

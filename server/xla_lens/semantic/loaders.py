@@ -167,6 +167,10 @@ def creates_xla_loader(model: ScriptModel) -> bool:
 def already_xla(model: ScriptModel) -> bool:
     """The script already drives its steps through torch_xla (a loader, a sync, an XLA
     optimizer step, a step closure or a compiled step): it was written for XLA."""
+    return model.memo(already_xla, lambda: _already_xla(model))
+
+
+def _already_xla(model: ScriptModel) -> bool:
     return any(model.call_name(c) in XLA_STEP_APIS for c in model.calls) or any(
         _is_xla_loader_value(model, c) for c in model.calls
     )

@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 from .edits import AddImport
 from .span import Pos, Span
@@ -21,6 +22,8 @@ from .steps import ExternalStep, StepIndex, is_update_call
 
 LOOP_TYPES = (ast.For, ast.While, ast.AsyncFor)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_CACHED_WALK_ROOTS = (*SCOPE_TYPES, ast.Module)
+T = TypeVar("T")
 OPTIMIZER_CLASSES = {
     "torch.optim.SGD",
     "torch.optim.Adam",
@@ -154,6 +157,10 @@ class ScriptModel:
         self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
         self._sorted_nodes: dict[tuple[type, ...], list[ast.AST]] = {}
         self._call_names: dict[int, str | None] = {}
+        # Scope walks and derived facts asked for again and again by rules: computed once
+        # per parse (the tree is never mutated after indexing).
+        self._scope_walks: dict[ast.AST, tuple[ast.AST, ...]] = {}
+        self._memo: dict[object, object] = {}
         self._index()
 
     # --- indexing ----------------------------------------------------------------
@@ -207,6 +214,18 @@ class ScriptModel:
             nodes = [n for t in types for n in self._by_type.get(t, [])]
             cached = self._sorted_nodes[types] = sorted(nodes, key=_order)
         return cached
+
+    def name_nodes(self, identifier: str) -> list[ast.Name]:
+        """Every ``ast.Name`` spelled ``identifier``, in source order (indexed once per
+        parse: rules that follow a variable ask this for each one)."""
+        by_id = self.memo(ScriptModel.name_nodes, self._name_nodes_by_id)
+        return by_id.get(identifier, [])
+
+    def _name_nodes_by_id(self) -> dict[str, list[ast.Name]]:
+        by_id: dict[str, list[ast.Name]] = defaultdict(list)
+        for node in self.nodes_of(ast.Name):
+            by_id[node.id].append(node)  # type: ignore[attr-defined]
+        return dict(by_id)
 
     # --- names ---------------------------------------------------------------------
     def qualname(self, node: ast.AST) -> str | None:
@@ -326,12 +345,31 @@ class ScriptModel:
 
     def walk_scope(self, root: ast.AST) -> Iterator[ast.AST]:
         """Walk ``root`` without entering nested functions, lambdas or classes."""
+        cached = self._scope_walks.get(root)
+        if cached is None:
+            if not isinstance(root, _CACHED_WALK_ROOTS):
+                return self._walk_scope(root)
+            # A function or the module: many rules walk the same scopes; walk each once.
+            cached = self._scope_walks[root] = tuple(self._walk_scope(root))
+        return iter(cached)
+
+    @staticmethod
+    def _walk_scope(root: ast.AST) -> Iterator[ast.AST]:
         stack = list(ast.iter_child_nodes(root))
         while stack:
             node = stack.pop()
             yield node
             if not isinstance(node, SCOPE_TYPES):
                 stack.extend(ast.iter_child_nodes(node))
+
+    def memo(self, key: object, compute: Callable[[], T]) -> T:
+        """``compute()`` once per parse for ``key``: a fact of the whole script that several
+        rules (or one rule per finding) ask for."""
+        try:
+            return self._memo[key]  # type: ignore[return-value]
+        except KeyError:
+            value = self._memo[key] = compute()
+            return value
 
     def _is_step_call(self, call: ast.Call) -> bool:
         name = method_name(call)
@@ -428,6 +466,13 @@ class ScriptModel:
         return None
 
     def nodes_in_training_loops(self) -> Iterator[tuple[TrainingLoop, ast.AST]]:
+        # Several rules walk every loop body: list the nodes once per parse.
+        return iter(self.memo(ScriptModel.nodes_in_training_loops, self._loop_body_nodes))
+
+    def _loop_body_nodes(self) -> list[tuple[TrainingLoop, ast.AST]]:
+        return list(self._iter_loop_body_nodes())
+
+    def _iter_loop_body_nodes(self) -> Iterator[tuple[TrainingLoop, ast.AST]]:
         seen: set[int] = set()
         for loop in self.training_loops:
             for region in loop.regions():

@@ -80,13 +80,23 @@ def is_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> b
 def mentions_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> bool:
     if follow:
         for n in ast.walk(node):
-            if any(mentions_availability(model, v, False) for v in flag_values(model, n)):
+            if any(_mentions_directly(model, v) for v in flag_values(model, n)):
                 return True
-    return any(
-        is_availability(model, n, False)
-        for n in ast.walk(node)
-        if isinstance(n, ast.Call | ast.Attribute)
-    )
+    return _mentions_directly(model, node)
+
+
+def _mentions_directly(model: ScriptModel, node: ast.AST) -> bool:
+    # Asked for every ``if`` test and every value of every flag name it mentions: each
+    # expression is looked at once per parse (keyed by the node: the model keeps it alive).
+    cache: dict[ast.AST, bool] = model.memo(_mentions_directly, dict)
+    found = cache.get(node)
+    if found is None:
+        found = cache[node] = any(
+            is_availability(model, n, False)
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call | ast.Attribute)
+        )
+    return found
 
 
 def flag_part(model: ScriptModel, test: ast.AST) -> ast.expr | list[ast.expr] | None:

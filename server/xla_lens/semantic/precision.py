@@ -132,7 +132,12 @@ def _default_dtype_device(model: ScriptModel, call: ast.Call) -> str | None:
 
 
 def float16_uses(model: ScriptModel) -> list[tuple[ast.AST, str]]:
-    """(node, why) for what keeps the script in float16 after conversion."""
+    """(node, why) for what keeps the script in float16 after conversion (a shared list:
+    callers only read it)."""
+    return model.memo(float16_uses, lambda: _float16_uses(model))
+
+
+def _float16_uses(model: ScriptModel) -> list[tuple[ast.AST, str]]:
     out: list[tuple[ast.AST, str]] = []
     counted: set[int] = set()
     for call in autocast_calls(model):

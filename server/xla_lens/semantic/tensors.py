@@ -89,6 +89,10 @@ def loop_nodes(model: ScriptModel) -> Iterator[tuple[TrainingLoop, ast.AST]]:
     Nested functions and lambdas written inside the loop are left out: they run whenever
     they are called (a step closure, a ``sort`` key), not necessarily in this step.
     """
+    return iter(model.memo(loop_nodes, lambda: list(_loop_nodes(model))))
+
+
+def _loop_nodes(model: ScriptModel) -> Iterator[tuple[TrainingLoop, ast.AST]]:
     for loop, node in model.nodes_in_training_loops():
         scope = scope_of(model, node)
         if scope is scope_of(model, loop.node) or scope in loop.step_functions:
@@ -162,9 +166,10 @@ class TensorNames:
             out = set()
             for name, fn in self.model.functions.items():
                 returns = [n.value for n in self.model.walk_scope(fn) if isinstance(n, ast.Return)]
-                if returns and all(
-                    v is not None and not self._is_tensor(v, self._compute(fn)) for v in returns
-                ):
+                if not returns or any(v is None for v in returns):
+                    continue
+                names = self._compute(fn)  # once per function, not once per return
+                if not any(self._is_tensor(v, names) for v in returns):
                     out.add(name)
             self._host_functions = frozenset(out)
             self._computing_host_functions = False
