@@ -105,3 +105,14 @@ def test_a_cuda_seed_under_an_availability_check_still_leaves_xla_unseeded():
     (f,) = findings(code, "XLA403")
     assert "unseeded" in f.message and f.fix is None
     assert "torch_xla.manual_seed(1337)" in f.manual
+
+
+def test_a_device_count_under_an_availability_check_is_skipped_on_xla():
+    code = """
+    import torch
+    num_gpus = 1
+    if torch.cuda.is_available():
+        num_gpus = torch.cuda.device_count()
+    """
+    (f,) = findings(code, "XLA403")
+    assert "skipped" in f.message and "xr.world_size()" in f.manual

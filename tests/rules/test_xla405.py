@@ -87,3 +87,13 @@ def test_the_cuda_module_used_as_a_device_module():
     """
     (f,) = findings(code, "XLA405")
     assert "device module" in f.message
+
+
+def test_functional_data_parallel_and_xformers_attention():
+    code = """
+    import torch.nn as nn
+    out = nn.parallel.data_parallel(self.main, x, range(self.ngpu))
+    unet.enable_xformers_memory_efficient_attention()
+    model = nn.DataParallel(model)
+    """
+    assert lines(code) == [2, 3]

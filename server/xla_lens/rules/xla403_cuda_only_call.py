@@ -83,6 +83,17 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
             if q in SEEDS:
                 # The guard is False on an XLA host: the XLA device then stays unseeded.
                 yield from _guarded_seed(model, call, q, target)
+            elif q == "torch.cuda.device_count":
+                ws = xla_api.world_size(Emitter(model), target)  # type: ignore[arg-type]
+                yield _finding(
+                    model,
+                    call,
+                    f"{q}() runs only when CUDA is available: on an XLA host this branch is "
+                    "skipped, so what it sets from the device count (replica count, per-device "
+                    "batch size) keeps its non-CUDA value",
+                    manual=f"Count XLA replicas with `{ws}` outside the torch.cuda.is_available() "
+                    "check.",
+                )
             continue
         stmt = model.enclosing_statement(call)
         if q in REMOVABLE:

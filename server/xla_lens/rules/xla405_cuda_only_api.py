@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.model import ScriptModel, const_str
+from ..semantic.model import ScriptModel, const_str, method_name
 from .base import Category, Finding, Rule, RuleContext, Severity
 
 CODE = "XLA405"
@@ -36,6 +36,7 @@ HANDLED_ELSEWHERE = (
     "torch.cuda.get_device_properties",
     "torch.cuda.current_device",
     "torch.cuda.device",
+    "torch.nn.parallel.data_parallel.DataParallel",  # XLA110
 )
 # What each CUDA-only API does on XLA, and what to do instead (first matching prefix wins).
 ADVICE: tuple[tuple[str, str], ...] = (
@@ -78,6 +79,11 @@ ADVICE: tuple[tuple[str, str], ...] = (
         "is a CUDA tensor type or CUDA-only utility: on XLA it fails (no CUDA driver) or "
         "places nothing on the XLA device; use the XLA device (`torch_xla.device()`) with "
         "plain torch types (`torch.float32`, `tensor.to(device)`)",
+    ),
+    (
+        "torch.nn.parallel.data_parallel",
+        "scatters the batch over CUDA devices: on XLA each process drives one device; run "
+        "one replica per device with torch_xla.launch and call the module directly",
     ),
     (
         "torch.nn.SyncBatchNorm",
@@ -283,7 +289,21 @@ def _cuda_index_map(value: ast.AST) -> bool:
     return False
 
 
+def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
+    for call in model.calls:
+        if method_name(call) == "enable_xformers_memory_efficient_attention":
+            advice = CUDA_LIBRARIES["xformers"]
+            yield Finding(
+                CODE,
+                f"xformers memory-efficient attention is CUDA-only: {advice}",
+                model.span(call),
+                Severity.WARNING,
+                manual=advice,
+            )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from _cuda_methods(model)
     yield from _libraries(model)
     yield from _quantization(model)
     yield from _device_map_assignments(model)
