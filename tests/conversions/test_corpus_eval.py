@@ -92,3 +92,26 @@ def test_missing_labels_is_a_clear_error(tmp_path, capsys):
 def test_overlap(label, first, last, hit):
     lab = corpus_eval.Label("r", "p", "required", *label, "", "")
     assert lab.overlaps(first, last) is hit
+
+
+@pytest.mark.xla
+def test_convert_and_run_applies_the_swap_and_proves(tmp_path):
+    import difflib
+
+    import corpus_run
+
+    swapped = (Path(__file__).parent / "fixtures" / "basic_picker.py").read_text()
+    original = "\n".join(line for line in swapped.splitlines() if "xla-lens-" not in line) + "\n"
+    corpus = tmp_path / "corpus"
+    (corpus / "files").mkdir(parents=True)
+    (corpus / "swaps").mkdir()
+    (corpus / "files" / "me_toy__train.py").write_text(original)
+    patch = difflib.unified_diff(
+        original.splitlines(keepends=True), swapped.splitlines(keepends=True), "a", "b"
+    )
+    (corpus / "swaps" / "toy.patch").write_text("".join(patch))
+    spec = {"name": "me_toy__train.py", "script": "train.py", "patch": "toy.patch"}
+    (corpus / "swaps" / "runs.json").write_text(json.dumps([spec]))
+    (run,) = corpus_run.run_all(corpus)
+    assert run["status"] == "proven", run
+    assert run["converted_device"].startswith("xla")
