@@ -432,3 +432,18 @@ def test_device_from_a_helper_in_another_module_is_reported_without_a_fix():
     found = findings(code, "XLA101")
     assert [f.span.start.line for f in found] == [5, 6]
     assert all(f.fix is None and "torch_xla.device()" in f.manual for f in found)
+
+
+def test_more_cuda_index_spellings():
+    code = """
+    import torch
+    def run(rank):
+        device = torch.device("cuda:%d" % rank)
+        dev2 = "cuda:" + str(rank)
+        model = torch.nn.Linear(2, 2).to(device)
+        x = torch.zeros(2).to(dev2)
+        y = torch.zeros(2).to(torch.cuda.current_device())
+    """
+    out = fixed(code, "XLA101")
+    assert "    device = torch_xla.device()\n    dev2 = torch_xla.device()\n" in out
+    assert "    y = torch.zeros(2).to(device)\n" in out

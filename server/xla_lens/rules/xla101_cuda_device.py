@@ -336,7 +336,7 @@ def _to_findings(model, ctx, call: ast.Call, handled) -> Iterator[Finding]:
                 f'.to("cuda") moves to a CUDA device: use .to({dev})',
                 _fix(f"Move to {dev} instead", (Replace(model.span(arg), dev),), e, True, ""),
             )
-        elif sites.rank_index(arg):
+        elif sites.rank_index(arg) or sites.is_int_cuda_device(model, arg):
             handled.add(id(arg))
             var = sites.device_ref_at(model, call)
             dev = var or xla_api.device(e, ctx.target)

@@ -144,6 +144,8 @@ def is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:
     """``rank % torch.cuda.device_count()``, ``local_rank``: a CUDA index kept as the device."""
     if rank_index(value):
         return True
+    if isinstance(value, ast.Call) and model.call_name(value) == "torch.cuda.current_device":
+        return True
     return isinstance(value, ast.BinOp) and any(
         isinstance(n, ast.Call) and model.call_name(n) == "torch.cuda.device_count"
         for n in ast.walk(value)

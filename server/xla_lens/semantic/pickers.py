@@ -141,6 +141,12 @@ def is_device_value(model: ScriptModel, node: ast.AST) -> bool:
         and (const_str(node.func.value) or "").startswith("cuda:")
     ):
         return True
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod | ast.Add)
+        and (const_str(node.left) or "").startswith("cuda:")
+    ):
+        return True  # "cuda:%d" % rank, "cuda:" + str(rank)
     if isinstance(node, ast.Call) and model.call_name(node) == "torch.device" and node.args:
         return is_device_value(model, node.args[0])
     return False
