@@ -47,6 +47,12 @@ async def analyse(ls: XlaLensServer, uri: str, force: bool = False) -> Entry | N
     running = ls.inflight.get(uri)
     if running is not None and running[0] == key:
         return await asyncio.shield(running[1])
+    if running is not None and not running[1].done():
+        # An older text is still being analysed (a thread cannot be stopped): let it
+        # finish before starting on the new text, so two analyses of one document never
+        # share the CPU and the newest one is not slowed down by the stale one.
+        await asyncio.wait([running[1]])
+        return await analyse(ls, uri, force)
     if not force:
         cached = ls.cache.get(uri, doc.version, ls.generation)
         if cached is not None:
@@ -116,6 +122,19 @@ async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool =
             listener(ls, entry)
         except Exception:
             ls.report("analysis listener")
+
+
+def change_delay(ls: XlaLensServer, uri: str) -> float:
+    """How long to wait before analysing after a keystroke: an edit after idle (no edit
+    within the debounce window, no analysis pending) is analysed at once; an edit in a
+    burst waits out the window, so the burst costs one analysis of its last text."""
+    now = asyncio.get_running_loop().time()
+    last = ls.last_change.get(uri)
+    ls.last_change[uri] = now
+    busy = uri in ls.pending or uri in ls.inflight
+    if last is None or (now - last >= ls.debounce_s and not busy):
+        return 0.0
+    return ls.debounce_s
 
 
 def schedule(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False) -> None:
@@ -203,7 +222,7 @@ def register(ls: XlaLensServer) -> None:
     def did_change(ls: XlaLensServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         if _is_python(uri, ls.workspace.get_text_document(uri).language_id):
-            schedule(ls, uri, ls.debounce_s)
+            schedule(ls, uri, change_delay(ls, uri))
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @ls.guarded("didSave")
@@ -223,6 +242,7 @@ def register(ls: XlaLensServer) -> None:
         if task is not None:
             task.cancel()
         ls.inflight.pop(uri, None)
+        ls.last_change.pop(uri, None)
         ls.cache.drop(uri)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
