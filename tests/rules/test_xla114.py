@@ -15,7 +15,7 @@ weight_dtype = torch.float32
 if accelerator.mixed_precision == "fp16":
     weight_dtype = torch.float16
 pipe_dtype = torch.float16 if device.type == "cuda" else torch.float32
-parser.add_argument("--mixed_precision", default="fp16", choices=["no", "fp16", "bf16"])
+parser.add_argument("--weight_dtype", default="fp16", choices=["no", "fp16", "bf16"])
 with torch.autocast("cuda", dtype=torch.float16):
     pass
 """
@@ -39,6 +39,7 @@ def test_the_fix_is_review_only_and_writes_bfloat16():
     assert "    weight_dtype = torch.bfloat16" in out
     assert "pipe_dtype = torch.bfloat16 if device.type" in out
     assert 'default="bf16", choices=["no", "fp16", "bf16"]' in out
+    assert 'Accelerator(mixed_precision=mixed_precision_type if amp else "no")' in out
     assert 'if accelerator.mixed_precision == "fp16":' in out
     assert "dtype=torch.float16):" in out  # autocast is left to XLA102
 
@@ -56,3 +57,13 @@ def test_bfloat16_and_float32_code_is_quiet():
 def test_rule_metadata():
     rule = get_rule("XLA114")
     assert rule is not None and rule.has_fix and "torch.float16" in rule.hover
+
+
+def test_accelerate_and_trainer_mixed_precision_are_left_to_xla304():
+    code = """
+    from accelerate import Accelerator
+    acc = Accelerator(mixed_precision="fp16")
+    parser.add_argument("--mixed_precision", default="fp16")
+    """
+    assert findings(code, "XLA114") == []
+    assert {f.code for f in findings(code)} >= {"XLA304"}

@@ -54,8 +54,9 @@ def _sites(model: ScriptModel) -> Iterator[ast.AST]:
     """Values that set a precision: keyword arguments, assignments, parameter defaults,
     argparse defaults."""
     for call in model.calls:
-        if (model.call_name(call) or "").endswith("autocast"):
-            continue  # XLA102 rewrites autocast, dtype included
+        name = model.call_name(call) or ""
+        if name.endswith(("autocast", "Accelerator", "TrainingArguments")):
+            continue  # XLA102 rewrites autocast; XLA304 owns accelerate/Trainer mixed precision
         for kw in call.keywords:
             if _precision_context(kw.arg) and kw.arg != "choices":
                 yield kw.value
@@ -65,7 +66,9 @@ def _sites(model: ScriptModel) -> Iterator[ast.AST]:
                 and (
                     call.func.attr == "add_argument"
                     and any(
-                        isinstance(a, ast.Constant) and _precision_context(str(a.value))
+                        isinstance(a, ast.Constant)
+                        and _precision_context(str(a.value))
+                        and "mixed" not in str(a.value)  # --mixed_precision: XLA304's
                         for a in call.args
                     )
                 )
