@@ -238,10 +238,13 @@ def test_flag_name_that_also_decides_other_code_is_a_reviewed_fix():
     import torch
     use_cuda = not args.no_cuda and torch.cuda.is_available()
     device = torch.device("cuda" if use_cuda else "cpu")
-    kwargs = {"pin_memory": True} if use_cuda else {}
+    timer = torch.cuda.Event(enable_timing=True) if use_cuda else None
     """
     f = _only(code)
     assert not f.fix.safe and "use_cuda also decides" in f.fix.review_reason
+    # What a CUDA host runs anyway, and nothing there needs CUDA: the flag may turn it on.
+    ok = code.replace("torch.cuda.Event(enable_timing=True)", '{"pin_memory": True}')
+    assert _only(ok).fix.safe
 
 
 def test_flag_pickers_keep_the_flag():
@@ -447,3 +450,27 @@ def test_more_cuda_index_spellings():
     out = fixed(code, "XLA101")
     assert "    device = torch_xla.device()\n    dev2 = torch_xla.device()\n" in out
     assert "    y = torch.zeros(2).to(device)\n" in out
+
+
+def test_pytorch_examples_flags_switch_on_what_a_cuda_host_runs():
+    code = """
+    import torch
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    torch.manual_seed(1)
+    if use_cuda:
+        device = torch.device("cuda")
+    else:
+        device = torch.device("cpu")
+    train_kwargs = {"batch_size": 8}
+    if use_cuda:
+        train_kwargs.update({"num_workers": 1, "pin_memory": True, "shuffle": True})
+    """
+    f = _only(code)
+    assert f.fix.safe
+    out = fixed(code, "XLA101")
+    assert "use_cuda = not args.no_cuda\n" in out and "    device = torch_xla.device()\n" in out
+    risky = code.replace(
+        'train_kwargs.update({"num_workers": 1, "pin_memory": True, "shuffle": True})',
+        "torch.cuda.set_device(0)",
+    )
+    assert not _only(risky).fix.safe

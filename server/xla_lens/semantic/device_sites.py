@@ -80,11 +80,36 @@ def flag_name_edit(model: ScriptModel, test: ast.AST) -> tuple[tuple, bool, str]
             p = model.parent(n)
             if isinstance(p, ast.If | ast.IfExp) and p.test is n and chooses_device(model, p):
                 continue
-            others.append(n)
+            if not _runs_like_on_cuda(model, n):
+                others.append(n)
     if not others:
         return ops, True, ""
     lines = ", ".join(str(n.lineno) for n in others[:3])
     return ops, False, f"{test.id} also decides other code (line {lines}), which will now run"
+
+
+# CUDA calls that are harmless without CUDA (seeding is lazy); any other torch.cuda call in
+# code the flag now switches on could fail on an XLA host.
+HARMLESS_CUDA_CALLS = frozenset({"torch.cuda.manual_seed", "torch.cuda.manual_seed_all"})
+
+
+def _runs_like_on_cuda(model: ScriptModel, use: ast.Name) -> bool:
+    """With the flag true, this use does what the script does on a CUDA host, and nothing
+    there needs CUDA: ``{"pin_memory": True} if use_cuda else {}``, ``pin_memory=use_cuda``,
+    ``if use_cuda: kwargs.update(...)`` (``.cuda()`` there is converted on the next pass)."""
+    p = model.parent(use)
+    if isinstance(p, ast.keyword):
+        return p.arg == "pin_memory"
+    if not (isinstance(p, ast.If | ast.IfExp) and p.test is use):
+        return False
+    body = p.body if isinstance(p, ast.If) else [p.body]
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Call):
+                name = model.call_name(n) or ""
+                if name.startswith("torch.cuda.") and name not in HARMLESS_CUDA_CALLS:
+                    return False
+    return True
 
 
 def chooses_device(model: ScriptModel, node: ast.If | ast.IfExp) -> bool:
