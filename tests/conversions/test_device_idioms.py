@@ -27,6 +27,7 @@ def _source(name: str) -> str:
         ("device_argparse_default.py", True),
         ("device_trainer_attribute.py", False),
         ("device_int_index.py", True),
+        ("device_examples_flags.py", False),
     ],
 )
 def test_device_idiom_converts_and_trains_on_xla(fixture, shim):
