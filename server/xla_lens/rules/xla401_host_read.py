@@ -113,7 +113,11 @@ def _closure_functions(model: ScriptModel) -> set[str]:
     }
 
 
-def _module_level_names(model: ScriptModel) -> set[str]:
+def _module_level_names(model: ScriptModel) -> frozenset[str]:
+    return model.memo(_module_level_names, lambda: frozenset(_top_level_definitions(model)))
+
+
+def _top_level_definitions(model: ScriptModel) -> set[str]:
     out = set()
     for stmt in model.tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -131,10 +135,15 @@ def _bound_in(root: ast.AST) -> set[str]:
     return out
 
 
+def _bound_in_scope(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
+    # One walk per function, however many of its statements need a closure.
+    return model.memo((_bound_in_scope, scope), lambda: frozenset(_bound_in(scope)))
+
+
 def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
     """Local names ``stmt`` reads, in order of first appearance (the closure's arguments)."""
     scope = scope_of(model, stmt)
-    local = _bound_in(scope) if scope is not model.tree else set()
+    local = set(_bound_in_scope(model, scope)) if scope is not model.tree else set()
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         local |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
     skip = _bound_in(stmt) | _module_level_names(model) | set(model.imports)

@@ -102,6 +102,17 @@ def classify(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> Source
     """What kind of loader ``node`` is."""
     if node is None:
         return Source.NONE
+    # Every loop asks, and a name is followed through all its assignments: answer each
+    # (expression, depth) once per parse.
+    cache: dict[tuple[ast.AST, int], Source] = model.memo(classify, dict)
+    key = (node, depth)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _classify(model, node, depth)
+    return found
+
+
+def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
     node = _unwrap_iter(node)
     if _is_xla_loader_value(model, node):
         return Source.XLA

@@ -77,6 +77,15 @@ HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr"
 
 def scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
     """The function, lambda or class whose frame runs ``node`` (the module at top level)."""
+    # Asked for every node of every training loop by several rules: once per node.
+    cache: dict[ast.AST, ast.AST] = model.memo(scope_of, dict)
+    found = cache.get(node)
+    if found is None:
+        found = cache[node] = _scope_of(model, node)
+    return found
+
+
+def _scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
     for a in model.ancestors(node):
         if isinstance(a, SCOPE_TYPES):
             return a
