@@ -47,8 +47,6 @@ class XlaLensServer(LanguageServer):
         self.settings = SettingsStore(fetch=self._fetch_configuration)
         self.debounce_s = DEFAULT_DEBOUNCE_S
         self.pending: dict[str, asyncio.Task[None]] = {}
-        # Event-loop time of each document's last edit (the debounce policy's memory).
-        self.last_change: dict[str, float] = {}
         # The analysis running for each document, keyed by (version, settings generation):
         # a hover or code action arriving meanwhile waits for it instead of starting another.
         self.inflight: dict[str, tuple[tuple[int | None, int], asyncio.Future[Any]]] = {}

@@ -125,16 +125,13 @@ async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool =
 
 
 def change_delay(ls: XlaLensServer, uri: str) -> float:
-    """How long to wait before analysing after a keystroke: an edit after idle (no edit
-    within the debounce window, no analysis pending) is analysed at once; an edit in a
-    burst waits out the window, so the burst costs one analysis of its last text."""
-    now = asyncio.get_running_loop().time()
-    last = ls.last_change.get(uri)
-    ls.last_change[uri] = now
+    """How long to wait before analysing after a keystroke. An edit that finds the server
+    idle for this document (nothing scheduled, nothing being analysed) is analysed at once;
+    one that arrives while an analysis is scheduled or running is part of a burst: it waits
+    out the debounce window (each newer edit restarts it) and then for the running analysis,
+    so the burst costs one more analysis, of its last text."""
     busy = uri in ls.pending or uri in ls.inflight
-    if last is None or (now - last >= ls.debounce_s and not busy):
-        return 0.0
-    return ls.debounce_s
+    return ls.debounce_s if busy else 0.0
 
 
 def schedule(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False) -> None:
@@ -242,7 +239,6 @@ def register(ls: XlaLensServer) -> None:
         if task is not None:
             task.cancel()
         ls.inflight.pop(uri, None)
-        ls.last_change.pop(uri, None)
         ls.cache.drop(uri)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
