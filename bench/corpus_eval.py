@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run:
         from corpus_run import run_all  # noqa: PLC0415  (torch-heavy; only with --run)
 
-        summary["runs"] = run_all(args.dir, unsafe=args.unsafe_fixes)
+        summary["runs"] = run_all(args.dir, unsafe=args.unsafe_fixes, only=args.only)
     if args.markdown:
         from corpus_report import write_markdown  # noqa: PLC0415
 

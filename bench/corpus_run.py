@@ -109,12 +109,14 @@ def _reason(proof, first_line: str) -> str:
     return "; ".join(parts)
 
 
-def run_all(corpus: Path, unsafe: bool = False) -> list[dict]:
+def run_all(corpus: Path, unsafe: bool = False, only: str | None = None) -> list[dict]:
     runs = corpus / "swaps" / "runs.json"
     if not runs.is_file():
         return [{"name": str(runs), "status": "error", "detail": "no runs.json"}]
     out = []
     for spec in json.loads(runs.read_text()):
+        if only and only not in spec["name"]:
+            continue
         print(f"converting and running {spec['name']} ...", file=sys.stderr, flush=True)
         out.append(run_one(corpus, spec, unsafe))
     return out
