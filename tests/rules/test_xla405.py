@@ -97,3 +97,19 @@ def test_functional_data_parallel_and_xformers_attention():
     model = nn.DataParallel(model)
     """
     assert lines(code) == [2, 3]
+
+
+def test_device_modules_xformers_helpers_and_device_meshes():
+    code = """
+    import torch
+    from accelerate import ParallelismConfig
+    class Tracker:
+        def __enter__(self):
+            self.device_module = getattr(torch, self.device_type, torch.cuda)
+            self.device_module.empty_cache()
+            self.begin = self.device_module.memory_allocated()
+    set_use_memory_efficient_attention_xformers(unet, True)
+    pc = ParallelismConfig()
+    mesh = pc.build_device_mesh("cuda")
+    """
+    assert lines(code) == [5, 6, 7, 8, 9, 10]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.model import ScriptModel, const_str, method_name
+from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
 
 CODE = "XLA405"
@@ -289,9 +289,51 @@ def _cuda_index_map(value: ast.AST) -> bool:
     return False
 
 
+MESH_ADVICE = (
+    "torch's DeviceMesh/DTensor parallelism (FSDP2, tensor/context parallel) is not how XLA "
+    "shards: use torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP"
+)
+MESH_CALLS = frozenset(
+    {
+        "accelerate.ParallelismConfig",
+        "accelerate.parallelism_config.ParallelismConfig",
+        "torch.distributed.device_mesh.init_device_mesh",
+        "torch.distributed.init_device_mesh",
+    }
+)
+
+
+def _function_name(call: ast.Call) -> str:
+    func = call.func
+    return (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
+
+
+def _cuda_module_holders(model: ScriptModel) -> set[str]:
+    """Names and attributes assigned a value that is (or falls back to) ``torch.cuda``:
+    ``self.device_module = getattr(torch, device_type, torch.cuda)``."""
+    holders = set()
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        if any(model.qualname(n) == "torch.cuda" for n in ast.walk(node.value)):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    holders.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    holders.add(t.attr)
+    return holders
+
+
 def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
+    holders = _cuda_module_holders(model)
     for call in model.calls:
-        if method_name(call) == "enable_xformers_memory_efficient_attention":
+        name = _function_name(call)
+        if "xformers" in name:
             advice = CUDA_LIBRARIES["xformers"]
             yield Finding(
                 CODE,
@@ -300,6 +342,22 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
                 Severity.WARNING,
                 manual=advice,
             )
+        elif model.call_name(call) in MESH_CALLS or name == "build_device_mesh":
+            yield Finding(CODE, MESH_ADVICE, model.span(call), Severity.WARNING, manual=MESH_ADVICE)
+        elif isinstance(call.func, ast.Attribute) and holders:
+            recv = call.func.value
+            held = (
+                recv.id
+                if isinstance(recv, ast.Name)
+                else (recv.attr if isinstance(recv, ast.Attribute) else None)
+            )
+            if held in holders:
+                advice = (
+                    f"`{model.segment(call.func)}` calls into torch.cuda (the device module "
+                    "falls back to it): memory statistics and cache calls act on CUDA only; "
+                    "on XLA read xm.get_memory_info(device)"
+                )
+                yield Finding(CODE, advice, model.span(call), Severity.WARNING, manual=advice)
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
