@@ -262,3 +262,25 @@ def test_sibling_summaries_follow_edits_on_disk(tmp_path: Path):
     )
     engine.write_text(engine.read_text() + "    import torch_xla\n    torch_xla.sync()\n# grown\n")
     assert [f for f in analyze(main.read_text(), str(main)).findings if f.code == "XLA107"] == []
+
+
+def test_a_loop_over_a_literal_list_of_variants_belongs_to_the_enclosing_step_loop():
+    m = model_of(
+        """
+        for i in range(steps):
+            for dataset in ["CelebA", "RaFD"]:
+                x = next(iters[dataset])
+                model(x).sum().backward()
+                optimizer.step()
+        """
+    )
+    assert loop_lines(m) == [1]
+    # A literal loop that is the outermost loop stays the training loop.
+    m = model_of(
+        """
+        for lr in [0.1, 0.01]:
+            model(x).sum().backward()
+            optimizer.step()
+        """
+    )
+    assert loop_lines(m) == [1]

@@ -435,7 +435,29 @@ class ScriptModel:
         for loop in list(found):
             if self._is_accumulation_loop(found[loop]):
                 del found[loop]
+        for loop in sorted(found, key=_order, reverse=True):
+            outer = self._variant_loop_parent(loop)
+            if outer is not None:
+                # ``for dataset in ["CelebA", "RaFD"]:`` inside the step loop runs one step per
+                # variant: the iteration, and its sync, is the enclosing loop's.
+                inner = found.pop(loop)
+                entry = found.setdefault(outer, TrainingLoop(outer))
+                entry.step_functions.extend(
+                    fn for fn in inner.step_functions if fn not in entry.step_functions
+                )
+                entry.external_steps.extend(inner.external_steps)
         return sorted(found.values(), key=lambda t: _order(t.node))
+
+    def _variant_loop_parent(self, loop: ast.AST) -> ast.For | ast.While | ast.AsyncFor | None:
+        """The enclosing loop of a loop over a literal sequence of constants, if any."""
+        if not (
+            isinstance(loop, ast.For)
+            and isinstance(loop.iter, ast.List | ast.Tuple | ast.Set)
+            and loop.iter.elts
+            and all(isinstance(e, ast.Constant) for e in loop.iter.elts)
+        ):
+            return None
+        return self.innermost_loop(loop)
 
     def _is_accumulation_loop(self, entry: TrainingLoop) -> bool:
         """A loop that only runs ``backward()`` while the code around it (the enclosing loop
