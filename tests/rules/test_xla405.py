@@ -102,7 +102,7 @@ def test_functional_data_parallel_and_xformers_attention():
 def test_device_modules_xformers_helpers_and_device_meshes():
     code = """
     import torch
-    from accelerate import ParallelismConfig
+    from accelerate.utils import ParallelismConfig
     class Tracker:
         def __enter__(self):
             self.device_module = getattr(torch, self.device_type, torch.cuda)

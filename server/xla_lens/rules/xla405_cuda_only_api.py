@@ -297,6 +297,7 @@ MESH_CALLS = frozenset(
     {
         "accelerate.ParallelismConfig",
         "accelerate.parallelism_config.ParallelismConfig",
+        "accelerate.utils.ParallelismConfig",
         "torch.distributed.device_mesh.init_device_mesh",
         "torch.distributed.init_device_mesh",
     }
