@@ -16,7 +16,7 @@ from ..rules.base import Span
 from . import fixes
 from .core import XlaLensServer
 from .diagnostics import SOURCE, to_diagnostic
-from .documents import is_open
+from .documents import current_entry, is_open
 from .positions import UTF16
 from .state import Entry
 from .textedits import minimal_edits
@@ -54,7 +54,33 @@ def _wanted(kind: str, only: list[str] | None) -> bool:
 
 
 def _data(entry: Entry, action: str, index: int | None = None) -> dict[str, Any]:
-    return {"uri": entry.uri, "version": entry.version, "action": action, "index": index}
+    data: dict[str, Any] = {
+        "uri": entry.uri,
+        "version": entry.version,
+        "action": action,
+        "index": index,
+    }
+    if index is not None:
+        # Enough to find the same finding in a later analysis (see ``_same_finding``).
+        f = entry.analysis.findings[index]
+        data.update(code=f.code, message=f.message, line=f.span.start.line)
+    return data
+
+
+def _same_finding(entry: Entry, data: dict[str, Any]) -> int | None:
+    """The index in ``entry`` of the finding an action listed from an older analysis was
+    for: same rule and message, the nearest to where it was."""
+    line = data.get("line")
+    candidates = (
+        [
+            (abs(f.span.start.line - line), i)
+            for i, f in enumerate(entry.analysis.findings)
+            if f.code == data.get("code") and f.message == data.get("message")
+        ]
+        if isinstance(line, int)
+        else []
+    )
+    return min(candidates)[1] if candidates else None
 
 
 def _indices_from_context(entry: Entry, context: types.CodeActionContext) -> set[int]:
@@ -167,10 +193,18 @@ async def resolve(ls: XlaLensServer, action: types.CodeAction) -> types.CodeActi
     if not isinstance(uri, str) or not is_open(ls, uri):
         return action
     entry = ls.cache.get(uri, version)
-    if entry is None:
-        # The text moved on; per-finding edits would land in the wrong place.
-        ls.log_client(f"xla-lens: code action '{action.title}' is stale; ask again")
-        return action
+    if entry is None or version != ls.workspace.get_text_document(uri).version:
+        # Listed from an older analysis, or the text moved on since: an edit made from that
+        # text would land in the wrong place (a client without versioned edits applies it
+        # anyway). Build it on the analysis of the text the editor has now.
+        entry = await current_entry(ls, uri)
+        if entry is not None and kind in ("fix", "ignore"):
+            index = _same_finding(entry, data) if entry.ok else None
+            if index is None:
+                entry = None
+        if entry is None or not entry.ok:
+            ls.log_client(f"xla-lens: code action '{action.title}' is stale; ask again")
+            return action
     new = await asyncio.to_thread(new_source, entry, str(kind), index)
     if new is None:
         ls.log_client(
@@ -194,6 +228,12 @@ def register(ls: XlaLensServer) -> None:
         if not is_open(ls, uri):
             return []
         entry = ls.cache.get(uri, ls.workspace.get_text_document(uri).version)
+        if entry is None:
+            # An analysis is pending: answer at once from the last analysis that parsed, as
+            # the diagnostics on screen do (resolving builds the edit on the current text).
+            # With no analysis yet, wait for the first one.
+            state = ls.cache.docs.get(uri)
+            entry = (state.last_good if state else None) or await current_entry(ls, uri)
         if entry is None or not entry.ok:
             return []
         actions = list_actions(entry, params) + run_problem_actions(entry, params)
