@@ -9,6 +9,7 @@ from lsprotocol import types
 
 from ..runner import RunSummary
 from .core import XlaLensServer
+from .positions import split_lines
 from .run_messages import STOPPED, plural
 from .run_results import DocumentRun, RunStore
 
@@ -42,7 +43,9 @@ def entry_line(text: str) -> int:
     try:
         tree = ast.parse(text.removeprefix("\ufeff"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        lines = text.splitlines()
+        # LSP's lines (positions.split_lines), not str.splitlines: a form feed or U+2028 in
+        # a comment above would put the lens lines below the guard.
+        lines = split_lines(text.removeprefix("\ufeff"))
         for pattern in (_MAIN_GUARD, _DEF_MAIN):
             hit = next((i for i, line in enumerate(lines) if pattern.match(line)), None)
             if hit is not None:
