@@ -12,6 +12,10 @@ terminal hang-up and no signal to its owner reaches it. Three layers tie it to i
 - the watchdog (``watchdog.py``), a small process in its own session reading a control pipe:
   at end of input without ``done`` it kills what is left of the group and removes the folder.
 - ``end_all_runs()``, for the owner's SIGTERM/SIGHUP handlers: a graceful, synchronous end.
+
+A process that leaves the group (``os.setsid()``) escapes the first two group kills; every
+process of the run carries a random token in its environment (``watchdog.TOKEN_ENV``), and the
+watchdog, ``end_now`` and ``close`` also kill whatever still carries it.
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from . import process
+from . import process, watchdog
 
 WATCHDOG = Path(__file__).with_name("watchdog.py")
 LIFELINE_ENV = "XLA_LENS_LIFELINE"  # "FD:INODE" of the read end, for the child's bootstrap
@@ -52,6 +57,7 @@ class Lifeline:
         self.run_dir: Path | None = None
         self.pgid: int | None = None
         self.child_fd, self._write_fd = os.pipe()  # both non-inheritable until pass_fds
+        self.token = secrets.token_hex(16)
         self._control: int | None = None
         self._watchdog: subprocess.Popen[bytes] | None = None
 
@@ -59,6 +65,7 @@ class Lifeline:
     def open(cls) -> Lifeline:
         line = cls()
         line._start_watchdog()
+        line._tell(f"token {line.token}")
         _OPEN.add(line)
         return line
 
@@ -89,7 +96,10 @@ class Lifeline:
         self._tell(f"dir {run_dir}")
 
     def child_env(self) -> dict[str, str]:
-        return {LIFELINE_ENV: f"{self.child_fd}:{os.fstat(self.child_fd).st_ino}"}
+        return {
+            LIFELINE_ENV: f"{self.child_fd}:{os.fstat(self.child_fd).st_ino}",
+            watchdog.TOKEN_ENV: self.token,
+        }
 
     def guard_group(self, pgid: int) -> None:
         """Called as soon as the child exists (its pid is its process group)."""
@@ -108,6 +118,8 @@ class Lifeline:
         """The run ended normally: its group is gone, its folder removed."""
         _OPEN.discard(self)
         self._close_child_fd()
+        # The group is gone; a process that left it (os.setsid()) must not outlive the run.
+        await asyncio.to_thread(watchdog.kill_marked, self.token, 2.0)
         self._tell("done")
         for fd in (self._control, self._write_fd):
             if fd is not None and fd >= 0:
@@ -125,6 +137,7 @@ class Lifeline:
         """Synchronously: SIGTERM the group, SIGKILL it after ``grace_s``, remove the folder."""
         if self.pgid is not None:
             process.kill_group_sync(self.pgid, grace_s)
+        watchdog.kill_marked(self.token, grace_s)
         if self.run_dir is not None:
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
