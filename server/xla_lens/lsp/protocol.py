@@ -8,6 +8,8 @@
   own future, which for ``workspace/executeCommand`` is a wrapper around the command's
   task, so a cancelled command kept running. Handlers register what to cancel with
   ``on_cancel``.
+- Valid JSON that is no JSON-RPC message is logged in one line (a request among them is
+  answered with InvalidRequest) instead of failing with a traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcParseError
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from .textdocument import LspWorkspace
@@ -80,6 +82,11 @@ class XlaLensProtocol(LanguageServerProtocol):
             return Rejected(data["id"], str(data["method"]), error)
 
     def handle_message(self, message: Any) -> None:
+        if not hasattr(message, "jsonrpc"):
+            # Valid JSON but no JSON-RPC message (no "jsonrpc" member, a batch array, a
+            # number): pygls failed on it with a traceback and left a request unanswered.
+            self._reject_invalid_request(message)
+            return
         if isinstance(message, Rejected):
             log.warning(
                 "answered request %s (%s) with an error: %s",
@@ -90,6 +97,17 @@ class XlaLensProtocol(LanguageServerProtocol):
             self._send_response(message.id, error=message.error)
             return
         super().handle_message(message)
+
+    def _reject_invalid_request(self, message: Any) -> None:
+        msg_id = message.get("id") if isinstance(message, dict) else None
+        kind = type(message).__name__
+        if isinstance(msg_id, int | str) and not isinstance(msg_id, bool):
+            log.warning("answered request %s with an error: not a JSON-RPC 2.0 message", msg_id)
+            error = JsonRpcInvalidRequest().to_response_error()
+            error.message = 'not a JSON-RPC 2.0 request (it needs "jsonrpc": "2.0")'
+            self._send_response(msg_id, error=error)
+        else:
+            log.warning("ignored a message that is not JSON-RPC 2.0 (a JSON %s)", kind)
 
     def reject_unreadable(self, msg_id: MsgId, reason: str) -> None:
         """Answer a request whose frame could not be parsed (the framing layer found its id)."""
