@@ -81,7 +81,12 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _replace_atomically(source: SourceFile, target: Path, st: os.stat_result, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".xla-lens", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".xla-lens", dir=target.parent)
+    except PermissionError:
+        # A folder the user may not create files in, holding a file they may write (as an
+        # editor does, write the file itself then).
+        raise _KeepInPlace from None
     try:
         try:
             _write_all(fd, data)
