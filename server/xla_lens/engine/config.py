@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..rules.base import Severity, Target
+from ..semantic.diskread import read_regular
 from .environment import installed_version
 
 TargetSetting = Literal["legacy", "modern", "auto"]
 TARGETS = ("legacy", "modern", "auto")
+PYPROJECT_MAX_BYTES = 4 * 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -113,9 +115,10 @@ def find_pyproject(start: Path) -> Path | None:
 @lru_cache(maxsize=64)
 def _load_pyproject(path: str, mtime: float) -> dict[str, Any]:
     try:
-        with open(path, "rb") as fh:
-            data = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        # Bounded and non-blocking: a pyproject.toml linked to /proc/kmsg or a FIFO swapped
+        # in after the is_file() check would otherwise hang check, fix and the server.
+        data = tomllib.loads(read_regular(path, PYPROJECT_MAX_BYTES).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read [tool.xla-lens]: {exc}") from None
     section = data.get("tool", {}).get("xla-lens", {})
     if not isinstance(section, dict):

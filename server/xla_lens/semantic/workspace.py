@@ -12,6 +12,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from .diskread import read_regular
+
 # Files larger than this are not read: a summary must stay cheap for the editor.
 MAX_BYTES = 2_000_000
 _CACHE_LIMIT = 256
@@ -96,8 +98,9 @@ def imported_function_facts(
         key = (str(path), st.st_size, st.st_mtime_ns)
         summary = _cache.get(key)
         if summary is None:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                summary = _summarise(path, f.read())
+            # Bounded and non-blocking: the workspace decides what the file really is.
+            text = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
+            summary = _summarise(path, text)
             if len(_cache) >= _CACHE_LIMIT:
                 _cache.clear()
             _cache[key] = summary
