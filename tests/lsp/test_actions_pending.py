@@ -70,3 +70,28 @@ async def test_actions_during_a_pending_analysis_answer_at_once_and_resolve_on_t
     assert target.replace(".cuda()", ".to(torch_xla.device())") in fixed_lines
     assert fixed.count(".cuda()") == new_text.count(".cuda()") - 1
     assert fixed_lines[0] == INSERTED.rstrip("\n")
+
+
+async def test_an_edit_during_the_first_analysis_publishes_only_the_new_text(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    await initialize(client, settings={"target": "modern"})
+    text = big_source(300_000)
+    uri = open_text(client, tmp_path / "big.py", text)
+    await asyncio.sleep(0.2)  # the analysis of version 1 is running now
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(0, 0), types.Position(0, 0)), text=INSERTED
+                )
+            ],
+        )
+    )
+    published = await wait_published(client, uri, version=2)
+    cuda_lines = [i for i, line in enumerate((INSERTED + text).split("\n")) if ".cuda()" in line]
+    xla101 = sorted(d.range.start.line for d in published.diagnostics if d.code == "XLA101")
+    assert xla101 == cuda_lines
+    await asyncio.sleep(0.5)
+    assert [p.version for p in client.published if p.uri == uri] == [2]
