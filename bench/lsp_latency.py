@@ -216,7 +216,8 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
 
     change_ms: list[float] = []
     action_ms: list[float] = []
-    pending_ms: list[float] = []
+    pending_hover_ms: list[float] = []
+    pending_action_ms: list[float] = []
     line_count = text.count("\n")
     for i in range(edits):
         version = i + 2
@@ -247,19 +248,19 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
             await client.request(method, params)
             return (time.perf_counter() - sent) * 1000
 
-        pending_ms.extend(
-            await asyncio.gather(
-                timed("textDocument/hover", {"textDocument": doc, "position": here}),
-                timed(
-                    "textDocument/codeAction",
-                    {
-                        "textDocument": doc,
-                        "range": {"start": here, "end": here},
-                        "context": {"diagnostics": []},
-                    },
-                ),
-            )
+        hover_ms, pending_action = await asyncio.gather(
+            timed("textDocument/hover", {"textDocument": doc, "position": here}),
+            timed(
+                "textDocument/codeAction",
+                {
+                    "textDocument": doc,
+                    "range": {"start": here, "end": here},
+                    "context": {"diagnostics": []},
+                },
+            ),
         )
+        pending_hover_ms.append(hover_ms)
+        pending_action_ms.append(pending_action)
         stamp = await client.diagnostics_for(uri, version)
         change_ms.append((stamp - start) * 1000)
         start = time.perf_counter()
@@ -290,7 +291,8 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
         "change_p95": pct(change_ms, 0.95),
         "action_p50": statistics.median(action_ms),
         "action_p95": pct(action_ms, 0.95),
-        "pending_p95": pct(pending_ms, 0.95),
+        "pending_hover_p95": pct(pending_hover_ms, 0.95),
+        "pending_action_p95": pct(pending_action_ms, 0.95),
         "rss_mb": rss,
     }
 
@@ -312,13 +314,14 @@ async def main() -> None:
         big = await bench_big(args.big_mb, Path(tmp)) if args.big_mb else None
     print(
         f"{'lines':>6} {'cold start':>11} {'didChange p50':>14} {'p95':>8}"
-        f" {'pending hover/action p95':>25} {'codeAction p50':>15} {'p95':>8} {'RSS':>8}"
+        f" {'pending hover p95':>18} {'pending action p95':>19}"
+        f" {'codeAction p50':>15} {'p95':>8} {'RSS':>8}"
     )
     for r in rows:
         print(
             f"{r['lines']:>6} {r['cold_ms']:>9.0f}ms {r['change_p50']:>12.1f}ms {r['change_p95']:>6.1f}ms"
-            f" {r['pending_p95']:>23.1f}ms {r['action_p50']:>13.1f}ms {r['action_p95']:>6.1f}ms"
-            f" {r['rss_mb']:>6.0f}MB"
+            f" {r['pending_hover_p95']:>16.1f}ms {r['pending_action_p95']:>17.1f}ms"
+            f" {r['action_p50']:>13.1f}ms {r['action_p95']:>6.1f}ms {r['rss_mb']:>6.0f}MB"
         )
     for r in rows:
         target = TARGETS_MS.get(r["lines"])
@@ -327,11 +330,13 @@ async def main() -> None:
                 f"target: diagnostics p50 <= {target:.0f} ms on {r['lines']} lines: "
                 f"{verdict(r['change_p50'] <= target)} ({r['change_p50']:.1f} ms)"
             )
-            print(
-                f"target: hover/codeAction p95 <= {PENDING_TARGET_MS:.0f} ms during a pending "
-                f"analysis on {r['lines']} lines: "
-                f"{verdict(r['pending_p95'] <= PENDING_TARGET_MS)} ({r['pending_p95']:.1f} ms)"
-            )
+            for what in ("hover", "action"):
+                p95 = r[f"pending_{what}_p95"]
+                print(
+                    f"target: {what} p95 <= {PENDING_TARGET_MS:.0f} ms during a pending "
+                    f"analysis on {r['lines']} lines: {verdict(p95 <= PENDING_TARGET_MS)} "
+                    f"({p95:.1f} ms)"
+                )
     cold = rows[0]["cold_ms"]
     print(
         f"target: cold start <= {COLD_TARGET_MS:.0f} ms ({rows[0]['lines']} lines): "
