@@ -44,7 +44,14 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
     replicas = replica_functions(model, launch_targets(model, "main" if adds_launcher else None))
     out = []
     for f in findings:
-        if f.fix is not None and f.fix.safe and f.code != LAUNCHER_RULE:
+        # Fixes write next to what they report: only a finding in parent code can put a
+        # runtime call there, and checking that first keeps lazily built fixes lazy.
+        if (
+            f.fix is not None
+            and f.fix.safe
+            and f.code != LAUNCHER_RULE
+            and runs_in_parent(model, f.span.start.line + 1, replicas)
+        ):
             parent = [ln for ln in _runtime_sites(f.fix) if runs_in_parent(model, ln + 1, replicas)]
             if parent:
                 reason = PARENT_REVIEW.format(line=parent[0] + 1)
