@@ -14,12 +14,7 @@ from .harness import CONTROLS
 CONVERSION = {Category.CONVERSION, Category.DISTRIBUTED}
 
 # Control -> why a rule still fires on it (remove the entry once the rule is fixed).
-STILL_FLAGGED = {
-    "accelerate_loop.py": "XLA107 asks for a step sync in an accelerate-prepared loop "
-    "(accelerate owns it)",
-    "legacy_sync_exit.py": "XLA105 asks for xm.optimizer_step in a single-process script that "
-    "already syncs each step (nothing to all-reduce)",
-}
+STILL_FLAGGED: dict[str, str] = {}
 
 
 def _params() -> list:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from ..semantic import xla_api
 from ..semantic.frameworks import ownership
+from ..semantic.loaders import already_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 
@@ -24,6 +25,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # accelerate/Lightning own the step; DDP, FSDP, SPMD or the script itself already
     # reduce the gradients (xm.optimizer_step would reduce them a second time).
     if owner.step_owner is not None:
+        return
+    # A single-process script already written for XLA (it syncs, uses closures or an XLA
+    # loader) has nothing to all-reduce: its plain optimizer.step() is right as it is.
+    if already_xla(model) and not model.is_distributed:
         return
     # ``scaler.step(opt)`` is the step of an AMP loop: XLA103 turns it into ``opt.step()``
     # (modern) and XLA201 adds the all-reduce next to it (legacy, distributed).

@@ -112,6 +112,22 @@ def classify(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> Source
     return found
 
 
+def _prepared_by_accelerate(model: ScriptModel, name: str) -> bool:
+    """``model, opt, loader = accelerator.prepare(model, opt, loader)``: on XLA accelerate
+    hands back its MpDeviceLoader wrapper, which uploads and syncs every iteration."""
+    if not any(t.split(".")[0] == "accelerate" for t in model.imports.values()):
+        return False
+    for a in model.nodes_of(ast.Assign):
+        assert isinstance(a, ast.Assign)
+        if not (isinstance(a.value, ast.Call) and method_name(a.value) == "prepare"):
+            continue
+        for target in a.targets:
+            names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+            if any(isinstance(n, ast.Name) and n.id == name for n in names):
+                return True
+    return False
+
+
 def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
     node = _unwrap_iter(node)
     if _is_xla_loader_value(model, node):
@@ -125,6 +141,8 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
             if Source.XLA in kinds:
                 return Source.XLA
             return Source.PLAIN if kinds == {Source.PLAIN} else Source.UNKNOWN
+        if _prepared_by_accelerate(model, node.id):
+            return Source.XLA
         values = model.assigned_from(node.id)
         kinds = {classify(model, v, depth + 1) for v in values}
         if Source.XLA in kinds:
