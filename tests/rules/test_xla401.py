@@ -237,3 +237,22 @@ def test_a_report_before_the_sync_or_in_an_xla_loader_loop_is_safe():
     """
     (f,) = findings(loader_loop, "XLA401")
     assert f.fix.safe
+
+
+def test_a_report_through_a_with_resource_is_offered_for_review_only():
+    code = """
+    import torch_xla
+    for step, x in enumerate(loader):
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        with open(log_file, "a") as f:
+            f.write(f"{step} train {loss.item():.6f}\\n")
+        with torch.no_grad():
+            print(loss)
+        torch_xla.sync()
+    """
+    closed, fine = findings(code, "XLA401")
+    # Deferred to the step's end, f.write would run on a closed file.
+    assert not closed.fix.safe and "`f`" in closed.fix.review_reason
+    assert fine.fix.safe

@@ -7,7 +7,15 @@ import builtins
 from collections.abc import Iterator
 
 from ..semantic.loaders import Source, loop_source
-from ..semantic.model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, method_name, receiver
+from ..semantic.model import (
+    SCOPE_TYPES,
+    SYNC_CALLS,
+    Emitter,
+    ScriptModel,
+    TrainingLoop,
+    method_name,
+    receiver,
+)
 from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
 from .base import (
     Category,
@@ -226,6 +234,27 @@ def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
     return (ReplaceStatement(model.span(stmt), code), *e.imports)
 
 
+def _closed_resource(model: ScriptModel, stmt: ast.stmt) -> str | None:
+    """``with open(p) as f: f.write(...)``: deferred past the ``with``, the report would run
+    on a closed resource (``ValueError: I/O operation on closed file``)."""
+    used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    for a in model.ancestors(stmt):
+        if isinstance(a, SCOPE_TYPES):
+            return None
+        if isinstance(a, ast.With | ast.AsyncWith):
+            for item in a.items:
+                bound = item.optional_vars
+                names = (
+                    {n.id for n in ast.walk(bound) if isinstance(n, ast.Name)} if bound else set()
+                )
+                if names & used:
+                    return (
+                        f"it uses `{', '.join(sorted(names & used))}` of the `with` on line "
+                        f"{a.lineno}, which is closed by the time the closure runs"
+                    )
+    return None
+
+
 def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
     reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
@@ -235,7 +264,7 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
             "the call runs later, after the step: code that uses its effect in this step changes"
         )
     else:
-        why = _sync_runs_after(model, loop, stmt)
+        why = _closed_resource(model, stmt) or _sync_runs_after(model, loop, stmt)
         if why is not None:
             reason = REVIEW_LOST.format(why=why, what="report")
     return Fix(
