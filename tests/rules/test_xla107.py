@@ -113,3 +113,23 @@ def test_one_line_loop_body_gets_manual_advice_not_a_half_applied_fix():
     (f,) = findings(code, "XLA107")
     assert f.fix is None and "torch_xla.sync()" in f.manual
     assert fixed(code, "XLA107") == src(code)
+
+
+def test_the_sync_goes_before_the_exit_checks_that_end_the_loop_body():
+    code = """
+    import torch
+    step = 0
+    while True:
+        x, y = loader.next()
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        step += 1
+        if step >= max_steps:
+            break
+        if done:
+            sys.exit(0)
+    """
+    out = fixed(code, "XLA107")
+    # On the step that leaves the loop a sync after `break` would never run.
+    assert "    step += 1\n    torch_xla.sync()\n    if step >= max_steps:\n        break\n" in out

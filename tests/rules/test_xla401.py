@@ -256,3 +256,23 @@ def test_a_report_through_a_with_resource_is_offered_for_review_only():
     # Deferred to the step's end, f.write would run on a closed file.
     assert not closed.fix.safe and "`f`" in closed.fix.review_reason
     assert fine.fix.safe
+
+
+def test_a_report_before_the_exit_checks_is_safe_when_the_sync_goes_before_them():
+    code = """
+    import torch
+    step = 0
+    while True:
+        loss = model(next(it)).sum()
+        loss.backward()
+        optimizer.step()
+        print(f"step {step} loss {loss.item():.4f}")
+        step += 1
+        if step >= max_steps:
+            break
+    """
+    (f,) = findings(code, "XLA401")
+    assert f.fix.safe
+    out = fixed(code)
+    closure = out.index("xm.add_step_closure")
+    assert closure < out.index("torch_xla.sync()") < out.index("if step >= max_steps:")

@@ -13,7 +13,18 @@ from collections.abc import Iterator
 from ..semantic import xla_api
 from ..semantic.loaders import Source, already_xla, compiled_step, creates_xla_loader, loop_source
 from ..semantic.model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, keyword
-from .base import AppendToBody, Category, Finding, Fix, Rule, RuleContext, Severity, Span
+from ..semantic.steps import trailing_exit_guard
+from .base import (
+    AppendToBody,
+    Category,
+    Finding,
+    Fix,
+    InsertBefore,
+    Rule,
+    RuleContext,
+    Severity,
+    Span,
+)
 from .xla106_device_loader import will_wrap
 
 CODE = "XLA107"
@@ -99,14 +110,21 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 manual=f"put the loop body on its own lines and end it with {code}",
             )
             continue
+        guard = trailing_exit_guard(node)
+        where: AppendToBody | InsertBefore = (
+            InsertBefore(model.span(guard), code)
+            if guard is not None
+            else AppendToBody(model.span(node), code)
+        )
         yield Finding(
             CODE,
             message,
             span,
             Severity.WARNING,
             fix=Fix(
-                f"Add {code} at the end of the loop body",
-                (AppendToBody(model.span(node), code), *e.imports),
+                f"Add {code} at the end of the loop body"
+                + (" (before its exit check)" if guard is not None else ""),
+                (where, *e.imports),
             ),
         )
 

@@ -16,6 +16,7 @@ from ..semantic.model import (
     method_name,
     receiver,
 )
+from ..semantic.steps import trailing_exit_guard
 from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
 from .base import (
     Category,
@@ -184,11 +185,16 @@ def _after(node: ast.AST, stmt: ast.stmt) -> bool:
     )
 
 
-def _ends_iteration_early(model: ScriptModel, region: ast.AST, stmt: ast.stmt) -> str | None:
+def _ends_iteration_early(
+    model: ScriptModel, region: ast.AST, stmt: ast.stmt, sync_line: int | None = None
+) -> str | None:
     """A ``break``/``continue``/``return``/``raise``/``sys.exit()`` after ``stmt`` in the
-    same iteration: it can skip the sync that would run the closure."""
+    same iteration (and before ``sync_line``, where XLA107 puts the sync): it can skip the
+    sync that would run the closure."""
     for node in model.walk_scope(region):
         if not isinstance(node, ast.stmt | ast.Call) or not _after(node, stmt):
+            continue
+        if sync_line is not None and node.lineno >= sync_line:
             continue
         if isinstance(node, ast.Break | ast.Continue | ast.Return | ast.Raise):
             return f"a `{type(node).__name__.lower()}` follows on line {node.lineno}"
@@ -203,19 +209,25 @@ def _ends_iteration_early(model: ScriptModel, region: ast.AST, stmt: ast.stmt) -
 
 def _sync_runs_after(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> str | None:
     """Why a closure added at ``stmt`` might not run at the end of this step (None: it runs)."""
-    for region in loop.regions():
-        if any(a is region for a in model.ancestors(stmt)):
-            why = _ends_iteration_early(model, region, stmt)
-            if why is not None:
-                return why
-    if loop_source(model, loop)[0] is Source.XLA or will_wrap(model, loop.node):
-        return None  # the loader marks the step before each batch and after the last one
+    fed = loop_source(model, loop)[0] is Source.XLA or will_wrap(model, loop.node)
     syncs = [
         n
         for region in loop.regions()
         for n in (ast.walk(region) if region is loop.node else model.walk_scope(region))
         if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
     ]
+    # With no sync yet, XLA107 adds one before the exit checks that end the loop body.
+    guard = trailing_exit_guard(loop.node) if not (syncs or fed) else None
+    if guard is not None and not _after(guard, stmt):
+        return f"the step's sync goes before the exit check on line {guard.lineno}, before it"
+    for region in loop.regions():
+        if any(a is region for a in model.ancestors(stmt)):
+            sync_line = guard.lineno if guard is not None and region is loop.node else None
+            why = _ends_iteration_early(model, region, stmt, sync_line)
+            if why is not None:
+                return why
+    if fed:
+        return None  # the loader marks the step before each batch and after the last one
     if not syncs or any(_after(n, stmt) for n in syncs):
         return None  # a sync follows (or XLA107 adds one at the end of the body)
     return f"the loop's only sync (line {syncs[0].lineno}) comes before it"

@@ -210,3 +210,34 @@ class StepIndex:
         if facts is None or facts.kind != "step":
             return None
         return ExternalStep(call, facts.module, facts.name, facts.syncs)
+
+
+EXIT_CALLS = frozenset({"exit", "quit"})
+
+
+def _is_exit_guard(stmt: ast.stmt) -> bool:
+    """``if step >= max_steps: break`` (or continue/return/sys.exit()) with nothing else."""
+    if not isinstance(stmt, ast.If) or stmt.orelse:
+        return False
+    for s in stmt.body:
+        if isinstance(s, ast.Break | ast.Continue | ast.Return | ast.Pass):
+            continue
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            f = s.value.func
+            name = (
+                f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            )
+            if name in EXIT_CALLS:
+                continue
+        return False
+    return True
+
+
+def trailing_exit_guard(loop: ast.For | ast.While | ast.AsyncFor) -> ast.stmt | None:
+    """The first of the exit checks that end the loop body: a sync after them would be
+    skipped on the step that leaves the loop."""
+    body = loop.body
+    i = len(body)
+    while i > 1 and _is_exit_guard(body[i - 1]):
+        i -= 1
+    return body[i] if i < len(body) else None
