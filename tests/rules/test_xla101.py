@@ -474,3 +474,27 @@ def test_pytorch_examples_flags_switch_on_what_a_cuda_host_runs():
         "torch.cuda.set_device(0)",
     )
     assert not _only(risky).fix.safe
+
+
+def test_a_device_passed_to_a_method_of_an_instance_of_this_scripts_class_is_followed():
+    code = """
+    import torch
+
+    class Sampler:
+        def __init__(self, model):
+            self.model = model
+
+        def sample(self, n, device):
+            return self.model(torch.randn(n, 4).to(device))
+
+    device = "cuda:0"
+    sampler = Sampler(model)
+    out = sampler.sample(8, device)
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.fix is not None and f.fix.safe
+    assert "device = torch_xla.device()" in fixed(code, "XLA101")
+    # A method that uses it as a string keeps the fix for review.
+    trap = code.replace(".to(device))", ".to(device)) if device.startswith('cuda') else None")
+    (f,) = findings(trap, "XLA101")
+    assert not f.fix.safe

@@ -63,7 +63,28 @@ def callee(model: ScriptModel, call: ast.Call) -> tuple[FunctionNode, bool] | No
             method = class_methods(cls).get(func.attr)
             if method is not None:
                 return method, True
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        # ``ddpm = DDPM(...)`` then ``ddpm.sample(...)``: a method of this script's class.
+        cls = _instance_class(model, func.value.id)
+        if cls is not None:
+            method = class_methods(cls).get(func.attr)
+            if method is not None:
+                return method, True
     return None
+
+
+def _instance_class(model: ScriptModel, name: str) -> ast.ClassDef | None:
+    """The class of this script every assignment of ``name`` constructs, if there is one."""
+    values = model.assigned_from(name)
+    found: ast.ClassDef | None = None
+    for v in values:
+        if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)):
+            return None
+        cls = classes(model).get(v.func.id)
+        if cls is None or (found is not None and cls is not found):
+            return None
+        found = cls
+    return found
 
 
 def parameter_for(
