@@ -9,6 +9,7 @@ import torch_xla
 
 
 def main() -> None:
+    torch.backends.cudnn.benchmark = True  # STATIC: a CUDA-only setting (XLA403)
     device = torch_xla.device()
     model = torch.nn.Linear(8, 1).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
