@@ -128,9 +128,19 @@ def analyze(
             if severity is not None and f.severity != severity:
                 f = replace(f, severity=severity)
             result.findings.append(f)
-    result.findings = review_parent_runtime_fixes(model, result.findings)
+    result.findings = [
+        with_review_note(f) for f in review_parent_runtime_fixes(model, result.findings)
+    ]
     result.findings.sort(key=lambda f: (f.span.start, f.code))
     return result
+
+
+def with_review_note(f: Finding) -> Finding:
+    """A finding whose fix needs review says why in its message (the diagnostic a user reads),
+    once, whichever rule or check made the fix review-only."""
+    if f.fix is None or f.fix.safe or not f.fix.review_reason or "needs review" in f.message:
+        return f
+    return replace(f, message=f"{f.message} (the fix needs review: {f.fix.review_reason})")
 
 
 __all__ = ["Analysis", "Severity", "SyntaxProblem", "analyze", "parse"]

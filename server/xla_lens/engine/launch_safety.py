@@ -55,10 +55,6 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             parent = [ln for ln in _runtime_sites(f.fix) if runs_in_parent(model, ln + 1, replicas)]
             if parent:
                 reason = PARENT_REVIEW.format(line=parent[0] + 1)
-                f = replace(
-                    f,
-                    fix=replace(f.fix, safe=False, review_reason=reason),
-                    message=f"{f.message} (the fix needs review: {reason})",
-                )
+                f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
         out.append(f)
     return out

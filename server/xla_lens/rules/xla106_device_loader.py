@@ -70,8 +70,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "every iteration ends in a sync"
         )
         reason = "" if safe else REVIEW_PARAMETER.format(name=name)
-        if not safe:
-            message += f" (fix needs review: {reason})"
         yield Finding(
             CODE,
             message,

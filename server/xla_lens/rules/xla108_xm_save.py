@@ -132,8 +132,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "checkpoint with torch.save: xm.save moves the XLA tensors to the CPU and writes "
             "on the master ordinal only"
         )
-        if fix is not None and not fix.safe:
-            message += f" (the fix needs review: {fix.review_reason})"
         yield Finding(
             CODE,
             message,

@@ -129,8 +129,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             f"onto CUDA): use the XLA launcher ({_launcher(ctx)}, one process per device) with "
             "xm.optimizer_step, or DDP over the xla backend"
         )
-        if fix is not None and not fix.safe:
-            message += f" (the fix needs review: {fix.review_reason})"
         yield Finding(
             CODE,
             message,

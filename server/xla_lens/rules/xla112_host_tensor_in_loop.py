@@ -151,8 +151,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             f"torch.{name}(...) is built on the CPU and copied to the device every step (a "
             "host-to-device transfer and one more graph input per step): pass device= instead"
         )
-        if fix is not None and not fix.safe:
-            message += f" (the fix needs review: {fix.review_reason})"
         yield Finding(
             CODE,
             message,

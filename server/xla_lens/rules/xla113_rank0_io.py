@@ -264,8 +264,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         fix = _print_fix(model, call, ctx)
         message = "print in per-replica code prints once per replica: use xm.master_print"
-        if fix is not None and not fix.safe:
-            message += f" (the fix needs review: {fix.review_reason})"
         yield Finding(
             CODE,
             message,

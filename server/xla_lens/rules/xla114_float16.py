@@ -109,7 +109,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             seen.add(id(node))
             yield Finding(
                 CODE,
-                f"{MESSAGE} (the fix needs review: {REVIEW})",
+                MESSAGE,
                 model.span(node),
                 Severity.WARNING,
                 fix=Fix(

@@ -102,8 +102,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "torch.load onto a CUDA device: an XLA host has no CUDA, so the load fails; load on "
             'the CPU (map_location="cpu") and let load_state_dict copy onto the XLA device'
         )
-        if reason:
-            message += f" (the fix needs review: {reason})"
         yield Finding(
             CODE,
             message,

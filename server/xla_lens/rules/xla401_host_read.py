@@ -305,8 +305,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         )
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, loop, stmt)
-            if not fix.safe:
-                message += f" (the fix needs review: {fix.review_reason})"
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
