@@ -18,8 +18,9 @@ from ..rules.base import Finding, Pos, Span, doc_url
 from ..rules.registry import all_rules, fix_safety, get_rule, short_doc
 from ..semantic.model import ScriptModel
 from .core import XlaLensServer
-from .documents import current_entry
-from .state import Entry
+from .documents import current_entry, is_open
+from .positions import split_lines
+from .state import Entry, line_map
 
 
 @cache
@@ -165,7 +166,41 @@ def register(ls: XlaLensServer) -> None:
     @ls.feature(types.TEXT_DOCUMENT_HOVER)
     @ls.guarded("hover")
     async def hover(ls: XlaLensServer, params: types.HoverParams) -> types.Hover | None:
-        entry = await current_entry(ls, params.text_document.uri)
+        uri = params.text_document.uri
+        if not is_open(ls, uri):
+            return None
+        if ls.cache.get(uri, ls.workspace.get_text_document(uri).version) is None:
+            answered, hover = stale_hover(ls, uri, params.position)
+            if answered:
+                return hover
+        entry = await current_entry(ls, uri)
         if entry is None or not entry.ok:
             return None
         return hover_for(entry, params.position)
+
+
+def stale_hover(
+    ls: XlaLensServer, uri: str, position: types.Position
+) -> tuple[bool, types.Hover | None]:
+    """While the current text's analysis is pending: (True, hover) from the last analysis
+    that parsed when the hovered line, and the range the answer covers, are unchanged since
+    that analysis (the answer is as current as the diagnostics on screen); (False, None)
+    when it cannot tell, and the caller waits for the pending analysis."""
+    state = ls.cache.docs.get(uri)
+    last = state.last_good if state else None
+    if last is None or last.generation != ls.generation:
+        return False, None
+    lines = split_lines(ls.workspace.get_text_document(uri).source)
+    mapping = line_map(last.lines, lines)
+    old_line = mapping.to_old(position.line)
+    if old_line is None:
+        return False, None
+    hover = hover_for(last, types.Position(old_line, position.character))
+    if hover is None:
+        return True, None
+    if hover.range is None:
+        return True, hover
+    moved = mapping.range_to_new(hover.range)
+    if moved is None:
+        return False, None
+    return True, types.Hover(contents=hover.contents, range=moved)

@@ -123,6 +123,64 @@ class AnalysisCache:
         self.docs.pop(uri, None)
 
 
+@dataclass(frozen=True)
+class LineMap:
+    """Which lines of a newer text are unchanged since an older one: the common first
+    ``prefix`` lines keep their numbers, the common last ``suffix`` lines move by ``shift``.
+    Lines in between (the edited ones) have no counterpart."""
+
+    prefix: int
+    suffix: int
+    old_count: int
+    new_count: int
+
+    @property
+    def shift(self) -> int:
+        return self.new_count - self.old_count
+
+    def to_old(self, new_line: int) -> int | None:
+        if new_line < self.prefix:
+            return new_line
+        if self.new_count - self.suffix <= new_line < self.new_count:
+            return new_line - self.shift
+        return None
+
+    def range_to_new(self, old: types.Range) -> types.Range | None:
+        """``old`` (a range in the older text) in the newer one, when it lies wholly in the
+        unchanged prefix or the unchanged suffix."""
+        start, end = old.start.line, old.end.line
+        if end < self.prefix:
+            return old
+        if start >= self.old_count - self.suffix and end < self.old_count:
+            return types.Range(
+                types.Position(start + self.shift, old.start.character),
+                types.Position(end + self.shift, old.end.character),
+            )
+        return None
+
+
+def _common_length(a: list[str], b: list[str], from_end: bool) -> int:
+    """How many leading (or trailing) lines ``a`` and ``b`` share; bisection on slices, so
+    the comparisons run in C (a hover must not walk 100,000 lines in Python)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        same = a[-mid:] == b[-mid:] if from_end else a[:mid] == b[:mid]
+        if same:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def line_map(old_lines: list[str], new_lines: list[str]) -> LineMap:
+    prefix = _common_length(old_lines, new_lines, from_end=False)
+    # The suffix may not overlap the prefix in either text.
+    room = min(len(old_lines), len(new_lines)) - prefix
+    suffix = min(_common_length(old_lines, new_lines, from_end=True), room)
+    return LineMap(prefix, suffix, len(old_lines), len(new_lines))
+
+
 def parses(source: str) -> bool:
     try:
         ast.parse(source[1:] if source.startswith(BOM) else source)
