@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic import xla_api
+from ..semantic import device_sites, xla_api
 from ..semantic.loaders import Source, classify, iterated_loader
 from ..semantic.model import Emitter, ScriptModel
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
@@ -38,15 +38,7 @@ def device_ref_at(model: ScriptModel, e: Emitter, target: Target, node: ast.AST)
         for name in (var, "device", "dev", "xla_device"):
             if name is not None and name in params:
                 return name
-    if var is not None:
-        for a in model.assignments.get(var, []):
-            afn = model.enclosing_function(a)
-            before = (a.lineno, a.col_offset) < (node.lineno, node.col_offset)
-            if afn is None and (fn is not None or before):
-                return var
-            if afn is not None and afn is fn and before:
-                return var
-    return xla_api.device(e, target)
+    return device_sites.device_ref_at(model, node) or xla_api.device(e, target)
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
