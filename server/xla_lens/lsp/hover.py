@@ -9,6 +9,7 @@ or by a module prefix (``torch_xla.core.xla_model.*``).
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator
 from functools import cache
 
@@ -76,7 +77,7 @@ def _candidates(model: ScriptModel, node: ast.AST) -> Iterator[tuple[int, str]]:
 def _nodes_at(model: ScriptModel, pos: Pos) -> list[ast.AST]:
     """Name/attribute/keyword nodes under ``pos``, innermost first."""
     hits: list[tuple[int, ast.AST]] = []
-    for node in ast.walk(model.tree):
+    for node in _walk_statements_at(model.tree, pos.line):
         if isinstance(node, ast.Attribute):
             if _contains(_attr_span(model, node), pos):
                 hits.append((0, node))
@@ -93,6 +94,24 @@ def _nodes_at(model: ScriptModel, pos: Pos) -> list[ast.AST]:
                 hits.append((0, node))
     hits.sort(key=lambda h: h[0])
     return [n for _, n in hits]
+
+
+def _walk_statements_at(tree: ast.Module, line: int) -> Iterator[ast.AST]:
+    """``ast.walk`` of the module restricted to the top-level statements on ``line``
+    (0-based), in the same order: every node lies inside one top-level statement, so a
+    hover on a 100,000-line file walks one statement, not the file."""
+    roots = [
+        stmt
+        for stmt in tree.body
+        if min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())]) - 1
+        <= line
+        <= (stmt.end_lineno or stmt.lineno) - 1
+    ]
+    todo = deque(roots)
+    while todo:
+        node = todo.popleft()
+        todo.extend(ast.iter_child_nodes(node))
+        yield node
 
 
 def _size(span: Span) -> int:
