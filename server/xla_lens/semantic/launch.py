@@ -11,6 +11,7 @@ A conversion that writes such a call must therefore know whether the spot runs i
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from typing import TYPE_CHECKING
 
@@ -90,12 +91,34 @@ def replica_functions(model: ScriptModel, targets: list[FunctionNode]) -> set[Fu
 
 def enclosing_functions_at(model: ScriptModel, line: int) -> list[FunctionNode]:
     """Functions whose body holds 1-based ``line``, outermost first."""
-    found = [
-        fn
-        for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
-        if fn.lineno <= line <= (fn.end_lineno or fn.lineno)  # type: ignore[union-attr]
-    ]
-    return sorted(found, key=lambda fn: fn.lineno)  # type: ignore[return-value,union-attr]
+    starts, ends, functions = model.memo(
+        _functions_by_statement, lambda: _functions_by_statement(model)
+    )
+    # Only the top-level statements around ``line`` can hold it (several when joined by
+    # ``;``); top-level statements follow each other, so their ends never decrease.
+    i = bisect.bisect_right(starts, line) - 1
+    found: list[FunctionNode] = []
+    while i >= 0 and ends[i] >= line:
+        found.extend(fn for fn in functions[i] if fn.lineno <= line <= (fn.end_lineno or fn.lineno))
+        i -= 1
+    return sorted(found, key=lambda fn: fn.lineno)
+
+
+def _functions_by_statement(
+    model: ScriptModel,
+) -> tuple[list[int], list[int], list[list[FunctionNode]]]:
+    """Per top-level statement (first line with decorators, last line): its functions."""
+    starts: list[int] = []
+    ends: list[int] = []
+    functions: list[list[FunctionNode]] = []
+    for stmt in model.tree.body:
+        decorators = getattr(stmt, "decorator_list", ())
+        starts.append(min([stmt.lineno] + [d.lineno for d in decorators]))
+        ends.append(stmt.end_lineno or stmt.lineno)
+        functions.append(
+            [n for n in ast.walk(stmt) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+        )
+    return starts, ends, functions
 
 
 def runs_in_parent(model: ScriptModel, line: int, replicas: set[FunctionNode]) -> bool:

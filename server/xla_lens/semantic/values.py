@@ -108,6 +108,7 @@ class DeviceFlow:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 self._names.setdefault(n.id, []).append(n)
         self._locals: dict[int, set[str]] = {}
+        self._scopes: dict[int, ast.AST] = {}
         self._attrs: dict[str, list[ast.Attribute]] = {}
         for a in model.nodes_of(ast.Attribute):
             if isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Load):
@@ -148,7 +149,7 @@ class DeviceFlow:
         out: list[Use] = []
         module = scope is self.model.tree
         for n in self._names.get(name, []):
-            s = _scope(self.model, n)
+            s = self._scope_of(n)
             if s is scope:
                 pass
             elif module or self._nested_in(s, scope):
@@ -159,6 +160,13 @@ class DeviceFlow:
                 continue
             out.extend(self._classify(n, depth, seen))
         return out
+
+    def _scope_of(self, node: ast.AST) -> ast.AST:
+        # Every device name asks about every occurrence of its name: remember each scope.
+        found = self._scopes.get(id(node))
+        if found is None:
+            found = self._scopes[id(node)] = _scope(self.model, node)
+        return found
 
     def _local_names(self, scope: ast.AST) -> set[str]:
         found = self._locals.get(id(scope))
