@@ -110,14 +110,15 @@ def _functions_by_statement(
     """Per top-level statement (first line with decorators, last line): its functions."""
     starts: list[int] = []
     ends: list[int] = []
-    functions: list[list[FunctionNode]] = []
     for stmt in model.tree.body:
         decorators = getattr(stmt, "decorator_list", ())
         starts.append(min([stmt.lineno] + [d.lineno for d in decorators]))
         ends.append(stmt.end_lineno or stmt.lineno)
-        functions.append(
-            [n for n in ast.walk(stmt) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-        )
+    functions: list[list[FunctionNode]] = [[] for _ in starts]
+    for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+        # A ``def`` never shares its line with another top-level statement (``;`` joins
+        # simple statements only): the last one starting at or before it holds it.
+        functions[bisect.bisect_right(starts, fn.lineno) - 1].append(fn)  # type: ignore[arg-type,union-attr]
     return starts, ends, functions
 
 
