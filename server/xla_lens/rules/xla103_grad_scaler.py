@@ -166,7 +166,10 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
     if bound is None:
         why = "the scaler is not assigned to a plain variable"
     else:
-        ops, blocker = _removal_ops(model, bound[0])
+        # Every scaler bound to one name shares these (a big script repeats `scaler = ...`):
+        # computed once per name, each use of the name looked at once.
+        name = bound[0]
+        ops, blocker = model.memo((_removal_ops, name), lambda: _removal_ops(model, name))
         fp16 = float16_uses(model)
         if blocker is None and fp16:
             node, why = fp16[0]

@@ -72,6 +72,7 @@ def _root(path: str) -> str:
 class Ordering:
     def __init__(self, model: ScriptModel) -> None:
         self.model = model
+        self._assignments_by_scope: dict[str, dict[ast.AST, list[ast.AST]]] = {}
 
     # --- scopes -------------------------------------------------------------------------
     def scope_of(self, node: ast.AST) -> ast.AST:
@@ -95,10 +96,20 @@ class Ordering:
                 if path is not None:
                     out.add(path)
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and depth < 2:
-                for a in self.model.assignments.get(n.id, []):
-                    if self.scope_of(a) is scope and a.value is not None and a.lineno < n.lineno:
+                for a in self._assignments_in(n.id, scope):
+                    if a.value is not None and a.lineno < n.lineno:
                         out |= self._param_paths(a.value, scope, depth + 1)
         return out
+
+    def _assignments_in(self, name: str, scope: ast.AST) -> list[ast.AST]:
+        """``name``'s assignments whose frame is ``scope``, in the model's order: a big
+        script assigns ``model`` in every copy, and each read asked about all of them."""
+        by_scope = self._assignments_by_scope.get(name)
+        if by_scope is None:
+            by_scope = self._assignments_by_scope[name] = {}
+            for a in self.model.assignments.get(name, []):
+                by_scope.setdefault(self.scope_of(a), []).append(a)
+        return by_scope.get(scope, [])
 
     # --- local helpers --------------------------------------------------------------------------
     @cached_property

@@ -85,6 +85,20 @@ def scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
     return found
 
 
+def _for_loops_by_scope(model: ScriptModel) -> dict[ast.AST, list[ast.For | ast.AsyncFor]]:
+    """The ``for`` training loops of each frame: every scope asks for its own, and a big
+    script has as many scopes as loops."""
+
+    def index() -> dict[ast.AST, list[ast.For | ast.AsyncFor]]:
+        out: dict[ast.AST, list[ast.For | ast.AsyncFor]] = {}
+        for loop in model.training_loops:
+            if isinstance(loop.node, ast.For | ast.AsyncFor):
+                out.setdefault(scope_of(model, loop.node), []).append(loop.node)
+        return out
+
+    return model.memo(_for_loops_by_scope, index)
+
+
 def _scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
     for a in model.ancestors(node):
         if isinstance(a, SCOPE_TYPES):
@@ -231,12 +245,8 @@ class TensorNames:
             for name in _target_names(t):
                 bindings.setdefault(name, []).append(v)
         names: set[str] = set()
-        for loop in model.training_loops:
-            if (
-                isinstance(loop.node, ast.For | ast.AsyncFor)
-                and scope_of(model, loop.node) is scope
-            ):
-                names.update(_batch_names(model, loop.node))
+        for loop in _for_loops_by_scope(model).get(scope, ()):
+            names.update(_batch_names(model, loop))
         host_fns = self.host_functions
 
         def host(value: ast.AST | None, depth: int = 0) -> bool:
