@@ -148,7 +148,14 @@ class DeviceFlow:
         seen.add(key)
         out: list[Use] = []
         module = scope is self.model.tree
+        if not module:
+            # Reads in ``scope`` or in a frame nested in it lie within its lines (its own
+            # decorators included): a cheap test before the scope and ancestor walks.
+            first = min([scope.lineno] + [d.lineno for d in getattr(scope, "decorator_list", ())])  # type: ignore[attr-defined]
+            last = getattr(scope, "end_lineno", None) or scope.lineno  # type: ignore[attr-defined]
         for n in self._names.get(name, []):
+            if not module and not first <= n.lineno <= last:
+                continue
             s = self._scope_of(n)
             if s is scope:
                 pass
