@@ -38,7 +38,8 @@ from corpus import SAMPLES, make_script  # noqa: E402
 
 TORCHFIX_VENV = ROOT / ".cache" / "bench-torchfix"
 TORCHFIX_VERSION = "0.7.0"
-TARGET_RATIO = 2.0
+# Issue 12: `check` over many files stays >= 15x torchfix (files/s, whole processes).
+TARGET_RATIO = 15.0
 
 
 @dataclass
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     ratios = []
     for group, n, check, diff, torchfix, analyse_s, fix_s in rows:
         ratio = torchfix.seconds / check.seconds if torchfix else float("nan")
-        if torchfix and group.name != "all":
+        if torchfix:
             ratios.append((group.name, ratio))
         print(
             f"{group.name:<24}{n:>6}{group.lines:>8} | {n / check.seconds:>10.2f}"
@@ -223,17 +224,15 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("ratio = (xla-lens check files/s) / (torchfix files/s), whole processes.")
     if ratios:
-        missed = [(name, r) for name, r in ratios if r < TARGET_RATIO]
-        if missed:
-            print(
-                f"target check >= {TARGET_RATIO:.0f}x torchfix MISSED on: "
-                + ", ".join(
-                    f"{name} ({r:.2f}x, {100 * (1 - r / TARGET_RATIO):.0f}% short)"
-                    for name, r in missed
-                )
-            )
-        else:
-            print(f"target check >= {TARGET_RATIO:.0f}x torchfix met on every corpus")
+        # The target is about many files at once (the "all" corpus); each folder's own ratio
+        # is shown next to it.
+        overall = dict(ratios).get("all", min(r for _, r in ratios))
+        verdict = "met" if overall >= TARGET_RATIO else "MISSED"
+        print(
+            f"target check >= {TARGET_RATIO:.0f}x torchfix over all files: {verdict} "
+            f"({overall:.2f}x); per corpus: "
+            + ", ".join(f"{name} {r:.2f}x" for name, r in ratios if name != "all")
+        )
     if profile:
         print(profile)
     return 0
