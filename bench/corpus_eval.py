@@ -305,7 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--unsafe-fixes",
         action="store_true",
-        help="with --run: convert with the review-only fixes too (as fix --unsafe-fixes)",
+        help="with --run: convert with every review-only fix too (as fix --unsafe-fixes)",
+    )
+    parser.add_argument(
+        "--safe-only",
+        action="store_true",
+        help="with --run: skip the reviewed runs (safe fixes + the accepted review fixes)",
     )
     parser.add_argument("--only", help="evaluate only files whose name contains this")
     parser.add_argument("--markdown", type=Path, help="also write the figures as Markdown here")
@@ -339,7 +344,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.run:
         from corpus_run import run_all  # noqa: PLC0415  (torch-heavy; only with --run)
 
-        summary["runs"] = run_all(args.dir, unsafe=args.unsafe_fixes, only=args.only)
+        modes = (
+            ("unsafe",)
+            if args.unsafe_fixes
+            else ("safe",)
+            if args.safe_only
+            else ("safe", "reviewed")
+        )
+        summary["runs"] = run_all(args.dir, modes=modes, only=args.only)
     if args.markdown:
         from corpus_report import write_markdown  # noqa: PLC0415
 

@@ -141,11 +141,17 @@ def write_markdown(summary: dict, path: Path) -> None:
     flagged = [f"- `{name}`: {', '.join(codes)}" for name, codes in controls.items() if codes]
     out += flagged or ["none (all controls clean)"]
     out.append("")
-    if "runs" in summary:
-        mode = summary["runs"][0].get("mode", "safe") if summary["runs"] else "safe"
+    for mode in ("safe", "reviewed", "unsafe"):
+        runs = [r for r in summary.get("runs", []) if r.get("mode", "safe") == mode]
+        if not runs:
+            continue
         out += [f"## Convert-and-run ({mode} fixes)", "", "| script | result | detail |"]
         out.append("|---|---|---|")
-        for run in summary["runs"]:
-            out.append(f"| `{run['name']}` | {run['status']} | {run['detail']} |")
+        for run in runs:
+            accepted = "; ".join(
+                f"accepted {c}: {why}" for c, why in run.get("accepted", {}).items()
+            )
+            detail = f"{run['detail']} ({accepted})" if accepted else run["detail"]
+            out.append(f"| `{run['name']}` | {run['status']} | {detail} |")
         out.append("")
     path.write_text("\n".join(out))

@@ -4,13 +4,19 @@
 
     [{"name": "<file in DIR/files>", "script": "makemore.py", "patch": "<file in DIR/swaps>",
       "baseline_patch": null, "args": [...], "extra": ["data/names.txt"],
-      "siblings": ["resnet.py"], "cuda_shim": false, "timeout": 240, "rel_tol": 0.02}]
+      "siblings": ["resnet.py"], "cuda_shim": false, "timeout": 240, "rel_tol": 0.02,
+      "accept_review": {"XLA101": "why a reviewer accepts it", ...}}]
 
 Each script is copied to a temporary folder, patched with its synthetic-data swap (which also
 adds the protocol lines of tests/conversions/README.md), then proven with the conversion
 harness: the swapped original runs on the CPU (``baseline_patch`` on top for that run only,
 e.g. nccl -> gloo; ``cuda_shim`` maps hard-coded CUDA placement to the CPU), the conversion
 (safe fixes only) runs under torch_xla PJRT CPU, and losses and parameter devices are compared.
+
+Modes: ``safe`` is what Convert and ``fix`` apply. ``reviewed`` adds, for a script that lists
+them, the review-only fixes a reviewer accepts after reading their findings (``accept_review``:
+rule code -> the reviewer's reason, recorded beside the script), the others being declined, as a
+user does one quick fix at a time. ``unsafe`` applies every review fix (``fix --unsafe-fixes``).
 """
 
 from __future__ import annotations
@@ -37,11 +43,12 @@ def _patched(original: Path, patch: Path, out: Path) -> None:
         raise RuntimeError(f"patch {patch.name} does not apply: {proc.stdout}{proc.stderr}")
 
 
-def run_one(corpus: Path, spec: dict, unsafe: bool = False) -> dict:
+def run_one(corpus: Path, spec: dict, mode: str = "safe") -> dict:
     swaps = corpus / "swaps"
     name = spec["name"]
     owner_name = name.split("__", 1)[0]
-    result = {"name": name, "mode": "unsafe" if unsafe else "safe", "status": "error", "detail": ""}
+    accept_review = sorted(spec.get("accept_review", {})) if mode == "reviewed" else None
+    result = {"name": name, "mode": mode, "status": "error", "detail": ""}
     with tempfile.TemporaryDirectory(prefix="xla-lens-corpus-") as tmp:
         src = Path(tmp) / "src"
         src.mkdir()
@@ -65,7 +72,8 @@ def run_one(corpus: Path, spec: dict, unsafe: bool = False) -> dict:
             workdir=Path(tmp) / "run",
             extra_files=extra,
             baseline=baseline,
-            unsafe=unsafe,
+            unsafe=mode == "unsafe",
+            accept_review=accept_review,
         )
     orig, conv = proof.original, proof.converted
     result.update(
@@ -109,25 +117,60 @@ def _reason(proof, first_line: str) -> str:
     return "; ".join(parts)
 
 
-def run_all(corpus: Path, unsafe: bool = False, only: str | None = None) -> list[dict]:
+def run_all(
+    corpus: Path, modes: tuple[str, ...] = ("safe",), only: str | None = None
+) -> list[dict]:
+    """Every script in ``modes``; ``reviewed`` runs only the scripts that list review fixes
+    to accept and that the safe conversion did not prove on its own."""
     runs = corpus / "swaps" / "runs.json"
     if not runs.is_file():
         return [{"name": str(runs), "status": "error", "detail": "no runs.json"}]
     out = []
-    for spec in json.loads(runs.read_text()):
-        if only and only not in spec["name"]:
-            continue
-        print(f"converting and running {spec['name']} ...", file=sys.stderr, flush=True)
-        out.append(run_one(corpus, spec, unsafe))
+    for mode in modes:
+        for spec in json.loads(runs.read_text()):
+            if only and only not in spec["name"]:
+                continue
+            if mode == "reviewed":
+                if not spec.get("accept_review"):
+                    continue
+                if any(
+                    r["name"] == spec["name"] and r["mode"] == "safe" and r["status"] == "proven"
+                    for r in out
+                ):
+                    continue
+            print(
+                f"converting and running {spec['name']} ({mode}) ...", file=sys.stderr, flush=True
+            )
+            result = run_one(corpus, spec, mode)
+            if mode == "reviewed":
+                result["accepted"] = spec["accept_review"]
+            out.append(result)
     return out
 
 
+MODE_TITLES = {
+    "safe": "safe fixes, as Convert applies them",
+    "reviewed": "safe fixes + the review fixes a reviewer accepts",
+    "unsafe": "every fix, as fix --unsafe-fixes",
+}
+
+
 def print_runs(runs: list[dict]) -> None:
-    proven = sum(r["status"] == "proven" for r in runs)
-    mode = runs[0].get("mode", "safe") if runs else "safe"
-    print(
-        f"\nconvert-and-run ({mode} fixes): {proven}/{len(runs)} proven"
-        " (on XLA, losses within tolerance)"
-    )
-    for r in runs:
-        print(f"  {r['status']:7} {r['name']}: {r['detail']}")
+    for mode in MODE_TITLES:
+        rows = [r for r in runs if r.get("mode", "safe") == mode]
+        if not rows:
+            continue
+        proven = sum(r["status"] == "proven" for r in rows)
+        print(
+            f"\nconvert-and-run ({MODE_TITLES[mode]}): {proven}/{len(rows)} proven"
+            " (on XLA, losses within tolerance)"
+        )
+        for r in rows:
+            print(f"  {r['status']:7} {r['name']}: {r['detail']}")
+            for code, why in r.get("accepted", {}).items():
+                print(f"           accepted {code} review fixes: {why}")
+    safe = {r["name"]: r for r in runs if r.get("mode", "safe") == "safe"}
+    if safe and any(r.get("mode") == "reviewed" for r in runs):
+        reviewed = {r["name"]: r for r in runs if r.get("mode") == "reviewed"}
+        ok = sum((reviewed.get(n) or r)["status"] == "proven" for n, r in safe.items())
+        print(f"\nproven after review (safe, else reviewed): {ok}/{len(safe)}")

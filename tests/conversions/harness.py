@@ -17,11 +17,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from xla_lens.engine import fix_source
+from xla_lens.rules.base import Finding
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
@@ -155,14 +156,28 @@ def run_script(
 
 
 def convert(
-    source: str, name: str, target: str = "modern", unsafe: bool = False
+    source: str,
+    name: str,
+    target: str = "modern",
+    unsafe: bool = False,
+    accept_review: Collection[str] | None = None,
 ) -> tuple[str, list[str], list[str]]:
     """Safe fixes only, as Convert does (``unsafe``: also those marked for review, as
-    ``fix --unsafe-fixes``); asserts the output parses and is a fixpoint."""
-    out = fix_source(source, name, target=target, unsafe=unsafe)
+    ``fix --unsafe-fixes``; ``accept_review``: the review fixes of these rule codes only, as a
+    reviewer who accepts those quick fixes and declines the others); asserts the output parses
+    and is a fixpoint."""
+    accept = None
+    if accept_review is not None:
+        unsafe = True
+        codes = tuple(accept_review)
+
+        def accept(f: Finding) -> bool:
+            return f.fix is not None and (f.fix.safe or f.code.startswith(codes))
+
+    out = fix_source(source, name, target=target, unsafe=unsafe, accept=accept)
     assert out.error is None, f"{name}: fix failed: {out.error}"
     ast.parse(out.source)
-    again = fix_source(out.source, name, target=target, unsafe=unsafe)
+    again = fix_source(out.source, name, target=target, unsafe=unsafe, accept=accept)
     assert again.source == out.source, f"{name}: fixing again changed the output"
     return out.source, out.applied, [f.code for f in out.remaining]
 
@@ -188,6 +203,7 @@ def prove(
     extra_files: Sequence[Path] = (),
     baseline: str | Path | None = None,
     unsafe: bool = False,
+    accept_review: Collection[str] | None = None,
 ) -> ProofResult:
     """Run the original on the CPU (unless ``run_original`` is False), convert it, run the
     conversion under torch_xla PJRT CPU, and return both runs. ``steps`` reaches the fixture
@@ -196,7 +212,9 @@ def prove(
     ``baseline`` replaces the original for the CPU run only (e.g. nccl -> gloo)."""
     fixture = Path(fixture_path).resolve()
     source = fixture.read_text()
-    converted_source, applied, remaining = convert(source, fixture.name, target, unsafe)
+    converted_source, applied, remaining = convert(
+        source, fixture.name, target, unsafe, accept_review
+    )
     with tempfile.TemporaryDirectory(prefix="xla-lens-proof-") as tmp:
         base = Path(workdir) if workdir else Path(tmp)
         original = None

@@ -115,3 +115,32 @@ def test_convert_and_run_applies_the_swap_and_proves(tmp_path):
     (run,) = corpus_run.run_all(corpus)
     assert run["status"] == "proven", run
     assert run["converted_device"].startswith("xla")
+
+
+@pytest.mark.xla
+def test_reviewed_run_accepts_only_the_listed_review_fixes(tmp_path):
+    """A --device option defaulting to the CPU: Convert leaves it (its fix needs review) and
+    the script stays on the CPU; a reviewer who accepts XLA101's review fix gets XLA."""
+    import corpus_run
+
+    fixture = Path(__file__).parent / "fixtures" / "device_argparse_default.py"
+    script = fixture.read_text().replace('default="cuda"', 'default="cpu"')
+    assert 'default="cpu"' in script
+    corpus = tmp_path / "corpus"
+    (corpus / "files").mkdir(parents=True)
+    (corpus / "swaps").mkdir()
+    (corpus / "files" / "me_toy__train.py").write_text(script)
+    (corpus / "swaps" / "none.patch").write_text("")
+    spec = {
+        "name": "me_toy__train.py",
+        "script": "train.py",
+        "patch": "none.patch",
+        "accept_review": {"XLA101": "the user wants the XLA device by default"},
+    }
+    (corpus / "swaps" / "runs.json").write_text(json.dumps([spec]))
+    safe, reviewed = corpus_run.run_all(corpus, modes=("safe", "reviewed"))
+    assert (safe["mode"], safe["status"], safe["converted_device"]) == ("safe", "FAILED", "cpu")
+    assert "XLA101" in safe["remaining"]
+    assert reviewed["mode"] == "reviewed" and reviewed["status"] == "proven", reviewed
+    assert reviewed["converted_device"].startswith("xla")
+    assert "XLA101" in reviewed["applied"]
