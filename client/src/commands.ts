@@ -35,6 +35,8 @@ interface ConvertResult {
   changed?: boolean;
   reason?: string;
   remaining?: string[];
+  // What still stands between the script and XLA, said by the server (off-device findings, review, by hand).
+  leftover?: string;
 }
 
 async function convert(manager: ServerManager, arg: unknown): Promise<void> {
@@ -44,7 +46,11 @@ async function convert(manager: ServerManager, arg: unknown): Promise<void> {
     | ConvertResult
     | undefined;
   const remaining = result?.remaining?.length ?? 0;
-  const manual = remaining ? ` ${remaining} item${remaining === 1 ? "" : "s"} need manual changes (see the Problems panel).` : "";
+  const manual = result?.leftover
+    ? ` ${result.leftover} (See the Problems panel.)`
+    : remaining
+      ? ` ${remaining} item${remaining === 1 ? "" : "s"} need manual changes (see the Problems panel).`
+      : "";
   if (result?.reason) void vscode.window.showWarningMessage(`xla-lens: nothing converted: ${result.reason}`);
   else if (result && result.changed === false) void vscode.window.showInformationMessage(`xla-lens: nothing to convert.${manual}`);
   else if (result?.applied) void vscode.window.showInformationMessage(`xla-lens: converted to PyTorch/XLA.${manual}`);

@@ -162,3 +162,27 @@ def test_rules_listing_covers_the_registry(project: Path) -> None:
     assert out.returncode == 0
     for rule in all_rules():
         assert f"[{rule.code}](#{rule.doc_anchor})" in out.stdout
+
+
+def test_fix_says_when_the_script_still_does_not_reach_the_xla_device(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import argparse\n"
+        "import torch\n"
+        "from torch import nn\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--device", default="cpu", help="cpu or cuda")\n'
+        "args = parser.parse_args()\n"
+        "model = nn.Linear(4, 1).to(args.device)\n"
+        "torch.cuda.synchronize()\n"
+    )
+    proc = xla_lens("fix", "--target", "modern", str(script), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "torch.cuda.synchronize" not in script.read_text()  # the safe fix was applied
+    assert 'default="cpu"' in script.read_text()  # the review fix was not
+    assert "does not reach the XLA device yet: see line" in proc.stderr
+    assert "(XLA101)" in proc.stderr and "1 fix waits for your review" in proc.stderr
+    assert "left for you (review or by hand)" in proc.stderr
+
+    proc = xla_lens("fix", "--target", "modern", "--unsafe-fixes", str(script), cwd=tmp_path)
+    assert "does not reach the XLA device" not in proc.stderr, proc.stderr

@@ -162,3 +162,44 @@ async def test_client_without_resolve_gets_edits_eagerly(client: LanguageClient)
     assert quick.edit.document_changes is None  # plain `changes` for this client
     edits, _ = edits_of(quick.edit, uri)
     assert "torch_xla.device()" in apply_text_edits(text, edits)
+
+
+async def test_convert_says_what_still_keeps_the_script_off_the_xla_device(
+    client: LanguageClient, tmp_path
+):
+    """A --device option that defaults to the CPU: its fix waits for review, so Convert must
+    not just say "converted": it names the line that still keeps the script off XLA."""
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    text = (
+        "import argparse\n"
+        "import torch\n"
+        "from torch import nn\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--device", type=str, default="cpu", help="cpu, cuda or cuda:1")\n'
+        "args = parser.parse_args()\n"
+        "model = nn.Linear(4, 1).to(args.device)\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "for step in range(3):\n"
+        "    loss = model(torch.randn(2, 4).to(args.device)).sum()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+        "    torch.cuda.synchronize()\n"
+    )
+    path = tmp_path / "train_cpu_default.py"
+    path.write_text(text)
+    await initialize(client, settings={"target": "modern"})
+    uri = open_text(client, path)
+    await wait_published(client, uri, version=1)
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="xla-lens.convert", arguments=[uri])
+    )
+    assert result["changed"] is True
+    # Line numbers of the converted text: the --device line moved down under the new imports.
+    assert result["offDevice"] == ["XLA101 line 8"]
+    assert result["review"] >= 1
+    assert "does not reach the XLA device yet: see line 8 (XLA101)" in result["leftover"]
+    assert "review" in result["leftover"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
+from ..engine.leftover import leftover
 from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
 from .files import FileProblem, discover, read_source
@@ -74,6 +75,8 @@ def check_command(args: argparse.Namespace) -> int:
         summary = f"{len(reported)} finding{'s' * (len(reported) != 1)} in {files} file{'s' * (files != 1)}"
         if fixable:
             summary += f" ({fixable} fixable with `xla-lens fix`)"
+        # The findings (stdout) come before the summary (stderr) in a terminal that shows both.
+        sys.stdout.flush()
         print(summary, file=sys.stderr if reported else sys.stdout)
     if problems:
         return EXIT_ERROR
@@ -121,6 +124,9 @@ def fix_command(args: argparse.Namespace) -> int:
                 + (f"\n    {note}" if note else ""),
                 file=sys.stderr,
             )
+        left = leftover(outcome.remaining)
+        if not left.empty:
+            print(f"{path}: {left.statement()}", file=sys.stderr)
         if outcome.source == source.text:
             continue
         if args.diff:
@@ -149,7 +155,7 @@ def fix_command(args: argparse.Namespace) -> int:
             )
     verb = "would change" if args.diff else "changed"
     print(
-        f"{changed_files} file{'s' * (changed_files != 1)} {verb}; {remaining} finding{'s' * (remaining != 1)} left to do by hand",
+        f"{changed_files} file{'s' * (changed_files != 1)} {verb}; {remaining} finding{'s' * (remaining != 1)} left for you (review or by hand)",
         file=sys.stderr,
     )
     if problems:

@@ -8,6 +8,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from ..engine.leftover import leftover
 from . import fixes
 from .actions import CONVERT_TITLE, workspace_edit
 from .core import XlaLensServer
@@ -40,8 +41,16 @@ async def convert_document(ls: XlaLensServer, uri: str) -> dict[str, Any]:
     remaining = [
         f"{f.code} line {f.span.start.line + 1}: {f.manual or f.message}" for f in outcome.remaining
     ]
+    left = leftover(outcome.remaining)
+    summary = {
+        "remaining": remaining,
+        "leftover": left.statement(),
+        "offDevice": [f"{f.code} line {f.span.start.line + 1}" for f in left.off_device],
+        "review": len(left.review),
+        "manual": len(left.manual),
+    }
     if not outcome.changed:
-        return {"applied": False, "changed": False, "remaining": remaining}
+        return {"applied": False, "changed": False, **summary}
     edit = workspace_edit(ls, uri, entry.version, entry.source, outcome.source, entry.encoding)
     result = await ls.workspace_apply_edit_async(
         types.ApplyWorkspaceEditParams(edit=edit, label=CONVERT_TITLE)
@@ -54,7 +63,7 @@ async def convert_document(ls: XlaLensServer, uri: str) -> dict[str, Any]:
         "applied": bool(result.applied),
         "changed": True,
         "fixed": outcome.applied,
-        "remaining": remaining,
+        **summary,
     }
 
 

@@ -1,0 +1,58 @@
+"""What a conversion leaves to the user, said plainly: the findings that keep the script off the
+XLA device, the fixes that wait for a review, and the changes only a person can make.
+
+Convert and ``fix`` apply only safe fixes, so a script whose device choice needs a review still
+trains where it did before; the user must hear that, not just "converted".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..rules.base import Finding
+
+# Findings that, left as they are, keep the model or its optimizer off the XLA device.
+DEVICE_CODES = frozenset({"XLA101", "XLA109"})
+
+
+def _where(f: Finding) -> str:
+    return f"line {f.span.start.line + 1} ({f.code})"
+
+
+@dataclass(frozen=True)
+class Leftover:
+    off_device: list[Finding] = field(default_factory=list)
+    review: list[Finding] = field(default_factory=list)
+    manual: list[Finding] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.off_device or self.review or self.manual)
+
+    def statement(self) -> str:
+        """One paragraph for a person: what still stands between the script and XLA."""
+        parts = []
+        if self.off_device:
+            lines = ", ".join(_where(f) for f in self.off_device[:4])
+            more = f" and {len(self.off_device) - 4} more" if len(self.off_device) > 4 else ""
+            parts.append(f"The script does not reach the XLA device yet: see {lines}{more}.")
+        if self.review:
+            n = len(self.review)
+            parts.append(
+                f"{n} fix{'es' * (n != 1)} {'wait' if n != 1 else 'waits'} for your review "
+                '(quick fixes marked "review"; `xla-lens fix --unsafe-fixes` applies them all).'
+            )
+        if self.manual:
+            n = len(self.manual)
+            parts.append(f"{n} item{'s' * (n != 1)} need{'s' * (n == 1)} a change by hand.")
+        return " ".join(parts)
+
+
+def leftover(remaining: list[Finding]) -> Leftover:
+    off_device = [f for f in remaining if f.code in DEVICE_CODES]
+    review = [f for f in remaining if f.fix is not None and not f.fix.safe]
+    manual = [f for f in remaining if f.fix is None]
+    return Leftover(off_device, review, manual)
+
+
+__all__ = ["DEVICE_CODES", "Leftover", "leftover"]
