@@ -119,6 +119,27 @@ def test_symlink_is_written_through_to_its_target(
     assert leftovers(tmp_path) == [] and leftovers(real.parent) == []
 
 
+def test_fixing_a_folder_never_writes_through_a_link_out_of_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "elsewhere" / "shared.py"
+    outside.parent.mkdir()
+    outside.write_text(CUDA)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text(CUDA)
+    (project / "shared.py").symlink_to(outside)
+    (project / "inside.py").symlink_to("train.py")  # a link inside the folder is fine
+    code, out, err = fix(capsys, project)
+    assert outside.read_text() == CUDA, "fix wrote outside the folder it was given"
+    assert FIXED_MARK in (project / "train.py").read_text()
+    assert f"{project / 'shared.py'}: skipped, a link to {outside} outside the folder" in err
+    assert code == 0, err
+    # Named on its own, the linked file is the user's explicit choice.
+    code, out, err = fix(capsys, project / "shared.py")
+    assert FIXED_MARK in outside.read_text()
+
+
 def test_hard_links_stay_one_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = tmp_path / "a.py"
     first.write_text(CUDA)

@@ -92,7 +92,8 @@ def fix_command(args: argparse.Namespace) -> int:
     problems = 0
     changed_files = 0
     remaining = 0
-    for path in discover(args.paths):
+    outside_links: list[Path] = []
+    for path in discover(args.paths, outside_links):
         try:
             source = read_source(path)
             settings = _settings(path, overrides)
@@ -153,6 +154,11 @@ def fix_command(args: argparse.Namespace) -> int:
             print(
                 f"fixed {path}{via}: {len(outcome.applied)} fix{'es' * (len(outcome.applied) != 1)} ({', '.join(codes)})"
             )
+    for link in outside_links:
+        _err(
+            f"{link}: skipped, a link to {link.resolve()} outside the folder"
+            " (name the file itself to fix it)"
+        )
     verb = "would change" if args.diff else "changed"
     print(
         f"{changed_files} file{'s' * (changed_files != 1)} {verb}; {remaining} finding{'s' * (remaining != 1)} left for you (review or by hand)",

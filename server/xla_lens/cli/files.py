@@ -59,10 +59,24 @@ _KINDS = {
 }
 
 
-def discover(paths: Iterable[str]) -> Iterator[Path]:
+def _links_out_of(path: Path, folder: Path) -> bool:
+    if not path.is_symlink():
+        return False
+    try:
+        path.resolve().relative_to(folder)
+    except (ValueError, OSError, RuntimeError):
+        return True
+    return False
+
+
+def discover(paths: Iterable[str], outside_links: list[Path] | None = None) -> Iterator[Path]:
+    """The .py files of ``paths`` (folders walked). With ``outside_links``, a file found in a
+    folder that is a link to a file outside that folder is not yielded but listed there: a
+    ``fix`` of a folder must not write outside it (naming the file itself still fixes it)."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
+            top = p.resolve()
             for root, dirs, files in os.walk(p):
                 dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
                 for name in sorted(files):
@@ -71,6 +85,9 @@ def discover(paths: Iterable[str]) -> Iterator[Path]:
                         # A FIFO, socket or device named *.py is no script, and reading a
                         # FIFO blocks forever. Broken links still come out, to be reported.
                         if path.exists() and not path.is_file():
+                            continue
+                        if outside_links is not None and _links_out_of(path, top):
+                            outside_links.append(path)
                             continue
                         yield path
         else:
