@@ -57,3 +57,15 @@ def test_ignore_extends_an_existing_suppression_and_skips_string_lines():
     assert new.splitlines()[1] == 'a = torch.device("cuda")  # xla-lens: ignore[XLA999, XLA101]'
     # Line 2 ends inside a triple-quoted string: no comment can go there.
     assert ignore_on_line(entry, lines[2]) is None
+
+
+def test_commentable_lines_count_a_lone_carriage_return_as_a_line_end():
+    # LSP (and Python) end a line at a lone \r: the string's lines must be the same lines here.
+    text = 'import torch\rx = """a\rb"""\rdevice = torch.device("cuda")\r'
+    entry = _entry(text)
+    assert entry.commentable_lines == frozenset({0, 2, 3})
+    (index,) = [i for i, f in enumerate(entry.analysis.findings) if f.code == "XLA101"]
+    assert entry.analysis.findings[index].span.start.line == 3
+    new = ignore_on_line(entry, index)
+    assert new is not None
+    assert new.split("\r")[3] == 'device = torch.device("cuda")  # xla-lens: ignore[XLA101]'

@@ -67,7 +67,7 @@ class Entry:
         lines = split_lines(text)
         blocked: set[int] = set()
         try:
-            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            for tok in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
                 if tok.type == tokenize.STRING or tok.type == getattr(
                     tokenize, "FSTRING_MIDDLE", -1
                 ):
