@@ -389,6 +389,7 @@ def test_cuda_flag_from_availability_is_reported_without_a_fix():
     model = torch.nn.Linear(2, 2)
     if cuda:
         model.cuda()
+        torch.backends.cudnn.benchmark = True
     """
     found = findings(code, "XLA101")
     flag = [f for f in found if f.fix is None]

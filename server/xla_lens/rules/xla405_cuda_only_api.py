@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.cuda_tensor_types import TENSOR_DTYPES, fixable_alias_types
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
 
@@ -95,6 +96,61 @@ ADVICE: tuple[tuple[str, str], ...] = (
         "records CUDA kernels only; on XLA use `torch_xla.debug.profiler` traces",
     ),
 )
+# What to do instead, as a sentence of its own (the CLI prints it after "no automatic fix:"),
+# for each ADVICE prefix.
+MANUAL = {
+    "torch.cuda.OutOfMemoryError": "Catch RuntimeError and check its message for "
+    "'RESOURCE_EXHAUSTED' where the out-of-memory fallback matters.",
+    "torch.cuda.nvtx": "Replace the NVTX ranges with torch_xla.debug.profiler.Trace(name) "
+    "blocks, or remove them.",
+    "torch.cuda.cudart": "Remove the CUDA profiler calls and capture a trace with "
+    "torch_xla.debug.profiler instead.",
+    "torch.cuda.Stream": "Remove the stream code and let pl.MpDeviceLoader overlap the "
+    "host-to-device copies.",
+    "torch.cuda.current_stream": "Remove the stream code; the XLA runtime orders the work itself.",
+    "torch.cuda.stream": "Remove the stream code; the XLA runtime orders the work itself.",
+    "torch.cuda.Event": "Time the steps with time.perf_counter() after xm.wait_device_ops() "
+    "instead of CUDA events.",
+    "torch.cuda.graphs": "Remove the CUDA graph capture and run the step itself; XLA compiles "
+    "the whole step.",
+    "torch.cuda.CUDAGraph": "Remove the CUDA graph capture and run the step itself; XLA "
+    "compiles the whole step.",
+    "torch.cuda.is_bf16_supported": "Choose bfloat16 directly when running on XLA instead of "
+    "asking the CUDA driver.",
+    "torch.cuda.": "Replace the call with its XLA counterpart (torch_xla / xm) or remove it; "
+    "an XLA host has no CUDA driver to ask.",
+    "torch.nn.parallel.data_parallel": "Run one replica per device with torch_xla.launch and "
+    "call the module directly.",
+    "torch.nn.SyncBatchNorm": "Keep a plain BatchNorm per replica, or all-reduce its "
+    "statistics with xm.all_reduce.",
+    "torch.profiler.ProfilerActivity.CUDA": "Record the trace with torch_xla.debug.profiler "
+    "instead of the CUDA profiler activity.",
+}
+TENSOR_TYPE_MANUAL = (
+    "Build the tensor on the XLA device with a torch dtype instead of the CUDA type: "
+    "torch.tensor(data, dtype=torch.float32, device=device), or .to(device, torch.float32) "
+    "where the script casts with .type()."
+)
+DEVICE_MODULE_MANUAL = (
+    "Read device memory with xm.get_memory_info(device) on XLA and drop the cache and "
+    "statistics calls made through the CUDA module."
+)
+ALIAS_MANUAL = (
+    "Bind the alias to the XLA equivalent XLA403 writes for this call (torch_xla.sync for "
+    "torch.cuda.synchronize, ...), or call that equivalent directly."
+)
+LIBRARY_MANUAL = {
+    "apex": 'Replace apex with torch.autocast("xla", dtype=torch.bfloat16), torch.optim or '
+    "torch_xla.amp.syncfree optimizers, and DDP over the xla backend.",
+    "bitsandbytes": "Drop bitsandbytes: train with bf16 weights and torch.optim or syncfree "
+    "optimizers.",
+    "xformers": "Call torch.nn.functional.scaled_dot_product_attention instead of the "
+    "xformers kernels.",
+    "flash_attn": "Call torch.nn.functional.scaled_dot_product_attention (or torch_xla's "
+    "flash_attention on TPU) instead of flash-attn.",
+    "pynvml": "Read device memory with xm.get_memory_info(device) instead of NVML.",
+    "cupy": "Keep the data in torch tensors on the XLA device instead of CuPy arrays.",
+}
 CUDA_LIBRARIES = {
     "apex": "NVIDIA apex builds CUDA kernels (amp, FusedAdam, DDP): on XLA use torch.autocast"
     '("xla", dtype=torch.bfloat16), torch.optim / torch_xla.amp.syncfree optimizers and DDP over '
@@ -110,17 +166,27 @@ CUDA_LIBRARIES = {
 }
 
 
-def _advice(qualname: str) -> str | None:
+def _advice(qualname: str) -> tuple[str, str] | None:
+    """What the API does on XLA (the message) and what to do instead (the manual)."""
     if qualname.startswith(HANDLED_ELSEWHERE):
         return None
     for prefix, text in ADVICE:
-        if qualname == prefix or qualname.startswith(
-            prefix if prefix.endswith(".") else prefix + "."
+        if (
+            qualname == prefix
+            or qualname.startswith(prefix if prefix.endswith(".") else prefix + ".")
+            or qualname == prefix.rstrip(".")
         ):
-            return text
-        if qualname == prefix.rstrip("."):
-            return text
+            manual = MANUAL[prefix]
+            if prefix == "torch.cuda." and _is_cuda_tensor_type(qualname):
+                manual = TENSOR_TYPE_MANUAL
+            return text, manual
     return None
+
+
+def _is_cuda_tensor_type(qualname: str) -> bool:
+    """``torch.cuda.FloatTensor`` and the other legacy CUDA tensor types."""
+    head, _, tail = qualname.rpartition(".")
+    return head == "torch.cuda" and tail in TENSOR_DTYPES
 
 
 def _outermost_chains(model: ScriptModel) -> Iterator[ast.Attribute]:
@@ -145,9 +211,11 @@ def _aliased(model: ScriptModel, node: ast.Attribute, qualname: str) -> bool:
 
 def _api_findings(model: ScriptModel) -> Iterator[Finding]:
     reported: set[int] = set()
+    # Tensor-type aliases whose every use XLA101 rewrites are reported there, with the fix.
+    fixed_elsewhere = fixable_alias_types(model)
     for node in _outermost_chains(model):
         q = model.qualname(node)
-        if q is None:
+        if q is None or id(node) in fixed_elsewhere:
             continue
         # Report the longest known prefix once per line: `torch.cuda.nvtx.range_push(...)`.
         advice = _advice(q)
@@ -155,13 +223,15 @@ def _api_findings(model: ScriptModel) -> Iterator[Finding]:
             advice = (
                 "is used as a device module here: every call made through it "
                 "(empty_cache, memory_allocated, ...) acts on CUDA only; on XLA use "
-                "xm.get_memory_info(device) and drop the cache/statistics calls"
+                "xm.get_memory_info(device) and drop the cache/statistics calls",
+                DEVICE_MODULE_MANUAL,
             )
         if advice is None and _aliased(model, node, q):
             advice = (
                 "is taken as a value here (an alias), so XLA403 cannot rewrite its calls: "
                 "every call through the alias runs CUDA-only code; pick the XLA equivalent "
-                "where the alias is made (see XLA403)"
+                "where the alias is made (see XLA403)",
+                ALIAS_MANUAL,
             )
         if advice is None or node.lineno in reported:
             continue
@@ -169,10 +239,10 @@ def _api_findings(model: ScriptModel) -> Iterator[Finding]:
         shown = q if not q.startswith("torch.cuda.") else "torch.cuda." + q.split(".")[2]
         yield Finding(
             CODE,
-            f"{shown} {advice}",
+            f"{shown} {advice[0]}",
             model.span(node),
             Severity.WARNING,
-            manual=advice,
+            manual=advice[1],
         )
 
 
@@ -210,7 +280,7 @@ def _libraries(model: ScriptModel) -> Iterator[Finding]:
                     f"{root} is a CUDA-only library: {CUDA_LIBRARIES[root]}",
                     model.span(imp),
                     Severity.WARNING,
-                    manual=CUDA_LIBRARIES[root],
+                    manual=LIBRARY_MANUAL[root],
                 )
 
 
@@ -218,6 +288,10 @@ QUANTIZED_LOADS = ("load_in_8bit", "load_in_4bit")
 QUANTIZATION_ADVICE = (
     "bitsandbytes quantization (8-bit/4-bit weights) runs CUDA kernels only: on XLA load the "
     "weights in bfloat16 (torch_dtype=torch.bfloat16) and train without k-bit quantization"
+)
+QUANTIZATION_MANUAL = (
+    "Load the weights in bfloat16 (torch_dtype=torch.bfloat16) and drop the 8-bit/4-bit "
+    "quantization and its k-bit preparation."
 )
 
 
@@ -232,7 +306,7 @@ def _quantization(model: ScriptModel) -> Iterator[Finding]:
                 QUANTIZATION_ADVICE,
                 model.span(call),
                 Severity.WARNING,
-                manual=QUANTIZATION_ADVICE,
+                manual=QUANTIZATION_MANUAL,
             )
             continue
         for kw in call.keywords:
@@ -244,7 +318,7 @@ def _quantization(model: ScriptModel) -> Iterator[Finding]:
                     QUANTIZATION_ADVICE,
                     model.span(kw.value),
                     Severity.WARNING,
-                    manual=QUANTIZATION_ADVICE,
+                    manual=QUANTIZATION_MANUAL,
                 )
             elif kw.arg == "device_map" and _cuda_index_map(kw.value):
                 yield Finding(
@@ -293,6 +367,10 @@ MESH_ADVICE = (
     "torch's DeviceMesh/DTensor parallelism (FSDP2, tensor/context parallel) is not how XLA "
     "shards: use torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP"
 )
+MESH_MANUAL = (
+    "Shard with torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP instead of "
+    "the DeviceMesh."
+)
 MESH_CALLS = frozenset(
     {
         "accelerate.ParallelismConfig",
@@ -315,13 +393,33 @@ def _function_name(call: ast.Call) -> str:
     )
 
 
+def _is_cuda_module(model: ScriptModel, value: ast.AST) -> bool:
+    """``torch.cuda`` itself, or a value that falls back to it: a branch of ``a if c else
+    torch.cuda`` / ``mod or torch.cuda``, the default of ``getattr(torch, name, torch.cuda)``.
+    ``torch.cuda.is_available()`` or ``torch.cuda.FloatTensor`` inside a value is not."""
+    if model.qualname(value) == "torch.cuda":
+        return True
+    if isinstance(value, ast.IfExp):
+        return _is_cuda_module(model, value.body) or _is_cuda_module(model, value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return any(_is_cuda_module(model, v) for v in value.values)
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "getattr"
+        and len(value.args) == 3
+    ):
+        return _is_cuda_module(model, value.args[2])
+    return False
+
+
 def _cuda_module_holders(model: ScriptModel) -> set[str]:
     """Names and attributes assigned a value that is (or falls back to) ``torch.cuda``:
     ``self.device_module = getattr(torch, device_type, torch.cuda)``."""
     holders = set()
     for node in model.nodes_of(ast.Assign):
         assert isinstance(node, ast.Assign)
-        if any(model.qualname(n) == "torch.cuda" for n in ast.walk(node.value)):
+        if _is_cuda_module(model, node.value):
             for t in node.targets:
                 if isinstance(t, ast.Name):
                     holders.add(t.id)
@@ -341,10 +439,10 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
                 f"xformers memory-efficient attention is CUDA-only: {advice}",
                 model.span(call),
                 Severity.WARNING,
-                manual=advice,
+                manual=LIBRARY_MANUAL["xformers"],
             )
         elif model.call_name(call) in MESH_CALLS or name == "build_device_mesh":
-            yield Finding(CODE, MESH_ADVICE, model.span(call), Severity.WARNING, manual=MESH_ADVICE)
+            yield Finding(CODE, MESH_ADVICE, model.span(call), Severity.WARNING, manual=MESH_MANUAL)
         elif isinstance(call.func, ast.Attribute) and holders:
             recv = call.func.value
             held = (
@@ -352,13 +450,16 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
                 if isinstance(recv, ast.Name)
                 else (recv.attr if isinstance(recv, ast.Attribute) else None)
             )
-            if held in holders:
+            # `torch.cuda.foo()` is the module path itself (reported above), not a holder.
+            if held in holders and model.qualname(recv) is None:
                 advice = (
                     f"`{model.segment(call.func)}` calls into torch.cuda (the device module "
                     "falls back to it): memory statistics and cache calls act on CUDA only; "
                     "on XLA read xm.get_memory_info(device)"
                 )
-                yield Finding(CODE, advice, model.span(call), Severity.WARNING, manual=advice)
+                yield Finding(
+                    CODE, advice, model.span(call), Severity.WARNING, manual=DEVICE_MODULE_MANUAL
+                )
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
