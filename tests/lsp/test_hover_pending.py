@@ -1,6 +1,6 @@
 """Hover while an analysis is pending: answered at once from the last analysis when the
 hovered line (and the range of the answer) is unchanged since it, with the range moved to
-where that line is now; on an edited line it waits for the pending analysis."""
+where that line is now; on an edited line, only the findings that enclose the whole edit."""
 
 from __future__ import annotations
 
@@ -55,16 +55,58 @@ async def test_hover_during_a_slow_analysis_answers_at_once_on_an_unchanged_line
     covered = new_lines[line][stale.range.start.character : stale.range.end.character]
     assert covered.endswith(".cuda")
 
-    # The edited line has no counterpart in the last analysis: the hover waits for the
-    # pending one and speaks about the new line (not about the old line 0, `import torch`).
+    # The edited line has no counterpart in the last analysis, and no finding of it encloses
+    # the edit: the answer is at once, and empty (never about the old line 0, `import torch`).
+    started = time.monotonic()
+    edited = await client.text_document_hover_async(_hover_params(uri, 0, INSERTED.index("cuda")))
+    assert time.monotonic() - started < 1.0
+    assert not any(p.version == 2 for p in client.published), "the analysis was not pending"
+    assert edited is None
+
+    # Once it is done, the same hovers give the new analysis's answers.
+    await wait_published(client, uri, version=2)
+    fresh = await client.text_document_hover_async(_hover_params(uri, line, col))
+    assert fresh == stale
     first = await client.text_document_hover_async(_hover_params(uri, 0, INSERTED.index("cuda")))
     assert first is not None and "XLA101" in first.contents.value
     assert first.range is not None and first.range.start.line == 0
 
-    # Once it is done, the same hover gives the same answer from the new analysis.
-    await wait_published(client, uri, version=2)
-    fresh = await client.text_document_hover_async(_hover_params(uri, line, col))
-    assert fresh == stale
+
+async def test_hover_on_an_edited_line_inside_a_findings_range_keeps_that_finding(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """A finding whose range encloses the whole edit (a call written over several lines)
+    still covers the edited line while the new analysis is pending."""
+    await initialize(client, settings={"target": "modern"})
+    tail = 'device = torch.device(\n    "cuda",\n    0,\n)\n'
+    text = big_source(300_000) + tail
+    uri = open_text(client, tmp_path / "multi.py", text)
+    published = await wait_published(client, uri, version=1)
+    lines = text.split("\n")
+    call_line = lines.index("device = torch.device(")
+    assert any(
+        d.code == "XLA101" and (d.range.start.line, d.range.end.line) == (call_line, call_line + 3)
+        for d in published.diagnostics
+    )
+    edit_line = call_line + 2  # the `0,` line
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(edit_line, 4), types.Position(edit_line, 5)),
+                    text="1",
+                )
+            ],
+        )
+    )
+    started = time.monotonic()
+    hover = await client.text_document_hover_async(_hover_params(uri, edit_line, 4))
+    assert time.monotonic() - started < 1.0
+    assert not any(p.version == 2 for p in client.published), "the analysis was not pending"
+    assert hover is not None and "XLA101" in hover.contents.value
+    assert hover.range is not None
+    assert (hover.range.start.line, hover.range.end.line) == (call_line, call_line + 3)
 
 
 def test_line_map_keeps_only_the_unchanged_prefix_and_suffix() -> None:

@@ -21,7 +21,7 @@ from ..semantic.model import ScriptModel
 from .core import XlaLensServer
 from .documents import current_entry, is_open
 from .positions import split_lines
-from .state import Entry, line_map
+from .state import Entry, LineMap, line_map
 
 
 @cache
@@ -165,6 +165,13 @@ def hover_for(entry: Entry, position: types.Position) -> types.Hover | None:
     under = [f for f in on_line if _contains(f.span, pos)]
     if not texts and not under:
         return None
+    return types.Hover(
+        contents=_markdown(texts, on_line),
+        range=entry.range(span) if span is not None else entry.range(under[0].span),
+    )
+
+
+def _markdown(texts: list[str], on_line: list[Finding]) -> types.MarkupContent:
     parts = list(texts)
     if on_line:
         parts.append(
@@ -173,12 +180,7 @@ def hover_for(entry: Entry, position: types.Position) -> types.Hover | None:
         about = [_rule_text(code) for code in dict.fromkeys(f.code for f in on_line)]
         if any(about):
             parts.append("\n\n".join(text for text in about if text))
-    return types.Hover(
-        contents=types.MarkupContent(
-            kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)
-        ),
-        range=entry.range(span) if span is not None else entry.range(under[0].span),
-    )
+    return types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts))
 
 
 def register(ls: XlaLensServer) -> None:
@@ -213,7 +215,7 @@ def stale_hover(
     mapping = line_map(last.lines, lines)
     old_line = mapping.to_old(position.line)
     if old_line is None:
-        return False, None
+        return True, _edited_line_hover(last, mapping, position)
     hover = hover_for(last, types.Position(old_line, position.character))
     if hover is None:
         return True, None
@@ -223,3 +225,25 @@ def stale_hover(
     if moved is None:
         return False, None
     return True, types.Hover(contents=hover.contents, range=moved)
+
+
+def _edited_line_hover(
+    last: Entry, mapping: LineMap, position: types.Position
+) -> types.Hover | None:
+    """On a line the pending edit changed, the last analysis knows only the findings whose
+    range encloses the whole edit (a loop around the edited line): those, moved to the new
+    text; the API text of the new line comes with the pending analysis."""
+    first_changed = mapping.prefix
+    last_changed = mapping.old_count - mapping.suffix - 1
+    enclosing = []
+    for f in last.analysis.findings:
+        old = last.range(f.span)
+        if old.start.line < first_changed and old.end.line > last_changed:
+            new = types.Range(
+                old.start, types.Position(old.end.line + mapping.shift, old.end.character)
+            )
+            if new.start.line <= position.line <= new.end.line:
+                enclosing.append((f, new))
+    if not enclosing:
+        return None
+    return types.Hover(contents=_markdown([], [f for f, _ in enclosing]), range=enclosing[0][1])
