@@ -181,7 +181,11 @@ def test_fix_says_when_the_script_still_does_not_reach_the_xla_device(tmp_path):
     assert "torch.cuda.synchronize" not in script.read_text()  # the safe fix was applied
     assert 'default="cpu"' in script.read_text()  # the review fix was not
     assert "does not reach the XLA device yet: see line" in proc.stderr
-    assert "(XLA101)" in proc.stderr and "1 fix waits for your review" in proc.stderr
+    assert (
+        "(XLA101)" in proc.stderr
+        and "1 fix waits for your review (`xla-lens fix --unsafe-fixes` applies them)"
+        in proc.stderr
+    )
     assert "left for you (review or by hand)" in proc.stderr
 
     proc = xla_lens("fix", "--target", "modern", "--unsafe-fixes", str(script), cwd=tmp_path)

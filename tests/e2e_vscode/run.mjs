@@ -118,6 +118,11 @@ async function mainFlow() {
   // Convert applies the safe fixes only (drop_last=True and the like are left as quick fixes).
   check(/torch_xla\.sync\(\)/.test(converted), "Convert marked the step (torch_xla.sync())");
   check(!/torch\.save\(/.test(converted), "Convert replaced torch.save");
+  // Convert says what it did and what it left (review fixes, changes by hand).
+  const done = page.locator(".notification-list-item", { hasText: "converted to PyTorch/XLA" }).first();
+  await done.waitFor({ timeout: 15_000 }).catch(() => {});
+  const said = (await done.count()) ? await done.innerText() : "";
+  check(/converted to PyTorch\/XLA/.test(said), `Convert's message: ${said.replace(/\s+/g, " ").slice(0, 200)}`);
   await page.waitForTimeout(2000);
   const left = await page.locator(".monaco-editor .squiggly-warning").count();
   check(left < squiggles, `fewer squiggles after Convert (${squiggles} -> ${left})`);

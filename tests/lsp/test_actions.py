@@ -202,4 +202,4 @@ async def test_convert_says_what_still_keeps_the_script_off_the_xla_device(
     assert result["offDevice"] == ["XLA101 line 8"]
     assert result["review"] >= 1
     assert "does not reach the XLA device yet: see line 8 (XLA101)" in result["leftover"]
-    assert "review" in result["leftover"]
+    assert 'for your review (the quick fixes marked "review")' in result["leftover"]

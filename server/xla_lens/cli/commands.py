@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
-from ..engine.leftover import leftover
+from ..engine.leftover import CLI_REVIEW, leftover
 from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
 from .files import FileProblem, discover, read_source
@@ -127,7 +127,7 @@ def fix_command(args: argparse.Namespace) -> int:
             )
         left = leftover(outcome.remaining)
         if not left.empty:
-            print(f"{path}: {left.statement()}", file=sys.stderr)
+            print(f"{path}: {left.statement(CLI_REVIEW)}", file=sys.stderr)
         if outcome.source == source.text:
             continue
         if args.diff:

@@ -29,8 +29,9 @@ class Leftover:
     def empty(self) -> bool:
         return not (self.off_device or self.review or self.manual)
 
-    def statement(self) -> str:
-        """One paragraph for a person: what still stands between the script and XLA."""
+    def statement(self, how_to_review: str) -> str:
+        """One paragraph for a person: what still stands between the script and XLA;
+        ``how_to_review`` says where the review fixes are (editor: quick fixes; CLI: a flag)."""
         parts = []
         if self.off_device:
             lines = ", ".join(_where(f) for f in self.off_device[:4])
@@ -39,8 +40,8 @@ class Leftover:
         if self.review:
             n = len(self.review)
             parts.append(
-                f"{n} fix{'es' * (n != 1)} {'wait' if n != 1 else 'waits'} for your review "
-                '(quick fixes marked "review"; `xla-lens fix --unsafe-fixes` applies them all).'
+                f"{n} fix{'es' * (n != 1)} {'wait' if n != 1 else 'waits'} for your review"
+                f" ({how_to_review})."
             )
         if self.manual:
             n = len(self.manual)
@@ -55,4 +56,7 @@ def leftover(remaining: list[Finding]) -> Leftover:
     return Leftover(off_device, review, manual)
 
 
-__all__ = ["DEVICE_CODES", "Leftover", "leftover"]
+EDITOR_REVIEW = 'the quick fixes marked "review"'
+CLI_REVIEW = "`xla-lens fix --unsafe-fixes` applies them"
+
+__all__ = ["CLI_REVIEW", "DEVICE_CODES", "EDITOR_REVIEW", "Leftover", "leftover"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..engine.leftover import leftover
+from ..engine.leftover import EDITOR_REVIEW, leftover
 from . import fixes
 from .actions import CONVERT_TITLE, workspace_edit
 from .core import XlaLensServer
@@ -44,7 +44,7 @@ async def convert_document(ls: XlaLensServer, uri: str) -> dict[str, Any]:
     left = leftover(outcome.remaining)
     summary = {
         "remaining": remaining,
-        "leftover": left.statement(),
+        "leftover": left.statement(EDITOR_REVIEW),
         "offDevice": [f"{f.code} line {f.span.start.line + 1}" for f in left.off_device],
         "review": len(left.review),
         "manual": len(left.manual),
