@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ..semantic import cuda_tensor_types as tensor_types
+from ..semantic import device_flags, pickers, xla_api
 from ..semantic import device_sites as sites
-from ..semantic import pickers, xla_api
 from ..semantic.model import (
     Emitter,
     ScriptModel,
@@ -425,6 +425,44 @@ def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
         )
 
 
+def _device_flag_findings(model: ScriptModel) -> Iterator[Finding]:
+    """``add_argument("-no_cuda", action="store_true")`` / a ``cuda: bool = True`` field that
+    decides a picker: the picker's fix keeps the user's flag, so once converted the flag
+    switches the XLA device under a CUDA name. No fix: renaming an option changes the command
+    lines it accepts (and argparse's abbreviations)."""
+    for flag in device_flags.device_flags(model):
+        shown = f"the field `{flag.spelled}`" if flag.is_field else f"the option {flag.spelled}"
+        set_to = (
+            f"{flag.attr} is {not flag.negated}"
+            if flag.is_field or flag.negated or flag.default is None
+            else f"{flag.spelled} is given"
+        )
+        where = f"{shown} decides the device at line {flag.picker_line}"
+        if flag.device_by_default is False:
+            yield Finding(
+                CODE,
+                f"{where}: after conversion the XLA device is used only when {set_to}; "
+                "without it the script trains on the CPU",
+                model.span(flag.declared),
+                Severity.WARNING,
+                manual=f"Make the XLA device the default (the device is chosen when {set_to}), "
+                "or always run the converted script with it set.",
+            )
+            continue
+        off = (
+            "when it is set" if flag.negated and not flag.is_field else f"when {flag.attr} is False"
+        )
+        yield Finding(
+            CODE,
+            f"{where}: after conversion it switches the XLA device, not CUDA (the XLA device "
+            f"by default, the CPU {off}), although its name says CUDA",
+            model.span(flag.declared),
+            Severity.INFORMATION,
+            manual="Nothing to change to train on the XLA device; rename the flag (and every "
+            "use of it) if its CUDA name would mislead the users of the converted script.",
+        )
+
+
 def _tensor_type_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     """``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`` used only as
     ``Tensor(...)`` and ``x.type(Tensor)``: what it builds goes to the XLA device (XLA405
@@ -531,6 +569,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _respect_guards(model, _assignment_findings(model, ctx, handled))
     yield from _flag_findings(model, handled)
     yield from _tensor_type_findings(model, ctx)
+    yield from _device_flag_findings(model)
     yield from _helper_findings(model)
 
 

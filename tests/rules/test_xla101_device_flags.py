@@ -1,0 +1,96 @@
+"""XLA101: command-line flags and config fields named for CUDA that decide a device picker.
+Once the picker is converted (keeping the user's flag) they switch the XLA device."""
+
+from xla_lens.rules.base import Severity
+
+from tests.helpers import findings, fixed, src
+
+
+def _flag_findings(code: str) -> list:
+    return [f for f in findings(code, "XLA101") if "decides the device" in f.message]
+
+
+def test_negated_store_true_option_feeding_opt_cuda_is_reported_on_its_line():
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument('-no_cuda', action='store_true')
+    parser.add_argument('-seed', type=int, default=None)
+    opt = parser.parse_args()
+    opt.cuda = not opt.no_cuda
+    device = torch.device('cuda' if opt.cuda else 'cpu')
+    """
+    (f,) = _flag_findings(code)
+    assert f.span.start.line + 1 == 4 and f.fix is None
+    assert "-no_cuda" in f.message and "line 8" in f.message
+    assert "the XLA device by default, the CPU when it is set" in f.message
+    assert f.severity == Severity.INFORMATION and f.manual[0].isupper()
+    # The picker keeps the flag, so the option keeps working: no edit to the option.
+    assert "parser.add_argument('-no_cuda', action='store_true')" in fixed(code, "XLA101")
+
+
+def test_pytorch_examples_no_cuda_flag_name():
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-cuda", action="store_true", default=False)
+    args = parser.parse_args()
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    if use_cuda:
+        device = torch.device("cuda")
+    else:
+        device = torch.device("cpu")
+    """
+    (f,) = _flag_findings(code)
+    assert f.span.start.line + 1 == 4 and "--no-cuda decides the device at line 7" in f.message
+
+
+def test_dataclass_field_read_as_args_cuda_in_a_picker():
+    code = """
+    from dataclasses import dataclass
+    import torch
+    import tyro
+    @dataclass
+    class Args:
+        seed: int = 1
+        cuda: bool = True
+        track: bool = False
+    args = tyro.cli(Args)
+    device = torch.device("cuda" if torch.cuda.is_available() and args.cuda else "cpu")
+    """
+    (f,) = _flag_findings(code)
+    assert f.span.start.line + 1 == 7 and "`cuda: bool = True`" in f.message
+    assert "the CPU when cuda is False" in f.message and f.fix is None
+
+
+def test_a_cuda_flag_off_by_default_warns_that_xla_needs_it():
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cuda", action="store_true", help="enables cuda")
+    args = parser.parse_args()
+    device = torch.device("cuda" if args.cuda else "cpu")
+    """
+    (f,) = _flag_findings(code)
+    assert f.severity == Severity.WARNING
+    assert "only when --cuda is given" in f.message and "Make the XLA device" in f.manual
+
+
+def test_flags_that_decide_no_device_are_not_reported():
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--no-cuda", action="store_true")
+    parser.add_argument("--gpu-stats", action="store_true")
+    args = parser.parse_args()
+    if not args.no_cuda:
+        print("cuda requested")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    stats = args.gpu_stats
+    """
+    assert _flag_findings(code) == []
+    assert src(code)
