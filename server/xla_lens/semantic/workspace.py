@@ -3,7 +3,17 @@
 ``from engine import train_one_epoch`` puts the training step in another file of the same
 folder or package. To classify the loop that calls it, the analysis needs a small summary
 of that function: does it run one step per call, or a whole epoch loop, and does it sync?
-Summaries are cached per file and refreshed when the file's size or mtime changes.
+The same summary says whether the function picks a CUDA device or does CUDA-only setup
+(``compute_init()`` calling ``torch.cuda.set_device`` and an NCCL process group), so a
+rule can point at the call in the script. Summaries are cached per file and refreshed when
+the file's size or mtime changes.
+
+Where the module is looked for: ``from .x import f`` relative to the script's package;
+``from x import f`` in the script's folder, at the top of its package, and then in a few
+folders above it (a script in ``scripts/`` importing ``from mypkg.common import f`` is run
+as ``python -m scripts.train`` from the project root). The climb stops at the project root
+(a folder holding ``.git``, ``pyproject.toml``, ``setup.py`` or ``setup.cfg``) and after
+``MAX_ASCENT`` folders.
 """
 
 from __future__ import annotations
@@ -11,12 +21,21 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .diskread import read_regular
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
 
 # Files larger than this are not read: a summary must stay cheap for the editor.
 MAX_BYTES = 2_000_000
 _CACHE_LIMIT = 256
+# Folders above the script's folder (or its package) searched for an absolute import.
+MAX_ASCENT = 3
+PROJECT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
+# Local helpers followed from a summarised function (compute_init -> get_dist_info).
+_CLOSURE_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -25,6 +44,14 @@ class FunctionFacts:
     name: str
     kind: str  # "step": one training step per call; "epoch": runs a training loop; "other"
     syncs: bool  # marks the step itself (mark_step / torch_xla.sync / optimizer_step(barrier))
+    # 1-based line of a "cuda"-vs-other device picker on torch.cuda.is_available() in the
+    # function or the helpers it calls (``autodetect_device_type()``); 0 when none.
+    cuda_picker_line: int = 0
+    # ``(qualified name, 1-based line)`` of every torch.cuda.* call there, in source order
+    # (``torch.cuda.is_available`` itself excluded: it is the question, not the setup).
+    cuda_calls: tuple[tuple[str, int], ...] = ()
+    # 1-based line of an ``init_process_group`` with the NCCL backend; 0 when none.
+    nccl_line: int = 0
 
 
 _cache: dict[tuple[str, int, int], dict[str, FunctionFacts]] = {}
@@ -38,9 +65,33 @@ def _package_root(folder: Path) -> Path:
     return root
 
 
+def _is_project_root(folder: Path) -> bool:
+    try:
+        return any((folder / marker).exists() for marker in PROJECT_MARKERS)
+    except OSError:
+        return False
+
+
+def search_folders(script_folder: Path) -> list[Path]:
+    """Where ``from x import f`` is looked for: the script's folder, the top of its package,
+    then up to ``MAX_ASCENT`` folders above, never past the project root."""
+    out = [script_folder]
+    top = _package_root(script_folder)
+    if top != script_folder:
+        out.append(top)
+    folder = top
+    for _ in range(MAX_ASCENT):
+        if _is_project_root(folder) or folder.parent == folder:
+            break
+        folder = folder.parent
+        out.append(folder)
+    return out
+
+
 def module_file(script_path: str, module: str, level: int) -> Path | None:
     """The file a ``from module import ...`` in ``script_path`` refers to, if it is in the
-    script's folder or package. Only plain files are considered."""
+    script's folder or package, or in a package of a folder above (``search_folders``).
+    Only plain files are considered."""
     if not script_path or script_path.startswith("<"):
         return None
     here = Path(script_path).parent
@@ -48,8 +99,10 @@ def module_file(script_path: str, module: str, level: int) -> Path | None:
     if level > 0:
         ups = [here, *here.parents]
         bases = [ups[level - 1]] if level - 1 < len(ups) else []
+    elif not parts:
+        return None
     else:
-        bases = [here, _package_root(here)]
+        bases = search_folders(here)
     for base in bases:
         stem = base.joinpath(*parts) if parts else base
         for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
@@ -83,8 +136,61 @@ def _summarise(path: Path, source: str) -> dict[str, FunctionFacts]:
             for region in steps.callee_closure([fn])
             for n in model.walk_scope(region)
         )
-        facts[name] = FunctionFacts(str(path), name, kind, syncs)
+        facts[name] = FunctionFacts(str(path), name, kind, syncs, *_device_facts(model, fn))
     return facts
+
+
+def _helper_closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
+    """``fn`` and the functions of the same module it calls, ``_CLOSURE_DEPTH`` deep."""
+    steps = model.steps
+    out = [fn]
+    frontier = [fn]
+    for _ in range(_CLOSURE_DEPTH):
+        found = []
+        for region in frontier:
+            for n in model.walk_scope(region):
+                if isinstance(n, ast.Call):
+                    target = steps.callee(n)
+                    if target is not None and target not in out and target not in found:
+                        found.append(target)
+        out.extend(found)
+        frontier = found
+    return out
+
+
+def _device_facts(model: ScriptModel, fn: ast.AST) -> tuple[int, tuple[tuple[str, int], ...], int]:
+    from . import pickers  # pickers needs the model, which imports this module
+
+    picker_line = 0
+    cuda_calls: list[tuple[str, int]] = []
+    nccl_line = 0
+    for region in _helper_closure(model, fn):
+        for n in model.walk_scope(region):
+            if isinstance(n, ast.IfExp):
+                found = pickers.picker(model, n)
+                if found is not None and found.test_kind == "availability" and not picker_line:
+                    picker_line = n.lineno
+            elif isinstance(n, ast.If):
+                if not picker_line and pickers.if_picker(model, n) is not None:
+                    picker_line = n.lineno
+            elif isinstance(n, ast.Call):
+                q = model.call_name(n)
+                if q is None:
+                    continue
+                if q.startswith("torch.cuda.") and q != "torch.cuda.is_available":
+                    cuda_calls.append((q, n.lineno))
+                elif q.endswith("init_process_group") and _uses_nccl(n) and not nccl_line:
+                    nccl_line = n.lineno
+    cuda_calls.sort(key=lambda c: c[1])
+    return picker_line, tuple(cuda_calls), nccl_line
+
+
+def _uses_nccl(call: ast.Call) -> bool:
+    values = [k.value for k in call.keywords if k.arg == "backend"] + call.args[:1]
+    return any(
+        isinstance(v, ast.Constant) and isinstance(v.value, str) and "nccl" in v.value.lower()
+        for v in values
+    )
 
 
 def imported_function_facts(

@@ -1,0 +1,135 @@
+"""Sibling modules read from disk: where ``from pkg.mod import f`` is looked for (the script's
+folder, its package, a bounded climb to the project root) and the device facts of ``f``."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+from xla_lens.semantic.workspace import (
+    MAX_ASCENT,
+    clear_cache,
+    imported_function_facts,
+    module_file,
+    search_folders,
+)
+
+COMMON = """
+import os
+import torch
+import torch.distributed as dist
+
+def autodetect_device_type():
+    if torch.cuda.is_available():
+        device_type = "cuda"
+    else:
+        device_type = "cpu"
+    return device_type
+
+def _ranks():
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("LOCAL_RANK", 0))
+
+def setup(device_type="cuda"):
+    torch.manual_seed(0)
+    if device_type == "cuda":
+        torch.cuda.manual_seed(0)
+    rank, local = _ranks()
+    _bind(local)
+    dist.init_process_group(backend="nccl")
+    return torch.device("cuda", local)
+
+def _bind(local):
+    torch.cuda.set_device(local)
+
+def pick():
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+def log(x):
+    print(x)
+"""
+
+
+def _write(path: Path, code: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(code).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """``proj/{pyproject.toml, mypkg/common.py, scripts/train.py}`` (no ``__init__.py``s)."""
+    clear_cache()
+    root = tmp_path / "proj"
+    _write(root / "pyproject.toml", "[project]\nname = 'p'\n")
+    _write(root / "mypkg" / "common.py", COMMON)
+    _write(root / "scripts" / "train.py", "from mypkg.common import setup\nsetup()\n")
+    return root
+
+
+def test_a_package_of_the_project_root_resolves_from_a_script_folder(project: Path):
+    script = str(project / "scripts" / "train.py")
+    assert module_file(script, "mypkg.common", 0) == project / "mypkg" / "common.py"
+    # A module next to the script still wins over one higher up.
+    _write(project / "scripts" / "mypkg" / "common.py", "def setup():\n    pass\n")
+    assert module_file(script, "mypkg.common", 0) == project / "scripts" / "mypkg" / "common.py"
+
+
+def test_the_climb_stops_at_the_project_root(tmp_path: Path, project: Path):
+    # ``tmp_path/other.py`` is above the project root (pyproject.toml): never looked at.
+    _write(tmp_path / "other.py", "def f():\n    pass\n")
+    script = str(project / "scripts" / "train.py")
+    assert module_file(script, "other", 0) is None
+    assert search_folders(project / "scripts") == [project / "scripts", project]
+    # A .git folder marks the root too.
+    (project / "pyproject.toml").unlink()
+    (project / ".git").mkdir()
+    assert module_file(script, "other", 0) is None
+
+
+def test_the_climb_is_bounded_without_a_project_root(tmp_path: Path):
+    deep = tmp_path.joinpath(*[f"d{i}" for i in range(MAX_ASCENT + 2)])
+    folders = search_folders(deep)
+    assert len(folders) == MAX_ASCENT + 1
+    _write(tmp_path / "far.py", "def f():\n    pass\n")
+    assert module_file(str(deep / "s.py"), "far", 0) is None
+    near = deep.parents[MAX_ASCENT - 1]
+    _write(near / "near.py", "def f():\n    pass\n")
+    assert module_file(str(deep / "s.py"), "near", 0) == near / "near.py"
+
+
+def test_device_facts_of_helpers(project: Path):
+    script = str(project / "scripts" / "train.py")
+    setup = imported_function_facts(script, "mypkg.common", "setup", 0)
+    assert setup is not None
+    # Helpers of the same module are followed (_bind), torch.manual_seed is not CUDA.
+    assert setup.cuda_calls == (("torch.cuda.manual_seed", 18), ("torch.cuda.set_device", 25))
+    assert setup.nccl_line == 21
+    assert setup.cuda_picker_line == 0
+    detect = imported_function_facts(script, "mypkg.common", "autodetect_device_type", 0)
+    assert detect is not None and detect.cuda_picker_line == 6 and detect.cuda_calls == ()
+    pick = imported_function_facts(script, "mypkg.common", "pick", 0)
+    assert pick is not None and pick.cuda_picker_line == 28
+    log = imported_function_facts(script, "mypkg.common", "log", 0)
+    assert log is not None and (log.cuda_picker_line, log.cuda_calls, log.nccl_line) == (0, (), 0)
+
+
+def test_a_sibling_module_is_read_not_run(project: Path):
+    marker = project / "ran"
+    _write(
+        project / "mypkg" / "loud.py",
+        f"open({str(marker)!r}, 'w').write('x')\ndef f():\n    import torch\n"
+        "    torch.cuda.set_device(0)\n",
+    )
+    facts = imported_function_facts(str(project / "scripts" / "t.py"), "mypkg.loud", "f", 0)
+    assert facts is not None and facts.cuda_calls == (("torch.cuda.set_device", 4),)
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_in_place_of_a_module_is_skipped_without_blocking(project: Path):
+    os.mkfifo(project / "mypkg" / "pipe.py")
+    script = str(project / "scripts" / "t.py")
+    assert module_file(script, "mypkg.pipe", 0) is None
+    assert imported_function_facts(script, "mypkg.pipe", "f", 0) is None
