@@ -1,4 +1,9 @@
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import analyze
 from xla_lens.rules.registry import get_rule
+from xla_lens.semantic.workspace import clear_cache
 
 from tests.helpers import findings, fixed, src
 
@@ -116,3 +121,122 @@ def test_a_device_count_under_an_availability_check_is_skipped_on_xla():
     """
     (f,) = findings(code, "XLA403")
     assert "skipped" in f.message and "xr.world_size()" in f.manual
+
+
+def test_a_guard_with_only_cuda_no_op_calls_is_removed_whole():
+    code = """
+    import torch
+
+    def generate(pipe):
+        del pipe
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+            torch.cuda.ipc_collect()
+        return 1
+    """
+    (f,) = findings(code, "XLA403")
+    assert (f.span.start.line, f.span.end.line) == (4, 6)
+    assert "does nothing" in f.message and f.fix is not None and f.fix.safe
+    assert fixed(code, "XLA403") == src(
+        """
+        import torch
+
+        def generate(pipe):
+            del pipe
+            return 1
+        """
+    )
+
+
+def test_a_guard_that_is_the_only_statement_leaves_a_valid_block():
+    code = """
+    import torch
+    for x in range(3):
+        if use_gpu and torch.cuda.is_available():
+            torch.cuda.synchronize()
+    """
+    assert fixed(code, "XLA403") == src(
+        """
+        import torch
+        for x in range(3):
+            pass
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        # other work in the block: left to the rules that own it
+        "if torch.cuda.is_available():\n    torch.cuda.empty_cache()\n    model.half()\n",
+        # an else branch runs on XLA
+        "if torch.cuda.is_available():\n    torch.cuda.empty_cache()\nelse:\n    gc.collect()\n",
+        # an elif: removing it needs the chain rewritten
+        "if a:\n    f()\nelif torch.cuda.is_available():\n    torch.cuda.empty_cache()\n",
+        # the test calls something else too (it might have effects)
+        "if torch.cuda.is_available() and ready():\n    torch.cuda.empty_cache()\n",
+        # the call is a value, not a statement
+        "if torch.cuda.is_available():\n    done = torch.cuda.synchronize()\n",
+    ],
+)
+def test_guarded_blocks_that_are_not_only_cuda_no_ops_are_left_alone(block: str):
+    assert findings("import gc\nimport torch\n" + block, "XLA403") == []
+
+
+def test_a_negated_or_alternative_availability_test_is_no_guard():
+    code = """
+    import torch
+    if not torch.cuda.is_available():
+        torch.cuda.synchronize()
+    if torch.cuda.is_available() or use_mps:
+        torch.cuda.synchronize()
+    """
+    found = findings(code, "XLA403")
+    assert [f.span.start.line for f in found] == [2, 4]
+    assert all("synchronize() is CUDA-only" in f.message for f in found)
+
+
+def _write(path: Path, code: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(src(code), encoding="utf-8")
+    return path
+
+
+def test_a_workspace_helper_that_sets_up_cuda_is_reported_at_its_call(tmp_path: Path):
+    clear_cache()
+    root = tmp_path / "proj"
+    _write(root / "setup.py", "")
+    _write(
+        root / "lib" / "dist.py",
+        """
+        import torch
+        import torch.distributed as dist
+
+        def init(rank):
+            torch.cuda.manual_seed(0)
+            torch.cuda.set_device(rank)
+            dist.init_process_group("nccl")
+            return torch.device("cuda", rank)
+
+        def free():
+            torch.cuda.empty_cache()
+        """,
+    )
+    script = _write(
+        root / "tools" / "train.py",
+        """
+        from lib.dist import init, free
+        device = init(0)
+        free()
+        """,
+    )
+    result = analyze(script.read_text(), str(script))
+    assert not result.rule_errors
+    (f,) = [f for f in result.findings if f.code == "XLA403"]
+    assert f.span.start.line == 1 and f.fix is None
+    assert "init() is defined in lib/dist.py" in f.message
+    assert "torch.cuda.set_device() (line 6)" in f.message
+    assert 'init_process_group(backend="nccl") (line 7)' in f.message
+    assert '"xla" backend' in f.manual and "lib/dist.py" in f.manual
+    # Without the file on disk (an unsaved buffer) there is nothing to say.
+    assert [f for f in analyze(script.read_text()).findings if f.code == "XLA403"] == []

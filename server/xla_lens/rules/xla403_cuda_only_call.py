@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 
 from ..semantic import xla_api
 from ..semantic.model import Emitter, ScriptModel, keyword
+from ..semantic.workspace import FunctionFacts
 from .base import (
     Category,
     Finding,
@@ -50,18 +52,69 @@ DEVICE_QUERIES = {
 BACKEND_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
 
 
-def _guarded(model: ScriptModel, node: ast.AST) -> bool:
-    """Inside ``if torch.cuda.is_available():`` — never runs on XLA, so harmless."""
+def _guard_of(model: ScriptModel, node: ast.AST) -> ast.If | None:
+    """The ``if torch.cuda.is_available():`` (possibly ``and``-ed with other conditions) whose
+    body holds ``node``: it never runs on an XLA host. ``not``/``or`` tests do not count."""
     child = node
     for a in model.ancestors(node):
-        if isinstance(a, ast.If) and child in a.body:
-            if any(
-                isinstance(c, ast.Call) and model.call_name(c) == IS_AVAILABLE
-                for c in ast.walk(a.test)
-            ):
-                return True
+        if isinstance(a, ast.If) and child in a.body and _requires_cuda(model, a.test):
+            return a
         child = a
+    return None
+
+
+def _requires_cuda(model: ScriptModel, test: ast.expr) -> bool:
+    if isinstance(test, ast.Call):
+        return model.call_name(test) == IS_AVAILABLE
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_requires_cuda(model, v) for v in test.values)
     return False
+
+
+def _guarded(model: ScriptModel, node: ast.AST) -> bool:
+    """Inside ``if torch.cuda.is_available():`` — never runs on XLA, so harmless."""
+    return _guard_of(model, node) is not None
+
+
+def _dead_cuda_block(model: ScriptModel, guard: ast.If) -> list[str] | None:
+    """The names of the calls when ``guard`` is ``if torch.cuda.is_available():`` with only
+    CUDA-only no-op calls in it (``torch.cuda.empty_cache()``) and no else: the whole block
+    can go. None for anything else (other statements, an else, an elif, a test that calls
+    something besides the availability check)."""
+    if guard.orelse or not _pure_cuda_test(model, guard.test):
+        return None
+    parent = model.parent(guard)
+    if isinstance(parent, ast.If) and guard in parent.orelse:
+        return None  # an elif: removing it would need the chain rewritten
+    names = []
+    for stmt in guard.body:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return None
+        q = model.call_name(stmt.value)
+        if q not in REMOVABLE:
+            return None
+        names.append(q)
+    return names
+
+
+def _pure_cuda_test(model: ScriptModel, test: ast.expr) -> bool:
+    """``torch.cuda.is_available()``, alone or ``and``-ed with conditions that call nothing."""
+    calls = [n for n in ast.walk(test) if isinstance(n, ast.Call)]
+    return _requires_cuda(model, test) and all(
+        model.call_name(c) == IS_AVAILABLE and not c.args and not c.keywords for c in calls
+    )
+
+
+def _dead_block_finding(model: ScriptModel, guard: ast.If, names: list[str]) -> Finding:
+    shown = ", ".join(f"{q}()" for q in dict.fromkeys(names))
+    test = model.segment(guard.test)
+    return _finding(
+        model,
+        guard,
+        f"`if {test}:` only runs CUDA-only calls ({shown}): on an XLA host the test is False "
+        f"and the block silently does nothing; {REMOVABLE[names[0]]}",
+        fix=Fix(f"Remove the CUDA-only `if {test}:` block", (RemoveStatement(model.span(guard)),)),
+    )
 
 
 def _finding(
@@ -75,12 +128,19 @@ def _finding(
 
 
 def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
+    dead_blocks: set[int] = set()
     for call in model.calls:
         q = model.call_name(call)
         if q is None:
             continue
-        if _guarded(model, call):
-            if q in SEEDS:
+        guard = _guard_of(model, call)
+        if guard is not None:
+            if q in REMOVABLE and id(guard) not in dead_blocks:
+                names = _dead_cuda_block(model, guard)
+                if names is not None:
+                    dead_blocks.add(id(guard))
+                    yield _dead_block_finding(model, guard, names)
+            elif q in SEEDS:
                 # The guard is False on an XLA host: the XLA device then stays unseeded.
                 yield from _guarded_seed(model, call, q, target)
             elif q == "torch.cuda.device_count":
@@ -184,8 +244,66 @@ def _pin_memory(model: ScriptModel) -> Iterator[Finding]:
         )
 
 
+# A workspace helper is reported at its call when it sets up the CUDA device or an NCCL
+# process group: that is where the script's device setup happens. Its CUDA seeds are named
+# too; other CUDA-only calls in it (empty_cache, memory queries) are reported in its file.
+HELPER_SETUP = {"torch.cuda.set_device"}
+HELPER_EVIDENCE = HELPER_SETUP | SEEDS
+_SHOWN = 3  # calls named in a helper finding; the rest are counted
+
+
+def _helper_calls(model: ScriptModel) -> Iterator[Finding]:
+    """``compute_init()`` imported from the workspace that calls ``torch.cuda.set_device`` or
+    inits NCCL in its own file: the call here is where the script sets up CUDA. The change
+    belongs in the other file, so the finding explains and points there (no fix)."""
+    facts_of: dict[str, FunctionFacts | None] = {}
+    for call in model.calls:
+        func = call.func
+        if not isinstance(func, ast.Name) or func.id in model.functions:
+            continue
+        if func.id not in facts_of:  # one look at the disk per imported name
+            facts_of[func.id] = model.steps.external(call)
+        facts = facts_of[func.id]
+        if facts is None:
+            continue
+        if not facts.nccl_line and not any(q in HELPER_SETUP for q, _ in facts.cuda_calls):
+            continue
+        uses = [(f"{q}()", line) for q, line in facts.cuda_calls if q in HELPER_EVIDENCE]
+        if facts.nccl_line:
+            uses.append(('init_process_group(backend="nccl")', facts.nccl_line))
+        uses.sort(key=lambda u: u[1])
+        where = _display_path(model.path, facts.module)
+        shown = ", ".join(f"{q} (line {line})" for q, line in uses[:_SHOWN])
+        more = f" and {len(uses) - _SHOWN} more" if len(uses) > _SHOWN else ""
+        todo = ["drop or replace its torch.cuda calls (seed with torch_xla.manual_seed)"]
+        if facts.nccl_line:
+            todo.append('init the process group with the "xla" backend')
+        yield _finding(
+            model,
+            call,
+            f"{func.id}() is defined in {where} and sets up CUDA there: {shown}{more}; on an XLA "
+            "host these calls fail, or are skipped and leave the XLA device and process group "
+            "unset",
+            manual=f"Change {func.id}() in {where} for XLA: {'; '.join(todo)}.",
+        )
+
+
+def _display_path(script: str, module: str) -> str:
+    """``nanochat/common.py`` for a module beside or above the script, else the full path."""
+    try:
+        here = Path(script).parent
+        target = Path(module)
+        for base in (here, *list(here.parents)[:3]):
+            if target.is_relative_to(base):
+                return target.relative_to(base).as_posix()
+    except (ValueError, OSError):
+        pass
+    return module
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _calls(model, ctx.target)
+    yield from _helper_calls(model)
     yield from _backend_settings(model)
     yield from _pin_memory(model)
 
@@ -200,6 +318,7 @@ device they do nothing or fail (no CUDA driver on TPU/Trainium hosts).
 |---|---|
 | `torch.cuda.synchronize()` | remove; `xm.wait_device_ops()` to wait (timing) |
 | `torch.cuda.empty_cache()`, `reset_peak_memory_stats()`, `set_device()` | remove |
+| `if torch.cuda.is_available(): torch.cuda.empty_cache()` | remove the block (False on XLA) |
 | `torch.backends.cudnn.benchmark = ...` | remove |
 | `DataLoader(pin_memory=True)` | drop `pin_memory` |
 | `torch.cuda.manual_seed(s)` | modern `torch_xla.manual_seed(s)`, legacy `xm.set_rng_state(s)` |
