@@ -1,3 +1,4 @@
+import pytest
 from xla_lens.rules.registry import get_rule
 
 from tests.helpers import findings, fixed, src
@@ -64,7 +65,10 @@ def test_aliases_are_followed_and_torch_is_imported_when_missing():
     def forward(x):
         return x
     """
-    assert [f.span.start.line for f in findings(code, "XLA102")] == [3, 6]
+    found = findings(code, "XLA102")
+    # Line 0: the CUDA AMP module import, pointed at (no fix) beside the use it serves.
+    assert [f.span.start.line for f in found] == [0, 3, 6]
+    assert found[0].fix is None
     assert fixed(code, "XLA102") == src(
         """
         from torch.cuda import amp
@@ -226,3 +230,57 @@ def test_uncalled_cuda_autocast_reference_is_reported_without_fix():
     """
     (f,) = findings(code, "XLA102")
     assert f.fix is None and "where this autocast is called" in f.manual
+
+
+def test_the_cuda_amp_module_import_is_pointed_at_with_its_uses():
+    code = """
+    import torch.cuda.amp as amp
+
+    scaler = amp.GradScaler()
+    with amp.autocast(enabled=use_amp):
+        loss = model(x)
+    with amp.autocast():
+        loss = model(x)
+    """
+    imp = [f for f in findings(code, "XLA102") if f.span.start.line == 0]
+    (f,) = imp
+    assert f.fix is None and "remove this import" in f.manual
+    assert "a CUDA GradScaler (line 3, XLA103) and a CUDA autocast (line 4, 6, XLA102)" in (
+        f.message
+    )
+    # The uses are converted where they are; the import stays (the scaler still needs it
+    # until its own fix, which is for review, is applied).
+    assert fixed(code, "XLA102").startswith("import torch.cuda.amp as amp\nimport torch\n")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        # binds ``torch``, not the module: its uses are reported where they are called
+        "import torch.cuda.amp\nwith torch.cuda.amp.autocast():\n    pass\n",
+        # imported, never used: nothing to convert
+        "from torch.cuda import amp\n",
+        # the name is rebound before use
+        "from torch.cuda import amp\nimport apex.amp as amp\namp.initialize(m, o)\n",
+        # the device-generic module
+        "from torch import amp\nwith amp.autocast('xla'):\n    pass\n",
+    ],
+)
+def test_other_amp_imports_are_not_pointed_at(code: str):
+    assert [f for f in findings(code, "XLA102") if f.span.start.line == 0] == []
+
+
+def test_from_torch_cuda_import_amp_with_a_custom_decorator():
+    code = """
+    from torch.cuda import amp as cuda_amp
+
+    @cuda_amp.custom_fwd
+    def forward(ctx, x):
+        return x
+    """
+    (f,) = findings(code, "XLA102")
+    assert f.span.start.line == 0
+    assert (
+        "through `cuda_amp` the script uses torch.cuda.amp.custom_fwd (line 3), which does not"
+        in f.message
+    )

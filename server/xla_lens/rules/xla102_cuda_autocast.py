@@ -149,6 +149,60 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             manual=manual,
         )
     yield from _references(model, ctx)
+    yield from _module_imports(model)
+
+
+AMP_MODULE = "torch.cuda.amp"
+# What a use through the alias is, and the rule that reports it.
+_USE_KINDS = {"autocast": ("a CUDA autocast", CODE), "GradScaler": ("a CUDA GradScaler", "XLA103")}
+
+
+def _amp_alias(imp: ast.Import | ast.ImportFrom, alias: ast.alias) -> str | None:
+    """The local name that ``import torch.cuda.amp as amp`` / ``from torch.cuda import amp``
+    binds to the CUDA AMP module; None for other imports (``import torch.cuda.amp`` binds
+    ``torch``, whose uses are reported where they are called)."""
+    if isinstance(imp, ast.Import):
+        return alias.asname if alias.name == AMP_MODULE else None
+    if imp.level == 0 and imp.module == "torch.cuda" and alias.name == "amp":
+        return alias.asname or alias.name
+    return None
+
+
+def _module_imports(model: ScriptModel) -> Iterator[Finding]:
+    """``import torch.cuda.amp as amp``: the import line is where the script chooses CUDA's
+    AMP. Its uses (``amp.autocast(...)``, ``amp.GradScaler()``) are converted where they
+    are; the import is then unused, and harmless until then, so it gets no fix: removing
+    it before every use is converted would break the script."""
+    for imp in model.import_nodes:
+        for alias in imp.names:
+            local = _amp_alias(imp, alias)
+            if local is None:
+                continue
+            uses: dict[str, list[int]] = {}
+            for node in model.nodes_of(ast.Attribute):
+                if not (isinstance(node.value, ast.Name) and node.value.id == local):
+                    continue
+                if model.qualname(node) != f"{AMP_MODULE}.{node.attr}":
+                    continue  # the name was rebound to something else
+                uses.setdefault(node.attr, []).append(node.lineno)
+            if not uses:
+                continue
+            parts = []
+            for name, lines in sorted(uses.items(), key=lambda u: min(u[1])):
+                kind, rule = _USE_KINDS.get(name, (f"torch.cuda.amp.{name}", None))
+                at = ", ".join(map(str, sorted(set(lines))))
+                parts.append(f"{kind} (line {at}{f', {rule}' if rule else ''})")
+            described = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+            yield Finding(
+                CODE,
+                f"`{model.segment(imp)}` imports CUDA's AMP module (deprecated in PyTorch for "
+                f"torch.amp): through `{local}` the script uses {described}, which "
+                f"{'does' if sum(map(len, uses.values())) == 1 else 'do'} not carry over to XLA",
+                model.span(imp),
+                Severity.INFORMATION,
+                manual=f"Convert each use of `{local}.` (reported at its line), then remove "
+                "this import: it is unused once they are converted",
+            )
 
 
 def _references(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
