@@ -14,9 +14,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 
-from ..semantic import cuda_tensor_types as tensor_types
-from ..semantic import device_flags, pickers, xla_api
 from ..semantic import device_sites as sites
+from ..semantic import pickers, xla_api
 from ..semantic.model import (
     Emitter,
     ScriptModel,
@@ -27,6 +26,7 @@ from ..semantic.model import (
     receiver,
 )
 from ..semantic.values import Use, option_dest
+from . import cuda_flag_idioms as flag_idioms
 from .base import (
     AddImport,
     Category,
@@ -383,126 +383,6 @@ def _assignment_findings(model, ctx, handled) -> Iterator[Finding]:
             yield _value_finding(model, ctx, value, what)
 
 
-def _flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
-    """``cuda = True if torch.cuda.is_available() else False``: a flag that turns CUDA
-    placement on; on an XLA host it is False, so everything it guards stays on the CPU.
-    When it guards only moves that XLA101 rewrites (``if cuda: model.cuda()``) and tensor
-    type aliases that get their own fix, making it true is offered for review."""
-    for node, name, tests in sites.availability_flags(model, handled):
-        lines = ", ".join(str(t.lineno) for t in tests[:4])
-        base = (
-            f"{name} is whether CUDA is available (False on an XLA host): the CUDA placement "
-            f"it turns on (line {lines}) never runs there"
-        )
-        plan = tensor_types.flag_plan(model, node, name)
-        if plan.blocker:
-            yield _finding(
-                model,
-                node.value,
-                base,
-                manual=f"Place on the XLA device (torch_xla.device()) where {name} is true, "
-                f"then make {name} true on the XLA host (no automatic fix: {plan.blocker}).",
-            )
-            continue
-        guarded = ", ".join(str(n) for n in plan.guarded_lines)
-        reason = (
-            f"it makes {name} true on every host, so what it guards (line {guarded}) always "
-            "runs: accept it together with the review fixes of those lines (their CUDA moves "
-            "and tensor types become the XLA device); alone, that code still calls CUDA and "
-            "fails on a host without it, and the script no longer falls back to the CPU"
-        )
-        yield _finding(
-            model,
-            node.value,
-            _message(base, False, reason),
-            _fix(
-                f"Make {name} true: the placements it guards go to the XLA device",
-                (Replace(model.span(node.value), "True"),),
-                Emitter(model),
-                False,
-                reason,
-            ),
-        )
-
-
-def _device_flag_findings(model: ScriptModel) -> Iterator[Finding]:
-    """``add_argument("-no_cuda", action="store_true")`` / a ``cuda: bool = True`` field that
-    decides a picker: the picker's fix keeps the user's flag, so once converted the flag
-    switches the XLA device under a CUDA name. No fix: renaming an option changes the command
-    lines it accepts (and argparse's abbreviations)."""
-    for flag in device_flags.device_flags(model):
-        shown = f"the field `{flag.spelled}`" if flag.is_field else f"the option {flag.spelled}"
-        set_to = (
-            f"{flag.attr} is {not flag.negated}"
-            if flag.is_field or flag.negated or flag.default is None
-            else f"{flag.spelled} is given"
-        )
-        where = f"{shown} decides the device at line {flag.picker_line}"
-        if flag.device_by_default is False:
-            yield Finding(
-                CODE,
-                f"{where}: after conversion the XLA device is used only when {set_to}; "
-                "without it the script trains on the CPU",
-                model.span(flag.declared),
-                Severity.WARNING,
-                manual=f"Make the XLA device the default (the device is chosen when {set_to}), "
-                "or always run the converted script with it set.",
-            )
-            continue
-        off = (
-            "when it is set" if flag.negated and not flag.is_field else f"when {flag.attr} is False"
-        )
-        yield Finding(
-            CODE,
-            f"{where}: after conversion it switches the XLA device, not CUDA (the XLA device "
-            f"by default, the CPU {off}), although its name says CUDA",
-            model.span(flag.declared),
-            Severity.INFORMATION,
-            manual="Nothing to change to train on the XLA device; rename the flag (and every "
-            "use of it) if its CUDA name would mislead the users of the converted script.",
-        )
-
-
-def _tensor_type_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    """``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`` used only as
-    ``Tensor(...)`` and ``x.type(Tensor)``: what it builds goes to the XLA device (XLA405
-    reports the aliases with other uses, which have no fix)."""
-    for alias in tensor_types.tensor_type_aliases(model):
-        if alias.blocker:
-            continue
-        e = Emitter(model)
-        ops = tensor_types.alias_edits(model, alias, e, ctx.target)
-        dev = xla_api.device(Emitter(model), ctx.target)
-        uses = ", ".join(str(n) for n in alias.use_lines[:6])
-        cuda_type = f"torch.cuda.{alias.type_name}"
-        when = f" when {model.segment(alias.flag)} is true" if alias.flag is not None else ""
-        reason = (
-            f"every tensor {alias.name} builds or casts to (line {uses}) then goes to the XLA "
-            "device on every host: the models they meet must be there too (accept the review "
-            "fixes of the CUDA moves"
-            + (f" and of the {model.segment(alias.flag)} flag" if alias.flag is not None else "")
-            + "); each is built on the CPU first and copied, as the CPU branch built it"
-        )
-        yield _finding(
-            model,
-            alias.assign.value,
-            _message(
-                f"{alias.name} is the CUDA tensor type {cuda_type}{when}: the tensors it builds "
-                f"and casts to go to CUDA, which an XLA host lacks; on XLA build them on {dev}",
-                False,
-                reason,
-            ),
-            _fix(
-                f"Build {alias.name}'s tensors on the XLA device ({alias.type_name} "
-                f"-> torch.{alias.dtype})",
-                ops,
-                e,
-                False,
-                reason,
-            ),
-        )
-
-
 def _option_findings(model, ctx, handled) -> Iterator[Finding]:
     """``add_argument("--device", default="cuda")``: the default is the device."""
     for call in model.method_calls("add_argument"):
@@ -567,9 +447,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _option_findings(model, ctx, handled)
     yield from _respect_guards(model, _call_findings(model, ctx, handled))
     yield from _respect_guards(model, _assignment_findings(model, ctx, handled))
-    yield from _flag_findings(model, handled)
-    yield from _tensor_type_findings(model, ctx)
-    yield from _device_flag_findings(model)
+    yield from flag_idioms.flag_findings(model, handled)
+    yield from flag_idioms.tensor_type_findings(model, ctx)
+    yield from flag_idioms.device_flag_findings(model)
     yield from _helper_findings(model)
 
 
