@@ -103,3 +103,23 @@ def test_unused_alias_is_left_to_xla405():
     """
     assert [f for f in findings(code, "XLA101") if f.fix is not None] == []
     assert len(findings(code, "XLA405")) == 1
+
+
+def test_a_device_picker_on_the_flag_is_rewritten_whole_so_the_flag_may_become_true():
+    code = """
+    import numpy as np
+    import torch
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if cuda else "cpu")
+    G = torch.nn.Linear(4, 1)
+    if cuda:
+        G.cuda()
+    FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    z = FloatTensor(np.zeros((2, 4)))
+    """
+    flag = _by_line(code)[3]
+    assert flag.fix is not None and "line 4, 7, 8" in flag.fix.review_reason
+    out = fixed(code, "XLA101", unsafe=True)
+    assert "cuda = True\ndevice = torch_xla.device()\n" in out
+    assert "    G.to(device)\n" in out
+    assert "z = FloatTensor(np.zeros((2, 4))).to(device)\n" in out

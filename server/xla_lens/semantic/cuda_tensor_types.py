@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from . import xla_api
+from . import pickers, xla_api
 from .device_sites import device_ref_at
 from .edits import EditOp, Replace
 from .model import Emitter, ScriptModel, is_cuda_string, method_name, receiver
@@ -190,16 +190,21 @@ class FlagPlan:
     placements: tuple[ast.If, ...]
     aliases: tuple[TensorTypeAlias, ...]
     blocker: str
+    # Device pickers testing the flag (``"cuda" if cuda else "cpu"``): XLA101 rewrites
+    # them whole, so the flag no longer decides them.
+    pickers: tuple[ast.AST, ...] = ()
 
     @property
     def guarded_lines(self) -> list[int]:
         lines = [s.lineno for p in self.placements for s in p.body]
+        lines += [p.lineno for p in self.pickers]
         return sorted({*lines, *(a.assign.lineno for a in self.aliases)})
 
 
 def flag_plan(model: ScriptModel, assign: ast.Assign, name: str) -> FlagPlan:
     placements: list[ast.If] = []
     aliases: list[TensorTypeAlias] = []
+    rewritten: list[ast.AST] = []
     by_test = {id(a.flag): a for a in tensor_type_aliases(model) if a.flag is not None}
     blocker = _rebinds(model, name, assign)
     for n in model.name_nodes(name):
@@ -211,6 +216,8 @@ def flag_plan(model: ScriptModel, assign: ast.Assign, name: str) -> FlagPlan:
             blocker = f"{name} is rebound on line {n.lineno}"
         elif isinstance(p, ast.If) and p.test is n and _only_placements(model, p):
             placements.append(p)
+        elif isinstance(p, ast.If | ast.IfExp) and p.test is n and _availability_picker(model, p):
+            rewritten.append(p)
         elif alias is not None and not alias.blocker:
             aliases.append(alias)
         elif alias is not None:
@@ -220,7 +227,15 @@ def flag_plan(model: ScriptModel, assign: ast.Assign, name: str) -> FlagPlan:
             blocker = f"{name} also decides line {n.lineno} ({shown}), which has no XLA rewrite"
     if not blocker and not (placements or aliases):
         blocker = f"{name} guards nothing XLA101 rewrites"
-    return FlagPlan(tuple(placements), tuple(aliases), blocker)
+    return FlagPlan(tuple(placements), tuple(aliases), blocker, tuple(rewritten))
+
+
+def _availability_picker(model: ScriptModel, node: ast.If | ast.IfExp) -> bool:
+    """A device picker on the flag alone, which XLA101 replaces by the XLA device."""
+    if isinstance(node, ast.IfExp):
+        pk = pickers.picker(model, node)
+        return pk is not None and pk.test_kind == "availability"
+    return pickers.if_picker(model, node) is not None
 
 
 def _only_placements(model: ScriptModel, node: ast.If) -> bool:
