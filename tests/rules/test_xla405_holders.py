@@ -123,3 +123,14 @@ def test_the_cli_prints_whole_sentences_after_no_automatic_fix(tmp_path):
     assert len(manuals) >= 3, out
     assert all(m[0].isupper() for m in manuals), out
     assert "memory statistics" not in out
+
+
+def test_a_cuda_tensor_type_alias_without_a_fix_says_why():
+    code = """
+    import torch
+    Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    print(Tensor)
+    """
+    (f,) = findings(code, "XLA405")
+    assert "XLA101 offers no fix for this alias: Tensor is also used" in f.manual
+    assert f.manual.endswith(").")

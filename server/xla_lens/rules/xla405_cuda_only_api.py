@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.cuda_tensor_types import TENSOR_DTYPES, fixable_alias_types
+from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
 
@@ -212,10 +212,10 @@ def _aliased(model: ScriptModel, node: ast.Attribute, qualname: str) -> bool:
 def _api_findings(model: ScriptModel) -> Iterator[Finding]:
     reported: set[int] = set()
     # Tensor-type aliases whose every use XLA101 rewrites are reported there, with the fix.
-    fixed_elsewhere = fixable_alias_types(model)
+    aliases = {id(a.cuda_type): a.blocker for a in tensor_type_aliases(model)}
     for node in _outermost_chains(model):
         q = model.qualname(node)
-        if q is None or id(node) in fixed_elsewhere:
+        if q is None or aliases.get(id(node)) == "":
             continue
         # Report the longest known prefix once per line: `torch.cuda.nvtx.range_push(...)`.
         advice = _advice(q)
@@ -242,7 +242,12 @@ def _api_findings(model: ScriptModel) -> Iterator[Finding]:
             f"{shown} {advice[0]}",
             model.span(node),
             Severity.WARNING,
-            manual=advice[1],
+            manual=advice[1]
+            + (
+                f" XLA101 offers no fix for this alias: {aliases[id(node)]}."
+                if id(node) in aliases
+                else ""
+            ),
         )
 
 

@@ -78,11 +78,6 @@ def tensor_type_aliases(model: ScriptModel) -> list[TensorTypeAlias]:
     return model.memo(tensor_type_aliases, lambda: list(_aliases(model)))
 
 
-def fixable_alias_types(model: ScriptModel) -> set[int]:
-    """``id`` of the ``torch.cuda.<T>`` nodes whose alias gets a fix (reported there)."""
-    return {id(a.cuda_type) for a in tensor_type_aliases(model) if not a.blocker}
-
-
 def _aliases(model: ScriptModel):
     for node in model.nodes_of(ast.Assign):
         assert isinstance(node, ast.Assign)
