@@ -2,7 +2,8 @@
 
 Finds every way a script picks CUDA (literals, ``torch.device``, ``.cuda()``, availability
 and flag pickers, ``torch.accelerator``, if/elif picker blocks, argparse defaults, device
-attributes, integer CUDA indices) and rewrites it to the XLA device. A rewrite is *safe* only
+attributes, integer CUDA indices; availability flags, CUDA tensor-type aliases and CUDA-named
+options in ``cuda_flag_idioms``) and rewrites it to the XLA device. A rewrite is *safe* only
 when every use of the value still works with the new one (``semantic.values``); otherwise the
 fix is offered for review and the finding says which use needs the original value.
 """

@@ -4,7 +4,8 @@ CUDA tensor types, SyncBatchNorm, the CUDA OOM exception, apex/bitsandbytes/xfor
 XLA403 removes or translates the ``torch.cuda`` calls that have an equivalent; what is left
 here has none a tool can write for you: each finding says what it does on an XLA device
 (fails, or silently does nothing) and what to use instead. No automatic fix: every
-replacement changes the program's structure.
+replacement changes the program's structure. (A CUDA tensor-type alias used only to build and
+cast tensors is XLA101's, which rewrites it for review: see rules/cuda_flag_idioms.py.)
 """
 
 from __future__ import annotations
