@@ -60,7 +60,7 @@ def _syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
         if id(region) in seen:
             continue
         seen.add(id(region))
-        for node in ast.walk(region):
+        for node in model.walk(region):
             if not isinstance(node, ast.Call):
                 continue
             if _is_sync(model, node):

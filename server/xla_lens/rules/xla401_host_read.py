@@ -134,9 +134,9 @@ def _top_level_definitions(model: ScriptModel) -> set[str]:
     return out
 
 
-def _bound_in(root: ast.AST) -> set[str]:
+def _bound_in(model: ScriptModel, root: ast.AST) -> set[str]:
     out = set()
-    for n in ast.walk(root):
+    for n in model.walk(root):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
             out.add(n.id)
         elif isinstance(n, ast.arg):
@@ -146,7 +146,7 @@ def _bound_in(root: ast.AST) -> set[str]:
 
 def _bound_in_scope(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
     # One walk per function, however many of its statements need a closure.
-    return model.memo((_bound_in_scope, scope), lambda: frozenset(_bound_in(scope)))
+    return model.memo((_bound_in_scope, scope), lambda: frozenset(_bound_in(model, scope)))
 
 
 def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
@@ -154,14 +154,14 @@ def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
     scope = scope_of(model, stmt)
     local = set(_bound_in_scope(model, scope)) if scope is not model.tree else set()
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        local |= {a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}
-    skip = _bound_in(stmt) | _module_level_names(model) | set(model.imports)
+        local |= {a.arg for a in model.walk(scope.args) if isinstance(a, ast.arg)}
+    skip = _bound_in(model, stmt) | _module_level_names(model) | set(model.imports)
     if scope is not model.tree:
         # Globals are read when the closure runs; only the frame's own names need binding now.
         skip |= {n for n in model.assignments if n not in local}
     names: list[str] = []
     loads = sorted(
-        (n for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
+        (n for n in model.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
         key=lambda n: (n.lineno, n.col_offset),
     )
     for n in loads:
@@ -213,7 +213,7 @@ def _sync_runs_after(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> 
     syncs = [
         n
         for region in loop.regions()
-        for n in (ast.walk(region) if region is loop.node else model.walk_scope(region))
+        for n in (model.walk(region) if region is loop.node else model.walk_scope(region))
         if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
     ]
     # With no sync yet, XLA107 adds one before the exit checks that end the loop body.
@@ -249,7 +249,7 @@ def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
 def _closed_resource(model: ScriptModel, stmt: ast.stmt) -> str | None:
     """``with open(p) as f: f.write(...)``: deferred past the ``with``, the report would run
     on a closed resource (``ValueError: I/O operation on closed file``)."""
-    used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+    used = {n.id for n in model.walk(stmt) if isinstance(n, ast.Name)}
     for a in model.ancestors(stmt):
         if isinstance(a, SCOPE_TYPES):
             return None
@@ -257,7 +257,7 @@ def _closed_resource(model: ScriptModel, stmt: ast.stmt) -> str | None:
             for item in a.items:
                 bound = item.optional_vars
                 names = (
-                    {n.id for n in ast.walk(bound) if isinstance(n, ast.Name)} if bound else set()
+                    {n.id for n in model.walk(bound) if isinstance(n, ast.Name)} if bound else set()
                 )
                 if names & used:
                     return (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -160,6 +160,9 @@ class ScriptModel:
         # Scope walks and derived facts asked for again and again by rules: computed once
         # per parse (the tree is never mutated after indexing).
         self._scope_walks: dict[ast.AST, tuple[ast.AST, ...]] = {}
+        # Each node's children (ast.iter_child_nodes order), kept from indexing so scope
+        # walks do not re-read every node's fields.
+        self._children: dict[ast.AST, list[ast.AST]] = {}
         self._memo: dict[object, object] = {}
         self._index()
 
@@ -170,9 +173,10 @@ class ScriptModel:
         while stack:
             node = stack.pop()
             by_type[type(node)].append(node)
-            for child in ast.iter_child_nodes(node):
+            children = self._children[node] = child_nodes(node)
+            for child in children:
                 self.parents[child] = node
-                stack.append(child)
+            stack.extend(children)
             if isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, LOOP_TYPES):
@@ -353,14 +357,25 @@ class ScriptModel:
             cached = self._scope_walks[root] = tuple(self._walk_scope(root))
         return iter(cached)
 
-    @staticmethod
-    def _walk_scope(root: ast.AST) -> Iterator[ast.AST]:
-        stack = list(ast.iter_child_nodes(root))
+    def walk(self, root: ast.AST) -> Iterator[ast.AST]:
+        """``ast.walk(root)`` (same nodes, same order) over the children kept from indexing."""
+        children = self._children
+        todo = deque([root])
+        while todo:
+            node = todo.popleft()
+            kids = children.get(node)
+            todo.extend(child_nodes(node) if kids is None else kids)
+            yield node
+
+    def _walk_scope(self, root: ast.AST) -> Iterator[ast.AST]:
+        children = self._children
+        stack = list(children.get(root) or child_nodes(root))
         while stack:
             node = stack.pop()
             yield node
             if not isinstance(node, SCOPE_TYPES):
-                stack.extend(ast.iter_child_nodes(node))
+                kids = children.get(node)
+                stack.extend(child_nodes(node) if kids is None else kids)
 
     def memo(self, key: object, compute: Callable[[], T]) -> T:
         """``compute()`` once per parse for ``key``: a fact of the whole script that several
@@ -466,7 +481,7 @@ class ScriptModel:
         if entry.external_steps:
             return False
         for region in entry.regions():
-            for n in self.walk_scope(region) if region is not entry.node else ast.walk(region):
+            for n in self.walk_scope(region) if region is not entry.node else self.walk(region):
                 if isinstance(n, ast.Call) and is_update_call(self, n):
                     return False
         scope: ast.AST = self.tree
@@ -474,7 +489,7 @@ class ScriptModel:
             if isinstance(a, SCOPE_TYPES):
                 scope = a
                 break
-        inside = set(map(id, ast.walk(entry.node)))
+        inside = set(map(id, self.walk(entry.node)))
         return any(
             isinstance(n, ast.Call) and id(n) not in inside and is_update_call(self, n)
             for n in self.walk_scope(scope)
@@ -678,6 +693,21 @@ class Emitter:
     @property
     def torch(self) -> str:
         return self.module("torch")
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its generator overhead (hot path)."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        try:
+            value = getattr(node, name)
+        except AttributeError:
+            continue
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend([item for item in value if isinstance(item, ast.AST)])
+    return out
 
 
 def _order(node: ast.AST) -> tuple[int, int]:

@@ -90,7 +90,7 @@ class Ordering:
     # --- parameter sources ------------------------------------------------------------------
     def _param_paths(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> set[str]:
         out: set[str] = set()
-        for n in ast.walk(expr):
+        for n in self.model.walk(expr):
             if isinstance(n, ast.Call) and method_name(n) in PARAMETER_METHODS:
                 path = dotted(receiver(n)) if receiver(n) is not None else None
                 if path is not None:
@@ -157,7 +157,7 @@ class Ordering:
             return []
         root, _, rest = path.partition(".")
         out = []
-        for n in ast.walk(scope):
+        for n in self.model.walk(scope):
             if (
                 isinstance(n, ast.Assign)
                 and len(n.targets) == 1
@@ -261,7 +261,7 @@ class Ordering:
             if not built:
                 continue
             positions = set()
-            for n in ast.walk(fn):
+            for n in self.model.walk(fn):
                 if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple):
                     for i, elt in enumerate(n.value.elts):
                         if isinstance(elt, ast.Name) and elt.id in built:
@@ -360,7 +360,7 @@ class Ordering:
         for n in (
             self.model.walk_scope(build.scope)
             if build.scope is not self.model.tree
-            else ast.walk(self.model.tree)
+            else self.model.walk(self.model.tree)
         ):
             if not isinstance(n, ast.Assign) or n.lineno >= build.stmt.lineno:
                 continue
@@ -370,7 +370,7 @@ class Ordering:
                 _matches(dotted(t) or "", build.path) or dotted(t) == root for t in n.targets
             ):
                 continue
-            if any(isinstance(c, ast.Call) and self._moves_anything(c) for c in ast.walk(n.value)):
+            if any(isinstance(c, ast.Call) and self._moves_anything(c) for c in self.model.walk(n.value)):
                 return True
         return False
 
@@ -400,7 +400,7 @@ class Ordering:
                 value = a.value
                 if a is move.stmt or (
                     value is not None
-                    and root in {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+                    and root in {n.id for n in self.model.walk(value) if isinstance(n, ast.Name)}
                 ):
                     continue  # ``model = model.to(d)`` / ``model = DDP(model)``
                 return True

@@ -329,7 +329,7 @@ def _batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
     it, target = loop.iter, loop.target
     if isinstance(it, ast.List | ast.Tuple | ast.Constant):
         return []
-    if any(isinstance(n, ast.Call) and _is_counter(model, n) for n in ast.walk(it)):
+    if any(isinstance(n, ast.Call) and _is_counter(model, n) for n in model.walk(it)):
         return []  # ``tqdm(range(n))``, ``itertools.count()``: step counters, not data
     if (
         isinstance(it, ast.Call)
