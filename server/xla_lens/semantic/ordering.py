@@ -370,7 +370,10 @@ class Ordering:
                 _matches(dotted(t) or "", build.path) or dotted(t) == root for t in n.targets
             ):
                 continue
-            if any(isinstance(c, ast.Call) and self._moves_anything(c) for c in self.model.walk(n.value)):
+            if any(
+                isinstance(c, ast.Call) and self._moves_anything(c)
+                for c in self.model.walk(n.value)
+            ):
                 return True
         return False
 
