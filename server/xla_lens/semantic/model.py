@@ -169,14 +169,14 @@ class ScriptModel:
     # --- indexing ----------------------------------------------------------------
     def _index(self) -> None:
         stack: list[ast.AST] = [self.tree]
-        by_type = self._by_type
+        by_type, parents, kept = self._by_type, self.parents, self._children
         while stack:
             node = stack.pop()
             by_type[type(node)].append(node)
-            children = self._children[node] = child_nodes(node)
-            for child in children:
-                self.parents[child] = node
-            stack.extend(children)
+            children = kept[node] = child_nodes(node)
+            if children:
+                parents.update(dict.fromkeys(children, node))
+                stack.extend(children)
             if isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, LOOP_TYPES):

@@ -141,6 +141,8 @@ def _identifier(node: ast.AST) -> str | None:
 
 
 def _target_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):  # the common case, without a walk
+        return [target.id]
     return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
 
 
