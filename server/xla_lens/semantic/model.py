@@ -23,6 +23,7 @@ from .steps import ExternalStep, StepIndex, is_update_call
 LOOP_TYPES = (ast.For, ast.While, ast.AsyncFor)
 SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _CACHED_WALK_ROOTS = (*SCOPE_TYPES, ast.Module)
+_NO_CHILDREN: tuple[()] = ()
 T = TypeVar("T")
 OPTIMIZER_CLASSES = {
     "torch.optim.SGD",
@@ -162,7 +163,7 @@ class ScriptModel:
         self._scope_walks: dict[ast.AST, tuple[ast.AST, ...]] = {}
         # Each node's children (ast.iter_child_nodes order), kept from indexing so scope
         # walks do not re-read every node's fields.
-        self._children: dict[ast.AST, list[ast.AST]] = {}
+        self._children: dict[ast.AST, list[ast.AST] | tuple[()]] = {}
         self._memo: dict[object, object] = {}
         self._index()
 
@@ -173,10 +174,13 @@ class ScriptModel:
         while stack:
             node = stack.pop()
             by_type[type(node)].append(node)
-            children = kept[node] = child_nodes(node)
+            children = child_nodes(node)
             if children:
+                kept[node] = children
                 parents.update(dict.fromkeys(children, node))
                 stack.extend(children)
+            else:
+                kept[node] = _NO_CHILDREN  # shared: leaves allocate nothing that lives on
             if isinstance(node, ast.Call):
                 self.calls.append(node)
             elif isinstance(node, LOOP_TYPES):
