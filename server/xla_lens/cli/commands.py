@@ -12,7 +12,7 @@ from ..engine.config import parse_codes, settings_for_path
 from ..engine.leftover import CLI_REVIEW, leftover
 from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
-from .files import FileProblem, discover, read_source
+from .files import FileProblem, discover, link_target, read_source
 from .output import Reported, format_json, format_sarif, format_text, rule_page, rules_markdown
 from .writeback import write_back
 
@@ -156,7 +156,7 @@ def fix_command(args: argparse.Namespace) -> int:
             )
     for link in outside_links:
         _err(
-            f"{link}: skipped, a link to {link.resolve()} outside the folder"
+            f"{link}: skipped, a link to {link_target(link)} outside the folder"
             " (name the file itself to fix it)"
         )
     verb = "would change" if args.diff else "changed"

@@ -59,13 +59,25 @@ _KINDS = {
 }
 
 
+def link_target(path: Path) -> str:
+    """Where a link leads, for a message; a loop or an unreadable link says so."""
+    try:
+        return str(path.resolve(strict=True))
+    except (OSError, RuntimeError):
+        return f"{path} (a link that leads nowhere)"
+
+
 def _links_out_of(path: Path, folder: Path) -> bool:
+    """A link whose target is outside ``folder``; a broken link or a loop is not (it is
+    reported as unreadable where it is read)."""
     if not path.is_symlink():
         return False
     try:
-        path.resolve().relative_to(folder)
-    except (ValueError, OSError, RuntimeError):
+        path.resolve(strict=True).relative_to(folder)
+    except ValueError:
         return True
+    except (OSError, RuntimeError):
+        return False
     return False
 
 
