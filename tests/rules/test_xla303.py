@@ -24,30 +24,51 @@ def test_tokenizer_padding_longest_gets_fixed_length_defaults_as_reviewed_fix():
     assert findings(out, "XLA303") == []
 
 
-def test_given_max_length_makes_the_fix_safe_for_both_targets():
+def test_given_literal_max_length_with_truncation_makes_the_fix_safe_for_both_targets():
     code = """
-    class DS:
-        def encode(self, batch):
-            return self.tokenizer(batch, padding="longest", max_length=256, truncation=False)
-
     def enc(tokenizer, rows):
         return tokenizer.batch_encode_plus(rows, padding=True, max_length=64)
+
+    def enc2(tokenizer, rows):
+        return tokenizer(rows, padding="longest", max_length=32, truncation=True)
     """
     found = findings(code, "XLA303")
-    assert [f.span.start.line for f in found] == [2, 5]
+    assert [f.span.start.line for f in found] == [1, 4]
     assert all(f.fix.safe for f in found)
     expected = src(
         """
-        class DS:
-            def encode(self, batch):
-                return self.tokenizer(batch, padding="max_length", max_length=256, truncation=False)
+    def enc(tokenizer, rows):
+        return tokenizer.batch_encode_plus(rows, padding="max_length", max_length=64, truncation=True)
 
-        def enc(tokenizer, rows):
-            return tokenizer.batch_encode_plus(rows, padding="max_length", max_length=64, truncation=True)
-        """
+    def enc2(tokenizer, rows):
+        return tokenizer(rows, padding="max_length", max_length=32, truncation=True)
+    """
     )
     assert fixed(code, "XLA303") == expected
     assert fixed(code, "XLA303", target="legacy") == expected
+
+
+def test_padding_to_max_length_needs_review_where_it_could_fail_or_change_data():
+    """Held-out trap: a computed max_length (None off XLA) or a call that never truncates
+    turns "pad to the longest" into a failure on long sequences."""
+    code = """
+    from transformers import DataCollatorWithPadding
+
+    def collate(tokenizer, batch, on_xla):
+        return tokenizer.pad(batch, padding="longest", max_length=128 if on_xla else None)
+
+    def enc(tokenizer, rows):
+        return tokenizer(rows, padding="longest", max_length=256, truncation=False)
+
+    c = DataCollatorWithPadding(tok, "longest", 64)
+    """
+    found = findings(code, "XLA303")
+    assert len(found) == 3
+    assert not any(f.fix.safe for f in found)
+    reasons = [f.fix.review_reason for f in found]
+    assert "computed" in reasons[0]
+    assert "does not truncate" in reasons[1] and "does not truncate" in reasons[2]
+    assert fixed(code, "XLA303") == src(code)
 
 
 def test_collators_and_pad_default_to_longest():
@@ -63,11 +84,12 @@ def test_collators_and_pad_default_to_longest():
     found = findings(code, "XLA303")
     assert [f.span.start.line for f in found] == [3, 4, 5, 6]
     c1, c2, c3, pad = found
-    # Collators take no truncation argument.
+    # Collators take no truncation argument: padding to max_length may fail on long inputs.
+    assert not c2.fix.safe and not c3.fix.safe
     out = fix_one(code, c1)
     assert 'c1 = DCP(tokenizer=tok, padding="max_length", max_length=128)' in out
     # Positional padding is replaced in place (adding padding= would raise "multiple values").
-    assert fixed(code, "XLA303").splitlines()[4:6] == [
+    assert fixed(code, "XLA303", unsafe=True).splitlines()[4:6] == [
         'c2 = transformers.DataCollatorForSeq2Seq(tok, model, "max_length", max_length=32)',
         'c3 = DCP(tok, "max_length", 64)',
     ]

@@ -130,15 +130,51 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if padding is None
             else "pads to the longest sequence"
         )
+        review = _review_reason(call, max_length, invented, site.takes_truncation)
         yield Finding(
             CODE,
             f"{how}: every batch gets a new shape and XLA recompiles the graph; "
             'use padding="max_length" with a fixed max_length',
             model.span(padding if padding is not None else call),
             Severity.WARNING,
-            # An invented max_length truncates or over-pads the data: the user must review it.
-            fix=Fix(title, tuple(ops), safe=not invented),
+            fix=Fix(title, tuple(ops), safe=review is None, review_reason=review),
         )
+
+
+def _review_reason(
+    call: ast.Call, max_length: ast.expr | None, invented: bool, takes_truncation: bool
+) -> str | None:
+    """Why padding every batch to ``max_length`` may change the data; None when it cannot:
+    a literal length and sequences already truncated to it (only the pad tokens, which the
+    attention mask hides, change)."""
+    if invented:
+        return f"max_length={DEFAULT_MAX_LENGTH} is a guess: it truncates or over-pads your data"
+    if not (
+        isinstance(max_length, ast.Constant)
+        and isinstance(max_length.value, int)
+        and not isinstance(max_length.value, bool)
+    ):
+        return (
+            "max_length is computed here (it may be None or differ per run): every batch "
+            "would pad to it, or fail where it is None"
+        )
+    truncation_kw = keyword(call, "truncation")
+    truncation = truncation_kw.value if truncation_kw is not None else None
+    if not takes_truncation:
+        return (
+            "this call does not truncate: a batch with a sequence longer than max_length, "
+            "which padded to the longest before, now fails"
+        )
+    # With max_length given and truncation left out, the tokenizer already truncates
+    # ("longest_first"): truncation=True says what it does.
+    if truncation is not None and not (
+        isinstance(truncation, ast.Constant) and truncation.value is True
+    ):
+        return (
+            "this call does not truncate (truncation is not True): a batch with a sequence "
+            "longer than max_length, which padded to the longest before, now fails"
+        )
+    return None
 
 
 HOVER = """\
