@@ -54,9 +54,32 @@ def test_check_json_records(project: Path) -> None:
             "column": 9,
             "end_line": 3,
             "end_column": 37,
-            "fix": {"title": "Replace .cuda() with .to(torch_xla.device())"},
+            "fix": {
+                "title": "Replace .cuda() with .to(torch_xla.device())",
+                "applicability": "safe",
+            },
+            "manual": None,
         }
     ]
+
+
+def test_check_json_says_which_fixes_wait_for_review(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import argparse\n"
+        "import torch\n"
+        "from torch import nn\n\n"
+        "parser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--device", default="cpu", help="cpu or cuda")\n'
+        "args = parser.parse_args()\n"
+        "model = nn.Linear(4, 1).to(args.device)\n"
+        "torch.cuda.synchronize()\n"
+    )
+    out = xla_lens("check", "train.py", "--format", "json", "--target", "modern", cwd=tmp_path)
+    fixes = {r["code"]: r["fix"] for r in json.loads(out.stdout)}
+    assert fixes["XLA101"]["applicability"] == "unsafe"
+    assert fixes["XLA101"]["review_reason"]  # the reason, as the text output gives it
+    assert [f["applicability"] for c, f in fixes.items() if c != "XLA101"] == ["safe"]
 
 
 def test_check_sarif_is_code_scanning_shaped(project: Path) -> None:

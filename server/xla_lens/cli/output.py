@@ -43,8 +43,20 @@ def as_record(r: Reported) -> dict:
         "column": f.span.start.col + 1,
         "end_line": f.span.end.line + 1,
         "end_column": f.span.end.col + 1,
-        "fix": {"title": f.fix.title} if f.fix is not None else None,
+        "fix": fix_record(f),
+        "manual": f.manual or None,
     }
+
+
+def fix_record(f: Finding) -> dict | None:
+    """The fix as `fix` treats it: ruff's "applicability" names, so tools that read ruff's JSON
+    read ours the same way (safe: applied by `fix`; unsafe: only with `--unsafe-fixes`)."""
+    if f.fix is None:
+        return None
+    record: dict = {"title": f.fix.title, "applicability": "safe" if f.fix.safe else "unsafe"}
+    if not f.fix.safe:
+        record["review_reason"] = f.fix.review_reason or "may change behaviour"
+    return record
 
 
 def format_text(items: Sequence[Reported]) -> str:
@@ -99,7 +111,7 @@ def format_sarif(items: Sequence[Reported], root: Path) -> str:
             location = {"uri": r.path.resolve().as_uri()}
         message = f.message
         if f.fix is not None:
-            message += f" Fix: {f.fix.title}."
+            message += f" Fix: {f.fix.title}" + ("." if f.fix.safe else " (needs review).")
         elif f.manual:
             message += f" {f.manual}"
         result = {
