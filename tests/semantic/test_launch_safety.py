@@ -56,3 +56,50 @@ def test_single_process_scripts_keep_their_safe_module_level_fixes():
     assert f.fix.safe
     assert "torch_xla.device()" in fixed(code, "XLA101")
     assert src(code)
+
+
+SPAWNED = """
+import os
+import torch.multiprocessing as mp
+
+def worker(index, world_size):
+    rank = int(os.environ["RANK"])
+
+def main():
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    mp.spawn(worker, nprocs=world_size, args=(world_size,))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_function_that_calls_mp_spawn_stays_parent_code():
+    # XLA204 swaps mp.spawn for torch_xla.launch here (it adds no _mp_fn around main()): main()
+    # still runs in the parent, so its env read must not become xr.world_size() (held-out
+    # imagenet: "Runtime is already initialized" once the launch fix is accepted).
+    by_line = {f.span.start.line + 1: f for f in findings(SPAWNED, "XLA202")}
+    parent = by_line[8]
+    assert not parent.fix.safe
+    assert "Runtime is already initialized" in parent.fix.review_reason
+    assert "needs review" in parent.message and "line 8" in parent.message
+    assert by_line[5].fix.safe  # the spawned worker is a replica: xr.global_ordinal() is right
+    converted = fixed(SPAWNED, "XLA202")
+    assert 'world_size = int(os.environ.get("WORLD_SIZE", 1))' in converted
+    assert "rank = xr.global_ordinal()" in converted
+
+
+def test_the_entry_the_guard_rewrite_wraps_is_replica_code_whatever_its_name():
+    code = """
+    import os
+    import torch.distributed as dist
+
+    def train():
+        dist.init_process_group("nccl")
+        world_size = int(os.environ["WORLD_SIZE"])
+
+    if __name__ == "__main__":
+        train()
+    """
+    (f,) = findings(code, "XLA202")
+    assert f.fix.safe, f.message  # _mp_fn(index) will call train(): it runs in the replica

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..rules.base import Finding, Fix
+from ..rules.base import Finding, Fix, ReplaceStatement
+from ..rules.xla204_mp_fn import guard_entry
 from ..semantic.launch import (
     PARENT_REVIEW,
     emits_runtime_call,
@@ -37,11 +38,19 @@ def _runtime_sites(fix: Fix) -> list[int]:
     return lines
 
 
+def _wraps_entry(fix: Fix) -> bool:
+    """Whether an XLA204 fix adds ``_mp_fn`` around the main guard's entry function (the
+    other XLA204 fix swaps ``mp.spawn(fn)`` for the XLA launcher: ``fn`` stays the target,
+    and the function that calls the launcher stays parent code)."""
+    return any(isinstance(op, ReplaceStatement) for op in fix.ops)
+
+
 def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
-    adds_launcher = any(f.code == LAUNCHER_RULE and f.fix is not None for f in findings)
-    if not (adds_launcher or is_launched(model)):
+    launcher_fixes = [f.fix for f in findings if f.code == LAUNCHER_RULE and f.fix is not None]
+    if not (launcher_fixes or is_launched(model)):
         return findings
-    replicas = replica_functions(model, launch_targets(model, "main" if adds_launcher else None))
+    wrapped = guard_entry(model) if any(_wraps_entry(fx) for fx in launcher_fixes) else None
+    replicas = replica_functions(model, launch_targets(model, wrapped))
     out = []
     for f in findings:
         # Fixes write next to what they report: only a finding in parent code can put a

@@ -86,6 +86,14 @@ def _entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
     return None
 
 
+def guard_entry(model: ScriptModel) -> str | None:
+    """The function the main guard starts (``main`` in ``main()``): the one the guard
+    rewrite wraps in ``_mp_fn``, so each replica runs it."""
+    guard = next((s for s in model.tree.body if _is_main_guard(s)), None)
+    call = _entry_call(model, guard) if isinstance(guard, ast.If) else None
+    return call.func.id if call is not None else None  # type: ignore[attr-defined]
+
+
 # torch_xla calls in the parent would start the XLA runtime before the launcher does.
 PROCESS_STATE_PREFIXES = ("torch.distributed.", "torch.cuda.", "torch.backends.", "torch_xla.")
 TORCHRUN_KEYS = {"RANK", "LOCAL_RANK", "WORLD_SIZE"}
