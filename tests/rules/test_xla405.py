@@ -113,3 +113,62 @@ def test_device_modules_xformers_helpers_and_device_meshes():
     mesh = pc.build_device_mesh("cuda")
     """
     assert lines(code) == [5, 6, 7, 8, 9, 10]
+
+
+def test_a_quantization_switch_is_reported_where_its_default_turns_it_on():
+    code = """
+    from dataclasses import dataclass, field
+    import transformers
+    from transformers import AutoModelForCausalLM, HfArgumentParser
+
+    @dataclass
+    class QuantArgs:
+        precision_bits: int = field(
+            default=4,
+            metadata={"help": "weight bits"},
+        )
+        int8: bool = True
+
+    def load(args):
+        return AutoModelForCausalLM.from_pretrained(
+            "m", load_in_4bit=args.precision_bits == 4, load_in_8bit=args.int8
+        )
+    """
+    found = [f for f in findings(code, "XLA405") if "defaults to" in f.message]
+    assert [(f.span.start.line + 1, f.fix) for f in found] == [(8, None), (11, None)]
+    assert "`precision_bits` defaults to 4" in found[0].message and found[0].manual
+    assert "4-bit weights (load_in_4bit, line 15)" in found[0].message
+    assert "`int8` defaults to True" in found[1].message
+
+
+def test_an_argparse_quantization_default_and_defaults_that_keep_bf16_weights():
+    code = """
+    import argparse
+    from transformers import AutoModelForCausalLM
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--wbits", type=int, default=8)
+    parser.add_argument("--k", type=int, default=16)
+    args = parser.parse_args()
+    a = AutoModelForCausalLM.from_pretrained("m", load_in_8bit=args.wbits == 8)
+    b = AutoModelForCausalLM.from_pretrained("m", load_in_4bit=args.k == 4)
+    """
+    found = [f for f in findings(code, "XLA405") if "defaults to" in f.message]
+    assert [f.span.start.line + 1 for f in found] == [4]
+
+
+def test_an_xla_ready_bf16_load_has_no_quantization_finding():
+    code = """
+    from dataclasses import dataclass, field
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    @dataclass
+    class Args:
+        bits: int = field(default=16)
+
+    def load(args):
+        return AutoModelForCausalLM.from_pretrained(
+            "m", torch_dtype=torch.bfloat16, load_in_4bit=args.bits == 4
+        ).to(torch.device("xla"))
+    """
+    assert [f for f in findings(code, "XLA405") if "defaults to" in f.message] == []

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
+from .kbit_quantization import quantization_findings
 
 CODE = "XLA405"
 # Handled by other rules (pickers, AMP, XLA403's calls): not repeated here.
@@ -290,85 +291,6 @@ def _libraries(model: ScriptModel) -> Iterator[Finding]:
                 )
 
 
-QUANTIZED_LOADS = ("load_in_8bit", "load_in_4bit")
-QUANTIZATION_ADVICE = (
-    "bitsandbytes quantization (8-bit/4-bit weights) runs CUDA kernels only: on XLA load the "
-    "weights in bfloat16 (torch_dtype=torch.bfloat16) and train without k-bit quantization"
-)
-QUANTIZATION_MANUAL = (
-    "Load the weights in bfloat16 (torch_dtype=torch.bfloat16) and drop the 8-bit/4-bit "
-    "quantization and its k-bit preparation."
-)
-
-
-def _quantization(model: ScriptModel) -> Iterator[Finding]:
-    for call in model.calls:
-        name = (model.call_name(call) or "").rsplit(".", 1)[-1]
-        if name in {"BitsAndBytesConfig", "prepare_model_for_int8_training"} or name == (
-            "prepare_model_for_kbit_training"
-        ):
-            yield Finding(
-                CODE,
-                QUANTIZATION_ADVICE,
-                model.span(call),
-                Severity.WARNING,
-                manual=QUANTIZATION_MANUAL,
-            )
-            continue
-        for kw in call.keywords:
-            if kw.arg in QUANTIZED_LOADS and not (
-                isinstance(kw.value, ast.Constant) and kw.value.value in (False, None)
-            ):
-                yield Finding(
-                    CODE,
-                    QUANTIZATION_ADVICE,
-                    model.span(kw.value),
-                    Severity.WARNING,
-                    manual=QUANTIZATION_MANUAL,
-                )
-            elif kw.arg == "device_map" and _cuda_index_map(kw.value):
-                yield Finding(
-                    CODE,
-                    "device_map places the model on a CUDA device index (accelerate's big-model "
-                    "loading knows no XLA device): load on the CPU (no device_map) and move the "
-                    "model with .to(device) to the XLA device",
-                    model.span(kw.value),
-                    Severity.WARNING,
-                    manual="Drop device_map and call model.to(device) with the XLA device.",
-                )
-
-
-def _device_map_assignments(model: ScriptModel) -> Iterator[Finding]:
-    for node in model.nodes_of(ast.Assign):
-        assert isinstance(node, ast.Assign)
-        if any(isinstance(t, ast.Name) and "device_map" in t.id for t in node.targets) and (
-            _cuda_index_map(node.value)
-        ):
-            yield Finding(
-                CODE,
-                "device_map places the model on a CUDA device index (accelerate's big-model "
-                "loading knows no XLA device): load on the CPU (no device_map) and move the "
-                "model with .to(device) to the XLA device",
-                model.span(node.value),
-                Severity.WARNING,
-                manual="Drop device_map and call model.to(device) with the XLA device.",
-            )
-
-
-def _cuda_index_map(value: ast.AST) -> bool:
-    """``{"": local_rank}`` / ``{"": 0}`` / ``{"": Accelerator().process_index}``."""
-    if not isinstance(value, ast.Dict):
-        return False
-    for key, v in zip(value.keys, value.values, strict=True):
-        if (
-            isinstance(key, ast.Constant)
-            and key.value == ""
-            and not (isinstance(v, ast.Constant) and isinstance(v.value, str))
-        ):
-            return True
-    return False
-
-
 MESH_ADVICE = (
     "torch's DeviceMesh/DTensor parallelism (FSDP2, tensor/context parallel) is not how XLA "
     "shards: use torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP"
@@ -471,8 +393,7 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_methods(model)
     yield from _libraries(model)
-    yield from _quantization(model)
-    yield from _device_map_assignments(model)
+    yield from quantization_findings(model, CODE)
     yield from _api_findings(model)
     yield from _default_tensor_type(model)
 
