@@ -246,3 +246,50 @@ def test_dtype_less_autocast_on_an_unknown_device_keeps_the_removal_for_review()
     """
     (f,) = findings(code, "XLA103")
     assert not f.fix.safe and "default is float16" in f.fix.review_reason
+
+
+def test_hand_rolled_fp16_loss_scaling_is_reported_without_a_fix():
+    code = """
+    import torch
+
+    class Loop:
+        def backward(self, loss):
+            if self.half_precision:
+                scale = self.grad_scale
+                (loss * self.grad_scale).backward()
+            else:
+                loss.backward()
+
+        def step(self, loss):
+            factor = 2.0 ** self.log2_scale
+            scaled = loss * factor
+            scaled.backward()
+    """
+    found = findings(code, "XLA103")
+    assert [f.span.start.line + 1 for f in found] == [7, 14]
+    for f in found:
+        assert f.fix is None and "bfloat16" in f.manual
+        assert "hand-rolled fp16 loss scaling" in f.message
+    assert "`loss * self.grad_scale`" in found[0].message
+    assert found[1].related and found[1].related[0][0].start.line + 1 == 12
+
+
+def test_weights_accumulation_factors_and_bf16_xla_steps_are_not_loss_scaling():
+    code = """
+    import torch
+    import torch_xla
+
+    def step(model, x, y, weight, accum, use_fp16):
+        scale = 1.0 / accum
+        (model(x, y) * scale).backward()
+        (model(x, y) * weight).backward()
+        if use_fp16:
+            (model(x, y) * weight).backward()
+        else:
+            (model(x, y) * self.loss_scale).backward()
+        with torch.autocast("xla", dtype=torch.bfloat16):
+            loss = model(x, y)
+        loss.backward()
+        torch_xla.sync()
+    """
+    assert findings(code, "XLA103") == []

@@ -27,6 +27,7 @@ from .base import (
     SetArgs,
     Severity,
 )
+from .manual_loss_scaling import manual_loss_scaling
 
 CODE = "XLA103"
 
@@ -226,6 +227,7 @@ def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _apex(model, ctx)
+    yield from manual_loss_scaling(model, CODE)
     for call in model.calls:
         if not _is_cuda_scaler(model, call):
             continue
