@@ -124,3 +124,40 @@ def test_dist_queries_are_kept_when_the_script_builds_a_process_group():
     rank = dist.get_rank()
     """
     assert findings(code, "XLA202") == []
+
+
+def test_sentinel_guarding_per_rank_device_placement_is_a_reviewed_fix():
+    # qlora: the branch builds a CUDA device_map from the local rank. Under the XLA launcher the
+    # env var is unset and the branch is skipped; `world_size > 1` would run it on XLA.
+    code = """
+    import os
+    device_map = "auto"
+    if os.environ.get("LOCAL_RANK") is not None:
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        device_map = {"": local_rank}
+    if not int(os.environ.get("RANK", -1)) == -1:
+        torch.cuda.set_device(0)
+    if int(os.environ.get("RANK", -1)) == -1:
+        pass
+    else:
+        args.gpu = 0
+    """
+    sentinels = [f for f in findings(code, "XLA202") if "asks whether" in f.message]
+    assert [f.span.start.line + 1 for f in sentinels] == [3, 6, 8]
+    for f in sentinels:
+        assert not f.fix.safe and "places devices by rank" in f.fix.review_reason
+        assert "needs review" in f.message
+    assert "line 5: device_map" in sentinels[0].message
+    assert 'if os.environ.get("LOCAL_RANK") is not None:' in fixed(code, "XLA202")
+
+
+def test_sentinel_guarding_no_device_placement_stays_safe():
+    code = """
+    import os
+    if int(os.environ.get("RANK", -1)) != -1:
+        print("distributed")
+    else:
+        device = "cuda"
+    """
+    (f,) = findings(code, "XLA202")
+    assert f.fix.safe  # the device line is in the branch for runs without torchrun

@@ -103,3 +103,24 @@ def test_the_entry_the_guard_rewrite_wraps_is_replica_code_whatever_its_name():
     """
     (f,) = findings(code, "XLA202")
     assert f.fix.safe, f.message  # _mp_fn(index) will call train(): it runs in the replica
+
+
+def test_a_helper_the_parent_calls_before_the_launch_is_parent_code_even_if_a_replica_calls_it():
+    code = """
+    import os
+    import torch.multiprocessing as mp
+
+    def get_world_size():
+        return int(os.environ["WORLD_SIZE"])
+
+    def worker(index):
+        print(get_world_size())
+
+    def main():
+        mp.spawn(worker, nprocs=get_world_size())
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA202")
+    assert not f.fix.safe and "Runtime is already initialized" in f.message

@@ -19,6 +19,7 @@ from ..semantic.launch import (
     emits_runtime_call,
     is_launched,
     launch_targets,
+    parent_functions,
     replica_functions,
     runs_in_parent,
 )
@@ -51,6 +52,7 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
         return findings
     wrapped = guard_entry(model) if any(_wraps_entry(fx) for fx in launcher_fixes) else None
     replicas = replica_functions(model, launch_targets(model, wrapped))
+    parents = parent_functions(model, wrapped)
     out = []
     for f in findings:
         # Fixes write next to what they report: only a finding in parent code can put a
@@ -59,9 +61,13 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             f.fix is not None
             and f.fix.safe
             and f.code != LAUNCHER_RULE
-            and runs_in_parent(model, f.span.start.line + 1, replicas)
+            and runs_in_parent(model, f.span.start.line + 1, replicas, parents)
         ):
-            parent = [ln for ln in _runtime_sites(f.fix) if runs_in_parent(model, ln + 1, replicas)]
+            parent = [
+                ln
+                for ln in _runtime_sites(f.fix)
+                if runs_in_parent(model, ln + 1, replicas, parents)
+            ]
             if parent:
                 reason = PARENT_REVIEW.format(line=parent[0] + 1)
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))

@@ -8,6 +8,7 @@ the XLA runtime knows each replica's ordinal and the world size directly.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -137,17 +138,54 @@ def _constant(node: ast.AST) -> object:
     return ...
 
 
+DEVICE_WORDS = re.compile(r"device|cuda|gpu", re.IGNORECASE)
+
+
+def _device_setup_in_branch(model: ScriptModel, node: ast.AST, distributed: bool) -> ast.AST | None:
+    """The first device placement (``device_map = {"": local_rank}``, ``torch.cuda.set_device``)
+    in the branch the sentinel test selects for a torchrun launch: on CUDA it ran under torchrun
+    only, and under the XLA launcher (no env var) it was skipped."""
+    parent, negated = model.parent(node), False
+    while isinstance(parent, ast.BoolOp | ast.UnaryOp):
+        negated ^= isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
+        parent = model.parent(parent)
+    if not isinstance(parent, ast.If):
+        return None
+    branch = parent.body if distributed != negated else parent.orelse
+    for stmt in branch:
+        for n in ast.walk(stmt):
+            ident = (
+                n.id
+                if isinstance(n, ast.Name)
+                else n.attr
+                if isinstance(n, ast.Attribute)
+                else None
+            )
+            if ident is not None and DEVICE_WORDS.search(ident):
+                return stmt
+    return None
+
+
 def _sentinel_finding(model: ScriptModel, node: ast.AST, distributed: bool, target) -> Finding:
     e = Emitter(model)
     code = f"{xla_api.world_size(e, target)} {'>' if distributed else '=='} 1"
-    return Finding(
-        CODE,
+    message = (
         f"`{model.segment(node)}` asks whether torchrun launched several processes: the XLA "
-        "launcher sets no such env var; the question is whether the world size is above 1",
-        model.span(node),
-        Severity.WARNING,
-        fix=Fix(f"Replace with {code}", (Replace(model.span(node), code), *e.imports)),
+        "launcher sets no such env var; the question is whether the world size is above 1"
     )
+    fix = Fix(f"Replace with {code}", (Replace(model.span(node), code), *e.imports))
+    setup = _device_setup_in_branch(model, node, distributed)
+    if setup is not None:
+        # Under the XLA launcher the env var is unset, so this branch was skipped; the rewrite
+        # runs it, and what it sets up is per-rank CUDA placement.
+        reason = (
+            f"the branch it guards places devices by rank (line {setup.lineno}: "
+            f"{model.line_text(setup.lineno - 1).strip()[:50]}), which the XLA launcher skips "
+            "today; with the rewrite it runs on every replica: convert that placement first"
+        )
+        message = f"{message} (fix needs review: {reason})"
+        fix = replace(fix, safe=False, review_reason=reason)
+    return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

@@ -89,6 +89,58 @@ def replica_functions(model: ScriptModel, targets: list[FunctionNode]) -> set[Fu
     return seen
 
 
+def parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNode]:
+    """Functions of this script the launcher's parent process runs before the launch: those
+    called ahead of the launch call (in the function holding it, or ahead of a call that
+    leads to it), and what they call. A helper both the parent and a replica call is such a
+    function: the parent's call is the one that breaks the launch. ``wrapped`` names the entry
+    whose call in the main guard a conversion turns into the launch (``_mp_fn``). Calls after
+    the launch (``else: train(0)`` when not distributed) are not counted."""
+    launches_at: dict[ast.AST, int] = {}  # scope -> line of its first launching call
+    launching: set[ast.Call] = set()  # its arguments run in the parent, not what it starts
+    for call in model.calls:
+        name = model.call_name(call)
+        is_wrapped = bool(wrapped) and isinstance(call.func, ast.Name) and call.func.id == wrapped
+        if name in LAUNCHERS or (is_wrapped and model.is_module_level(call)):
+            scope = model.enclosing_function(call) or model.tree
+            launches_at[scope] = min(launches_at.get(scope, call.lineno), call.lineno)
+            launching.add(call)
+    # Scopes that reach a launch through a call of a function that launches (main()).
+    changed = True
+    while changed:
+        changed = False
+        for call in model.calls:
+            callee = model.steps.callee(call)
+            if callee is None or callee not in launches_at:
+                continue
+            scope = model.enclosing_function(call) or model.tree
+            if call not in launching:
+                launching.add(call)
+                changed = True
+            if call.lineno < launches_at.get(scope, call.lineno + 1):
+                launches_at[scope] = call.lineno
+                changed = True
+    todo: list[FunctionNode] = []
+    for scope, line in launches_at.items():
+        for node in model.walk_scope(scope):
+            if isinstance(node, ast.Call) and node.lineno <= line and node not in launching:
+                callee = model.steps.callee(node)
+                if callee is not None:
+                    todo.append(callee)
+    seen: set[FunctionNode] = set()
+    while todo:
+        fn = todo.pop()
+        if fn in seen:
+            continue
+        seen.add(fn)
+        for node in model.walk_scope(fn):
+            if isinstance(node, ast.Call):
+                callee = model.steps.callee(node)
+                if callee is not None and callee not in seen:
+                    todo.append(callee)
+    return seen
+
+
 def enclosing_functions_at(model: ScriptModel, line: int) -> list[FunctionNode]:
     """Functions whose body holds 1-based ``line``, outermost first."""
     starts, ends, functions = model.memo(
@@ -122,10 +174,19 @@ def _functions_by_statement(
     return starts, ends, functions
 
 
-def runs_in_parent(model: ScriptModel, line: int, replicas: set[FunctionNode]) -> bool:
-    """Whether 1-based ``line`` runs outside every replica function (module level, the main
-    guard, or a function only the parent calls)."""
-    return not any(fn in replicas for fn in enclosing_functions_at(model, line))
+def runs_in_parent(
+    model: ScriptModel,
+    line: int,
+    replicas: set[FunctionNode],
+    parents: set[FunctionNode] | frozenset[FunctionNode] = frozenset(),
+) -> bool:
+    """Whether 1-based ``line`` may run in the parent: outside every replica function (module
+    level, the main guard, a function only the parent calls), or in a function of
+    ``parents`` (``parent_functions``) even if a replica calls it too."""
+    enclosing = enclosing_functions_at(model, line)
+    if enclosing and enclosing[-1] in parents:
+        return True
+    return not any(fn in replicas for fn in enclosing)
 
 
 def emits_runtime_call(code: str) -> bool:
