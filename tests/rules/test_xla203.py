@@ -57,3 +57,65 @@ def test_converted_or_unrelated_code_reports_nothing():
     d = DistributedSampler(ds, **sampler_kwargs)
     """
     assert findings(code, "XLA203") == []
+
+
+def test_without_a_process_group_the_message_says_the_launcher_creates_none():
+    (f,) = findings(CODE, "XLA203")[:1]
+    assert "XLA launcher does not create one" in f.message
+    assert "process group (line" not in f.message
+
+
+def test_with_the_scripts_own_process_group_the_message_says_where_the_defaults_come_from():
+    # multigpu / torchrun tutorials: the script calls init_process_group itself (XLA205 makes
+    # it the xla backend), so "the launcher does not initialise torch.distributed" is untrue.
+    code = """
+    import torch.distributed as dist
+    from torch.utils.data.distributed import DistributedSampler
+
+    def main():
+        dist.init_process_group(backend="nccl")
+        sampler = DistributedSampler(ds)
+    """
+    (f,) = findings(code, "XLA203")
+    assert "takes them from the process group (line 5)" in f.message
+    assert '"xla" backend' in f.message and "does not create" not in f.message
+    assert f.fix.safe
+
+
+def test_group_given_its_size_says_num_replicas_now_comes_from_the_runtime():
+    code = """
+    import torch.distributed as dist
+    from torch.utils.data.distributed import DistributedSampler
+
+    def main(rank, world_size):
+        dist.init_process_group("nccl", rank=rank, world_size=world_size)
+        sampler = DistributedSampler(ds)
+    """
+    (f,) = findings(code, "XLA203")
+    assert "num_replicas then comes from the XLA runtime" in f.message
+    assert "world_size=world_size (line 5)" in f.message
+    assert f.fix.safe
+
+
+def test_sampler_length_times_the_scripts_world_size_makes_the_fix_review():
+    # imagenet: len(val_loader.sampler) * args.world_size assumes the sampler's replica count is
+    # args.world_size (the size the group was given); the fix takes it from xr.world_size().
+    code = """
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+    from torch.utils.data.distributed import DistributedSampler
+
+    def main_worker(args):
+        dist.init_process_group(backend="nccl", init_method=args.dist_url,
+                                world_size=args.world_size, rank=args.rank)
+        val_sampler = DistributedSampler(val_ds, shuffle=False, drop_last=True)
+        val_loader = DataLoader(val_ds, sampler=val_sampler)
+        if len(val_loader.sampler) * args.world_size < len(val_loader.dataset):
+            pass
+    """
+    (f,) = findings(code, "XLA203")
+    assert not f.fix.safe
+    assert "not from the process group's world_size=args.world_size (line 6)" in f.message
+    assert "line 10 computes len(val_loader.sampler) * args.world_size" in f.message
+    assert "needs review" in f.message
+    assert fixed(code, "XLA203") == src(code)

@@ -1,13 +1,15 @@
 """XLA203: DistributedSampler without the XLA replica count and ordinal.
 
-Without ``num_replicas``/``rank`` the sampler asks ``torch.distributed``, which the XLA
-launcher has not initialised, so it raises (or, with a process group, may disagree with
-the XLA runtime). A DataLoader given both a sampler and ``shuffle=True`` raises too.
+Without ``num_replicas``/``rank`` the sampler asks ``torch.distributed``: the XLA launcher
+creates no process group, so it raises; a group the script builds itself (on the "xla"
+backend after conversion) answers with the size it was given, which code may rely on.
+A DataLoader given both a sampler and ``shuffle=True`` raises too.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from ..semantic import xla_api
@@ -40,6 +42,72 @@ def _is_sampler(model: ScriptModel, node: ast.AST | None) -> bool:
     return False
 
 
+GROUP_INIT = "torch.distributed.init_process_group"
+WORLD_SIZE_WORDS = re.compile(r"world_size|num_replicas|nprocs", re.IGNORECASE)
+
+
+def _group_world_size(model: ScriptModel) -> tuple[ast.Call, ast.AST | None] | None:
+    """The script's ``init_process_group`` call and the ``world_size`` it passes (None when
+    it leaves the size to the rendezvous); None without a process group."""
+    for call in model.calls_to(GROUP_INIT):
+        return call, arg_or_keyword(call, 3, "world_size")
+    return None
+
+
+def _sampler_length_times_world_size(model: ScriptModel) -> ast.BinOp | None:
+    """``len(val_loader.sampler) * args.world_size`` (imagenet): code that takes the sampler's
+    replica count to be the script's own world-size value."""
+    for node in model.nodes_of(ast.BinOp):
+        if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
+            continue
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            if (
+                isinstance(a, ast.Call)
+                and isinstance(a.func, ast.Name)
+                and a.func.id == "len"
+                and a.args
+                and "sampler" in model.segment(a.args[0]).lower()
+                and WORLD_SIZE_WORDS.search(model.segment(b))
+            ):
+                return node
+    return None
+
+
+def _message_and_review(model: ScriptModel, missing: list[str]) -> tuple[str, str]:
+    """What the sampler would do unfixed, and why the fix needs review ("" when it does not)."""
+    lacks = f"DistributedSampler without {' and '.join(missing)}"
+    group = _group_world_size(model)
+    if group is None:
+        # The group may be built in another module (mingpt's trainer): say only what is sure.
+        message = (
+            f"{lacks}: it asks torch.distributed, which needs a process group, and the XLA "
+            "launcher does not create one; pass the XLA world size and ordinal"
+        )
+        return message, ""
+    call, size = group
+    message = (
+        f"{lacks}: it takes them from the process group (line {call.lineno}), which runs on the "
+        '"xla" backend after conversion; pass the XLA world size and ordinal so each replica '
+        "reads its own shard as the XLA runtime numbers them"
+    )
+    if size is None or "num_replicas" not in missing:
+        return message, ""
+    # The group is told its size: with the fix the sampler's count comes from the runtime
+    # instead, and code that pairs the sampler with the script's value relies on both agreeing.
+    moved = (
+        f"num_replicas then comes from the XLA runtime, not from the process group's "
+        f"world_size={model.segment(size)} (line {call.lineno})"
+    )
+    product = _sampler_length_times_world_size(model)
+    if product is None:
+        return f"{message}; {moved}", ""
+    reason = (
+        f"{moved}, and line {product.lineno} computes {model.segment(product)[:60]}: that "
+        f"holds only if {model.segment(size)} equals the XLA world size"
+    )
+    return message, reason
+
+
 def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Iterator[Finding]:
     if _opaque(call):
         return
@@ -59,15 +127,19 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
     ops: list[EditOp] = [SetKeyword(span, name, values[name]) for name in missing]
     if arg_or_keyword(call, 3, "shuffle") is None:
         ops.append(SetKeyword(span, "shuffle", "True"))
+    message, reason = _message_and_review(model, missing)
+    if reason:
+        message = f"{message} (fix needs review: {reason})"
     yield Finding(
         CODE,
-        f"DistributedSampler without {' and '.join(missing)}: it would ask torch.distributed, "
-        "which the XLA launcher does not initialise; pass the XLA world size and ordinal",
+        message,
         span,
         Severity.WARNING,
         fix=Fix(
             "Pass " + ", ".join(f"{n}={values[n]}" for n in missing),
             (*ops, *e.imports),
+            safe=not reason,
+            review_reason=reason,
         ),
     )
 
