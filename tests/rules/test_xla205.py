@@ -167,3 +167,53 @@ def test_argparse_default_choosing_nccl_or_gloo_becomes_xla():
     """
     out = fixed(code, "XLA205")
     assert 'parser.add_argument("--backend", default="xla")' in out
+
+
+def test_torch_fsdp_wrap_and_the_wrapped_module_clip_are_reported_without_a_fix():
+    code = """
+    import torch
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+
+    def build(net, rank):
+        return FullyShardedDataParallel(net, device_id=rank)
+
+    def train_step(net, batch, opt, clip, sharded):
+        net(batch).backward()
+        if sharded:
+            net.clip_grad_norm_(clip)
+        else:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+        opt.step()
+    """
+    found = [f for f in findings(code, "XLA205") if "FSDP" in f.message or "Sharded" in f.message]
+    assert [f.span.start.line + 1 for f in found] == [5, 10]
+    assert all(f.fix is None and f.manual for f in found)
+    assert "fails on XLA tensors" in found[0].message
+    assert "`net.clip_grad_norm_(...)` is torch FSDP's method" in found[1].message
+    assert "XlaFullyShardedDataParallel" in found[1].manual
+
+
+def test_fsdp_clip_is_left_alone_without_torch_fsdp_or_on_torch_xla_fsdp():
+    accelerate_style = """
+    import torch
+    from torch.distributed.fsdp import StateDictType
+
+    def step(accelerator, model, max_norm, params):
+        accelerator.clip_grad_norm_(model.parameters(), max_norm)
+        model.clip_grad_norm_(params, max_norm)
+    """
+    no_torch_fsdp = """
+    def step(model, max_norm):
+        model.clip_grad_norm_(max_norm)
+    """
+    xla_fsdp = """
+    import torch_xla
+    from torch_xla.distributed.fsdp import XlaFullyShardedDataParallel as FSDP
+    from torch.distributed.fsdp import StateDictType
+
+    def step(model, max_norm):
+        model = FSDP(model)
+        model.clip_grad_norm_(max_norm)
+    """
+    for code in (accelerate_style, no_torch_fsdp, xla_fsdp):
+        assert findings(code, "XLA205") == []

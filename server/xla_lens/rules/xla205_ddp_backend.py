@@ -35,6 +35,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .fsdp_idioms import fsdp_findings
 
 CODE = "XLA205"
 INIT = "torch.distributed.init_process_group"
@@ -266,6 +267,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         if finding is not None:
             yield finding
+    yield from fsdp_findings(model, CODE)
 
 
 def _ddp_note(model: ScriptModel, call: ast.Call) -> Finding | None:
