@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ..semantic.bool_options import BoolSwitch, switch_deciding
 from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 
@@ -21,6 +22,8 @@ COLLATORS = {
 }
 COLLATOR_MODULES = ("transformers", "transformers.data.data_collator")
 TOKENIZER_METHODS = {"batch_encode_plus", "encode_plus", "encode", "__call__"}
+# Switch names that choose between static and dynamic padding (``--pad_to_max_length``).
+PADDING_SWITCHES = ("pad",)
 
 
 @dataclass(frozen=True)
@@ -126,19 +129,51 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if invented:
             title += f", max_length={DEFAULT_MAX_LENGTH} (a default: adjust to your data)"
         how = (
-            "pads to the longest sequence by default"
+            "pads to the longest sequence (its default padding)"
             if padding is None
             else "pads to the longest sequence"
         )
         review = _review_reason(call, max_length, invented, site.takes_truncation)
+        switch = switch_deciding(model, call, PADDING_SWITCHES)
+        message, severity = _message(how, switch)
         yield Finding(
             CODE,
-            f"{how}: every batch gets a new shape and XLA recompiles the graph; "
-            'use padding="max_length" with a fixed max_length',
+            message,
             model.span(padding if padding is not None else call),
-            Severity.WARNING,
+            severity,
             fix=Fix(title, tuple(ops), safe=review is None, review_reason=review),
         )
+
+
+def _message(how: str, switch: BoolSwitch | None) -> tuple[str, Severity]:
+    """What the finding says, and how loud: a branch that a plain run never takes (the
+    ``--pad_to_max_length`` of HF's run_glue defaults to True) is advice, not a warning."""
+    recompiles = "every batch gets a new shape and XLA recompiles the graph"
+    fixed_length = 'use padding="max_length" with a fixed max_length'
+    if switch is None:
+        return f"{how}: {recompiles}; {fixed_length}", Severity.WARNING
+    state = "on" if switch.runs_when else "off"
+    avoid = f"pass `{switch.flag}`" if not switch.runs_when else f"turn `{switch.flag}` off"
+    if switch.default is None:
+        return (
+            f"{how} when `{switch.flag}` is {state}: {recompiles}; on XLA {avoid}, or "
+            f"{fixed_length} here",
+            Severity.WARNING,
+        )
+    if switch.default != switch.runs_when:
+        keep = "on" if switch.default else "off"
+        return (
+            f"this branch runs only when `{switch.flag}` is {state} (it defaults to "
+            f"{switch.default}), and it {how}: {recompiles}; keep `{switch.flag}` {keep} "
+            "when training on XLA",
+            Severity.INFORMATION,
+        )
+    return (
+        f"{how}, and this branch runs by default (`{switch.flag}` defaults to "
+        f"{switch.default}): {recompiles}; {avoid} to avoid the recompiles, or {fixed_length} "
+        "here",
+        Severity.WARNING,
+    )
 
 
 def _review_reason(

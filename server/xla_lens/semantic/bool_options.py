@@ -1,0 +1,100 @@
+"""Boolean command-line switches and the branch of an ``if`` they select.
+
+HF example scripts choose their padding with a switch: ``if args.pad_to_max_length:
+collator = default_data_collator else: collator = DataCollatorWithPadding(tok)``. Whether the
+dynamic branch is what a plain run does depends on the switch's default, declared either by
+``parser.add_argument("--pad_to_max_length", action="store_true")`` or by a dataclass field
+``pad_to_max_length: bool = field(default=True)`` that ``HfArgumentParser`` turns into options.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .arguments import argparse_options
+from .model import SCOPE_TYPES, ScriptModel, const_str, dotted, keyword
+
+
+@dataclass(frozen=True)
+class BoolSwitch:
+    """``if <holder>.<name>:`` (or ``not``) deciding whether ``node`` runs."""
+
+    name: str  # the attribute / variable tested (``pad_to_max_length``)
+    flag: str  # how the command line spells it (``--pad_to_max_length``)
+    runs_when: bool  # the switch value under which the node runs
+    default: bool | None  # the switch's declared default; None when out of reach
+
+
+def switch_deciding(
+    model: ScriptModel, node: ast.AST, wanted: tuple[str, ...]
+) -> BoolSwitch | None:
+    """The nearest ``if``/conditional expression in ``node``'s frame that tests a switch
+    whose name contains one of ``wanted`` and holds ``node`` in one of its branches."""
+    child = node
+    for a in model.ancestors(node):
+        if isinstance(a, SCOPE_TYPES):
+            return None
+        if isinstance(a, ast.If | ast.IfExp):
+            in_body = child in a.body if isinstance(a, ast.If) else child is a.body
+            in_else = child in a.orelse if isinstance(a, ast.If) else child is a.orelse
+            name, negated = _tested_name(a.test)
+            if (in_body or in_else) and name and any(w in name.lower() for w in wanted):
+                flag, default = _declaration(model, name)
+                return BoolSwitch(name, flag, in_body != negated, default)
+        child = a
+    return None
+
+
+def _tested_name(test: ast.expr) -> tuple[str | None, bool]:
+    negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+    inner = test.operand if isinstance(test, ast.UnaryOp) and negated else test
+    if isinstance(inner, ast.Attribute):
+        return inner.attr, negated
+    if isinstance(inner, ast.Name):
+        return inner.id, negated
+    return None, negated
+
+
+def _declaration(model: ScriptModel, name: str) -> tuple[str, bool | None]:
+    """(the flag's spelling, its default) from argparse or a dataclass field."""
+    option = argparse_options(model).get(name)
+    if option is not None:
+        spellings = [const_str(a) for a in option.call.args]
+        long = [s for s in spellings if s and s.startswith("--")]
+        return (long[0] if long else f"--{name}"), _argparse_default(option.call)
+    defaults = {d for d in _field_defaults(model, name)}
+    return f"--{name}", defaults.pop() if len(defaults) == 1 else None
+
+
+def _argparse_default(call: ast.Call) -> bool | None:
+    default = keyword(call, "default")
+    if default is not None:
+        value = default.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+            return value.value
+        return None
+    action = keyword(call, "action")
+    kind = const_str(action.value) if action is not None else None
+    return {"store_true": False, "store_false": True}.get(kind or "")
+
+
+def _field_defaults(model: ScriptModel, name: str) -> list[bool | None]:
+    """Defaults of ``name: bool = ...`` fields in the script's classes."""
+    out: list[bool | None] = []
+    for cls in model.nodes_of(ast.ClassDef):
+        assert isinstance(cls, ast.ClassDef)
+        for stmt in cls.body:
+            if not (
+                isinstance(stmt, ast.AnnAssign)
+                and isinstance(stmt.target, ast.Name)
+                and stmt.target.id == name
+            ):
+                continue
+            value = stmt.value
+            if isinstance(value, ast.Call) and (dotted(value.func) or "").endswith("field"):
+                kw = keyword(value, "default")
+                value = kw.value if kw is not None else None
+            is_bool = isinstance(value, ast.Constant) and isinstance(value.value, bool)
+            out.append(value.value if is_bool else None)  # type: ignore[union-attr]
+    return out
