@@ -261,3 +261,99 @@ def test_many_prints_in_one_function_stay_fast():
     start = time.perf_counter()
     assert len(findings(code, "XLA113")) == 1500
     assert time.perf_counter() - start < 10  # was a minute when each print rescanned main
+
+
+METHOD_GUARDS = """
+import io
+import torch
+import torch.distributed as dist
+
+class Trainer:
+    def __init__(self, model, local_rank):
+        dist.init_process_group("nccl")
+        self.local_rank = local_rank
+        self.model = torch.nn.parallel.DistributedDataParallel(model)
+
+    def _save(self, epoch):
+        snapshot = {"epoch": epoch}
+        torch.save(snapshot, "snap.pt")
+        print(f"Snapshot saved at epoch {epoch}")
+        self._upload(snapshot)
+
+    def _upload(self, obj):
+        with open("upload.log", "a") as f:
+            f.write("sent")
+
+    def _log(self, text):
+        with open("train.log", "a") as f:
+            f.write(text)
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            if self.local_rank == 0 and epoch % 2 == 0:
+                self._save(epoch)
+            self._log("epoch")
+"""
+
+
+def test_methods_every_caller_guards_one_or_two_calls_up_are_quiet():
+    # mingpt: _save_snapshot runs only under `if self.local_rank == 0 and ...` in train();
+    # _upload is two calls up from that check.
+    assert lines(METHOD_GUARDS) == [22]  # only _log, called unguarded
+
+
+def test_a_helper_with_one_unguarded_caller_is_reported():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def save(obj):
+        torch.save(obj, "obj.pt")
+
+    def main(rank):
+        dist.init_process_group("nccl")
+        if rank == 0:
+            save({"a": 1})
+        save({"b": 2})
+    """
+    assert lines(code) == [5]
+
+
+def test_a_guard_three_calls_up_is_too_far_to_follow():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def write(obj):
+        torch.save(obj, "obj.pt")
+
+    def b(obj):
+        write(obj)
+
+    def a(obj):
+        b(obj)
+
+    def main(rank):
+        dist.init_process_group("nccl")
+        if rank == 0:
+            a({"a": 1})
+    """
+    assert lines(code) == [5]
+
+
+def test_saving_into_memory_is_not_a_file_every_replica_writes():
+    code = """
+    import io
+    import torch
+    import torch.distributed as dist
+
+    def upload(obj):
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        torch.save(obj, io.BytesIO())
+
+    def main():
+        dist.init_process_group("nccl")
+        upload({"a": 1})
+    """
+    assert lines(code) == []

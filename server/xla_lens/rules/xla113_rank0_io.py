@@ -22,6 +22,7 @@ from ..semantic.model import (
     const_str,
     dotted,
 )
+from ..semantic.rank_guards import caller_rank_guard
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
 from .xla108_xm_save import _is_state_dict
 
@@ -119,34 +120,27 @@ class Guards:
     def __init__(self, model: ScriptModel) -> None:
         self.model = model
         self._early_returns: dict[ast.AST, list[int]] = {}
-        self.sites: dict[str, list[ast.Call]] = {}
-        for call in model.calls:
-            if isinstance(call.func, ast.Name):
-                self.sites.setdefault(call.func.id, []).append(call)
 
-    def guarded(self, node: ast.AST, depth: int = 0) -> bool:
+    def guarded(self, node: ast.AST) -> bool:
         """Under a rank check (``if rank == 0``, ``if xm.is_master_ordinal()``...), after an
-        early ``return`` for the other replicas, or in a helper (``save_checkpoint``) that
-        every call site of this script calls under such a check."""
-        model = self.model
-        if self._guarded_in_function(node):
-            return True
-        fn = model.enclosing_function(node)
-        if fn is None or depth >= 2 or not model.is_module_level(fn):
-            return False
-        sites = self.sites.get(fn.name, [])
-        return bool(sites) and all(self.guarded(c, depth + 1) for c in sites)
+        early ``return`` for the other replicas, or in a helper or method (``save_checkpoint``,
+        ``self._save``) that every call site of this script calls under such a check, one or
+        two calls up."""
+        guard = caller_rank_guard(self.model, node, self._guard_in_function, every_caller=True)
+        return guard is not None
 
-    def _guarded_in_function(self, node: ast.AST) -> bool:
+    def _guard_in_function(self, node: ast.AST) -> ast.AST | None:
         for a in self.model.ancestors(node):
             if isinstance(a, ast.If | ast.IfExp | ast.While) and _mentions_rank(a.test):
-                return True
+                return a
             if isinstance(a, ast.BoolOp) and _mentions_rank(a):
-                return True  # ``is_master and print(...)``
+                return a  # ``is_master and print(...)``
             if isinstance(a, SCOPE_TYPES):
                 stmt = self.model.enclosing_statement(node)
-                return stmt is not None and any(line < stmt.lineno for line in self._returns(a))
-        return False
+                if stmt is not None and any(line < stmt.lineno for line in self._returns(a)):
+                    return stmt
+                return None
+        return None
 
     def _returns(self, scope: ast.AST) -> list[int]:
         """Lines of ``if <rank check>: return`` in ``scope``."""
@@ -233,7 +227,37 @@ def _writes(model: ScriptModel) -> Iterator[tuple[ast.Call, str]]:
             continue  # XLA108 makes it xm.save (master only); per-rank paths are meant
         if name in {"json.dump", "pickle.dump", "yaml.dump"} and _inside_open_write(model, call):
             continue  # the open() it writes to is reported
+        if _in_memory(model, _destination(call, name)):
+            continue  # torch.save(obj, io.BytesIO()) to upload it: each replica has its own
         yield call, (dotted(call.func) or name) + "(...)"
+
+
+IN_MEMORY = {"io.BytesIO", "io.StringIO"}
+# Where each dump writes: (position, keyword).
+DESTINATIONS = {
+    "torch.save": (1, "f"),
+    "json.dump": (1, "fp"),
+    "pickle.dump": (1, "file"),
+    "yaml.dump": (1, "stream"),
+    "numpy.save": (0, "file"),
+    "numpy.savez": (0, "file"),
+}
+
+
+def _destination(call: ast.Call, name: str) -> ast.AST | None:
+    position, kw = DESTINATIONS[name]
+    return arg_or_keyword(call, position, kw)
+
+
+def _in_memory(model: ScriptModel, target: ast.AST | None) -> bool:
+    if isinstance(target, ast.Call):
+        return model.call_name(target) in IN_MEMORY
+    if isinstance(target, ast.Name):
+        values = model.assigned_from(target.id)
+        return bool(values) and all(
+            isinstance(v, ast.Call) and model.call_name(v) in IN_MEMORY for v in values
+        )
+    return False
 
 
 def _inside_open_write(model: ScriptModel, call: ast.Call) -> bool:
