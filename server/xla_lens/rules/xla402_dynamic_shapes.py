@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.arguments import local_bindings
 from ..semantic.model import ScriptModel, keyword, method_name
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
@@ -24,6 +25,11 @@ REVIEW_DROP_LAST = (
     "each epoch then skips the samples of the short last batch (up to batch_size - 1), so "
     "training sees different data; keep it when the dataset size is a multiple of the batch "
     "size, or pad the last batch instead"
+)
+MANUAL_CHUNKS = (
+    "Keep every chunk the same length: stop the loop before the short tail (e.g. "
+    "`range(0, n - bptt, bptt)`, which drops the last few tokens), or pad the last chunk to "
+    "the full length and leave the padded positions out of the loss."
 )
 MANUAL_OPS = (
     "Keep shapes fixed: use `torch.where(mask, x, 0)` or multiply by the mask instead of "
@@ -109,8 +115,83 @@ def _dynamic_op(model: ScriptModel, node: ast.AST) -> str | None:
     return None
 
 
+def _loop_and_helper_nodes(model: ScriptModel) -> Iterator[ast.AST]:
+    """Nodes each training iteration runs: the loop's own frame, its step functions, and
+    the script's functions it calls directly (``data, targets = get_batch(source, i)``)."""
+    helpers: dict[int, ast.AST] = {}
+    for _loop, node in loop_nodes(model):
+        yield node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            fn = model.functions.get(node.func.id)
+            if fn is not None and model.qualname(node.func) is None:
+                helpers.setdefault(id(fn), fn)
+    for fn in helpers.values():
+        yield from model.walk_scope(fn)
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _bounding_min(model: ScriptModel, upper: ast.expr, start: set[str]) -> ast.Call | None:
+    """The ``min(...)`` that caps a slice's end by what is left of the data: in
+    ``src[i:i + seq_len]`` with ``seq_len = min(bptt, len(src) - 1 - i)``, or directly
+    ``src[i:min(i + bs, n)]``. One of its arguments moves with the chunk start."""
+    parts: list[ast.expr] = [upper]
+    if isinstance(upper, ast.BinOp) and isinstance(upper.op, ast.Add):
+        parts += [upper.left, upper.right]
+    for part in list(parts):
+        if isinstance(part, ast.Name):
+            binds = local_bindings(model, part.id, part)
+            if len(binds) == 1 and binds[0].value is not None:
+                parts.append(binds[0].value)
+    for part in parts:
+        if (
+            isinstance(part, ast.Call)
+            and isinstance(part.func, ast.Name)
+            and part.func.id == "min"
+            and model.qualname(part.func) is None
+            and len(part.args) >= 2
+            and any(_names(a) & start for a in part.args)
+        ):
+            return part
+    return None
+
+
+def _short_last_chunks(model: ScriptModel) -> Iterator[Finding]:
+    seen: set[int] = set()
+    slices = sorted(
+        (
+            n
+            for n in _loop_and_helper_nodes(model)
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+        ),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    for node in slices:
+        chunk = node.slice
+        if not (isinstance(chunk, ast.Slice) and chunk.lower and chunk.upper) or chunk.step:
+            continue
+        start = _names(chunk.lower)
+        cap = _bounding_min(model, chunk.upper, start) if start else None
+        if cap is None or id(cap) in seen:
+            continue
+        seen.add(id(cap))
+        yield Finding(
+            CODE,
+            f"`{model.segment(node)}` takes a chunk capped by `{model.segment(cap)}` (line "
+            f"{cap.lineno}): the last chunk is shorter whenever the data length is not a "
+            "multiple of the chunk size, a new shape that makes XLA compile the step again "
+            "every epoch",
+            model.span(node),
+            Severity.WARNING,
+            manual=MANUAL_CHUNKS,
+        )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _drop_last_findings(model)
+    yield from _short_last_chunks(model)
     for _loop, node in loop_nodes(model):
         what = _dynamic_op(model, node)
         if what is None:
