@@ -162,11 +162,37 @@ def _is_host_value(
             return model.qualname(value.func) is None
         if isinstance(value.func, ast.Name) and value.func.id in host_functions:
             return True
+        if _is_own_host_method(model, value, host_functions):
+            return True
     if isinstance(value, ast.BinOp):
         return _is_host_value(model, value.left, host_functions) and _is_host_value(
             model, value.right, host_functions
         )
     return False
+
+
+def _class_of(model: ScriptModel, node: ast.AST) -> ast.ClassDef | None:
+    for a in model.ancestors(node):
+        if isinstance(a, ast.ClassDef):
+            return a
+    return None
+
+
+def _is_own_host_method(model: ScriptModel, call: ast.Call, host_functions: frozenset[str]) -> bool:
+    """``self.run_batch(x)`` where ``run_batch`` is a method of the calling class that
+    returns host values (``return loss.item()``): its result is a Python number."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+        and func.attr in host_functions
+    ):
+        return False
+    # ``functions`` keeps one def per name: only trust it when it is this class's method.
+    method = model.functions.get(func.attr)
+    cls = model.parent(method) if method is not None else None
+    return isinstance(cls, ast.ClassDef) and cls is _class_of(model, call)
 
 
 class TensorNames:
