@@ -1,0 +1,176 @@
+"""XLA116: ``torch.manual_seed`` does not seed the XLA device.
+
+``torch.manual_seed(s)`` seeds the CPU generator and every CUDA device, so in the original
+script the seed decides the device's random numbers too (dropout masks, ``torch.randn(...,
+device=device)``). The XLA device has a generator of its own that only ``torch_xla.manual_seed``
+(legacy: ``xm.set_rng_state``) sets (verified on torch_xla 2.9: two ``torch.manual_seed(0)``
+calls are followed by different ``torch.randn(3, device=xla)`` draws). After conversion every
+run draws the same device stream whatever ``--seed`` says, re-seeding does not restart it,
+and per-rank seeds no longer differ on the device.
+
+The fix seeds the XLA device right after, from the seed torch just took. It is safe: the
+random values on XLA never matched the CPU's or CUDA's for a seed anyway (each has its own
+generator), so what the original promises is "this seed decides the device's draws", which
+the fix keeps and the unfixed conversion loses. ``torch_xla.manual_seed`` rejects negative
+seeds that ``torch.manual_seed`` takes, so a seed that is not a non-negative literal is passed
+as ``torch.initial_seed()`` (the value torch stored: the same number for any seed >= 0).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..semantic import xla_api
+from ..semantic.frameworks import ownership
+from ..semantic.launch import (
+    is_launched,
+    launch_targets,
+    parent_functions,
+    replica_functions,
+    runs_in_parent,
+)
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, method_name
+from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity
+from .xla204_mp_fn import guard_entry
+
+CODE = "XLA116"
+TORCH_SEEDS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
+# Calls that already seed the XLA device, or that XLA403 turns into torch_xla.manual_seed
+# (torch.cuda seeds), or library helpers that seed every device torch knows, XLA included.
+SEEDS_XLA = frozenset(
+    {
+        "torch_xla.manual_seed",
+        "torch_xla.core.xla_model.set_rng_state",
+        "torch.cuda.manual_seed",
+        "torch.cuda.manual_seed_all",
+        "transformers.set_seed",
+        "transformers.trainer_utils.set_seed",
+        "accelerate.utils.set_seed",
+    }
+)
+CUDA_PREFIXES = ("torch.cuda.", "torch.accelerator.")
+PARENT_REVIEW = (
+    "this seed may run in the launcher's parent process (line {line}), before the replicas "
+    "start: seeding the XLA device there starts the XLA runtime and torch_xla then refuses "
+    "to launch ('Runtime is already initialized'); seed the XLA device in the function each "
+    "replica runs"
+)
+
+
+def _runs_on_cuda(model: ScriptModel) -> bool:
+    """The original places work on CUDA (or torch.accelerator's device): the conversion then
+    moves it to the XLA device."""
+    for call in model.calls:
+        name = model.call_name(call) or ""
+        if name.startswith(CUDA_PREFIXES) or method_name(call) == "cuda":
+            return True
+    return any(is_cuda_string(n) for n in model.nodes_of(ast.Constant, ast.JoinedStr))
+
+
+def _applies(model: ScriptModel) -> bool:
+    """A CUDA training script that a conversion moves onto XLA and that seeds no XLA
+    generator yet. Scripts already written for XLA, and those whose framework (accelerate,
+    Lightning, the HF Trainer) seeds the device itself, are left alone."""
+    if model.uses_torch_xla or model.uses_trainer or ownership(model).framework is not None:
+        return False
+    if not model.training_loops or not _runs_on_cuda(model):
+        return False
+    return not any(model.call_name(c) in SEEDS_XLA for c in model.calls)
+
+
+def _seed_text(model: ScriptModel, e: Emitter, seed: ast.expr) -> str:
+    if isinstance(seed, ast.Constant) and type(seed.value) is int and seed.value >= 0:
+        return model.segment(seed)
+    return f"{e.torch}.initial_seed()"
+
+
+class _Launch:
+    """Where a launcher's parent process runs, computed once per script."""
+
+    def __init__(self, model: ScriptModel) -> None:
+        self.launched = is_launched(model)
+        # Without a launcher yet, XLA204 may wrap the main guard's entry in _mp_fn.
+        wrapped = None if self.launched else guard_entry(model)
+        self.active = self.launched or (model.is_distributed and wrapped is not None)
+        if self.active:
+            self.replicas = replica_functions(model, launch_targets(model, wrapped))
+            self.parents = parent_functions(model, wrapped)
+
+    def in_parent(self, model: ScriptModel, line: int) -> bool:
+        return self.active and runs_in_parent(model, line, self.replicas, self.parents)
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    seeds = list(model.calls_to(*TORCH_SEEDS))
+    if not seeds or not _applies(model):
+        return
+    launch = _Launch(model)
+    for call in seeds:
+        seed = arg_or_keyword(call, 0, "seed")
+        stmt = model.enclosing_statement(call)
+        if seed is None or stmt is None:
+            continue
+        in_parent = launch.in_parent(model, call.lineno)
+        if in_parent and launch.launched:
+            # The original's seed never reached the spawned workers' devices either.
+            continue
+        e = Emitter(model)
+        code = xla_api.manual_seed(e, ctx.target, _seed_text(model, e, seed))
+        message = (
+            "torch.manual_seed seeds the CPU and CUDA generators, not the XLA device's: after "
+            "conversion the device's random numbers (dropout, torch.randn(..., device=...)) "
+            "no longer follow this seed; seed the XLA device as well"
+        )
+        # Only a statement that is the seed call itself surely runs it just before the
+        # next statement (not one inside a comprehension, a lambda or a conditional).
+        simple = isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) and stmt.value is call
+        if not simple:
+            yield Finding(
+                CODE,
+                message,
+                model.span(call),
+                Severity.WARNING,
+                manual=f"Call {code} right after this seed.",
+            )
+            continue
+        reason = PARENT_REVIEW.format(line=call.lineno) if in_parent else ""
+        yield Finding(
+            CODE,
+            message,
+            model.span(call),
+            Severity.WARNING,
+            fix=Fix(
+                f"Seed the XLA device too: {code}",
+                (InsertAfter(model.span(stmt), code), *e.imports),
+                safe=not reason,
+                review_reason=reason,
+            ),
+        )
+
+
+HOVER = """\
+**XLA116 · torch.manual_seed does not seed the XLA device**
+
+`torch.manual_seed(s)` seeds the CPU and CUDA generators; the XLA device has its own.
+Seed it as well, right after:
+
+| target | API |
+|---|---|
+| modern (torch_xla ≥ 2.5) | `torch_xla.manual_seed(s)` |
+| legacy (1.13) | `xm.set_rng_state(s)` |
+
+A seed that is not a non-negative literal is passed as `torch.initial_seed()`
+(torch_xla rejects negative seeds).
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="manual-seed",
+    category=Category.CONVERSION,
+    summary="torch.manual_seed does not seed the XLA device → also torch_xla.manual_seed(...) (dropout and device noise follow the seed again)",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=True,
+    hover={"torch.manual_seed": HOVER, "torch_xla.manual_seed": HOVER},
+)
