@@ -149,3 +149,105 @@ def test_legacy_rank_check_around_the_helper_call_needs_review_too():
     assert not f.fix.safe and "rendezvous" in f.fix.review_reason
     (f,) = findings(code, "XLA108", target="modern")
     assert f.fix.safe
+
+
+SNAPSHOT = """
+import io
+from dataclasses import asdict, dataclass
+
+import torch
+
+
+@dataclass
+class Snapshot:
+    model_state: dict
+    optimizer_state: dict
+    finished_epoch: int
+
+
+def upload(obj, dst):
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    send(buffer, dst)
+
+
+class Trainer:
+    def _save_snapshot(self, epoch):
+        snapshot = Snapshot(
+            model_state=self.model.state_dict(),
+            optimizer_state=self.optimizer.state_dict(),
+            finished_epoch=epoch,
+        )
+        snapshot = asdict(snapshot)
+        if self.path.startswith("s3://"):
+            upload(snapshot, self.path)
+        else:
+            torch.save(snapshot, self.path)
+
+    def train(self):
+        for epoch in range(3):
+            if self.local_rank == 0:
+                self._save_snapshot(epoch)
+"""
+
+
+def test_a_dataclass_checkpoint_and_a_dict_call_are_checkpoints_too():
+    found = findings(SNAPSHOT, "XLA108")
+    assert [f.span.start.line + 1 for f in found] == [16, 31]
+    assert all(f.fix.safe for f in found)
+    out = fixed(SNAPSHOT, "XLA108")
+    assert "xm.save(snapshot, self.path)" in out and "xm.save(obj, buffer)" in out
+    code = """
+    import torch
+    torch.save(dict(model=net.state_dict(), step=step), "ckpt.pt")
+    """
+    assert len(findings(code, "XLA108")) == 1
+
+
+def test_a_slotted_dataclass_is_not_taken_for_a_checkpoint():
+    # xm.save rebuilds objects through __dict__: a slotted instance would keep XLA tensors.
+    code = SNAPSHOT.replace("@dataclass\n", "@dataclass(slots=True)\n").replace(
+        "        snapshot = asdict(snapshot)\n", ""
+    )
+    assert [f.span.start.line + 1 for f in findings(code, "XLA108")] == []
+
+
+def test_an_in_memory_buffer_of_unguarded_replicas_needs_review():
+    # xm.save writes on the master only: the other replicas' buffers would stay empty.
+    code = SNAPSHOT.replace("if self.local_rank == 0:", "if True:") + (
+        "\ntorch.distributed.init_process_group('nccl')\n"
+    )
+    by_line = {f.span.start.line + 1: f for f in findings(code, "XLA108")}
+    assert not by_line[16].fix.safe and "in-memory buffer" in by_line[16].fix.review_reason
+    assert by_line[31].fix.safe
+
+
+def test_a_whole_module_on_the_device_is_reported_without_a_fix():
+    code = """
+    import torch
+    model = Net().to(device)
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with open(path, "wb") as f:
+        torch.save(model, f)
+    torch.save(optimizer, "opt.pt")
+    torch.save(batch.to(device), "batch.pt")
+    """
+    (f,) = findings(code, "XLA108")
+    assert f.span.start.line == 5 and f.fix is None
+    assert "nn.Parameter" in f.message and "model.state_dict()" in f.manual
+    assert fixed(code, "XLA108") == src(code)
+
+
+def test_a_module_attribute_moved_with_cuda_is_a_whole_module_too():
+    code = """
+    import torch
+    class T:
+        def __init__(self, net):
+            self.net = net.cuda()
+        def save(self):
+            self.net.eval()
+            torch.save(self.net, "net.pt")
+    """
+    (f,) = findings(code, "XLA108")
+    assert f.fix is None and "`self.net`" in f.message

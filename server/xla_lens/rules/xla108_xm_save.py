@@ -1,7 +1,14 @@
 """XLA108: ``torch.save`` of a state dict (a checkpoint), where XLA wants ``xm.save``.
 
 A state dict of an XLA model holds XLA tensors: ``xm.save`` moves them to the CPU and
-writes on the master ordinal only, so replicas do not all write the same file.
+writes on the master ordinal only, so replicas do not all write the same file. A checkpoint
+built as a dataclass (``asdict(Snapshot(model_state=model.state_dict(), ...))``) counts too.
+
+A whole module (``torch.save(model, f)``) is reported without a fix: ``xm.save`` copies only
+plain ``torch.Tensor`` values to the CPU (its ``select_fn`` is ``type(v) == torch.Tensor``),
+so a module's ``nn.Parameter``s stay XLA tensors while its buffers become CPU ones — a file
+whose reload mixes devices (verified on torch_xla 2.9). Saving a state dict or a CPU copy
+changes what the file holds and what loads it, which only the author can decide.
 """
 
 from __future__ import annotations
@@ -10,7 +17,17 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ..semantic.model import SCOPE_TYPES, Emitter, ScriptModel, arg_or_keyword, method_name
+from ..semantic.calls import classes
+from ..semantic.model import (
+    SCOPE_TYPES,
+    Emitter,
+    ScriptModel,
+    arg_or_keyword,
+    dotted,
+    keyword,
+    method_name,
+    receiver,
+)
 from ..semantic.params import argument_values, parameter_of
 from .base import (
     Category,
@@ -31,12 +48,50 @@ POSITIONS = {"obj": 0, "f": 1}
 RANKISH = re.compile(r"rank|ordinal|master|main_process|is_main", re.IGNORECASE)
 
 
+# Methods only a module has (an optimizer has state_dict/zero_grad too, a tensor has .to).
+MODULE_METHODS = frozenset(
+    {"parameters", "named_parameters", "train", "eval", "modules", "named_modules", "buffers"}
+)
+PLACEMENT_METHODS = frozenset({"to", "cuda"})
+ASDICT = frozenset({"dataclasses.asdict"})
+BUFFERS = frozenset({"io.BytesIO"})
+
+
+def _dataclass(model: ScriptModel, call: ast.Call) -> ast.ClassDef | None:
+    """The script's ``@dataclass`` class this call builds. ``slots=True`` ones are left out:
+    xm.save rebuilds an object through its ``__dict__``, which a slotted instance lacks."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    cls = classes(model).get(call.func.id)
+    if cls is None:
+        return None
+    for deco in cls.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if model.qualname(target) == "dataclasses.dataclass":
+            slots = keyword(deco, "slots") if isinstance(deco, ast.Call) else None
+            slotted = slots is not None and not (
+                isinstance(slots.value, ast.Constant) and slots.value.value is False
+            )
+            return None if slotted else cls
+    return None
+
+
 def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
-    """A ``.state_dict()`` call, a dict literal holding one, or a name assigned one."""
-    if node is None or depth > 3:
+    """A ``.state_dict()`` call, a dict holding one (a literal, ``dict(...)``,
+    ``asdict(...)`` of a dataclass holding one), or a name assigned one."""
+    if node is None or depth > 4:
         return False
     if isinstance(node, ast.Call):
-        return method_name(node) == "state_dict"
+        if method_name(node) == "state_dict":
+            return True
+        name = model.call_name(node)
+        if name in ASDICT and len(node.args) == 1:
+            return _is_state_dict(model, node.args[0], depth + 1)
+        builtin_dict = isinstance(node.func, ast.Name) and node.func.id == "dict"
+        if (builtin_dict and name is None) or _dataclass(model, node) is not None:
+            values = [*node.args, *(kw.value for kw in node.keywords)]
+            return any(_is_state_dict(model, v, depth + 1) for v in values)
+        return False
     if isinstance(node, ast.Dict):
         return any(_is_state_dict(model, v, depth + 1) for v in node.values)
     if isinstance(node, ast.Name):
@@ -116,12 +171,92 @@ def _review(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> str:
                 "replicas never arrive and the run hangs; call xm.save on every replica "
                 "instead (it writes on the master only)"
             )
+    path = arg_or_keyword(call, 1, "f")
+    if (
+        isinstance(path, ast.Name)
+        and model.is_distributed
+        and _in_memory(model, path)
+        and not _mentions_rank(model, path)
+        and _rank_guard(model, call) is None
+    ):
+        return (
+            f"`{path.id}` is an in-memory buffer: xm.save writes only on the "
+            "master ordinal, so on every other replica it stays empty while the code goes "
+            "on to use it; write it on the master only, or keep torch.save with the tensors "
+            "moved to the CPU"
+        )
     return ""
+
+
+def _in_memory(model: ScriptModel, node: ast.Name) -> bool:
+    """A name bound to ``io.BytesIO()``: a destination the replica reads back itself."""
+    values = model.assigned_from(node.id)
+    return any(isinstance(v, ast.Call) and model.call_name(v) in BUFFERS for v in values)
+
+
+def _receiver_methods(model: ScriptModel) -> dict[str, set[str]]:
+    """``model`` / ``self.net`` → the methods called on it anywhere in the script."""
+    out: dict[str, set[str]] = {}
+    for call in model.calls:
+        base = receiver(call)
+        text = dotted(base) if base is not None else None
+        if text is not None:
+            out.setdefault(text, set()).add(method_name(call) or "")
+    return out
+
+
+def _attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
+    """``self.net`` → the values assigned to it anywhere in the script."""
+    out: dict[str, list[ast.expr]] = {}
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and (text := dotted(target)) is not None:
+                out.setdefault(text, []).append(node.value)
+    return out
+
+
+def _placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
+    """A module (``.parameters()``, ``.train()``... are called on it) that is moved to a
+    device (``.to(...)`` / ``.cuda()`` on it, or it is assigned such a call): after the
+    conversion its parameters are XLA tensors."""
+    text = dotted(node) if node is not None else None
+    if text is None:
+        return False
+    methods = model.memo(_receiver_methods, lambda: _receiver_methods(model)).get(text, set())
+    if not methods & MODULE_METHODS:
+        return False
+    if methods & PLACEMENT_METHODS:
+        return True
+    if isinstance(node, ast.Name):
+        values = model.assigned_from(node.id)
+    else:
+        values = model.memo(_attribute_values, lambda: _attribute_values(model)).get(text, [])
+    return any(isinstance(v, ast.Call) and method_name(v) in PLACEMENT_METHODS for v in values)
+
+
+def _module_finding(model: ScriptModel, call: ast.Call, obj: ast.AST) -> Finding:
+    name = model.segment(obj)
+    return Finding(
+        CODE,
+        f"torch.save of the whole module `{name}`: after conversion its parameters are XLA "
+        "tensors, so the file loads only where torch_xla is installed, and xm.save does not "
+        "help (it moves plain tensors to the CPU but leaves nn.Parameter on the device)",
+        model.span(call),
+        Severity.WARNING,
+        manual=f"Save `{name}.state_dict()` with xm.save and load it with "
+        f"`{name}.load_state_dict(torch.load(path))`; or, to keep a whole-module file, save a "
+        f"CPU copy (`copy.deepcopy({name}).cpu()`) and move what torch.load returns to the "
+        "device. Either way the code that loads the file changes too.",
+    )
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls_to("torch.save"):
-        if not _is_state_dict(model, arg_or_keyword(call, 0, "obj")):
+        obj = arg_or_keyword(call, 0, "obj")
+        if not _is_state_dict(model, obj):
+            if obj is not None and _placed_module(model, obj):
+                yield _module_finding(model, call, obj)
             continue
         fix = _fix(model, call)
         if fix is not None:
