@@ -73,6 +73,24 @@ def test_switch_with_unknown_default_and_negated_test():
     """
     (f,) = findings(code, "XLA303")
     assert f.severity is Severity.WARNING
+    # Not an option of this script (a config value): named as the code spells it.
+    assert "when `cfg.pad_to_max_length` is False" in f.message
+    assert "on XLA set `cfg.pad_to_max_length` to True" in f.message
+
+
+def test_declared_switch_with_a_computed_default():
+    code = """
+    import argparse, os
+    from transformers import DataCollatorWithPadding
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pad_to_max_length", type=bool, default=os.environ.get("PAD"))
+    args = parser.parse_args()
+    if not args.pad_to_max_length:
+        collator = DataCollatorWithPadding(tok)
+    """
+    (f,) = findings(code, "XLA303")
+    assert f.severity is Severity.WARNING
     assert "when `--pad_to_max_length` is off" in f.message
     assert "on XLA pass `--pad_to_max_length`" in f.message
 

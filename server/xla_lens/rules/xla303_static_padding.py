@@ -154,6 +154,9 @@ def _message(how: str, switch: BoolSwitch | None) -> tuple[str, Severity]:
         return f"{how}: {recompiles}; {fixed_length}", Severity.WARNING
     state = "on" if switch.runs_when else "off"
     avoid = f"pass `{switch.flag}`" if not switch.runs_when else f"turn `{switch.flag}` off"
+    if not switch.declared:
+        state = str(switch.runs_when)
+        avoid = f"set `{switch.flag}` to {not switch.runs_when}"
     if switch.default is None:
         return (
             f"{how} when `{switch.flag}` is {state}: {recompiles}; on XLA {avoid}, or "

@@ -21,7 +21,8 @@ class BoolSwitch:
     """``if <holder>.<name>:`` (or ``not``) deciding whether ``node`` runs."""
 
     name: str  # the attribute / variable tested (``pad_to_max_length``)
-    flag: str  # how the command line spells it (``--pad_to_max_length``)
+    flag: str  # how the command line spells it (``--pad_to_max_length``), else the test's text
+    declared: bool  # an argparse option or a dataclass field of the script defines it
     runs_when: bool  # the switch value under which the node runs
     default: bool | None  # the switch's declared default; None when out of reach
 
@@ -38,32 +39,39 @@ def switch_deciding(
         if isinstance(a, ast.If | ast.IfExp):
             in_body = child in a.body if isinstance(a, ast.If) else child is a.body
             in_else = child in a.orelse if isinstance(a, ast.If) else child is a.orelse
-            name, negated = _tested_name(a.test)
+            name, negated, tested = _tested_name(a.test)
             if (in_body or in_else) and name and any(w in name.lower() for w in wanted):
-                flag, default = _declaration(model, name)
-                return BoolSwitch(name, flag, in_body != negated, default)
+                declared = _declaration(model, name)
+                if declared is None:
+                    flag = model.segment(tested)  # a config value or local: its own text
+                    return BoolSwitch(name, flag, False, in_body != negated, None)
+                flag, default = declared
+                return BoolSwitch(name, flag, True, in_body != negated, default)
         child = a
     return None
 
 
-def _tested_name(test: ast.expr) -> tuple[str | None, bool]:
+def _tested_name(test: ast.expr) -> tuple[str | None, bool, ast.expr]:
     negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
     inner = test.operand if isinstance(test, ast.UnaryOp) and negated else test
     if isinstance(inner, ast.Attribute):
-        return inner.attr, negated
+        return inner.attr, negated, inner
     if isinstance(inner, ast.Name):
-        return inner.id, negated
-    return None, negated
+        return inner.id, negated, inner
+    return None, negated, inner
 
 
-def _declaration(model: ScriptModel, name: str) -> tuple[str, bool | None]:
-    """(the flag's spelling, its default) from argparse or a dataclass field."""
+def _declaration(model: ScriptModel, name: str) -> tuple[str, bool | None] | None:
+    """(the flag's spelling, its default) from argparse or a dataclass field; None when
+    the script declares no such option."""
     option = argparse_options(model).get(name)
     if option is not None:
         spellings = [const_str(a) for a in option.call.args]
         long = [s for s in spellings if s and s.startswith("--")]
         return (long[0] if long else f"--{name}"), _argparse_default(option.call)
-    defaults = {d for d in _field_defaults(model, name)}
+    defaults = set(_field_defaults(model, name))
+    if not defaults:
+        return None
     return f"--{name}", defaults.pop() if len(defaults) == 1 else None
 
 
