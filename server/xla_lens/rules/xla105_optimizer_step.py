@@ -3,7 +3,8 @@
 ``xm.optimizer_step`` all-reduces the gradients across replicas before stepping (a no-op
 on one device), which a data-parallel XLA script needs and a plain step skips. Scripts
 that already reduce gradients themselves (``xm.reduce_gradients``/``xm.all_reduce``, or
-DDP) must keep the plain step, or every gradient would be reduced twice.
+DDP, or ZeRO-1's ``ZeroRedundancyOptimizer``) must keep the plain step, or every gradient would
+be reduced twice.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ from ..semantic import xla_api
 from ..semantic.frameworks import ownership
 from ..semantic.loaders import already_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
+from ..semantic.params import argument_values, parameter_of
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 
 CODE = "XLA105"
+# ZeroRedundancyOptimizer (and any other ...Optimizer class of torch_xla.distributed).
+XLA_DISTRIBUTED = "torch_xla.distributed."
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -35,6 +39,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.method_calls("step"):
         opt = receiver(call)
         if not model.is_optimizer(opt) or owner.in_compiled_function(call):
+            continue
+        if _xla_sharded_optimizer(model, opt):
             continue
         # A closure (LBFGS) goes through optimizer_args; not worth guessing here.
         if call.args or call.keywords or model.in_training_loop(call) is None:
@@ -58,6 +64,50 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 "torch optimizer): xm.optimizer_step needs its param_groups",
             ),
         )
+
+
+def _xla_distributed_value(model: ScriptModel, value: ast.AST | None) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    name = model.call_name(value) or ""
+    return name.startswith(XLA_DISTRIBUTED) and name.endswith("Optimizer")
+
+
+def _xla_sharded_optimizer(model: ScriptModel, opt: ast.AST | None) -> bool:
+    """The optimizer is built by a torch_xla.distributed class (ZeRO-1's
+    ``ZeroRedundancyOptimizer``): its ``step()`` already reduce-scatters the gradients, so
+    xm.optimizer_step would all-reduce them a second time. When the script builds one but
+    hands it on where the name cannot be followed (a parameter with no visible caller), the
+    step is taken to be that optimizer's."""
+    values = _optimizer_values(model, opt, 0)
+    if values:
+        return any(_xla_distributed_value(model, v) for v in values)
+    return any(_xla_distributed_value(model, c) for c in model.calls)
+
+
+def _optimizer_values(model: ScriptModel, opt: ast.AST | None, depth: int) -> list[ast.AST]:
+    """What ``opt`` is built from: its assignments, what callers pass for a parameter, what
+    the script assigns to an attribute of that name (followed a few names deep)."""
+    if depth > 3:
+        return []
+    values: list[ast.AST] = []
+    if isinstance(opt, ast.Name):
+        param = parameter_of(model, opt)
+        values = list(argument_values(model, *param)) if param else model.assigned_from(opt.id)
+    elif isinstance(opt, ast.Attribute):
+        values = [
+            a.value
+            for a in model.nodes_of(ast.Assign)
+            if isinstance(a, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and t.attr == opt.attr for t in a.targets)
+        ]
+    out: list[ast.AST] = []
+    for v in values:
+        if isinstance(v, ast.Name | ast.Attribute):
+            out.extend(_optimizer_values(model, v, depth + 1))
+        else:
+            out.append(v)
+    return out
 
 
 def _local_wrapper(model: ScriptModel, opt: ast.AST | None) -> str | None:
@@ -90,7 +140,7 @@ gradients across replicas (nothing to do on one device) and then calls `optimize
 It does not sync (`barrier=False`): the graph still runs at the `MpDeviceLoader`/`ParallelLoader`
 step or an explicit `torch_xla.sync()` / `xm.mark_step()` (XLA107). Not reported when something
 else reduces the gradients (`xm.reduce_gradients`, `xm.all_reduce`, DDP over the `xla` backend,
-FSDP, SPMD), inside a `torch_xla.compile`d step, or in accelerate / Lightning scripts, which
+FSDP, SPMD, a ZeRO-1 `ZeroRedundancyOptimizer` whose step reduce-scatters), inside a `torch_xla.compile`d step, or in accelerate / Lightning scripts, which
 own the step themselves.
 """
 
