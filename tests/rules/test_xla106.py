@@ -7,7 +7,7 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 dist.init_process_group("xla")
-device = torch.device("cpu")
+device = torch.device("cuda")
 loader = DataLoader(ds, batch_size=8)
 for epoch in range(2):
     for step, (x, y) in enumerate(tqdm(loader)):
@@ -78,6 +78,7 @@ def test_loader_parameter_without_visible_callers_is_offered_for_review_only():
 
 CALLER = """
 import torch.distributed as dist
+import torch_xla
 import torch_xla.distributed.parallel_loader as pl
 from torch.utils.data import DataLoader
 
@@ -88,6 +89,7 @@ def train_one_epoch(model, loader, optimizer, device):
 
 def main():
     dist.init_process_group("xla", init_method="xla://")
+    device = torch_xla.device()
     for epoch in range(3):
         train_one_epoch(model, {loader}, optimizer, device)
 """
@@ -144,3 +146,123 @@ def test_evaluation_loops_are_left_alone():
         print(model(x))
     """
     assert findings(code, "XLA106") == []
+
+
+PICKED = """
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train(loader, model, opt, device):
+    for x, y in loader:
+        model(x.to(device)).sum().backward()
+        opt.step()
+
+
+def main():
+    use_accel = torch.accelerator.is_available()
+    if use_accel:
+{extra}        device = torch.accelerator.current_accelerator()
+    else:
+        device = torch.device("cpu")
+    loader = DataLoader(ds, sampler=DistributedSampler(ds))
+    train(loader, model, opt, device)
+"""
+
+
+def test_device_parameter_the_safe_picker_fix_makes_xla_gets_a_safe_wrap():
+    code = PICKED.format(extra="")
+    (f,) = findings(code, "XLA106")
+    assert f.fix is not None and f.fix.safe, f.fix
+    out = fixed(code)  # every safe fix: the picker and the wrap together
+    assert "    device = torch_xla.device()\n" in out
+    assert "for x, y in pl.MpDeviceLoader(loader, device):" in out
+    legacy = fixed(code, target="legacy")
+    assert "device = xm.xla_device()" in legacy
+    assert "for x, y in pl.MpDeviceLoader(loader, device):" in legacy
+
+
+def test_device_picker_left_for_review_makes_the_wrap_review_only():
+    # pytorch/examples imagenet: the picker block also selects a CUDA index, so XLA101 waits
+    # for review; the device stays the CPU and MpDeviceLoader would fail at the first batch.
+    code = PICKED.format(extra="        torch.accelerator.set_device_index(0)\n")
+    (f,) = findings(code, "XLA106")
+    assert f.fix is not None and not f.fix.safe
+    assert "XLA101" in f.fix.review_reason and "at::kXLA" in f.fix.review_reason
+    assert "line 14" in f.fix.review_reason
+    assert "MpDeviceLoader(" not in fixed(code)
+    # Left unwrapped, the loop marks the step itself.
+    assert len(findings(code, "XLA107")) == 1
+    for target in ("modern", "legacy"):
+        (f,) = findings(code, "XLA106", target=target)
+        assert not f.fix.safe
+
+
+def test_device_that_stays_on_the_cpu_or_cannot_be_followed_makes_the_wrap_review_only():
+    cpu = DISTRIBUTED.replace('torch.device("cuda")', 'torch.device("cpu")')
+    (f,) = findings(cpu, "XLA106")
+    assert not f.fix.safe and 'torch.device("cpu")' in f.fix.review_reason
+    # A flag picker whose else branch stays the CPU: XLA101 keeps the user's flag.
+    flag = """
+    import argparse
+    import torch
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+
+    args = argparse.ArgumentParser().parse_args()
+    use_accel = not args.no_accel and torch.accelerator.is_available()
+    if use_accel:
+        device = torch.accelerator.current_accelerator()
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group("xla")
+    for x in DataLoader(ds):
+        model(x.to(device)).sum().backward()
+        opt.step()
+    """
+    (f,) = findings(flag, "XLA106")
+    assert not f.fix.safe and "line 11" in f.fix.review_reason
+    # A device parameter nobody in this file passes.
+    orphan = """
+    import torch.distributed as dist
+    from torch.utils.data import DataLoader
+
+    def train(model, opt, device):
+        for x in DataLoader(ds):
+            model(x.to(device)).sum().backward()
+            opt.step()
+
+    dist.init_process_group("xla")
+    """
+    (f,) = findings(orphan, "XLA106")
+    assert not f.fix.safe and "parameter of train()" in f.fix.review_reason
+
+
+def test_loader_handed_in_to_an_xla_script_is_left_alone_unless_the_loop_syncs_itself():
+    # pytorch/xla examples/train_resnet_amp.py: the base class passes a pl.MpDeviceLoader.
+    xla = """
+    import itertools
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    class AmpTrainer(BaseTrainer):
+        def train_loop_fn(self, loader, epoch):
+            loader = itertools.islice(loader, self.num_steps)
+            for step, (x, y) in enumerate(loader):
+                self.model(x).sum().backward()
+                self.optimizer.step()
+                xm.add_step_closure(print, args=(step,))
+
+    torch_xla.launch(AmpTrainer().start)
+    """
+    assert findings(xla, "XLA106") == []
+    assert findings(xla, "XLA107") == []
+    # After xla-lens converted a CUDA script its loop syncs (XLA107's fix): the loader it
+    # is handed may still be a plain DataLoader, so the review finding stays.
+    synced = xla.replace(
+        "xm.add_step_closure(print, args=(step,))",
+        "xm.add_step_closure(print, args=(step,))\n                torch_xla.sync()",
+    )
+    (f,) = findings(synced, "XLA106")
+    assert not f.fix.safe and "outside this function" in f.fix.review_reason

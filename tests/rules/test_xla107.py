@@ -133,3 +133,66 @@ def test_the_sync_goes_before_the_exit_checks_that_end_the_loop_body():
     out = fixed(code, "XLA107")
     # On the step that leaves the loop a sync after `break` would never run.
     assert "    step += 1\n    torch_xla.sync()\n    if step >= max_steps:\n        break\n" in out
+
+
+PASSED_IN = """
+{head}
+
+def train_loop(model, opt, loader):
+    for step, (x, y) in enumerate(loader):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        {log}
+"""
+
+
+def test_loader_handed_in_from_another_module_of_an_xla_script_needs_no_sync():
+    # pytorch/xla examples: the base class in a sibling module passes a pl.MpDeviceLoader.
+    code = PASSED_IN.format(
+        head="import torch_xla\nimport torch_xla.core.xla_model as xm",
+        log="xm.add_step_closure(print, args=(step, loss))",
+    )
+    assert findings(code, "XLA107") == []
+    # Also through `loader = itertools.islice(loader, n)` and with only torch_xla.device().
+    sliced = """
+    import itertools
+    import torch_xla
+
+    def train_loop(model, opt, loader, steps):
+        loader = itertools.islice(loader, steps)
+        for x, y in loader:
+            with torch.autocast("xla", dtype=torch.bfloat16):
+                loss = model(x.to(torch_xla.device())).sum()
+            loss.backward()
+            opt.step()
+    """
+    assert findings(sliced, "XLA107") == []
+
+
+def test_loader_parameter_in_a_cuda_script_or_fed_a_dataloader_here_still_needs_a_sync():
+    cuda = PASSED_IN.format(head="import torch", log="print(step)")
+    assert len(findings(cuda, "XLA107")) == 1
+    # An XLA script whose own caller passes a plain DataLoader: the loop is not fed by an
+    # XLA loader, whatever else the file does.
+    fed_here = (
+        PASSED_IN.format(
+            head="import torch_xla\nimport torch_xla.core.xla_model as xm\n"
+            "from torch.utils.data import DataLoader",
+            log="xm.add_step_closure(print, args=(step, loss))",
+        )
+        + "\ntrain_loop(model, opt, DataLoader(ds))\n"
+    )
+    assert len(findings(fed_here, "XLA107")) == 1
+    # A loader the loop rebinds to something else is no longer the parameter.
+    rebound = """
+    import torch_xla
+
+    def train_loop(model, opt, loader):
+        loader = make_loader()
+        for x in loader:
+            model(x.to(torch_xla.device())).sum().backward()
+            opt.step()
+    """
+    assert len(findings(rebound, "XLA107")) == 1

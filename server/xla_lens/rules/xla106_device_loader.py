@@ -1,19 +1,30 @@
 """XLA106: a distributed training loop iterates a plain DataLoader.
 
 On XLA the batches must be moved to the device ahead of the step and each iteration
-must end in a sync; ``pl.MpDeviceLoader`` does both. The loader classification here is
-also what XLA107 uses to stay silent on loops this rule will wrap.
+must end in a sync; ``pl.MpDeviceLoader`` does both. The wrap is safe only when the device
+it passes is the XLA device once the safe fixes are in (``device_after_fixes``): with a CPU or
+CUDA device the loader fails at the first batch. Whether this rule wraps a loop with a safe fix
+is also what XLA107 uses to stay silent on it.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ..semantic import device_sites, xla_api
-from ..semantic.loaders import Source, classify, iterated_loader
-from ..semantic.model import Emitter, ScriptModel
+from ..semantic.loaders import (
+    Source,
+    classify,
+    iterated_loader,
+    loop_syncs,
+    passed_in_loader,
+    written_for_xla,
+)
+from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
+from .device_after_fixes import device_not_xla
 
 CODE = "XLA106"
 REVIEW_PARAMETER = (
@@ -21,12 +32,65 @@ REVIEW_PARAMETER = (
     "pl.MpDeviceLoader, wrapping it again breaks training (the loader thread fails and no "
     "step runs, with exit code 0)"
 )
+REVIEW_DEVICE = (
+    "pl.MpDeviceLoader needs the XLA device, and {why}: with a CPU or CUDA device every run "
+    'fails at the first batch ("Check failed: device.type() == at::kXLA"); convert the '
+    "device first"
+)
 
 
-def will_wrap(model: ScriptModel, loop: ast.AST) -> bool:
+@dataclass(frozen=True)
+class Wrap:
+    loader: ast.expr
+    code: str
+    ops: tuple
+    safe: bool
+    reason: str
+
+
+def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None:
+    """How XLA106 wraps this loop's loader, or None when it leaves the loop alone."""
+    loader = iterated_loader(model, loop.node)
+    source = classify(model, loader)
+    if loader is None or source in (Source.XLA, Source.NONE):
+        return None
+    name = model.segment(loader)
+    if source is Source.UNKNOWN:
+        if "loader" not in name.lower():
+            return None
+        # A file written for XLA whose loop relies on its loader to sync, over a loader
+        # handed in from another module: that caller passes a pl.MpDeviceLoader (the
+        # pytorch/xla examples do). Wrapping it again would break training.
+        if written_for_xla(model) and passed_in_loader(model, loader):
+            if not loop_syncs(model, loop):
+                return None
+    e = Emitter(model)
+    device = device_ref_at(model, e, target, loop.node)
+    code = f"{e.pl}.MpDeviceLoader({name}, {device})"
+    reasons = []
+    if source is not Source.PLAIN:
+        reasons.append(REVIEW_PARAMETER.format(name=name))
+    why = device_not_xla(model, target, device, loop.node)
+    if why:
+        reasons.append(REVIEW_DEVICE.format(why=why))
+    ops = (Replace(model.span(loader), code), *e.imports)
+    return Wrap(loader, code, ops, not reasons, "; ".join(reasons))
+
+
+def _plans(model: ScriptModel, target: Target) -> dict[int, Wrap | None]:
+    def compute() -> dict[int, Wrap | None]:
+        if not model.is_distributed:
+            return {}
+        return {id(loop.node): _plan(model, target, loop) for loop in model.training_loops}
+
+    return model.memo((CODE, target), compute)
+
+
+def will_wrap(model: ScriptModel, loop: ast.AST, target: Target = "modern") -> bool:
     """True when XLA106 wraps this loop's loader with a safe fix (XLA107 then leaves the
-    sync to the loader)."""
-    return model.is_distributed and classify(model, iterated_loader(model, loop)) is Source.PLAIN
+    sync to the loader). Safety does not depend on the target: both name the XLA device."""
+    plan = _plans(model, target).get(id(loop))
+    return plan is not None and plan.safe
 
 
 def device_ref_at(model: ScriptModel, e: Emitter, target: Target, node: ast.AST) -> str:
@@ -42,36 +106,26 @@ def device_ref_at(model: ScriptModel, e: Emitter, target: Target, node: ast.AST)
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    if not model.is_distributed:
-        return
+    plans = _plans(model, ctx.target)
     for loop in model.training_loops:
-        loader = iterated_loader(model, loop.node)
-        source = classify(model, loader)
-        if loader is None or source in (Source.XLA, Source.NONE):
+        plan = plans.get(id(loop.node))
+        if plan is None:
             continue
-        name = model.segment(loader)
-        if source is Source.UNKNOWN and "loader" not in name.lower():
-            continue
-        e = Emitter(model)
-        device = device_ref_at(model, e, ctx.target, loop.node)
-        code = f"{e.pl}.MpDeviceLoader({name}, {device})"
-        safe = source is Source.PLAIN
         message = (
             "distributed training loop iterates a plain DataLoader: wrap it in "
             "pl.MpDeviceLoader so batches reach the XLA device ahead of each step and "
             "every iteration ends in a sync"
         )
-        reason = "" if safe else REVIEW_PARAMETER.format(name=name)
         yield Finding(
             CODE,
             message,
-            model.span(loader),
+            model.span(plan.loader),
             Severity.WARNING,
             fix=Fix(
-                f"Wrap in {code}",
-                (Replace(model.span(loader), code), *e.imports),
-                safe=safe,
-                review_reason=reason,
+                f"Wrap in {plan.code}",
+                plan.ops,
+                safe=plan.safe,
+                review_reason=plan.reason,
             ),
         )
 

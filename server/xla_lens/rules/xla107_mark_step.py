@@ -11,8 +11,16 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
-from ..semantic.loaders import Source, already_xla, compiled_step, creates_xla_loader, loop_source
-from ..semantic.model import SYNC_CALLS, Emitter, ScriptModel, TrainingLoop, keyword
+from ..semantic.loaders import (
+    Source,
+    already_xla,
+    creates_xla_loader,
+    loop_source,
+    loop_syncs,
+    passed_in_loader,
+    written_for_xla,
+)
+from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from ..semantic.steps import trailing_exit_guard
 from .base import (
     AppendToBody,
@@ -28,56 +36,19 @@ from .base import (
 from .xla106_device_loader import will_wrap
 
 CODE = "XLA107"
-OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
-
-
-def _is_sync(model: ScriptModel, call: ast.Call) -> bool:
-    name = model.call_name(call)
-    if name in SYNC_CALLS:
-        return True
-    if name == OPTIMIZER_STEP:
-        # optimizer_step(barrier=True) marks the step itself.
-        barrier = keyword(call, "barrier")
-        return (
-            barrier is not None
-            and isinstance(barrier.value, ast.Constant)
-            and barrier.value.value is True
-        )
-    return False
-
-
-def _syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
-    """A sync in the loop, its step functions, a function or method of this script they
-    call, or a sibling module's step function that syncs itself."""
-    if any(ext.syncs for ext in loop.external_steps):
-        return True
-    if any(compiled_step(model, fn) for fn in loop.step_functions):
-        return True
-    seen: set[int] = set()
-    regions: list[ast.AST] = list(loop.regions())
-    while regions:
-        region = regions.pop()
-        if id(region) in seen:
-            continue
-        seen.add(id(region))
-        for node in model.walk(region):
-            if not isinstance(node, ast.Call):
-                continue
-            if _is_sync(model, node):
-                return True
-            callee = model.steps.callee(node)
-            if callee is not None:
-                regions.append(callee)
-    return False
 
 
 def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop) -> bool:
     """The loop's batches come from an XLA loader, which syncs every iteration. In a script
     already written for XLA, a loop that draws no data (a sub-step loop such as several
     discriminator updates per batch) or draws it from a source we cannot follow while the
-    script builds an XLA loader is taken to be fed by that loader."""
-    source, _expr = loop_source(model, loop)
+    script builds an XLA loader is taken to be fed by that loader. So is a loader handed in
+    as a parameter from another module in a file written for XLA (the pytorch/xla examples
+    pass their subclasses a pl.MpDeviceLoader from a base class in a sibling file)."""
+    source, expr = loop_source(model, loop)
     if source is Source.XLA:
+        return True
+    if source is Source.UNKNOWN and written_for_xla(model) and passed_in_loader(model, expr):
         return True
     if not already_xla(model):
         return False
@@ -86,9 +57,9 @@ def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop) -> bool:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for loop in model.training_loops:
-        if _syncs(model, loop):
+        if loop_syncs(model, loop):
             continue
-        if _fed_by_xla_loader(model, loop) or will_wrap(model, loop.node):
+        if _fed_by_xla_loader(model, loop) or will_wrap(model, loop.node, ctx.target):
             continue
         e = Emitter(model)
         code = xla_api.sync(e, ctx.target)

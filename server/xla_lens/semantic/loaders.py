@@ -14,7 +14,7 @@ import ast
 import enum
 from typing import TYPE_CHECKING
 
-from .model import SYNC_CALLS, XLA_LOADERS, dotted, method_name
+from .model import SYNC_CALLS, XLA_LOADERS, dotted, keyword, method_name
 from .params import argument_values, parameter_of
 
 if TYPE_CHECKING:
@@ -37,6 +37,10 @@ XLA_STEP_APIS = frozenset(
     }
 )
 COMPILERS = frozenset({"torch_xla.compile", "torch_xla.experimental.compile"})
+# Calls that hand out (part of) the loader they are given: ``islice(loader, n)``.
+LOADER_SLICERS = frozenset({"itertools.islice", "itertools.cycle", "itertools.chain"})
+XLA_DEVICE_CALLS = frozenset({"torch_xla.device", "torch_xla.core.xla_model.xla_device"})
+OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 
 
 class Source(enum.Enum):
@@ -193,6 +197,74 @@ def creates_xla_loader(model: ScriptModel) -> bool:
     return any(_is_xla_loader_value(model, c) for c in model.calls)
 
 
+def written_for_xla(model: ScriptModel) -> bool:
+    """The script imports torch_xla and uses it for its steps or its device (a step API as in
+    ``already_xla``, or ``torch_xla.device()`` / ``xm.xla_device()``)."""
+    if not model.uses_torch_xla:
+        return False
+    return already_xla(model) or any(model.call_name(c) in XLA_DEVICE_CALLS for c in model.calls)
+
+
+def passed_in_loader(model: ScriptModel, node: ast.AST | None) -> bool:
+    """The loader is a parameter of the loop's function (``for x in loader``, also through
+    ``loader = itertools.islice(loader, n)``) and no call in this file passes it a plain
+    DataLoader: its caller lives in another module (pytorch/xla's examples hand their
+    subclasses a ``pl.MpDeviceLoader`` from a base class in a sibling file)."""
+    if node is None:
+        return False
+    param = _parameter_root(model, node, rebinding=False, depth=0)
+    if param is None:
+        return False
+    fn, name = param
+    index = _parameter_index(fn, name)
+    values = argument_values(model, fn, index, name) if index is not None else []
+    return all(classify(model, v) is not Source.PLAIN for v in values)
+
+
+def _parameter_index(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> int | None:
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    for i, a in enumerate(positional):
+        if a.arg == name:
+            return i
+    return -1 if any(a.arg == name for a in fn.args.kwonlyargs) else None
+
+
+def _parameter_root(
+    model: ScriptModel, node: ast.AST, rebinding: bool, depth: int
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+    """``(function, parameter)`` when ``node`` reads a parameter (through ``iter``/``islice``
+    and rebindings from such calls), else None."""
+    node = _unwrap_iter(node)
+    if depth > 3:
+        return None
+    if isinstance(node, ast.Call) and node.args:
+        name = model.call_name(node) or ""
+        builtin = isinstance(node.func, ast.Name) and node.func.id in PASS_THROUGH
+        if name in LOADER_SLICERS or builtin or _is_tqdm(model, node):
+            return _parameter_root(model, node.args[0], rebinding, depth + 1)
+        return None
+    if not isinstance(node, ast.Name):
+        return None
+    fn = model.enclosing_function(node)
+    if fn is None or _parameter_index(fn, node.id) is None:
+        return None
+    if rebinding:
+        return fn, node.id  # the value a rebinding reads: the parameter itself
+    stores = [
+        n
+        for n in model.walk_scope(fn)
+        if isinstance(n, ast.Name) and n.id == node.id and isinstance(n.ctx, ast.Store)
+    ]
+    for store in stores:
+        stmt = model.parent(store)
+        if not (isinstance(stmt, ast.Assign) and store in stmt.targets):
+            return None  # a loop or with target, or unpacking: not the parameter any more
+        root = _parameter_root(model, stmt.value, True, depth + 1)
+        if root is None or root[1] != node.id:
+            return None
+    return fn, node.id
+
+
 def already_xla(model: ScriptModel) -> bool:
     """The script already drives its steps through torch_xla (a loader, a sync, an XLA
     optimizer step, a step closure or a compiled step): it was written for XLA."""
@@ -213,4 +285,44 @@ def compiled_step(model: ScriptModel, fn: ast.AST) -> bool:
         target = deco.func if isinstance(deco, ast.Call) else deco
         if model.qualname(target) in COMPILERS:
             return True
+    return False
+
+
+def _is_sync(model: ScriptModel, call: ast.Call) -> bool:
+    name = model.call_name(call)
+    if name in SYNC_CALLS:
+        return True
+    if name == OPTIMIZER_STEP:
+        # optimizer_step(barrier=True) marks the step itself.
+        barrier = keyword(call, "barrier")
+        return (
+            barrier is not None
+            and isinstance(barrier.value, ast.Constant)
+            and barrier.value.value is True
+        )
+    return False
+
+
+def loop_syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
+    """A sync in the loop, its step functions, a function or method of this script they
+    call, or a sibling module's step function that syncs itself."""
+    if any(ext.syncs for ext in loop.external_steps):
+        return True
+    if any(compiled_step(model, fn) for fn in loop.step_functions):
+        return True
+    seen: set[int] = set()
+    regions: list[ast.AST] = list(loop.regions())
+    while regions:
+        region = regions.pop()
+        if id(region) in seen:
+            continue
+        seen.add(id(region))
+        for node in model.walk(region):
+            if not isinstance(node, ast.Call):
+                continue
+            if _is_sync(model, node):
+                return True
+            callee = model.steps.callee(node)
+            if callee is not None:
+                regions.append(callee)
     return False

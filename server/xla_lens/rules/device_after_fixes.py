@@ -1,0 +1,160 @@
+"""Is a device expression the XLA device once the safe fixes are applied?
+
+A fix that hands ``device`` to an XLA API (``pl.MpDeviceLoader(loader, device)``) is right
+only when ``device`` is the XLA device by then: with the CPU or CUDA device the loader fails
+at the first batch ("Check failed: device.type() == at::kXLA"). ``device`` usually becomes
+the XLA device through XLA101's rewrite of the script's device picker, and that rewrite is
+itself safe only sometimes (a picker block that also runs ``set_device_index``, a device
+used as a string, a guard that decides differently on XLA: review). So the answer follows
+``device`` to every value it can hold — through local assignments and through the
+arguments every caller in this file passes for a ``device`` parameter — and accepts a value
+only when it already is the XLA device or a *safe* XLA101 fix replaces it by the XLA device.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..semantic import xla_api
+from ..semantic.arguments import local_bindings
+from ..semantic.model import Emitter, ScriptModel
+from ..semantic.params import argument_values
+from ..semantic.precision import device_strings
+from .base import Replace, ReplaceStatement, RuleContext, Span, Target
+from .xla101_cuda_device import check as device_check
+
+MAX_DEPTH = 4
+
+
+def _device_edits(
+    model: ScriptModel, target: Target
+) -> list[tuple[bool, Replace | ReplaceStatement]]:
+    """XLA101's value and statement rewrites, each with whether its fix is safe (once per
+    parse and target)."""
+
+    def compute() -> list[tuple[bool, Replace | ReplaceStatement]]:
+        out = []
+        for f in device_check(model, RuleContext(target)):
+            if f.fix is None:
+                continue
+            for op in f.fix.ops:
+                if isinstance(op, Replace | ReplaceStatement):
+                    out.append((f.fix.safe, op))
+        return out
+
+    return model.memo(("device_after_fixes", target), compute)
+
+
+def _line(node: ast.AST) -> int:
+    return getattr(node, "lineno", 0)
+
+
+class _Resolver:
+    def __init__(self, model: ScriptModel, target: Target) -> None:
+        self.model = model
+        self.target = target
+        self.code = xla_api.device(Emitter(model), target)
+
+    def why_not(self, device: str, at: ast.AST) -> str:
+        """ "" when ``device`` (a name, or the XLA device call itself) is the XLA device where
+        ``at`` runs once the safe fixes are in; else why that is not known."""
+        if device == self.code:
+            return ""
+        return self._name(device, at, 0) or ""
+
+    # Each step answers None when the value is the XLA device, else a reason.
+    def _name(self, name: str, at: ast.AST, depth: int) -> str | None:
+        if depth > MAX_DEPTH:
+            return f"`{name}` is passed through too many functions to follow"
+        fn = self.model.enclosing_function(at)
+        if fn is not None:
+            positional = [*fn.args.posonlyargs, *fn.args.args]
+            index = next((i for i, a in enumerate(positional) if a.arg == name), None)
+            if index is None and any(a.arg == name for a in fn.args.kwonlyargs):
+                index = -1
+            if index is not None and not self._rebound(fn, name):
+                values = argument_values(self.model, fn, index, name)
+                if not values:
+                    return (
+                        f"`{name}` is a parameter of {fn.name}() and no call in this file "
+                        "shows that it receives the XLA device"
+                    )
+                for v in values:
+                    why = self._value(v, depth + 1)
+                    if why is not None:
+                        return why
+                return None
+        binds = local_bindings(self.model, name, at)
+        if not binds:
+            return f"xla-lens cannot see where `{name}` is set"
+        for b in binds:
+            why = self._binding(b, depth + 1)
+            if why is not None:
+                return why
+        return None
+
+    def _rebound(self, fn: ast.AST, name: str) -> bool:
+        return any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            for n in self.model.walk_scope(fn)
+        )
+
+    def _binding(self, stmt: ast.Assign | ast.AnnAssign, depth: int) -> str | None:
+        value = stmt.value
+        if value is None:
+            return f"line {_line(stmt)} leaves the device unset"
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if len(targets) == 1:
+            expected = f"{self.model.segment(targets[0])} = {self.code}"
+            covered = self._covered(self.model.span(stmt), statement=expected)
+            if covered is not None:
+                return covered or None
+        return self._value(value, depth)
+
+    def _value(self, value: ast.AST, depth: int) -> str | None:
+        covered = self._covered(self.model.span(value), expression=True)
+        if covered is not None:
+            return covered or None
+        if device_strings(self.model, value) == {"xla"}:
+            return None  # already the XLA device
+        if isinstance(value, ast.Name):
+            return self._name(value.id, value, depth + 1)
+        text = self.model.segment(value)
+        return (
+            f"line {_line(value)} sets it to `{text[:60]}`, which no safe fix makes the XLA device"
+        )
+
+    def _covered(
+        self, span: Span, *, statement: str | None = None, expression: bool = False
+    ) -> str | None:
+        """ "" when a safe XLA101 fix rewrites ``span`` to the XLA device, a reason when only
+        a fix for review does, None when no XLA101 rewrite covers it."""
+        found = None
+        for safe, op in _device_edits(self.model, self.target):
+            if not op.span.contains(span):
+                continue
+            if isinstance(op, ReplaceStatement):
+                if statement is None:
+                    continue
+                makes_xla = op.code.split("#", 1)[0].strip() == statement
+            else:
+                if not expression:
+                    continue
+                makes_xla = op.code.strip() == self.code
+            if makes_xla and safe:
+                return ""
+            line = op.span.start.line + 1
+            found = (
+                f"the device set at line {line} becomes the XLA device only through XLA101's "
+                "fix, which is left for review"
+                if makes_xla
+                else f"XLA101's fix does not make line {line} the XLA device"
+            )
+        return found
+
+
+def device_not_xla(model: ScriptModel, ctx: RuleContext | Target, device: str, at: ast.AST) -> str:
+    """Why ``device`` may not be the XLA device at ``at`` after the safe fixes ("" when it
+    provably is)."""
+    target = ctx.target if isinstance(ctx, RuleContext) else ctx
+    return _Resolver(model, target).why_not(device, at)
