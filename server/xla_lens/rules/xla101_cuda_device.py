@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ..semantic import device_sites as sites
-from ..semantic import pickers, xla_api
+from ..semantic import pickers, placement_guards, xla_api
 from ..semantic.model import (
     Emitter,
     ScriptModel,
@@ -71,6 +71,21 @@ def _fix(title: str, ops: tuple, e: Emitter, safe: bool, reason: str) -> Fix:
     return Fix(title, (*ops, *e.imports), safe=safe, review_reason=reason)
 
 
+def _with_guards(
+    model, handled, picker, test, ops: tuple, safe: bool, reason: str, kept=frozenset()
+) -> tuple[tuple, bool, str, str]:
+    """The picker's edits plus those that keep the script's other availability tests in step
+    with it (``placement_guards``); safe only if both are; and what those edits do."""
+    guards = placement_guards.plan(model, picker, test, kept)
+    handled.update(id(a.value) for a in guards.rewritten)
+    reason = "; ".join(r for r in (reason, guards.reason) if r)
+    return (*ops, *guards.ops), safe and guards.safe, reason, guards.note
+
+
+def _titled(title: str, note: str) -> str:
+    return f"{title}; and {note}" if note else title
+
+
 def _message(base: str, safe: bool, reason: str) -> str:
     return base if safe else f"{base} (fix needs review: {reason})"
 
@@ -109,6 +124,15 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
         # The block's comments ride on the new statement, so removing the block keeps them.
         comments = "  ".join(sites.comments_in(model, node))
         statement = f"{name} = {code}" + (f"  {comments}" if comments else "")
+        ops, safe, reason, note = _with_guards(
+            model,
+            handled,
+            node,
+            node.test,
+            (ReplaceStatement(model.span(node), statement),),
+            safe,
+            reason,
+        )
         yield _finding(
             model,
             node,
@@ -118,23 +142,23 @@ def _if_picker_findings(model, ctx, handled) -> Iterator[Finding]:
                 safe,
                 reason,
             ),
-            _fix(
-                f"Use the XLA device: {name} = {code}",
-                (ReplaceStatement(model.span(node), statement),),
-                e,
-                safe,
-                reason,
-            ),
+            _fix(_titled(f"Use the XLA device: {name} = {code}", note), ops, e, safe, reason),
         )
 
 
 def _flag_if_findings(model, ctx, handled) -> Iterator[Finding]:
     """``if use_accel: device = torch.accelerator.current_accelerator() else: ...`` with
-    ``use_accel = not args.no_accel and torch.accelerator.is_available()``."""
+    ``use_accel = not args.no_accel and torch.accelerator.is_available()``, or the same test
+    written inline (``if args.accel and torch.accelerator.is_available():``): the device
+    becomes XLA and the test keeps only the user's flag."""
     for node in model.nodes_of(ast.If):
         if id(node) in handled or not isinstance(node, ast.If):
             continue
-        if pickers.mixed_flag(model, node.test) is None or not sites.chooses_device(model, node):
+        if not sites.chooses_device(model, node):
+            continue
+        named = pickers.mixed_flag(model, node.test) is not None
+        inline = pickers.flag_part(model, node.test)
+        if not named and not isinstance(inline, list):
             continue
         stmt = next(
             s
@@ -149,8 +173,37 @@ def _flag_if_findings(model, ctx, handled) -> Iterator[Finding]:
         code, safe, reason = _choose(
             model, e, ctx.target, uses, sites.is_str_valued(model, stmt.value)
         )
-        flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
+        if named:
+            assert isinstance(node.test, ast.Name)
+            flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
+            kept = frozenset({node.test.id})
+        else:
+            assert isinstance(inline, list)
+            flags = " and ".join(model.segment(f) for f in inline)
+            flag_ops = (Replace(model.span(node.test), flags),)
+            # With only the flag tested, the rest of the branch now runs on the XLA host too.
+            cuda_only = [
+                s for s in node.body if s is not stmt and placement_guards.needs_cuda(model, s)
+            ]
+            flag_safe = not cuda_only
+            flag_reason = (
+                "with the test reduced to the flag, the branch also runs "
+                f"`{model.line_text(cuda_only[0].lineno - 1).strip()[:60]}` on the XLA host"
+                if cuda_only
+                else ""
+            )
+            kept = frozenset()
         safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
+        ops, safe, reason, note = _with_guards(
+            model,
+            handled,
+            node,
+            node.test,
+            (Replace(model.span(stmt.value), code), *flag_ops),
+            safe,
+            reason,
+            kept,
+        )
         yield _finding(
             model,
             stmt.value,
@@ -161,8 +214,8 @@ def _flag_if_findings(model, ctx, handled) -> Iterator[Finding]:
                 reason,
             ),
             _fix(
-                f"Use the XLA device ({code}) and keep only the user's flag",
-                (Replace(model.span(stmt.value), code), *flag_ops),
+                _titled(f"Use the XLA device ({code}) and keep only the user's flag", note),
+                ops,
                 e,
                 safe,
                 reason,
@@ -197,7 +250,9 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
             if option:
                 code = XLA_STRING
                 e._add(AddImport("import torch_xla"))
-            edit = Replace(model.span(site), code)
+            ops, safe, reason, note = _with_guards(
+                model, handled, site, node.test, (Replace(model.span(site), code),), safe, reason
+            )
             title = f"Use the XLA device: {code}"
         else:
             branch_str = sites.is_str_valued(model, pk.device_branch)
@@ -211,10 +266,25 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
                 edit = Replace(model.span(node), new)
             else:
                 edit = Replace(model.span(pk.device_branch), code)
+            ops, note = (edit,), ""
+            if pk.test_kind == "mixed":
+                ops, safe, reason, note = _with_guards(
+                    model, handled, site, node.test, ops, safe, reason
+                )
             if pk.test_kind == "mixed-name":
+                assert isinstance(node.test, ast.Name)
                 flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
-                ops = (edit, *flag_ops)
                 safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
+                ops, safe, reason, note = _with_guards(
+                    model,
+                    handled,
+                    site,
+                    node.test,
+                    (edit, *flag_ops),
+                    safe,
+                    reason,
+                    frozenset({node.test.id}),
+                )
                 title = f"Use the XLA device where the accelerator was chosen ({code})"
                 yield _finding(
                     model,
@@ -226,7 +296,7 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
                         safe,
                         reason,
                     ),
-                    _fix(title, ops, e, safe, reason),
+                    _fix(_titled(title, note), ops, e, safe, reason),
                 )
                 continue
             title = f"Use the XLA device where CUDA was chosen ({code}); keep the flag"
@@ -239,7 +309,7 @@ def _picker_findings(model, ctx, handled) -> Iterator[Finding]:
                 safe,
                 reason,
             ),
-            _fix(title, (edit,), e, safe, reason),
+            _fix(_titled(title, note), ops, e, safe, reason),
         )
 
 
@@ -381,7 +451,38 @@ def _assignment_findings(model, ctx, handled) -> Iterator[Finding]:
         elif sites.is_int_cuda_device(model, value):
             handled.add(id(value))
             what = f"{model.segment(targets[0])} is a CUDA device number"
-            yield _value_finding(model, ctx, value, what)
+            numeric = _read_as_number(model, value)
+            if not numeric:
+                yield _value_finding(model, ctx, value, what)
+                continue
+            # ``args.gpu = gpu`` then ``f"cuda:{args.gpu}"`` / ``if args.gpu is not None``: a
+            # device object in its place breaks those reads, so no rewrite is offered.
+            dev = xla_api.device(Emitter(model), ctx.target)
+            yield _finding(
+                model,
+                value,
+                f"{what}, and it is also read as a number or a maybe-None index "
+                f"({sites.device_flow(model).describe(numeric, 2)}): it cannot simply become "
+                "the XLA device",
+                manual=f"Keep the number; place models and tensors on {dev} where this index "
+                "chose the CUDA device, and drop the CUDA-only uses.",
+            )
+
+
+def _read_as_number(model: ScriptModel, value: ast.AST) -> list[Use]:
+    """Uses of an integer device index that need the number: any use that is not a device,
+    and ``is None`` tests (the index may be None; the XLA device never is)."""
+    out = []
+    for u in sites.uses_of_site(model, value):
+        p = model.parent(u.node)
+        none_test = isinstance(p, ast.Compare) and any(
+            isinstance(c, ast.Constant) and c.value is None for c in (p.left, *p.comparators)
+        )
+        if not u.ok:
+            out.append(u)
+        elif none_test:
+            out.append(Use(u.node, False, "tested for None"))
+    return out
 
 
 def _option_findings(model, ctx, handled) -> Iterator[Finding]:

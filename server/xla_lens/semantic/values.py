@@ -254,7 +254,7 @@ class DeviceFlow:
             return [Use(node, False, "compared as a string" if strings else "compared by value")]
         if isinstance(p, ast.Attribute) and p.value is node:
             if p.attr == "type":
-                return [Use(node, True)]
+                return [self._type_use(node, p)]
             if p.attr in STRING_METHODS:
                 return [Use(node, False, f"str method .{p.attr}")]
             return [Use(node, False, f"reads .{p.attr}")]
@@ -284,6 +284,23 @@ class DeviceFlow:
         if isinstance(p, ast.Subscript):
             return [Use(node, False, "indexed")]
         return [Use(node, False, f"used in a {type(p).__name__}")]
+
+    def _type_use(self, node: ast.AST, attr: ast.Attribute) -> Use:
+        """``device.type == "cuda"`` (or ``in ("cuda", "mps")``) decides differently once the
+        device is XLA; against ``"cpu"`` it decides as on a CUDA host."""
+        p = self.model.parent(attr)
+        if isinstance(p, ast.Compare) and not all(isinstance(o, ast.Is | ast.IsNot) for o in p.ops):
+            others = [c for c in (p.left, *p.comparators) if c is not attr]
+            names = [
+                const_str(e)
+                for c in others
+                for e in (c.elts if isinstance(c, ast.Tuple | ast.List | ast.Set) else [c])
+            ]
+            other = next((n for n in names if n != "cpu"), "cpu")
+            if other != "cpu":
+                shown = f'"{other}"' if other is not None else "a value"
+                return Use(node, False, f".type compared with {shown}: decides otherwise on XLA")
+        return Use(node, True)
 
     def _in_display(self, node: ast.AST) -> bool:
         for a in self.model.ancestors(node):
