@@ -28,6 +28,7 @@ from .base import (
     Rule,
     RuleContext,
     Severity,
+    Target,
 )
 from .xla106_device_loader import will_wrap
 
@@ -207,9 +208,11 @@ def _ends_iteration_early(
     return None
 
 
-def _sync_runs_after(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> str | None:
+def _sync_runs_after(
+    model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt, target: Target
+) -> str | None:
     """Why a closure added at ``stmt`` might not run at the end of this step (None: it runs)."""
-    fed = loop_source(model, loop)[0] is Source.XLA or will_wrap(model, loop.node)
+    fed = loop_source(model, loop)[0] is Source.XLA or will_wrap(model, loop.node, target)
     syncs = [
         n
         for region in loop.regions()
@@ -267,7 +270,7 @@ def _closed_resource(model: ScriptModel, stmt: ast.stmt) -> str | None:
     return None
 
 
-def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
+def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target: Target) -> Fix:
     reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
     reason = ""
@@ -276,7 +279,7 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> Fix:
             "the call runs later, after the step: code that uses its effect in this step changes"
         )
     else:
-        why = _closed_resource(model, stmt) or _sync_runs_after(model, loop, stmt)
+        why = _closed_resource(model, stmt) or _sync_runs_after(model, loop, stmt, target)
         if why is not None:
             reason = REVIEW_LOST.format(why=why, what="report")
     return Fix(
@@ -304,7 +307,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "compile and run the pending graph right here, an extra sync every step"
         )
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            fix = _closure_fix(model, loop, stmt)
+            fix = _closure_fix(model, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
