@@ -66,6 +66,7 @@ def main():
 
     # The same seed on every rank gives every replica the same initial weights.
     torch.manual_seed(0)
+    xm.set_rng_state(0)
 
     dataset = make_dataset()
     sampler = DistributedSampler(dataset, num_replicas=xm.xrt_world_size(), rank=xm.get_ordinal(), shuffle=True)

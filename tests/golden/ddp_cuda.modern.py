@@ -67,6 +67,7 @@ def main():
 
     # The same seed on every rank gives every replica the same initial weights.
     torch.manual_seed(0)
+    torch_xla.manual_seed(0)
 
     dataset = make_dataset()
     sampler = DistributedSampler(dataset, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=True)

@@ -51,6 +51,7 @@ def main():
     args = parser.parse_args()
 
     torch.manual_seed(0)
+    torch_xla.manual_seed(0)
     device = torch_xla.device()
 
     train_loader = DataLoader(

@@ -50,6 +50,7 @@ def main():
     args = parser.parse_args()
 
     torch.manual_seed(0)
+    xm.set_rng_state(0)
     device = xm.xla_device()
 
     train_loader = DataLoader(
