@@ -52,3 +52,63 @@ def test_a_loaded_tensor_or_whole_model_needs_review():
 def test_rule_metadata():
     rule = get_rule("XLA115")
     assert rule is not None and rule.has_fix and "torch.load" in rule.hover
+
+
+CUDA_RESUME = """
+import torch
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+netD = Net().to(device)
+netD.load_state_dict(torch.load(opt.netD))
+checkpoint = torch.load(args.resume)
+optimizer.load_state_dict(checkpoint["optimizer"])
+start_epoch = checkpoint["epoch"]
+for epoch in range(start_epoch, 10):
+    torch.save(netD.state_dict(), f"netD_{epoch}.pth")
+"""
+
+
+def test_a_checkpoint_the_cuda_version_wrote_is_loaded_on_the_cpu():
+    found = findings(CUDA_RESUME, "XLA115")
+    assert [f.span.start.line + 1 for f in found] == [5, 6]
+    assert all(f.fix.safe and "CUDA version" in f.message for f in found)
+    out = fixed(CUDA_RESUME, "XLA115")
+    assert 'netD.load_state_dict(torch.load(opt.netD, map_location="cpu"))' in out
+    assert 'checkpoint = torch.load(args.resume, map_location="cpu")' in out
+
+
+def test_a_loaded_tensor_of_a_cuda_checkpoint_needs_review():
+    code = CUDA_RESUME + 'best_acc1 = checkpoint["best_acc1"]\n'
+    first, second = findings(code, "XLA115")
+    assert first.fix.safe
+    assert not second.fix.safe and 'checkpoint["best_acc1"]' in second.fix.review_reason
+
+
+def test_quiet_without_cuda_without_a_checkpoint_save_or_on_a_reload_of_its_own_file():
+    cpu_only = CUDA_RESUME.replace('"cuda" if torch.cuda.is_available() else "cpu"', '"cpu"')
+    assert findings(cpu_only, "XLA115") == []
+    no_save = CUDA_RESUME.replace('torch.save(netD.state_dict(), f"netD_{epoch}.pth")', "pass")
+    assert findings(no_save, "XLA115") == []
+    # Saved by this run a few lines up: after conversion that is xm.save's CPU copy.
+    reload = """
+    import torch
+    model = Net().cuda()
+    model.train()
+    with open(args.save, "wb") as f:
+        torch.save(model, f)
+    with open(args.save, "rb") as f:
+        model = torch.load(f)
+    sd = torch.load("best.pt")
+    torch.save(model.state_dict(), "best.pt")
+    """
+    (f,) = findings(reload, "XLA115")
+    assert f.span.start.line == 7
+
+
+def test_load_state_dict_with_assign_keeps_the_cpu_tensors_so_needs_review():
+    code = CUDA_RESUME.replace(
+        "netD.load_state_dict(torch.load(opt.netD))",
+        "netD.load_state_dict(torch.load(opt.netD), assign=True)",
+    )
+    first, second = findings(code, "XLA115")
+    assert not first.fix.safe and second.fix.safe

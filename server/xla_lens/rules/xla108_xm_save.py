@@ -251,6 +251,11 @@ def _module_finding(model: ScriptModel, call: ast.Call, obj: ast.AST) -> Finding
     )
 
 
+def is_checkpoint(model: ScriptModel, obj: ast.AST | None) -> bool:
+    """What ``torch.save`` writes is a state-dict checkpoint or a whole module on a device."""
+    return _is_state_dict(model, obj) or (obj is not None and _placed_module(model, obj))
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls_to("torch.save"):
         obj = arg_or_keyword(call, 0, "obj")

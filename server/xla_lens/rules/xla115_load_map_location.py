@@ -5,6 +5,13 @@ device but torch.cuda.is_available() is False"). Loading onto the CPU is the XLA
 ``model.load_state_dict`` and ``optimizer.load_state_dict`` copy the tensors onto the device of
 the parameters they fill, so a checkpoint used only through them means the same thing. A
 loaded tensor or whole model used any other way stays on the CPU, so then the fix needs review.
+
+``torch.load(path)`` without ``map_location`` restores each tensor on the device it was saved
+from. In a script that saves checkpoints of a CUDA model, a checkpoint the CUDA version wrote
+(the one to resume from) fails the same way on an XLA host. After conversion the script's own
+saves go through ``xm.save`` (CPU tensors), so only loads of files this run did not just write
+are reported: a reload of the path the script saved a few lines before reads the converted
+script's own file.
 """
 
 from __future__ import annotations
@@ -12,8 +19,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.model import ScriptModel, is_cuda_string, keyword, method_name
-from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
+from ..semantic.model import ScriptModel, arg_or_keyword, is_cuda_string, keyword, method_name
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .xla108_xm_save import is_checkpoint
+from .xla116_manual_seed import runs_on_cuda
 
 CODE = "XLA115"
 LOADS = frozenset({"torch.load"})
@@ -48,17 +57,26 @@ def _cuda_device_text(model: ScriptModel, node: ast.AST | None, depth: int = 0) 
 
 
 def _into_load_state_dict(model: ScriptModel, node: ast.AST) -> bool:
+    """An argument of ``load_state_dict`` that copies it into the existing parameters (with
+    ``assign=True`` the loaded tensors become the parameters, and stay on the CPU)."""
     parent = model.parent(node)
-    return (
+    if not (
         isinstance(parent, ast.Call)
         and method_name(parent) == "load_state_dict"
         and node in parent.args
+    ):
+        return False
+    assign = keyword(parent, "assign")
+    return assign is None or (
+        isinstance(assign.value, ast.Constant) and assign.value.value is False
     )
 
 
 def _other_use(model: ScriptModel, call: ast.Call) -> str | None:
     """The first use of the loaded checkpoint that is not a load_state_dict argument or a
     plain entry (epoch, args...), or None when there is none."""
+    if _into_load_state_dict(model, call):
+        return None  # model.load_state_dict(torch.load(path))
     stmt = model.enclosing_statement(call)
     if not (
         isinstance(stmt, ast.Assign)
@@ -90,7 +108,77 @@ def _other_use(model: ScriptModel, call: ast.Call) -> str | None:
     return None
 
 
+def _file_text(model: ScriptModel, node: ast.AST | None) -> str | None:
+    """The path a torch.save/torch.load reads or writes: its text, or for a file object
+    bound by ``with open(path, ...) as f`` the text of ``path``."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Name):
+        for with_node in model.nodes_of(ast.With):
+            for item in with_node.items:  # type: ignore[attr-defined]
+                bound = item.optional_vars
+                opened = item.context_expr
+                if (
+                    isinstance(bound, ast.Name)
+                    and bound.id == node.id
+                    and isinstance(opened, ast.Call)
+                    and isinstance(opened.func, ast.Name)
+                    and opened.func.id == "open"
+                    and opened.args
+                ):
+                    return model.segment(opened.args[0])
+    return model.segment(node)
+
+
+def _cuda_saves(model: ScriptModel) -> list[ast.Call]:
+    """The script's checkpoint saves when it runs on CUDA: what its CUDA version wrote holds
+    CUDA tensors."""
+    if not runs_on_cuda(model):
+        return []
+    saves = model.calls_to("torch.save")
+    return [c for c in saves if is_checkpoint(model, arg_or_keyword(c, 0, "obj"))]
+
+
+def _reads_own_save(model: ScriptModel, call: ast.Call, saves: list[ast.Call]) -> bool:
+    """The load reads the path a save before it wrote (a reload of this run's own file)."""
+    path = _file_text(model, arg_or_keyword(call, 0, "f"))
+    return path is not None and any(
+        s.lineno < call.lineno and _file_text(model, arg_or_keyword(s, 1, "f")) == path
+        for s in saves
+    )
+
+
+def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
+    """``torch.load(path)`` without map_location of a checkpoint the CUDA version wrote."""
+    saves = model.memo(_cuda_saves, lambda: _cuda_saves(model))
+    if not saves:
+        return
+    for call in model.calls_to(*LOADS):
+        if keyword(call, "map_location") is not None or len(call.args) != 1:
+            continue
+        if any(kw.arg is None for kw in call.keywords) or _reads_own_save(model, call, saves):
+            continue
+        use = _other_use(model, call)
+        reason = "" if use is None else REVIEW.format(use=use)
+        yield Finding(
+            CODE,
+            "torch.load without map_location restores tensors where they were saved: a "
+            "checkpoint the CUDA version of this script wrote holds CUDA tensors and fails to "
+            'load on an XLA host; load on the CPU (map_location="cpu") and let '
+            "load_state_dict copy onto the XLA device",
+            model.span(call),
+            Severity.WARNING,
+            fix=Fix(
+                'Load on the CPU: map_location="cpu"',
+                (SetKeyword(model.span(call), "map_location", '"cpu"'),),
+                safe=not reason,
+                review_reason=reason,
+            ),
+        )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from _cuda_written(model)
     for call in model.calls_to(*LOADS):
         kw = keyword(call, "map_location")
         value = kw.value if kw is not None else (call.args[1] if len(call.args) > 1 else None)

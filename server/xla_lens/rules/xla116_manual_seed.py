@@ -58,7 +58,7 @@ PARENT_REVIEW = (
 )
 
 
-def _runs_on_cuda(model: ScriptModel) -> bool:
+def runs_on_cuda(model: ScriptModel) -> bool:
     """The original places work on CUDA (or torch.accelerator's device): the conversion then
     moves it to the XLA device."""
     for call in model.calls:
@@ -74,7 +74,7 @@ def _applies(model: ScriptModel) -> bool:
     Lightning, the HF Trainer) seeds the device itself, are left alone."""
     if model.uses_torch_xla or model.uses_trainer or ownership(model).framework is not None:
         return False
-    if not model.training_loops or not _runs_on_cuda(model):
+    if not model.training_loops or not runs_on_cuda(model):
         return False
     return not any(model.call_name(c) in SEEDS_XLA for c in model.calls)
 
