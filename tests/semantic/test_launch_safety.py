@@ -33,12 +33,17 @@ def test_runtime_calls_in_parent_code_of_a_launched_script_are_for_review():
         for f in findings(LAUNCHED)
         if f.fix is not None and f.code != "XLA204"
     }
-    # The module-level picker and the env read run in the parent before torch_xla.launch.
-    for line in (6, 7):
-        f = by_line[line]
-        assert not f.fix.safe, (f.code, f.message)
-        assert "Runtime is already initialized" in f.fix.review_reason
-        assert "needs review" in f.message
+    # The module-level picker runs in the parent before torch_xla.launch: review.
+    f = by_line[6]
+    assert not f.fix.safe, (f.code, f.message)
+    assert "Runtime is already initialized" in f.fix.review_reason
+    assert "needs review" in f.message
+    # The env read there would only become a runtime read: no fix at all (a review fix would
+    # still be written by --unsafe-fixes), and the finding says where to read it instead.
+    (ws,) = [f for f in findings(LAUNCHED, "XLA202") if f.span.start.line + 1 == 7]
+    assert ws.fix is None and "no fix here" in ws.message and "parent process" in ws.message
+    assert "inside the function each replica runs" in ws.manual
+    assert "Runtime is already initialized" in ws.manual
     # Code the replica runs (train() is called from _mp_fn) is fine.
     assert by_line[10].fix.safe
     converted = fixed(LAUNCHED)
@@ -80,11 +85,10 @@ def test_the_function_that_calls_mp_spawn_stays_parent_code():
     # imagenet: "Runtime is already initialized" once the launch fix is accepted).
     by_line = {f.span.start.line + 1: f for f in findings(SPAWNED, "XLA202")}
     parent = by_line[8]
-    assert not parent.fix.safe
-    assert "Runtime is already initialized" in parent.fix.review_reason
-    assert "needs review" in parent.message and "line 8" in parent.message
+    assert parent.fix is None and "Runtime is already initialized" in parent.manual
+    assert "no fix here" in parent.message and "line 8" in parent.message
     assert by_line[5].fix.safe  # the spawned worker is a replica: xr.global_ordinal() is right
-    converted = fixed(SPAWNED, "XLA202")
+    converted = fixed(SPAWNED, "XLA202", unsafe=True)
     assert 'world_size = int(os.environ.get("WORLD_SIZE", 1))' in converted
     assert "rank = xr.global_ordinal()" in converted
 
@@ -123,4 +127,23 @@ def test_a_helper_the_parent_calls_before_the_launch_is_parent_code_even_if_a_re
         main()
     """
     (f,) = findings(code, "XLA202")
-    assert not f.fix.safe and "Runtime is already initialized" in f.message
+    assert f.fix is None and "Runtime is already initialized" in f.manual
+
+
+def test_a_reviewed_sentinel_in_parent_code_loses_its_fix_and_its_stale_review_note():
+    code = """
+    import os
+    import torch.multiprocessing as mp
+
+    def worker(index):
+        pass
+
+    def main():
+        local_rank = int(os.environ.get("LOCAL_RANK", -1))
+        mp.spawn(worker, nprocs=2)
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA202")
+    assert f.fix is None and "needs review" not in f.message and "no fix here" in f.message

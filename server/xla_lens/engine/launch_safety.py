@@ -5,7 +5,8 @@ Each is right where a replica runs it, and fatal where the parent runs it before
 ``torch_xla.launch`` (the launch then raises "Runtime is already initialized"). Whether a spot
 is parent code depends on the launcher the whole conversion ends up with (XLA204 may add
 one), so this check runs once over all findings instead of in every rule: a safe fix that
-would put a runtime call in parent code of a launched script becomes a fix for review.
+would put a runtime call in parent code of a launched script becomes a fix for review (for
+a rule whose fix only reads the runtime, no fix).
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ from ..semantic.launch import (
 from ..semantic.model import ScriptModel
 
 LAUNCHER_RULE = "XLA204"
+# Rules whose fix only reads the runtime (XLA202's xr.world_size()): in parent code no version
+# of it is right, so the finding keeps no fix there; as a review fix, ``--unsafe-fixes`` would
+# still write the crash.
+READ_ONLY_RULES = frozenset({"XLA202"})
+PARENT_MANUAL = (
+    "read it inside the function each replica runs (the spawned function or _mp_fn), not here: "
+    "the launcher's parent must not touch the XLA runtime before the launch, or torch_xla "
+    "refuses to start ('Runtime is already initialized. Do not use the XLA device before "
+    "calling xmp.spawn')"
+)
 
 
 def _runtime_sites(fix: Fix) -> list[int]:
@@ -59,7 +70,7 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
         # runtime call there, and checking that first keeps lazily built fixes lazy.
         if (
             f.fix is not None
-            and f.fix.safe
+            and (f.fix.safe or f.code in READ_ONLY_RULES)
             and f.code != LAUNCHER_RULE
             and runs_in_parent(model, f.span.start.line + 1, replicas, parents)
         ):
@@ -68,7 +79,14 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
                 for ln in _runtime_sites(f.fix)
                 if runs_in_parent(model, ln + 1, replicas, parents)
             ]
-            if parent:
+            if parent and f.code in READ_ONLY_RULES:
+                # The rule's own review note (a -1 default) no longer applies: no fix is offered.
+                message = f.message.split(" (fix needs review:")[0]
+                where = f"it runs in the launcher's parent process (line {parent[0] + 1})"
+                f = replace(
+                    f, message=f"{message} (no fix here: {where})", fix=None, manual=PARENT_MANUAL
+                )
+            elif parent:
                 reason = PARENT_REVIEW.format(line=parent[0] + 1)
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
         out.append(f)
