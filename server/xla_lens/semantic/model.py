@@ -14,6 +14,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import TypeVar
 
 from .edits import AddImport
@@ -158,6 +159,7 @@ class ScriptModel:
         self._by_type: dict[type, list[ast.AST]] = defaultdict(list)
         self._sorted_nodes: dict[tuple[type, ...], list[ast.AST]] = {}
         self._call_names: dict[int, str | None] = {}
+        self._step_calls: dict[int, bool] = {}
         # Scope walks and derived facts asked for again and again by rules: computed once
         # per parse (the tree is never mutated after indexing).
         self._scope_walks: dict[ast.AST, tuple[ast.AST, ...]] = {}
@@ -171,34 +173,43 @@ class ScriptModel:
     def _index(self) -> None:
         stack: list[ast.AST] = [self.tree]
         by_type, parents, kept = self._by_type, self.parents, self._children
+        pop, push, set_parents = stack.pop, stack.extend, parents.update
+        fields_of, kinds = _AST_FIELDS, _INDEXED_KINDS
+        calls, loops, functions = self.calls, self.loops, self.functions
+        import_nodes, assignments = self.import_nodes, self.assignments
         while stack:
-            node = stack.pop()
-            by_type[type(node)].append(node)
-            children = child_nodes(node)
+            node = pop()
+            cls = type(node)
+            by_type[cls].append(node)
+            fields = fields_of.get(cls)
+            children = _child_nodes_of(node, node._fields if fields is None else fields)
             if children:
                 kept[node] = children
-                parents.update(dict.fromkeys(children, node))
-                stack.extend(children)
+                set_parents(dict.fromkeys(children, node))
+                push(children)
             else:
                 kept[node] = _NO_CHILDREN  # shared: leaves allocate nothing that lives on
-            if isinstance(node, ast.Call):
-                self.calls.append(node)
-            elif isinstance(node, LOOP_TYPES):
-                self.loops.append(node)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self.functions.setdefault(node.name, node)
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                self.import_nodes.append(node)
-            elif isinstance(node, ast.Assign):
+            kind = kinds.get(cls)
+            if kind is None:  # most nodes: names, attributes, constants, operators
+                continue
+            if kind == "call":
+                calls.append(node)
+            elif kind == "loop":
+                loops.append(node)
+            elif kind == "function":
+                functions.setdefault(node.name, node)
+            elif kind == "import":
+                import_nodes.append(node)
+            elif kind == "assign":
                 for t in node.targets:
                     if isinstance(t, ast.Name):
-                        self.assignments[t.id].append(node)
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                self.assignments[node.target.id].append(node)
+                        assignments[t.id].append(node)
+            elif isinstance(node.target, ast.Name):  # "annassign"
+                assignments[node.target.id].append(node)
         # Source order matters for "last import wins" and for stable output.
-        self.calls.sort(key=_order)
-        self.loops.sort(key=_order)
-        self.import_nodes.sort(key=_order)
+        self.calls.sort(key=_statement_order)
+        self.loops.sort(key=_statement_order)
+        self.import_nodes.sort(key=_statement_order)
         for imp in self.import_nodes:
             if isinstance(imp, ast.Import):
                 for alias in imp.names:
@@ -212,7 +223,7 @@ class ScriptModel:
                     if alias.name != "*":
                         self.imports[alias.asname or alias.name] = f"{imp.module}.{alias.name}"
         for names in self.assignments.values():
-            names.sort(key=_order)
+            names.sort(key=_statement_order)
 
     def nodes_of(self, *types: type[ast.AST]) -> list[ast.AST]:
         """Every node of these exact types, in source order. Rules use this instead of
@@ -391,6 +402,15 @@ class ScriptModel:
             return value
 
     def _is_step_call(self, call: ast.Call) -> bool:
+        # Asked of every call by the step classification and again by the loop search.
+        key = id(call)
+        try:
+            return self._step_calls[key]
+        except KeyError:
+            found = self._step_calls[key] = self._classify_step_call(call)
+            return found
+
+    def _classify_step_call(self, call: ast.Call) -> bool:
         name = method_name(call)
         if name == "backward":
             return True
@@ -701,17 +721,71 @@ class Emitter:
 
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))``, without its generator overhead (hot path)."""
+    fields = _AST_FIELDS.get(type(node))
+    return _child_nodes_of(node, node._fields if fields is None else fields)
+
+
+def _child_nodes_of(node: ast.AST, fields: tuple[str, ...]) -> list[ast.AST]:
     out: list[ast.AST] = []
-    for name in node._fields:
-        try:
-            value = getattr(node, name)
-        except AttributeError:
-            continue
+    for name in fields:
+        value = getattr(node, name, None)
         if isinstance(value, ast.AST):
             out.append(value)
         elif isinstance(value, list):
             out.extend([item for item in value if isinstance(item, ast.AST)])
     return out
+
+
+# ASDL field types that never hold a node (``Name(identifier id, expr_context ctx)``).
+_LEAF_FIELD_TYPES = frozenset({"identifier", "string", "constant", "int"})
+
+
+def _node_fields(cls: type[ast.AST]) -> tuple[str, ...] | None:
+    """The fields of ``cls`` that may hold nodes, read from its ASDL signature (the class
+    docstring); None (look at every field) when the signature does not match ``_fields``."""
+    doc = (cls.__doc__ or "").split("\n")[0]
+    if not cls._fields:
+        return ()
+    m = re.fullmatch(rf"{cls.__name__}\((.*)\)", doc.strip())
+    if m is None:
+        return None
+    declared = [part.strip().split() for part in m.group(1).split(",")]
+    if [d[-1] for d in declared if d] != list(cls._fields) or any(len(d) != 2 for d in declared):
+        return None
+    return tuple(name for kind, name in declared if kind.rstrip("*?") not in _LEAF_FIELD_TYPES)
+
+
+def _all_node_classes() -> list[type[ast.AST]]:
+    out, todo = [], [ast.AST]
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo.extend(cls.__subclasses__())
+    return out
+
+
+# Only the fields that can hold child nodes, per concrete node class: indexing skips
+# identifiers, strings and numbers without reading them (a third of all fields).
+_AST_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: fields
+    for cls in _all_node_classes()
+    if cls.__module__ == "ast" and (fields := _node_fields(cls)) is not None
+}
+# What indexing records for a node, by its exact class (a dict lookup, not an isinstance
+# chain, for the many nodes that are none of these).
+_INDEXED_KINDS: dict[type, str] = {
+    ast.Call: "call",
+    ast.For: "loop",
+    ast.While: "loop",
+    ast.AsyncFor: "loop",
+    ast.FunctionDef: "function",
+    ast.AsyncFunctionDef: "function",
+    ast.Import: "import",
+    ast.ImportFrom: "import",
+    ast.Assign: "assign",
+    ast.AnnAssign: "annassign",
+}
+_statement_order = attrgetter("lineno", "col_offset")
 
 
 def _order(node: ast.AST) -> tuple[int, int]:

@@ -15,7 +15,7 @@ sibling module (``from engine import train_one_epoch``). Two kinds of callee mat
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -77,6 +77,7 @@ class StepIndex:
                     self._from_imports[a.asname or a.name] = (imp.module or "", a.name, imp.level)
         self.step_functions: set[FunctionNode] = set()
         self.epoch_functions: set[FunctionNode] = set()
+        self._calls_of: dict[FunctionNode, list[tuple[ast.Call, FunctionNode]]] = {}
         self._classify()
 
     # --- resolving calls ----------------------------------------------------------------
@@ -114,12 +115,19 @@ class StepIndex:
             return self._method(cls, func.attr) if cls is not None else None
         return None
 
-    def _local_calls(self, fn: FunctionNode) -> Iterator[tuple[ast.Call, FunctionNode]]:
-        for node in self.model.walk_scope(fn):
-            if isinstance(node, ast.Call):
-                target = self.callee(node)
-                if target is not None and target is not fn:
-                    yield node, target
+    def _local_calls(self, fn: FunctionNode) -> list[tuple[ast.Call, FunctionNode]]:
+        # Asked again on every classification round and for every loop's closure: resolve
+        # each function's calls once.
+        found = self._calls_of.get(fn)
+        if found is None:
+            found = self._calls_of[fn] = [
+                (node, target)
+                for node in self.model.walk_scope(fn)
+                if isinstance(node, ast.Call)
+                and (target := self.callee(node)) is not None
+                and target is not fn
+            ]
+        return found
 
     # --- classification -------------------------------------------------------------
     def _classify(self) -> None:

@@ -10,7 +10,7 @@ visibly bound to a host value such as ``0.0`` or ``loss.item()``. Shared by XLA4
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 from .model import SCOPE_TYPES, ScriptModel, TrainingLoop, method_name, receiver
 
@@ -147,7 +147,7 @@ def _target_names(target: ast.AST) -> list[str]:
 
 
 def _is_host_value(
-    model: ScriptModel, value: ast.AST | None, host_functions: frozenset[str] = frozenset()
+    model: ScriptModel, value: ast.AST | None, host_functions: Container[str] = frozenset()
 ) -> bool:
     """Values visibly on the host: numbers, strings, ``x.item()``, ``float(x)``, or the
     result of a function of this script that never returns a tensor (``host_functions``)."""
@@ -178,7 +178,7 @@ def _class_of(model: ScriptModel, node: ast.AST) -> ast.ClassDef | None:
     return None
 
 
-def _is_own_host_method(model: ScriptModel, call: ast.Call, host_functions: frozenset[str]) -> bool:
+def _is_own_host_method(model: ScriptModel, call: ast.Call, host_functions: Container[str]) -> bool:
     """``self.run_batch(x)`` where ``run_batch`` is a method of the calling class that
     returns host values (``return loss.item()``): its result is a Python number."""
     func = call.func
@@ -196,35 +196,31 @@ def _is_own_host_method(model: ScriptModel, call: ast.Call, host_functions: froz
 
 
 class TensorNames:
-    """Tensor-valued names per scope of one script, computed on first use."""
+    """Tensor-valued names per scope of one script, computed on first use. Every
+    ``TensorNames`` of one model shares what was computed (XLA401 and XLA404 both ask)."""
 
     def __init__(self, model: ScriptModel) -> None:
         self.model = model
-        self._by_scope: dict[int, frozenset[str]] = {}
-        self._module_like = self._module_like_names()
-        self._host_functions: frozenset[str] | None = None
-        self._computing_host_functions = False
+        shared: _SharedTensorFacts = model.memo(TensorNames, lambda: _SharedTensorFacts(self))
+        self._by_scope = shared.by_scope
+        self._module_like = shared.module_like
+        self._host = shared.host
 
     @property
     def host_functions(self) -> frozenset[str]:
         """Functions of this script whose every ``return`` gives a host value (an
         ``evaluate()`` that returns ``total / n`` of ``.item()`` sums): their results are
         Python numbers, and testing them never syncs."""
-        if self._host_functions is None:
-            if self._computing_host_functions:
-                return frozenset()
-            self._computing_host_functions = True
-            out = set()
-            for name, fn in self.model.functions.items():
-                returns = [n.value for n in self.model.walk_scope(fn) if isinstance(n, ast.Return)]
-                if not returns or any(v is None for v in returns):
-                    continue
-                names = self._compute(fn)  # once per function, not once per return
-                if not any(self._is_tensor(v, names) for v in returns):
-                    out.add(name)
-            self._host_functions = frozenset(out)
-            self._computing_host_functions = False
-        return self._host_functions
+        return frozenset(name for name in self.model.functions if name in self._host)
+
+    def _returns_host_values(self, fn: ast.AST) -> bool:
+        """Whether every ``return`` of ``fn`` gives a host value, judging its names without
+        knowing which other functions return host values (no recursion between them)."""
+        returns = [n.value for n in self.model.walk_scope(fn) if isinstance(n, ast.Return)]
+        if not returns or any(v is None for v in returns):
+            return False
+        names = self._compute(fn, frozenset())  # once per function, not once per return
+        return not any(self._is_tensor(v, names) for v in returns)
 
     def _module_like_names(self) -> set[str]:
         out = set()
@@ -255,10 +251,10 @@ class TensorNames:
         scope = scope_of(self.model, node)
         key = id(scope)
         if key not in self._by_scope:
-            self._by_scope[key] = self._compute(scope)
+            self._by_scope[key] = self._compute(scope, self._host)
         return self._by_scope[key]
 
-    def _compute(self, scope: ast.AST) -> frozenset[str]:
+    def _compute(self, scope: ast.AST, host_fns: Container[str]) -> frozenset[str]:
         model = self.model
         nodes = list(model.walk_scope(scope))
         bindings: dict[str, list[ast.AST | None]] = {}
@@ -275,7 +271,6 @@ class TensorNames:
         names: set[str] = set()
         for loop in _for_loops_by_scope(model).get(scope, ()):
             names.update(_batch_names(model, loop))
-        host_fns = self.host_functions
 
         def host(value: ast.AST | None, depth: int = 0) -> bool:
             # ``best_loss = test_loss`` is a host value when ``test_loss`` is one.
@@ -344,6 +339,33 @@ class TensorNames:
         if isinstance(expr, ast.NamedExpr):
             return self._is_tensor(expr.value, names)
         return False
+
+
+class _HostFunctions:
+    """``name in host_functions``, judged per name when first asked: a script of hundreds of
+    functions has its names asked about for a few of them."""
+
+    def __init__(self, tensors: TensorNames) -> None:
+        self._tensors = tensors
+        self._known: dict[str, bool] = {}
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        known = self._known.get(name)
+        if known is None:
+            fn = self._tensors.model.functions.get(name)
+            known = self._known[name] = fn is not None and self._tensors._returns_host_values(fn)
+        return known
+
+
+class _SharedTensorFacts:
+    """What the ``TensorNames`` of one model share."""
+
+    def __init__(self, first: TensorNames) -> None:
+        self.by_scope: dict[int, frozenset[str]] = {}
+        self.module_like = first._module_like_names()
+        self.host = _HostFunctions(first)
 
 
 def _is_counter(model: ScriptModel, call: ast.Call) -> bool:
