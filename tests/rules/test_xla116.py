@@ -141,3 +141,28 @@ def test_a_seed_inside_an_expression_gets_advice_not_a_fix():
 def test_rule_metadata():
     rule = get_rule("XLA116")
     assert rule is not None and rule.has_fix and "torch.manual_seed" in rule.hover
+
+
+def test_a_module_level_seed_of_a_spawned_script_gets_advice_for_the_worker():
+    # Each spawned worker re-imports the script: the module-level seed seeded its CUDA device,
+    # but written there the XLA seed would also run in the launcher's parent.
+    code = """
+    import torch
+    import torch.multiprocessing as mp
+
+    torch.manual_seed(0)
+
+    def worker(rank):
+        model = torch.nn.Linear(4, 1).cuda(rank)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(10):
+            opt.zero_grad()
+            model(torch.randn(2, 4).cuda(rank)).sum().backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        torch.manual_seed(1)
+        mp.spawn(worker, nprocs=2)
+    """
+    (f,) = findings(code, "XLA116")
+    assert f.span.start.line == 3 and f.fix is None and "each worker runs" in f.manual

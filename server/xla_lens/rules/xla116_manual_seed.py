@@ -101,6 +101,26 @@ class _Launch:
         return self.active and runs_in_parent(model, line, self.replicas, self.parents)
 
 
+def _is_main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":``"""
+    test = node.test if isinstance(node, ast.If) else None
+    if not (isinstance(test, ast.Compare) and len(test.comparators) == 1):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in sides) and any(
+        isinstance(n, ast.Constant) and n.value == "__main__" for n in sides
+    )
+
+
+def _imported_by_workers(model: ScriptModel, call: ast.Call) -> bool:
+    """Module-level code outside the main guard: a spawned worker re-imports the script and
+    runs it too."""
+    return not any(
+        isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or _is_main_guard(a)
+        for a in model.ancestors(call)
+    )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     seeds = list(model.calls_to(*TORCH_SEEDS))
     if not seeds or not _applies(model):
@@ -112,9 +132,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if seed is None or stmt is None:
             continue
         in_parent = launch.in_parent(model, call.lineno)
-        if in_parent and launch.launched:
-            # The original's seed never reached the spawned workers' devices either.
-            continue
         e = Emitter(model)
         code = xla_api.manual_seed(e, ctx.target, _seed_text(model, e, seed))
         message = (
@@ -122,6 +139,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "conversion the device's random numbers (dropout, torch.randn(..., device=...)) "
             "no longer follow this seed; seed the XLA device as well"
         )
+        if in_parent and launch.launched:
+            if _imported_by_workers(model, call):
+                # Module-level code runs again in every spawned worker, where it seeded CUDA;
+                # here it also runs in the parent, which must not start the XLA runtime.
+                yield Finding(
+                    CODE,
+                    message,
+                    model.span(call),
+                    Severity.WARNING,
+                    manual=f"Call {code} at the start of the function each worker runs (at "
+                    "module level it would start the XLA runtime in the launcher's parent).",
+                )
+            # A seed in main() or the main guard never reached the spawned workers' devices.
+            continue
         # Only a statement that is the seed call itself surely runs it just before the
         # next statement (not one inside a comprehension, a lambda or a conditional).
         simple = isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) and stmt.value is call
