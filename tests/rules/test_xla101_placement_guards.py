@@ -172,3 +172,42 @@ def test_int_index_used_only_as_a_device_is_still_rewritten():
     """
     (f,) = findings(code, "XLA101")
     assert f.fix is not None and f.fix.safe
+
+
+def test_picker_returned_by_a_helper_of_another_workspace_module_is_reported(tmp_path):
+    from xla_lens.engine import analyze
+    from xla_lens.semantic.workspace import clear_cache
+
+    clear_cache()
+    root = tmp_path / "proj"
+    (root / "mypkg").mkdir(parents=True)
+    (root / "scripts").mkdir()
+    (root / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    (root / "mypkg" / "common.py").write_text(
+        "import torch\n\n"
+        "def autodetect_device_type():\n"
+        "    if torch.cuda.is_available():\n"
+        '        device_type = "cuda"\n'
+        "    else:\n"
+        '        device_type = "cpu"\n'
+        "    return device_type\n"
+    )
+    script = root / "scripts" / "train.py"
+    code = (
+        "import argparse\n"
+        "import torch\n"
+        "from mypkg.common import autodetect_device_type\n"
+        "p = argparse.ArgumentParser()\n"
+        'p.add_argument("--device-type", type=str, default="", help="cuda|cpu|mps")\n'
+        "args = p.parse_args()\n"
+        'device_type = autodetect_device_type() if args.device_type == "" else args.device_type\n'
+        "model = torch.nn.Linear(2, 2).to(device_type)\n"
+    )
+    script.write_text(code)
+    found = {
+        f.span.start.line + 1: f for f in analyze(code, str(script)).findings if f.code == "XLA101"
+    }
+    helper, option = found[7], found[5]
+    assert helper.fix is None and helper.manual
+    assert "../mypkg/common.py:4" in helper.message
+    assert option.fix is None and "--device-type" in option.message

@@ -1,37 +1,38 @@
-"""XLA101's findings for the flag idioms of older scripts: an availability flag that turns on
+"""XLA101's advice for the flag idioms of older scripts: an availability flag that turns on
 CUDA placement (``cuda = True if torch.cuda.is_available() else False``), the CUDA tensor-type
 aliases it chooses (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``), and
 options or config fields named for CUDA that decide a device picker (``-no_cuda``,
 ``cuda: bool = True``). The analysis lives in ``semantic.cuda_tensor_types`` and
-``semantic.device_flags``; this module words the findings and builds the fixes.
+``semantic.device_flags``; this module words the findings and builds the fixes, as ``Advice``
+that the rule reports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..semantic import cuda_tensor_types as tensor_types
-from ..semantic import device_flags, xla_api
-from ..semantic import device_sites as sites
-from ..semantic.model import Emitter, ScriptModel
-from .base import Finding, Fix, Replace, RuleContext, Severity
-
-CODE = "XLA101"
-
-
-def _finding(model, node, message, fix=None, manual=None) -> Finding:
-    return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix, manual=manual)
+from . import cuda_tensor_types as tensor_types
+from . import device_flags, xla_api
+from . import device_sites as sites
+from .advice import Advice, FixPlan
+from .edits import Replace
+from .model import Emitter, ScriptModel
+from .xla_api import Target
 
 
-def _fix(title: str, ops: tuple, e: Emitter, reason: str) -> Fix:
-    return Fix(title, (*ops, *e.imports), safe=False, review_reason=reason)
+def _finding(model, node, message, fix=None, manual=None) -> Advice:
+    return Advice(message, model.span(node), fix=fix, manual=manual)
+
+
+def _fix(title: str, ops: tuple, e: Emitter, reason: str) -> FixPlan:
+    return FixPlan(title, (*ops, *e.imports), safe=False, review_reason=reason)
 
 
 def _message(base: str, reason: str) -> str:
     return f"{base} (fix needs review: {reason})"
 
 
-def flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
+def flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
     """``cuda = True if torch.cuda.is_available() else False``: a flag that turns CUDA
     placement on; on an XLA host it is False, so everything it guards stays on the CPU.
     When it guards only moves that XLA101 rewrites (``if cuda: model.cuda()``) and tensor
@@ -72,7 +73,7 @@ def flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Finding]:
         )
 
 
-def device_flag_findings(model: ScriptModel) -> Iterator[Finding]:
+def device_flag_findings(model: ScriptModel) -> Iterator[Advice]:
     """``add_argument("-no_cuda", action="store_true")`` / a ``cuda: bool = True`` field that
     decides a picker: the picker's fix keeps the user's flag, so once converted the flag
     switches the XLA device under a CUDA name. No fix: renaming an option changes the command
@@ -86,12 +87,10 @@ def device_flag_findings(model: ScriptModel) -> Iterator[Finding]:
         )
         where = f"{shown} decides the device at line {flag.picker_line}"
         if flag.device_by_default is False:
-            yield Finding(
-                CODE,
+            yield Advice(
                 f"{where}: after conversion the XLA device is used only when {set_to}; "
                 "without it the script trains on the CPU",
                 model.span(flag.declared),
-                Severity.WARNING,
                 manual=f"Make the XLA device the default (the device is chosen when {set_to}), "
                 "or always run the converted script with it set.",
             )
@@ -99,18 +98,17 @@ def device_flag_findings(model: ScriptModel) -> Iterator[Finding]:
         off = (
             "when it is set" if flag.negated and not flag.is_field else f"when {flag.attr} is False"
         )
-        yield Finding(
-            CODE,
+        yield Advice(
             f"{where}: after conversion it switches the XLA device, not CUDA (the XLA device "
             f"by default, the CPU {off}), although its name says CUDA",
             model.span(flag.declared),
-            Severity.INFORMATION,
             manual="Nothing to change to train on the XLA device; rename the flag (and every "
             "use of it) if its CUDA name would mislead the users of the converted script.",
+            info=True,
         )
 
 
-def tensor_type_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+def tensor_type_findings(model: ScriptModel, target: Target) -> Iterator[Advice]:
     """``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`` used only as
     ``Tensor(...)`` and ``x.type(Tensor)``: what it builds goes to the XLA device (XLA405
     reports the aliases with other uses, which have no fix)."""
@@ -118,8 +116,8 @@ def tensor_type_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Findi
         if alias.blocker:
             continue
         e = Emitter(model)
-        ops = tensor_types.alias_edits(model, alias, e, ctx.target)
-        dev = xla_api.device(Emitter(model), ctx.target)
+        ops = tensor_types.alias_edits(model, alias, e, target)
+        dev = xla_api.device(Emitter(model), target)
         uses = ", ".join(str(n) for n in alias.use_lines[:6])
         cuda_type = f"torch.cuda.{alias.type_name}"
         when = f" when {model.segment(alias.flag)} is true" if alias.flag is not None else ""

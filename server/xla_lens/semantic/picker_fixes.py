@@ -1,0 +1,331 @@
+"""XLA101's device pickers, as findings and fixes: the expression and if/else pickers
+(``"cuda" if torch.cuda.is_available() else "cpu"``, ``if use_accel: device = ...``), device
+values bound anywhere, and the rule that a rewrite under an availability guard needs review.
+
+A rewrite is *safe* only when every use of the device value still works with the XLA device
+(``values``) and no other code still decides placement by CUDA availability
+(``placement_guards``); otherwise it is offered for review and the message says which use needs
+the original value. Returns ``Advice``; the rule turns it into findings.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import replace
+
+from . import device_sites as sites
+from . import pickers, placement_guards, xla_api
+from .advice import Advice, FixPlan
+from .edits import AddImport, Replace, ReplaceStatement
+from .model import Emitter, ScriptModel
+from .values import Use
+from .xla_api import Target
+
+XLA_STRING = '"xla"'
+
+
+def advice(model, node, message, fix=None, manual=None) -> Advice:
+    return Advice(message, model.span(node), fix=fix, manual=manual)
+
+
+def choose(
+    model: ScriptModel, e: Emitter, target: Target, uses: list[Use], str_typed: bool
+) -> tuple[str, bool, str]:
+    """Replacement code, whether it is safe, and why not: the XLA device when every use
+    takes a device; else (for review) the string ``"xla"`` where a string was expected."""
+    bad = [u for u in uses if not u.ok]
+    if not bad:
+        return xla_api.device(e, target), True, ""
+    reason = "the device value is used where the original matters: " + sites.device_flow(
+        model
+    ).describe(bad)
+    if str_typed:
+        e._add(AddImport("import torch_xla"))
+        return XLA_STRING, False, reason
+    return xla_api.device(e, target), False, reason
+
+
+def fix_plan(title: str, ops: tuple, e: Emitter, safe: bool, reason: str) -> FixPlan:
+    return FixPlan(title, (*ops, *e.imports), safe=safe, review_reason=reason)
+
+
+def _with_guards(
+    model, handled, picker, test, ops: tuple, safe: bool, reason: str, kept=frozenset()
+) -> tuple[tuple, bool, str, str]:
+    """The picker's edits plus those that keep the script's other availability tests in step
+    with it (``placement_guards``); safe only if both are; and what those edits do."""
+    guards = placement_guards.plan(model, picker, test, kept)
+    handled.update(id(a.value) for a in guards.rewritten)
+    reason = "; ".join(r for r in (reason, guards.reason) if r)
+    return (*ops, *guards.ops), safe and guards.safe, reason, guards.note
+
+
+def _titled(title: str, note: str) -> str:
+    return f"{title}; and {note}" if note else title
+
+
+def message(base: str, safe: bool, reason: str) -> str:
+    return base if safe else f"{base} (fix needs review: {reason})"
+
+
+def if_picker_advice(model, target: Target, handled) -> Iterator[Advice]:
+    for node in model.nodes_of(ast.If):
+        if id(node) in handled or not isinstance(node, ast.If):
+            continue
+        ip = pickers.if_picker(model, node)
+        if ip is None:
+            continue
+        handled.update(id(n) for n in ast.walk(node))
+        e = Emitter(model)
+        flow = sites.device_flow(model)
+        values = [
+            s.value
+            for s in ast.walk(node)
+            if isinstance(s, ast.Assign)
+            and s.targets[0] is not ip.target
+            and pickers._target_key(s.targets[0]) == pickers._target_key(ip.target)
+        ] + [
+            s.value
+            for s in ast.walk(node)
+            if isinstance(s, ast.Assign) and s.targets[0] is ip.target
+        ]
+        str_typed = all(sites.is_str_valued(model, v) for v in values)
+        uses = flow._store_uses(ip.target, 4, set())
+        code, safe, reason = choose(model, e, target, uses, str_typed)
+        extras = [s for s in ip.extras if not pickers.is_harmless_extra(model, s)]
+        if extras:
+            safe = False
+            more = "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in extras[:2])
+            reason = (reason + "; " if reason else "") + f"the picker block also runs: {more}"
+        name = model.segment(ip.target)
+        # The block's comments ride on the new statement, so removing the block keeps them.
+        comments = "  ".join(sites.comments_in(model, node))
+        statement = f"{name} = {code}" + (f"  {comments}" if comments else "")
+        ops, safe, reason, note = _with_guards(
+            model,
+            handled,
+            node,
+            node.test,
+            (ReplaceStatement(model.span(node), statement),),
+            safe,
+            reason,
+        )
+        yield advice(
+            model,
+            node,
+            message(
+                "device picked by an availability test (torch.cuda.is_available() and the like "
+                "are False on an XLA host, so this silently trains on the CPU)",
+                safe,
+                reason,
+            ),
+            fix_plan(_titled(f"Use the XLA device: {name} = {code}", note), ops, e, safe, reason),
+        )
+
+
+def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:
+    """``if use_accel: device = torch.accelerator.current_accelerator() else: ...`` with
+    ``use_accel = not args.no_accel and torch.accelerator.is_available()``, or the same test
+    written inline (``if args.accel and torch.accelerator.is_available():``): the device
+    becomes XLA and the test keeps only the user's flag."""
+    for node in model.nodes_of(ast.If):
+        if id(node) in handled or not isinstance(node, ast.If):
+            continue
+        if not sites.chooses_device(model, node):
+            continue
+        named = pickers.mixed_flag(model, node.test) is not None
+        inline = pickers.flag_part(model, node.test)
+        if not named and not isinstance(inline, list):
+            continue
+        stmt = next(
+            s
+            for s in node.body
+            if isinstance(s, ast.Assign)
+            and any(sites.is_device_name(t) for t in s.targets)
+            and pickers.is_device_value(model, s.value)
+        )
+        handled.update(id(n) for n in ast.walk(stmt))
+        e = Emitter(model)
+        uses = sites.device_flow(model)._store_uses(stmt.targets[0], 4, set())
+        code, safe, reason = choose(model, e, target, uses, sites.is_str_valued(model, stmt.value))
+        if named:
+            assert isinstance(node.test, ast.Name)
+            flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
+            kept = frozenset({node.test.id})
+        else:
+            assert isinstance(inline, list)
+            flags = " and ".join(model.segment(f) for f in inline)
+            flag_ops = (Replace(model.span(node.test), flags),)
+            # With only the flag tested, the rest of the branch now runs on the XLA host too.
+            cuda_only = [
+                s for s in node.body if s is not stmt and placement_guards.needs_cuda(model, s)
+            ]
+            flag_safe = not cuda_only
+            flag_reason = (
+                "with the test reduced to the flag, the branch also runs "
+                f"`{model.line_text(cuda_only[0].lineno - 1).strip()[:60]}` on the XLA host"
+                if cuda_only
+                else ""
+            )
+            kept = frozenset()
+        safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
+        ops, safe, reason, note = _with_guards(
+            model,
+            handled,
+            node,
+            node.test,
+            (Replace(model.span(stmt.value), code), *flag_ops),
+            safe,
+            reason,
+            kept,
+        )
+        yield advice(
+            model,
+            stmt.value,
+            message(
+                f"{model.segment(node.test)} asks whether CUDA/an accelerator is available "
+                "(False on an XLA host), so this device is never used there",
+                safe,
+                reason,
+            ),
+            fix_plan(
+                _titled(f"Use the XLA device ({code}) and keep only the user's flag", note),
+                ops,
+                e,
+                safe,
+                reason,
+            ),
+        )
+
+
+def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
+    for node in model.nodes_of(ast.IfExp):
+        if id(node) in handled:
+            continue
+        pk = pickers.picker(model, node)
+        if pk is None:
+            continue
+        site = sites.wrapping_device_call(model, node)
+        handled.update(id(n) for n in ast.walk(site))
+        e = Emitter(model)
+        option = sites.option_call(model, site) is not None
+        str_typed = option or (site is node and sites.is_str_valued(model, node))
+        uses = sites.uses_of_site(model, site)
+        if pk.test_kind == "unknown":
+            yield advice(
+                model,
+                node,
+                "device picker with a test that mixes availability checks with other "
+                "conditions: on an XLA host the availability part is False",
+                manual="choose the XLA device (torch_xla.device()) where CUDA was chosen",
+            )
+            continue
+        if pk.test_kind == "availability":
+            code, safe, reason = choose(model, e, target, uses, str_typed)
+            if option:
+                code = XLA_STRING
+                e._add(AddImport("import torch_xla"))
+            ops, safe, reason, note = _with_guards(
+                model, handled, site, node.test, (Replace(model.span(site), code),), safe, reason
+            )
+            title = f"Use the XLA device: {code}"
+        else:
+            branch_str = sites.is_str_valued(model, pk.device_branch)
+            code, safe, reason = choose(model, e, target, uses, branch_str or option)
+            if branch_str or option:
+                code = XLA_STRING
+                e._add(AddImport("import torch_xla"))
+            if pk.test_kind == "mixed":
+                flags = " and ".join(model.segment(f) for f in pk.flags)
+                new = f"{code} if {flags} else {model.segment(node.orelse)}"
+                edit = Replace(model.span(node), new)
+            else:
+                edit = Replace(model.span(pk.device_branch), code)
+            ops, note = (edit,), ""
+            if pk.test_kind == "mixed":
+                ops, safe, reason, note = _with_guards(
+                    model, handled, site, node.test, ops, safe, reason
+                )
+            if pk.test_kind == "mixed-name":
+                assert isinstance(node.test, ast.Name)
+                flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
+                safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
+                ops, safe, reason, note = _with_guards(
+                    model,
+                    handled,
+                    site,
+                    node.test,
+                    (edit, *flag_ops),
+                    safe,
+                    reason,
+                    frozenset({node.test.id}),
+                )
+                title = f"Use the XLA device where the accelerator was chosen ({code})"
+                yield advice(
+                    model,
+                    node,
+                    message(
+                        "device picker asks whether CUDA/an accelerator is available (False on "
+                        "an XLA host): the XLA device is " + xla_api.device(Emitter(model), target),
+                        safe,
+                        reason,
+                    ),
+                    fix_plan(_titled(title, note), ops, e, safe, reason),
+                )
+                continue
+            title = f"Use the XLA device where CUDA was chosen ({code}); keep the flag"
+        yield advice(
+            model,
+            node,
+            message(
+                "device picker chooses CUDA (or the CPU when CUDA is missing, as on an XLA "
+                "host): the XLA device is " + xla_api.device(Emitter(model), target),
+                safe,
+                reason,
+            ),
+            fix_plan(_titled(title, note), ops, e, safe, reason),
+        )
+
+
+def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
+    """A device value bound somewhere (assignment, return, option default)."""
+    e = Emitter(model)
+    option = sites.option_call(model, site) is not None
+    uses = sites.uses_of_site(model, site)
+    code, safe, reason = choose(model, e, target, uses, option or sites.is_str_valued(model, site))
+    if option:
+        code = XLA_STRING
+        e._add(AddImport("import torch_xla"))
+    return advice(
+        model,
+        site,
+        message(
+            f"{what}: on XLA the device is {xla_api.device(Emitter(model), target)}",
+            safe,
+            reason,
+        ),
+        fix_plan(f"Use {code}", (Replace(model.span(site), code),), e, safe, reason),
+    )
+
+
+def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[Advice]:
+    """A rewrite inside ``if torch.cuda.is_available():`` still never runs on an XLA host
+    (the test is False there): such fixes need review of the guard too."""
+    guards = None
+    for f in findings:
+        if f.fix is not None and f.fix.safe:
+            if guards is None:
+                guards = sites.availability_guards(model)
+            test = next((t for span, t in guards if span.contains(f.span)), None)
+            if test is not None:
+                reason = (
+                    f"it sits under `if {test}:`, a CUDA availability test that decides "
+                    "differently on an XLA host (the guard keeps this code from running there)"
+                )
+                f = replace(
+                    f,
+                    message=f"{f.message} (fix needs review: {reason})",
+                    fix=replace(f.fix, safe=False, review_reason=reason),
+                )
+        yield f
