@@ -1,0 +1,134 @@
+"""Which loops of a script are training-step loops, and which nodes run in each step.
+
+A training-step loop is the innermost loop that runs a step (``backward()``, an optimizer
+or scaler ``step``, ``xm.optimizer_step``), directly or through a step function of this
+script or of a sibling module (``semantic/steps.py`` classifies those). Two kinds of loop
+that contain a step are not one: a gradient-accumulation loop (it only runs ``backward()``
+while the code around it updates the parameters) and a loop over a literal list of variants
+inside the step loop (its iteration, and its sync, belong to the enclosing loop).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .node_helpers import LOOP_TYPES, SCOPE_TYPES, node_order
+from .steps import ExternalStep, is_update_call
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+
+@dataclass
+class TrainingLoop:
+    node: ast.For | ast.While | ast.AsyncFor
+    # Functions defined in this script that the loop calls and that run the step
+    # (their bodies count as "inside the loop").
+    step_functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
+    # Step functions of sibling modules the loop calls (their bodies are not in this file).
+    external_steps: list[ExternalStep] = field(default_factory=list)
+
+    def regions(self) -> list[ast.AST]:
+        return [self.node, *self.step_functions]
+
+
+def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
+    """Innermost loops that run a training step, in source order: the step is in the
+    loop, in a step function or method it calls, or in a sibling module's step function.
+    Loops that call an epoch function (which loops over the steps itself) are not."""
+    steps = model.steps
+    found: dict[ast.AST, TrainingLoop] = {}
+    for call in model.calls:
+        step_fn = None
+        external = None
+        if model._is_step_call(call):
+            pass
+        elif (step_fn := steps.step_callee(call)) is not None:
+            pass
+        elif (external := steps.external_step(call)) is None:
+            continue
+        loop = model.innermost_loop(call)
+        if loop is None:
+            continue
+        entry = found.setdefault(loop, TrainingLoop(loop))
+        if step_fn is not None and step_fn not in entry.step_functions:
+            entry.step_functions.append(step_fn)
+        if external is not None:
+            entry.external_steps.append(external)
+    for entry in found.values():
+        # A step function that calls a deeper step function: include the callee too.
+        entry.step_functions[:] = steps.callee_closure(entry.step_functions)
+    for loop in list(found):
+        if _is_accumulation_loop(model, found[loop]):
+            del found[loop]
+    for loop in sorted(found, key=node_order, reverse=True):
+        outer = _variant_loop_parent(model, loop)
+        if outer is not None:
+            # ``for dataset in ["CelebA", "RaFD"]:`` inside the step loop runs one step per
+            # variant: the iteration, and its sync, is the enclosing loop's.
+            inner = found.pop(loop)
+            entry = found.setdefault(outer, TrainingLoop(outer))
+            entry.step_functions.extend(
+                fn for fn in inner.step_functions if fn not in entry.step_functions
+            )
+            entry.external_steps.extend(inner.external_steps)
+    return sorted(found.values(), key=lambda t: node_order(t.node))
+
+
+def training_loop_of(model: ScriptModel, node: ast.AST) -> TrainingLoop | None:
+    for loop in model.training_loops:
+        for region in loop.regions():
+            if node is region or any(a is region for a in model.ancestors(node)):
+                return loop
+    return None
+
+
+def iter_loop_body_nodes(model: ScriptModel) -> Iterator[tuple[TrainingLoop, ast.AST]]:
+    seen: set[int] = set()
+    for loop in model.training_loops:
+        for region in loop.regions():
+            body = region.body if isinstance(region, LOOP_TYPES) else region.body
+            for stmt in body:
+                for n in [stmt, *model.walk_scope(stmt)]:
+                    if id(n) not in seen:
+                        seen.add(id(n))
+                        yield loop, n
+
+
+def _variant_loop_parent(
+    model: ScriptModel, loop: ast.AST
+) -> ast.For | ast.While | ast.AsyncFor | None:
+    """The enclosing loop of a loop over a literal sequence of constants, if any."""
+    if not (
+        isinstance(loop, ast.For)
+        and isinstance(loop.iter, ast.List | ast.Tuple | ast.Set)
+        and loop.iter.elts
+        and all(isinstance(e, ast.Constant) for e in loop.iter.elts)
+    ):
+        return None
+    return model.innermost_loop(loop)
+
+
+def _is_accumulation_loop(model: ScriptModel, entry: TrainingLoop) -> bool:
+    """A loop that only runs ``backward()`` while the code around it (the enclosing loop
+    or function) updates the parameters: gradient accumulation within one step, whose
+    step and sync belong to the code around it."""
+    if entry.external_steps:
+        return False
+    for region in entry.regions():
+        for n in model.walk_scope(region) if region is not entry.node else model.walk(region):
+            if isinstance(n, ast.Call) and is_update_call(model, n):
+                return False
+    scope: ast.AST = model.tree
+    for a in model.ancestors(entry.node):
+        if isinstance(a, SCOPE_TYPES):
+            scope = a
+            break
+    inside = set(map(id, model.walk(entry.node)))
+    return any(
+        isinstance(n, ast.Call) and id(n) not in inside and is_update_call(model, n)
+        for n in model.walk_scope(scope)
+    )

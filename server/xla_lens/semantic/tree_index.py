@@ -1,0 +1,163 @@
+"""The one walk over a parsed script that every rule's questions are answered from.
+
+Indexing visits each node once and keeps its parent, its children (``ast.iter_child_nodes``
+order, so later walks need not read every field again), the nodes of each type, and the
+calls, loops, functions, imports and plain-name assignments rules ask about most.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from operator import attrgetter
+
+_NO_CHILDREN: tuple[()] = ()
+
+
+@dataclass
+class TreeIndex:
+    """What :func:`index_tree` found. Lists of calls, loops, imports and each name's
+    assignments are in source order; ``functions`` keeps the first def of each name met."""
+
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    children: dict[ast.AST, list[ast.AST] | tuple[()]] = field(default_factory=dict)
+    by_type: defaultdict[type, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
+    calls: list[ast.Call] = field(default_factory=list)
+    loops: list[ast.For | ast.While | ast.AsyncFor] = field(default_factory=list)
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    imports: dict[str, str] = field(default_factory=dict)
+    import_nodes: list[ast.Import | ast.ImportFrom] = field(default_factory=list)
+    assignments: defaultdict[str, list[ast.Assign | ast.AnnAssign]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+
+def index_tree(tree: ast.AST) -> TreeIndex:
+    """One pass over ``tree`` (a stack walk, children pushed in field order) that fills
+    every table of :class:`TreeIndex`."""
+    index = TreeIndex()
+    stack: list[ast.AST] = [tree]
+    by_type, parents, kept = index.by_type, index.parents, index.children
+    pop, push, set_parents = stack.pop, stack.extend, parents.update
+    fields_of, kinds = _AST_FIELDS, _INDEXED_KINDS
+    calls, loops, functions = index.calls, index.loops, index.functions
+    import_nodes, assignments = index.import_nodes, index.assignments
+    while stack:
+        node = pop()
+        cls = type(node)
+        by_type[cls].append(node)
+        fields = fields_of.get(cls)
+        children = _child_nodes_of(node, node._fields if fields is None else fields)
+        if children:
+            kept[node] = children
+            set_parents(dict.fromkeys(children, node))
+            push(children)
+        else:
+            kept[node] = _NO_CHILDREN  # shared: leaves allocate nothing that lives on
+        kind = kinds.get(cls)
+        if kind is None:  # most nodes: names, attributes, constants, operators
+            continue
+        if kind == "call":
+            calls.append(node)
+        elif kind == "loop":
+            loops.append(node)
+        elif kind == "function":
+            functions.setdefault(node.name, node)
+        elif kind == "import":
+            import_nodes.append(node)
+        elif kind == "assign":
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    assignments[t.id].append(node)
+        elif isinstance(node.target, ast.Name):  # "annassign"
+            assignments[node.target.id].append(node)
+    # Source order matters for "last import wins" and for stable output.
+    index.calls.sort(key=_statement_order)
+    index.loops.sort(key=_statement_order)
+    index.import_nodes.sort(key=_statement_order)
+    for imp in index.import_nodes:
+        if isinstance(imp, ast.Import):
+            for alias in imp.names:
+                if alias.asname:
+                    index.imports[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    index.imports[root] = root
+        elif imp.level == 0 and imp.module:
+            for alias in imp.names:
+                if alias.name != "*":
+                    index.imports[alias.asname or alias.name] = f"{imp.module}.{alias.name}"
+    for names in index.assignments.values():
+        names.sort(key=_statement_order)
+    return index
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its generator overhead (hot path)."""
+    fields = _AST_FIELDS.get(type(node))
+    return _child_nodes_of(node, node._fields if fields is None else fields)
+
+
+def _child_nodes_of(node: ast.AST, fields: tuple[str, ...]) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend([item for item in value if isinstance(item, ast.AST)])
+    return out
+
+
+# ASDL field types that never hold a node (``Name(identifier id, expr_context ctx)``).
+_LEAF_FIELD_TYPES = frozenset({"identifier", "string", "constant", "int"})
+
+
+def _node_fields(cls: type[ast.AST]) -> tuple[str, ...] | None:
+    """The fields of ``cls`` that may hold nodes, read from its ASDL signature (the class
+    docstring); None (look at every field) when the signature does not match ``_fields``."""
+    doc = (cls.__doc__ or "").split("\n")[0]
+    if not cls._fields:
+        return ()
+    m = re.fullmatch(rf"{cls.__name__}\((.*)\)", doc.strip())
+    if m is None:
+        return None
+    declared = [part.strip().split() for part in m.group(1).split(",")]
+    if [d[-1] for d in declared if d] != list(cls._fields) or any(len(d) != 2 for d in declared):
+        return None
+    return tuple(name for kind, name in declared if kind.rstrip("*?") not in _LEAF_FIELD_TYPES)
+
+
+def _all_node_classes() -> list[type[ast.AST]]:
+    out, todo = [], [ast.AST]
+    while todo:
+        cls = todo.pop()
+        out.append(cls)
+        todo.extend(cls.__subclasses__())
+    return out
+
+
+# Only the fields that can hold child nodes, per concrete node class: indexing skips
+# identifiers, strings and numbers without reading them (a third of all fields).
+_AST_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: fields
+    for cls in _all_node_classes()
+    if cls.__module__ == "ast" and (fields := _node_fields(cls)) is not None
+}
+# What indexing records for a node, by its exact class (a dict lookup, not an isinstance
+# chain, for the many nodes that are none of these).
+_INDEXED_KINDS: dict[type, str] = {
+    ast.Call: "call",
+    ast.For: "loop",
+    ast.While: "loop",
+    ast.AsyncFor: "loop",
+    ast.FunctionDef: "function",
+    ast.AsyncFunctionDef: "function",
+    ast.Import: "import",
+    ast.ImportFrom: "import",
+    ast.Assign: "assign",
+    ast.AnnAssign: "annassign",
+}
+_statement_order = attrgetter("lineno", "col_offset")
