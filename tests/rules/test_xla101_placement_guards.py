@@ -211,3 +211,21 @@ def test_picker_returned_by_a_helper_of_another_workspace_module_is_reported(tmp
     assert helper.fix is None and helper.manual
     assert "../mypkg/common.py:4" in helper.message
     assert option.fix is None and "--device-type" in option.message
+
+
+def test_user_flag_that_also_sets_the_accelerator_index_is_review():
+    code = """
+    import torch
+    use_accel = not args.no_accel and torch.accelerator.is_available()
+    if use_accel:
+        device = torch.accelerator.current_accelerator()
+    else:
+        device = torch.device("cpu")
+    model = torch.nn.Linear(2, 2)
+    if use_accel:
+        torch.accelerator.set_device_index(0)
+        model.to(device)
+    """
+    (f,) = _pickers(code)
+    assert not f.fix.safe and "use_accel also decides other code (line 8)" in f.fix.review_reason
+    assert "and torch.accelerator.is_available()" in fixed(code, "XLA101")

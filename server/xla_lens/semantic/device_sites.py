@@ -107,7 +107,12 @@ def _runs_like_on_cuda(model: ScriptModel, use: ast.Name) -> bool:
         for n in ast.walk(stmt):
             if isinstance(n, ast.Call):
                 name = model.call_name(n) or ""
-                if name.startswith("torch.cuda.") and name not in HARMLESS_CUDA_CALLS:
+                # torch.accelerator.set_device_index & co. raise without CUDA too.
+                if (
+                    name.startswith(("torch.cuda.", "torch.accelerator."))
+                    and name not in HARMLESS_CUDA_CALLS
+                    and not name.endswith(".is_available")
+                ):
                     return False
     return True
 

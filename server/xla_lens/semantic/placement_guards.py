@@ -238,7 +238,7 @@ def needs_cuda(model: ScriptModel, node: ast.AST) -> bool:
         if isinstance(n, ast.Call):
             name = model.call_name(n) or ""
             if name.startswith(("torch.cuda.", "torch.accelerator.", "torch.backends.mps.")):
-                if name not in HARMLESS_CUDA_CALLS and not pickers.is_availability(model, n):
+                if name not in HARMLESS_CUDA_CALLS and not name.endswith(".is_available"):
                     return True
             if method_name(n) == "cuda":
                 return True
