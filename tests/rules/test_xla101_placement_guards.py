@@ -229,3 +229,44 @@ def test_user_flag_that_also_sets_the_accelerator_index_is_review():
     (f,) = _pickers(code)
     assert not f.fix.safe and "use_accel also decides other code (line 8)" in f.fix.review_reason
     assert "and torch.accelerator.is_available()" in fixed(code, "XLA101")
+
+
+def test_a_block_only_several_gpus_run_does_not_hold_the_picker_back():
+    # A one-GPU CUDA host skips it too: nothing the device needs happens there.
+    code = """
+    import torch
+    from torch import nn
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    n_gpu = torch.cuda.device_count()
+    model = nn.Linear(2, 2)
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    if n_gpu >= 2 and True:
+        model = nn.DataParallel(model)
+    model.to(device)
+    """
+    (f,) = _pickers(code)
+    assert f.fix.safe
+
+
+def test_a_block_any_gpu_runs_still_holds_the_picker_back():
+    code = """
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = torch.nn.Linear(2, 2)
+    if torch.cuda.device_count() > 0:
+        model.to(device)
+    """
+    (f,) = _pickers(code)
+    assert not f.fix.safe
+
+
+def test_a_dtype_chosen_by_availability_does_not_hold_the_picker_back():
+    code = """
+    import torch
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
+    model = torch.nn.Linear(2, 2).to(device, dtype)
+    """
+    (f,) = _pickers(code)
+    assert f.fix.safe

@@ -188,12 +188,41 @@ def _harmless(model: ScriptModel, site: ast.AST) -> bool:
     """Code decided by this test that does not matter on the XLA host whichever way it goes:
     messages, CUDA-only settings, speed-only keywords, literal loader options."""
     guard = _guarded(model, site)
+    if guard is not None and _needs_several_devices(model, site):
+        return True
     if isinstance(guard, ast.If):
         return all(_harmless_statement(model, s) for s in (*guard.body, *guard.orelse))
     if isinstance(guard, ast.IfExp):
         return _inert(model, guard.body) and _inert(model, guard.orelse)
     p = model.parent(site)
     return isinstance(p, ast.keyword) and p.arg in TUNING_KEYWORDS
+
+
+DTYPES = frozenset(
+    f"torch.{t}"
+    for t in ("float16", "half", "bfloat16", "float32", "float", "float64", "double", "int64")
+)
+DEVICE_COUNTS = frozenset({"torch.cuda.device_count", "torch.accelerator.device_count"})
+
+
+def _needs_several_devices(model: ScriptModel, test: ast.AST) -> bool:
+    """``torch.cuda.device_count() > 1`` (alone or and-ed with more): False on a one-GPU CUDA
+    host too, so skipping its block beside the device is something the original already does
+    (``model = nn.DataParallel(model)``, which XLA110 removes anyway)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_needs_several_devices(model, v) for v in test.values)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(left, ast.Name):  # n_gpu = torch.cuda.device_count()
+        values = pickers.flag_values(model, left)
+        left = values[0] if len(values) == 1 else left
+    if not (isinstance(left, ast.Call) and model.call_name(left) in DEVICE_COUNTS):
+        return False
+    bound = right.value if isinstance(right, ast.Constant) else None
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return False
+    return (isinstance(op, ast.Gt) and bound >= 1) or (isinstance(op, ast.GtE) and bound >= 2)
 
 
 def _harmless_statement(model: ScriptModel, stmt: ast.stmt) -> bool:
@@ -207,8 +236,12 @@ def _inert(model: ScriptModel, expr: ast.AST) -> bool:
     for n in ast.walk(expr):
         if isinstance(n, ast.Call | ast.Lambda | ast.NamedExpr):
             return False
-        if isinstance(n, ast.Name | ast.Attribute) and model.qualname(n) is not None:
-            return False  # torch.cuda.FloatTensor, a module's object
+        outer = isinstance(n, ast.Name | ast.Attribute) and not isinstance(
+            model.parent(n), ast.Attribute
+        )
+        qualname = model.qualname(n) if outer else None
+        if qualname is not None and qualname not in DTYPES:
+            return False  # torch.cuda.FloatTensor, a module's object (a dtype is a value)
         if isinstance(n, ast.Name) and "dev" in n.id.lower():
             return False
         if isinstance(n, ast.Attribute) and "dev" in n.attr.lower():
