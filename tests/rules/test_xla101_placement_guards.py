@@ -270,3 +270,19 @@ def test_a_dtype_chosen_by_availability_does_not_hold_the_picker_back():
     """
     (f,) = _pickers(code)
     assert f.fix.safe
+
+
+def test_a_second_picker_on_the_flag_keeps_the_flag_from_becoming_true_safely():
+    # With use_cuda = True and the second picker's fix not applied, it would pick "cuda".
+    code = """
+    import torch
+    use_cuda = torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    eval_device = "cuda" if use_cuda else "cpu"
+    model = torch.nn.Linear(2, 2)
+    if use_cuda:
+        model = model.to(device)
+    """
+    found = _pickers(code)
+    assert found and not any(f.fix.safe for f in found)
+    assert "use_cuda = torch.cuda.is_available()\n" in fixed(code, "XLA101")

@@ -55,7 +55,7 @@ def plan(
     ``kept`` are already rewritten by the caller (``use_accel = not args.no_accel``)."""
     inside = {id(n) for n in ast.walk(picker)}
     flags = [f for f in flag_names(model, test) if f not in kept] if test is not None else []
-    blocking = []  # (node, why) that neither is harmless nor follows a flag rewritten here
+    blocking = []  # tests that matter and read no flag this fix rewrites
     for site, flag in _sites(model, inside, frozenset(flags) | kept):
         if flag in kept or _harmless(model, site):
             continue
@@ -67,7 +67,8 @@ def plan(
     unsure: list[str] = []
     for name in flags:
         reads = [n for n in _flag_loads(model, name) if id(n) not in inside]
-        reads = [n for n in reads if not _is_picker(model, _guarded(model, _site_of(model, n)))]
+        pickers_too = [n for n in reads if _is_picker(model, _guarded(model, _site_of(model, n)))]
+        reads = [n for n in reads if n not in pickers_too]
         uses = [n for n in reads if not _harmless(model, _site_of(model, n))]
         if not uses:
             continue  # only the picker (and code that does not matter) reads it
@@ -75,13 +76,15 @@ def plan(
         if assign is None:
             blocking.append(uses[0])
             continue
-        cuda_reads = [n for n in reads if not _runs_like_on_cuda(model, n)]
+        # Another picker on the flag would pick CUDA once the flag is true, unless its own
+        # fix is applied too: not provable here.
+        cuda_reads = pickers_too + [n for n in reads if not _runs_like_on_cuda(model, n)]
         if cuda_reads:
             # Left to the flag's own finding (XLA101 reports availability flags for review).
             unsure.append(
                 f"{name} (False on an XLA host) also decides {_describe(model, uses)}: that "
                 "code would not run with the XLA device, and the flag cannot simply be made "
-                f"true (code it switches on needs CUDA or is passed on: "
+                f"true (code it switches on needs or picks CUDA, or is passed on: "
                 f"{_describe(model, cuda_reads)})"
             )
             continue
