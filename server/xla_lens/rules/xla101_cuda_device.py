@@ -186,19 +186,22 @@ def _assignment_advice(model, target: Target, handled) -> Iterator[Advice]:
 
 
 def _read_as_number(model: ScriptModel, value: ast.AST) -> list[Use]:
-    """Uses of an integer device index that need the number: any use that is not a device,
-    and ``is None`` tests (the index may be None; the XLA device never is)."""
+    """Uses of an integer device index that read the number (arithmetic, comparisons, ``is
+    None`` tests, formatting into strings, indexing): a device object breaks them. Other uses
+    that need the original (``torch.cuda.set_device(i)``) are left to the review reason."""
     out = []
     for u in sites.uses_of_site(model, value):
         p = model.parent(u.node)
-        none_test = isinstance(p, ast.Compare) and any(
+        if isinstance(p, ast.Compare) and any(
             isinstance(c, ast.Constant) and c.value is None for c in (p.left, *p.comparators)
-        )
-        if not u.ok:
-            out.append(u)
-        elif none_test:
+        ):
             out.append(Use(u.node, False, "tested for None"))
+        elif not u.ok and isinstance(p, NUMBER_READS):
+            out.append(u)
     return out
+
+
+NUMBER_READS = (ast.Compare, ast.BinOp, ast.FormattedValue, ast.Subscript, ast.AugAssign)
 
 
 def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
