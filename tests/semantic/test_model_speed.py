@@ -1,16 +1,14 @@
 """The speed-ups of the script model and its shared facts change no answer: the index's
-child lists are ``ast.iter_child_nodes``'s, every ``TensorNames`` of one model answers as a
-fresh one would, and an analysis leaves the garbage collector as it found it."""
+child lists are ``ast.iter_child_nodes``'s, and every ``TensorNames`` of one model answers as
+a fresh one would."""
 
 from __future__ import annotations
 
 import ast
-import gc
 import textwrap
 from pathlib import Path
 
 import pytest
-from xla_lens.engine import analyze
 from xla_lens.engine.analysis import parse
 from xla_lens.semantic.model import ScriptModel, child_nodes
 from xla_lens.semantic.tensors import TensorNames
@@ -156,15 +154,3 @@ def test_tensor_names_shared_between_instances_answer_as_fresh_ones():
     assert [a.is_tensor(r) for r in reads] == [fresh.is_tensor(r) for r in fresh_reads]
     assert [b.is_tensor(r) for r in reads] == [False, True]
     assert b.names_at(reads[0]) is a.names_at(reads[0])
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_analysis_leaves_the_collector_as_it_found_it(enabled):
-    was = gc.isenabled()
-    try:
-        gc.enable() if enabled else gc.disable()
-        analyze("import torch\nx = torch.ones(2).cuda()\n")
-        analyze("def broken(:\n")
-        assert gc.isenabled() is enabled
-    finally:
-        gc.enable() if was else gc.disable()
