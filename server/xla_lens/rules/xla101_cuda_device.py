@@ -17,6 +17,7 @@ import itertools
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..semantic import cuda_flag_idioms as flag_idioms
 from ..semantic import device_sites as sites
@@ -296,12 +297,17 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     target = ctx.target
     # In this order: each kind marks the nodes it reported in ``handled`` for the next ones.
+    choices = list(
+        itertools.chain(
+            pf.respect_guards(model, pf.if_picker_advice(model, target, handled)),
+            pf.flag_if_advice(model, target, handled),
+            pf.respect_guards(model, pf.picker_advice(model, target, handled)),
+            _option_advice(model, target, handled),
+        )
+    )
+    moves = list(pf.respect_guards(model, _call_advice(model, target, handled)))
     advice = itertools.chain(
-        pf.respect_guards(model, pf.if_picker_advice(model, target, handled)),
-        pf.flag_if_advice(model, target, handled),
-        pf.respect_guards(model, pf.picker_advice(model, target, handled)),
-        _option_advice(model, target, handled),
-        pf.respect_guards(model, _call_advice(model, target, handled)),
+        _in_step(choices, moves),
         pf.respect_guards(model, _assignment_advice(model, target, handled)),
         flag_idioms.flag_findings(model, handled),
         flag_idioms.tensor_type_findings(model, target),
@@ -313,6 +319,38 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         fix = a.fix and Fix(a.fix.title, a.fix.ops, a.fix.safe, a.fix.review_reason)
         severity = Severity.INFORMATION if a.info else Severity.WARNING
         yield Finding(CODE, a.message, a.span, severity, fix=fix, manual=a.manual)
+
+
+def _in_step(choices: list[Advice], moves: list[Advice]) -> list[Advice]:
+    """Device choices and moves go to XLA together or not at all: when a picker's fix waits
+    for review, or a move's because an availability guard keeps it from running on an XLA
+    host, what it places stays on the CPU there; a safe move elsewhere would put its tensors
+    on the XLA device beside it ("Expected XLA tensor" at the first step). So the safe ones
+    wait for review with it. (A move that waits for another reason still targets CUDA and
+    fails as the original did: nothing is left on the CPU by it.)"""
+    placements = [*choices, *moves]
+    waiting = next(
+        (a for a in choices if a.fix is not None and not a.fix.safe),
+        next((a for a in moves if pf.waits_on_a_guard(a)), None),
+    )
+    if waiting is None:
+        return placements
+    line = waiting.span.start.line + 1
+    reason = (
+        f"the device choice at line {line} waits for review; applied without it, this moves "
+        "to the XLA device while what that line places stays on the CPU (tensors on two "
+        "devices). Take both together"
+    )
+    return [
+        replace(
+            a,
+            message=f"{a.message} (fix needs review: {reason})",
+            fix=replace(a.fix, safe=False, review_reason=reason),
+        )
+        if a.fix is not None and a.fix.safe
+        else a
+        for a in placements
+    ]
 
 
 DEVICE_HELPER = re.compile(r"^(get_|select_|pick_|choose_)?dev(ice)?$")

@@ -309,6 +309,15 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
     )
 
 
+UNDER_GUARD = "it sits under"
+
+
+def waits_on_a_guard(a: Advice) -> bool:
+    """A move made review by ``respect_guards``: on an XLA host its guard keeps it from running,
+    so what it places stays on the CPU."""
+    return a.fix is not None and not a.fix.safe and a.fix.review_reason.startswith(UNDER_GUARD)
+
+
 def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[Advice]:
     """A rewrite inside ``if torch.cuda.is_available():`` still never runs on an XLA host
     (the test is False there): such fixes need review of the guard too."""
@@ -320,7 +329,7 @@ def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[A
             test = next((t for span, t in guards if span.contains(f.span)), None)
             if test is not None:
                 reason = (
-                    f"it sits under `if {test}:`, a CUDA availability test that decides "
+                    f"{UNDER_GUARD} `if {test}:`, a CUDA availability test that decides "
                     "differently on an XLA host (the guard keeps this code from running there)"
                 )
                 f = replace(

@@ -138,7 +138,7 @@ def _sites(model: ScriptModel, inside: set[int], flags: frozenset[str]):
         direct, names = _asks_availability(model, node.test)
         if not direct and not names:
             continue
-        if _is_picker(model, node):
+        if _is_picker(model, node) or _elif_of_picker(model, node):
             continue  # converted by its own fix
         flag = next(iter(sorted(names & flags)), None) if not direct else None
         seen.update(id(n) for n in ast.walk(node.test))
@@ -158,6 +158,19 @@ def _is_picker(model: ScriptModel, node: ast.AST | None) -> bool:
         return any(
             isinstance(s, ast.Assign) and pickers.is_device_value(model, s.value) for s in node.body
         )
+    return False
+
+
+def _elif_of_picker(model: ScriptModel, node: ast.AST) -> bool:
+    """An ``elif`` (``elif torch.backends.mps.is_available():``) of an if/elif picker: the
+    picker's own fix replaces the whole chain."""
+    while isinstance(node, ast.If):
+        parent = model.parent(node)
+        if not (isinstance(parent, ast.If) and parent.orelse == [node]):
+            return False
+        if _is_picker(model, parent):
+            return True
+        node = parent
     return False
 
 
