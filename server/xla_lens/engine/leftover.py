@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..rules.base import Finding
+from ..rules.base import Finding, Severity
 
 # Findings that, left as they are, keep the model or its optimizer off the XLA device.
 DEVICE_CODES = frozenset({"XLA101", "XLA109"})
@@ -21,9 +21,13 @@ def _where(f: Finding) -> str:
 
 @dataclass(frozen=True)
 class Leftover:
+    # Device findings whose fix waits for review: the script stays where it ran.
     off_device: list[Finding] = field(default_factory=list)
     review: list[Finding] = field(default_factory=list)
     manual: list[Finding] = field(default_factory=list)
+    # Device findings with no fix (a CUDA index also read as a number, a helper elsewhere):
+    # whether the script reaches XLA depends on what the person does there.
+    device_by_hand: list[Finding] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -37,6 +41,12 @@ class Leftover:
             lines = ", ".join(_where(f) for f in self.off_device[:4])
             more = f" and {len(self.off_device) - 4} more" if len(self.off_device) > 4 else ""
             parts.append(f"The script does not reach the XLA device yet: see {lines}{more}.")
+        if self.device_by_hand:
+            lines = ", ".join(_where(f) for f in self.device_by_hand[:4])
+            more = (
+                f" and {len(self.device_by_hand) - 4} more" if len(self.device_by_hand) > 4 else ""
+            )
+            parts.append(f"Check the device by hand at {lines}{more}.")
         if self.review:
             n = len(self.review)
             parts.append(
@@ -50,10 +60,12 @@ class Leftover:
 
 
 def leftover(remaining: list[Finding]) -> Leftover:
-    off_device = [f for f in remaining if f.code in DEVICE_CODES]
+    device = [f for f in remaining if f.code in DEVICE_CODES and f.severity <= Severity.WARNING]
+    off_device = [f for f in device if f.fix is not None]
+    device_by_hand = [f for f in device if f.fix is None]
     review = [f for f in remaining if f.fix is not None and not f.fix.safe]
     manual = [f for f in remaining if f.fix is None]
-    return Leftover(off_device, review, manual)
+    return Leftover(off_device, review, manual, device_by_hand)
 
 
 EDITOR_REVIEW = 'the quick fixes marked "review"'

@@ -46,6 +46,7 @@ async def convert_document(ls: XlaLensServer, uri: str) -> dict[str, Any]:
         "remaining": remaining,
         "leftover": left.statement(EDITOR_REVIEW),
         "offDevice": [f"{f.code} line {f.span.start.line + 1}" for f in left.off_device],
+        "deviceByHand": [f"{f.code} line {f.span.start.line + 1}" for f in left.device_by_hand],
         "review": len(left.review),
         "manual": len(left.manual),
     }
