@@ -269,7 +269,7 @@ def test_loader_handed_in_to_an_xla_script_is_left_alone_unless_the_loop_syncs_i
 
 
 def test_a_crash_in_xla101_leaves_the_wrap_for_review_instead_of_crashing_xla106(monkeypatch):
-    from xla_lens.rules import device_after_fixes
+    from xla_lens.rules.parts import device_after_fixes
 
     def broken(model, ctx):
         raise RuntimeError("boom")

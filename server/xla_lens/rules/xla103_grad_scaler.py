@@ -27,7 +27,7 @@ from .base import (
     SetArgs,
     Severity,
 )
-from .manual_loss_scaling import manual_loss_scaling
+from .parts.manual_loss_scaling import manual_loss_scaling
 
 CODE = "XLA103"
 

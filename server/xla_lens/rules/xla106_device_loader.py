@@ -24,7 +24,7 @@ from ..semantic.loaders import (
 )
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
-from .device_after_fixes import device_not_xla
+from .parts.device_after_fixes import device_not_xla
 
 CODE = "XLA106"
 REVIEW_PARAMETER = (

@@ -35,7 +35,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
-from .fsdp_idioms import fsdp_findings
+from .parts.fsdp_idioms import fsdp_findings
 
 CODE = "XLA205"
 INIT = "torch.distributed.init_process_group"

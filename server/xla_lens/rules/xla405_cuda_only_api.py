@@ -5,7 +5,7 @@ XLA403 removes or translates the ``torch.cuda`` calls that have an equivalent; w
 here has none a tool can write for you: each finding says what it does on an XLA device
 (fails, or silently does nothing) and what to use instead. No automatic fix: every
 replacement changes the program's structure. (A CUDA tensor-type alias used only to build and
-cast tensors is XLA101's, which rewrites it for review: see rules/cuda_flag_idioms.py.)
+cast tensors is XLA101's, which rewrites it for review: see semantic/cuda_flag_idioms.py.)
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
-from .kbit_quantization import quantization_findings
+from .parts.kbit_quantization import quantization_findings
 
 CODE = "XLA405"
 # Handled by other rules (pickers, AMP, XLA403's calls): not repeated here.

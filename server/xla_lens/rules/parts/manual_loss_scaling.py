@@ -17,9 +17,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.arguments import local_bindings
-from ..semantic.model import ScriptModel
-from .base import Finding, Severity
+from ...semantic.arguments import local_bindings
+from ...semantic.model import ScriptModel
+from ..base import Finding, Severity
 
 FP16_WORDS = ("fp16", "float16", "half")
 MESSAGE = (

@@ -20,8 +20,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.model import ScriptModel, dotted
-from .base import Finding, Severity
+from ...semantic.model import ScriptModel, dotted
+from ..base import Finding, Severity
 
 TORCH_FSDP_MODULE = "torch.distributed.fsdp"
 XLA_FSDP_MODULES = (

@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.arguments import argparse_options
-from ..semantic.model import ScriptModel, dotted
-from .base import Finding, Severity
+from ...semantic.arguments import argparse_options
+from ...semantic.model import ScriptModel, dotted
+from ..base import Finding, Severity
 
 QUANTIZED_LOADS = {"load_in_8bit": 8, "load_in_4bit": 4}
 QUANTIZATION_ADVICE = (

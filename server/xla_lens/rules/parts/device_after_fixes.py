@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import ast
 
-from ..semantic import xla_api
-from ..semantic.arguments import local_bindings
-from ..semantic.model import Emitter, ScriptModel
-from ..semantic.params import argument_values
-from ..semantic.precision import device_strings
-from .base import Replace, ReplaceStatement, RuleContext, Span, Target
-from .xla101_cuda_device import check as device_check
+from ...semantic import xla_api
+from ...semantic.arguments import local_bindings
+from ...semantic.model import Emitter, ScriptModel
+from ...semantic.params import argument_values
+from ...semantic.precision import device_strings
+from ..base import Replace, ReplaceStatement, RuleContext, Span, Target
+from ..xla101_cuda_device import check as device_check
 
 MAX_DEPTH = 4
 
