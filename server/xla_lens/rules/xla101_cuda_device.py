@@ -294,6 +294,11 @@ def _gives_the_device(model: ScriptModel, call: ast.Call) -> bool:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    # XLA106 (device_after_fixes) asks for these findings again: computed once per parse.
+    return iter(model.memo(("XLA101", ctx.target), lambda: list(_check(model, ctx))))
+
+
+def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     target = ctx.target
     # In this order: each kind marks the nodes it reported in ``handled`` for the next ones.

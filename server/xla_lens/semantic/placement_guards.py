@@ -104,10 +104,18 @@ def plan(
 def flag_names(model: ScriptModel, test: ast.AST) -> list[str]:
     """Names in ``test`` that hold an availability answer (``use_cuda``, ``use_accel``)."""
     out: list[str] = []
+    # Whether a name holds an availability answer depends on the name only (its assignments
+    # anywhere in the script): judged once per name per parse, not once per test that reads it.
+    known: dict[str, bool] = model.memo(flag_names, dict)
     for n in ast.walk(test):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in out:
-            values = pickers.flag_values(model, n)
-            if values and any(_is_flag_value(model, v) for v in values):
+            is_flag = known.get(n.id)
+            if is_flag is None:
+                values = pickers.flag_values(model, n)
+                is_flag = known[n.id] = bool(values) and any(
+                    _is_flag_value(model, v) for v in values
+                )
+            if is_flag:
                 out.append(n.id)
     return out
 
@@ -121,10 +129,15 @@ def _is_flag_value(model: ScriptModel, value: ast.expr) -> bool:
     )
 
 
-def _asks_availability(model: ScriptModel, test: ast.AST) -> tuple[bool, set[str]]:
+def _asks_availability(model: ScriptModel, test: ast.AST) -> tuple[bool, frozenset[str]]:
     """Whether ``test`` asks about availability, and the flag names it reads to do so."""
-    direct = pickers.mentions_availability(model, test, follow=False)
-    return direct, set(flag_names(model, test))
+    # Every picker's plan looks at every test of the script: judge each test once per parse.
+    known: dict[ast.AST, tuple[bool, frozenset[str]]] = model.memo(_asks_availability, dict)
+    found = known.get(test)
+    if found is None:
+        direct = pickers.mentions_availability(model, test, follow=False)
+        found = known[test] = (direct, frozenset(flag_names(model, test)))
+    return found
 
 
 def _sites(model: ScriptModel, inside: set[int], flags: frozenset[str]):
@@ -150,6 +163,14 @@ def _sites(model: ScriptModel, inside: set[int], flags: frozenset[str]):
 
 
 def _is_picker(model: ScriptModel, node: ast.AST | None) -> bool:
+    known: dict[ast.AST | None, bool] = model.memo(_is_picker, dict)
+    found = known.get(node)
+    if found is None:
+        found = known[node] = _judge_picker(model, node)
+    return found
+
+
+def _judge_picker(model: ScriptModel, node: ast.AST | None) -> bool:
     if isinstance(node, ast.IfExp):
         return pickers.picker(model, node) is not None
     if isinstance(node, ast.If):
