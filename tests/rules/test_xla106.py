@@ -278,3 +278,23 @@ def test_a_crash_in_xla101_leaves_the_wrap_for_review_instead_of_crashing_xla106
     monkeypatch.setattr(device_after_fixes, "device_check", broken)
     (f,) = findings(PICKED.format(extra=""), "XLA106")
     assert not f.fix.safe
+
+
+def test_a_device_fix_the_user_silenced_is_not_counted_on():
+    """The wrap is safe only because XLA101's picker fix makes the device XLA: with that fix
+    turned off (ignore comment, or XLA101 disabled) the device stays the CPU, so the wrap
+    would crash at the first batch; it waits for review and XLA107 syncs the loop instead."""
+    from xla_lens.engine import analyze
+    from xla_lens.engine.config import Settings
+
+    ignored = PICKED.format(extra="").replace(
+        "    if use_accel:\n", "    if use_accel:  # xla-lens: ignore[XLA101]\n"
+    )
+    assert findings(ignored, "XLA101") == []
+    (f,) = findings(ignored, "XLA106")
+    assert not f.fix.safe and "XLA device" in f.fix.review_reason
+    assert [g.fix.safe for g in findings(ignored, "XLA107")] == [True]
+
+    disabled = analyze(src(PICKED.format(extra="")), settings=Settings(ignore=("XLA101",)))
+    (f,) = [g for g in disabled.findings if g.code == "XLA106"]
+    assert not f.fix.safe

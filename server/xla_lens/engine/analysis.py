@@ -79,6 +79,19 @@ def _suppressed(finding: Finding, table: dict[int, set[str] | None]) -> bool:
     return False
 
 
+def _silencer(settings: Settings, table: dict[int, set[str] | None]):
+    def silenced(code: str, first_line: int, last_line: int) -> bool:
+        if not settings.enabled(code):
+            return True
+        for line in {first_line, last_line}:
+            codes = table.get(line, ())
+            if codes is None or any(code.startswith(c) for c in codes):
+                return True
+        return False
+
+    return silenced
+
+
 def syntax_problem(exc: BaseException, source: str) -> SyntaxProblem:
     if isinstance(exc, SyntaxError) and exc.lineno:
         line = max(exc.lineno - 1, 0)
@@ -111,6 +124,7 @@ def analyze(
     result = Analysis(path, source, target, model=model)
     ctx = RuleContext(target=target)
     suppress = _suppressions(model)
+    model.silenced = _silencer(settings, suppress)
     for rule in all_rules():
         if not settings.enabled(rule.code):
             continue

@@ -65,6 +65,10 @@ XLA_LOADERS = {
 SYNC_CALLS = {"torch_xla.core.xla_model.mark_step", "torch_xla.sync", "torch_xla.step"}
 
 
+def _never_silenced(code: str, first_line: int, last_line: int) -> bool:
+    return False
+
+
 class ScriptModel(SourcePositions):
     """Everything rules need to know about one parsed script."""
 
@@ -92,6 +96,11 @@ class ScriptModel(SourcePositions):
         # per parse (the tree is never mutated after indexing).
         self._scope_walks: dict[ast.AST, tuple[ast.AST, ...]] = {}
         self._memo: dict[object, object] = {}
+        # Whether the user silenced a rule's finding (code, first line, last line), set by the
+        # engine from the settings and ignore comments: a rule whose fix is safe only because
+        # another rule's fix is applied (XLA106's loader wrap after XLA101's device) must not
+        # count on a fix the user turned off.
+        self.silenced: Callable[[str, int, int], bool] = _never_silenced
 
     # --- indexing ----------------------------------------------------------------
     def nodes_of(self, *types: type[ast.AST]) -> list[ast.AST]:

@@ -43,9 +43,11 @@ def _device_edits(
         for f in findings:
             if f.fix is None:
                 continue
+            # A fix the user silenced (settings, ignore comment) is never applied.
+            applied = f.fix.safe and not model.silenced(f.code, f.span.start.line, f.span.end.line)
             for op in f.fix.ops:
                 if isinstance(op, Replace | ReplaceStatement):
-                    out.append((f.fix.safe, op))
+                    out.append((applied, op))
         return out
 
     return model.memo(("device_after_fixes", target), compute)
