@@ -72,6 +72,12 @@ async def test_closing_large_documents_returns_their_memory(client: LanguageClie
     await initialize(client, settings={"target": "modern"})
     text = padded_source(2_000_000)
     path = tmp_path / "big.py"
+    # The baseline is a server that has analysed something: the rule modules it imports on
+    # the first analysis stay loaded (code, not a document's memory).
+    small = tmp_path / "small.py"
+    small_uri = open_text(client, small, "import torch\nx = torch.zeros(2).cuda()\n")
+    await wait_published(client, small_uri, version=1)
+    close(client, small_uri)
     idle_kb = (await server_stats(client)).rss_kb
     after_close_kb, peak_kb = [], 0
     for _cycle in range(4):
