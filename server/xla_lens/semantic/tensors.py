@@ -13,6 +13,7 @@ import ast
 from collections.abc import Container, Iterator
 
 from .model import SCOPE_TYPES, ScriptModel, TrainingLoop, method_name, receiver
+from .node_helpers import dotted
 
 # Methods that hand the value to Python: the point where XLA must run the graph.
 HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
@@ -141,9 +142,21 @@ def _identifier(node: ast.AST) -> str | None:
 
 
 def _target_names(target: ast.AST) -> list[str]:
-    if isinstance(target, ast.Name):  # the common case, without a walk
+    """What an assignment target binds: a name; ``self.loss`` as that dotted path (not
+    ``self``: a tensor attribute does not make ``self.iter_num`` a tensor); for ``buf[i]`` the
+    container (``buf`` holds a tensor now), not the index."""
+    if isinstance(target, ast.Name):  # the common case
         return [target.id]
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for t in target.elts for n in _target_names(t)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    if isinstance(target, ast.Attribute):
+        path = dotted(target)
+        return [path] if path is not None else []
+    if isinstance(target, ast.Subscript):
+        return _target_names(target.value)
+    return []
 
 
 def _is_host_value(
@@ -315,7 +328,9 @@ class TensorNames:
         if isinstance(expr, ast.Name):
             return expr.id in names
         if isinstance(expr, ast.Attribute):
-            return expr.attr not in META_ATTRS and self._is_tensor(expr.value, names)
+            if expr.attr in META_ATTRS:
+                return False
+            return dotted(expr) in names or self._is_tensor(expr.value, names)
         if isinstance(expr, ast.Subscript):
             return self._is_tensor(expr.value, names)
         if isinstance(expr, ast.Call):
