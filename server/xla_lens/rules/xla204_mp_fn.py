@@ -24,6 +24,7 @@ from .base import (
     Severity,
     Span,
 )
+from .parts.replica_coordination import independent_replicas
 
 CODE = "XLA204"
 ENTRY = "_mp_fn"
@@ -264,15 +265,15 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 f"{_line(setup[0])}: {model.line_text(_line(setup[0]) - 1).strip()[:50]}); "
                 "it runs in the launching process, where it starts CUDA or the XLA runtime before the launcher does: move it into the entry function"
                 if setup
-                else ""
+                else independent_replicas(model, model.functions[name]) or ""
             )
             fix = Fix(
                 f"Add def {ENTRY}(index{', ...' if call.args else ''}) and start it with {launch}",
                 (_rewrite_guard(model, guard, call, launch), *e.imports),
-                safe=not setup,
+                safe=not reason,
                 review_reason=reason,
             )
-            text = f"{message} (fix needs review: {reason})" if setup else message
+            text = f"{message} (fix needs review: {reason})" if reason else message
             yield Finding(CODE, text, model.span(call), severity, fix=fix)
             return
         if not call.args:

@@ -1,0 +1,242 @@
+"""XLA204's question before it starts ``main`` once per device: would the replicas cooperate?
+
+``torch_xla.launch(_mp_fn)`` runs the entry function in one process per XLA device, and sets
+none of torchrun's environment variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``) nor
+SLURM's. Scripts written for torchrun often switch their distributed setup on from those
+variables: ``utils.init_distributed_mode(args)`` (DeiT, MAE, apex's ImageNet example) sets
+``args.distributed = False`` when they are missing, and DDP, the DistributedSampler and the
+rank-0 checkpoint guard all follow that flag. Launched that way, each device trains its own
+model on the same data and every process writes the same checkpoint: no error, a different
+program. So the launch rewrite is safe only when the coordination is visible here:
+
+- every process-group, DDP/FSDP and DistributedSampler call in reach of the entry function
+  (it and the functions of this script it calls) runs unconditionally, or under a test made
+  only of ``torch.distributed`` queries;
+- the gradients are visibly all-reduced (DDP/FSDP, ``xm.optimizer_step``, an all_reduce) or
+  the entry function trains nothing visible at all.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic.diskread import read_regular
+from ...semantic.model import ScriptModel
+from ...semantic.steps import FunctionNode
+from ...semantic.workspace import MAX_BYTES, module_file
+
+INIT = "torch.distributed.init_process_group"
+WRAPPERS = (
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_shard",
+)
+SAMPLERS = (
+    "torch.utils.data.DistributedSampler",
+    "torch.utils.data.distributed.DistributedSampler",
+)
+GRADIENT_SYNCS = (
+    "torch.distributed.all_reduce",
+    "torch_xla.core.xla_model.optimizer_step",
+    "torch_xla.core.xla_model.reduce_gradients",
+)
+ENV_KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_")
+# Calls whose value is the same question asked of the process group the script starts.
+GROUP_QUERY_PREFIXES = ("torch.distributed.",)
+# Entry function -> helper -> helper: deep enough for main -> setup_ddp -> init.
+MAX_DEPTH = 4
+
+
+def _env_key(text: object) -> bool:
+    return isinstance(text, str) and any(
+        text == k or (k.endswith("_") and text.startswith(k)) for k in ENV_KEYS
+    )
+
+
+def _reads_env(model: ScriptModel | None, node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Constant) and _env_key(n.value):
+            return True
+        if isinstance(n, ast.Attribute) and n.attr == "environ":
+            return True
+        if model is not None and isinstance(n, ast.Call):
+            if (model.call_name(n) or "") in ("os.getenv", "os.environ.get"):
+                return True
+    return False
+
+
+def _reach(
+    model: ScriptModel, entry: FunctionNode
+) -> Iterator[tuple[FunctionNode, list[ast.expr]]]:
+    """The entry function and the functions of this script it calls, each with the tests
+    that gate the call leading there (``if args.distributed: setup()``)."""
+    seen = {entry}
+    todo: list[tuple[FunctionNode, list[ast.expr], int]] = [(entry, [], 0)]
+    while todo:
+        fn, tests, depth = todo.pop(0)
+        yield fn, tests
+        if depth >= MAX_DEPTH:
+            continue
+        for node in model.walk_scope(fn):
+            if isinstance(node, ast.Call):
+                target = model.steps.callee(node)
+                if target is not None and target not in seen:
+                    seen.add(target)
+                    todo.append((target, tests + _gates(model, node, fn), depth + 1))
+
+
+def _gates(model: ScriptModel, node: ast.AST, scope: ast.AST) -> list[ast.expr]:
+    """The ``if``/conditional-expression tests ``node`` is nested under, up to ``scope``."""
+    found: list[ast.expr] = []
+    child = node
+    for parent in model.ancestors(node):
+        if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
+            found.append(parent.test)
+        # ``if not args.distributed: return`` earlier in the same block gates what follows.
+        for block in ("body", "orelse", "finalbody"):
+            stmts = getattr(parent, block, None)
+            if isinstance(stmts, list) and child in stmts:
+                found.extend(
+                    s.test
+                    for s in stmts[: stmts.index(child)]
+                    if isinstance(s, ast.If) and s.body and isinstance(s.body[-1], ast.Return)
+                )
+        if parent is scope:
+            break
+        child = parent
+    return found
+
+
+def _in_call_name(model: ScriptModel, node: ast.Attribute) -> bool:
+    """``torch.distributed`` inside ``torch.distributed.is_initialized()``."""
+    top: ast.AST = node
+    while isinstance(model.parent(top), ast.Attribute):
+        top = model.parent(top)  # type: ignore[assignment]
+    parent = model.parent(top)
+    return isinstance(parent, ast.Call) and parent.func is top
+
+
+def _bindings(fn: FunctionNode, name: str) -> list[ast.expr]:
+    return [
+        n.value
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+    ]
+
+
+def _coordinated_test(model: ScriptModel, test: ast.expr, fn: FunctionNode) -> bool:
+    """A test made only of ``torch.distributed`` queries, constants, and names bound to them
+    in the same function (``world_size = dist.get_world_size()``)."""
+    for n in ast.walk(test):
+        if isinstance(n, ast.Call):
+            if not (model.call_name(n) or "").startswith(GROUP_QUERY_PREFIXES):
+                return False
+        elif isinstance(n, ast.Attribute) and not _in_call_name(model, n):
+            return False
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            if isinstance(model.parent(n), ast.Attribute) or n.id in model.imports:
+                continue
+            values = _bindings(fn, n.id)
+            if not values or not all(_coordinated_test(model, v, fn) for v in values):
+                return False
+    return True
+
+
+def _helper_reads_env(model: ScriptModel, call: ast.Call) -> bool:
+    """``utils.init_distributed_mode(args)`` of a sibling module that reads torchrun's or
+    SLURM's environment variables (the module is read, never imported)."""
+    name = model.call_name(call) or ""
+    module, _, function = name.rpartition(".")
+    path = module_file(model.path, module, 0) if module and function else None
+    if path is None:
+        return False
+    try:
+        tree = ast.parse(read_regular(path, MAX_BYTES).decode("utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    fns = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return function in fns and _reads_env(None, fns[function])
+
+
+def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str) -> str:
+    text = model.segment(test)[:60]
+    flags = {ast.unparse(n) for n in ast.walk(test) if isinstance(n, ast.Name | ast.Attribute)}
+    flag_values = [
+        n.value
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign) and any(ast.unparse(t) in flags for t in n.targets)
+    ]
+    if _reads_env(model, test) or any(_reads_env(model, v) for v in flag_values):
+        return (
+            f"{what} runs only under `if {text}`, which depends on torchrun's environment "
+            "variables, and the XLA launcher sets none of them"
+        )
+    # A flag such as args.distributed: who sets it? A helper of another module that reads
+    # the environment is the DeiT/MAE shape.
+    flag_owner = next(
+        (
+            c
+            for c in model.walk_scope(fn)
+            if isinstance(c, ast.Call)
+            and model.steps.callee(c) is None
+            and c.lineno < test.lineno
+            and _helper_reads_env(model, c)
+        ),
+        None,
+    )
+    if flag_owner is not None:
+        helper = model.segment(flag_owner.func)
+        return (
+            f"{what} runs only under `if {text}`, set by {helper}() (another module), which "
+            "reads torchrun's environment variables, and the XLA launcher sets none of them"
+        )
+    return (
+        f"{what} runs only under `if {text}`, which the XLA launcher does not make true "
+        "(it sets no torchrun environment or flag)"
+    )
+
+
+def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
+    """Why the processes the launcher starts in ``entry`` would train independently, or None
+    when their coordination is visible."""
+    inits: list[tuple[ast.Call, FunctionNode, list[ast.expr]]] = []
+    wrappers: list[tuple[ast.Call, FunctionNode, list[ast.expr]]] = []
+    gated: list[tuple[ast.Call, FunctionNode, ast.expr]] = []
+    grad_sync = trains = False
+    for fn, outer in _reach(model, entry):
+        for node in model.walk_scope(fn):
+            if isinstance(node, ast.Call):
+                name = model.call_name(node) or ""
+                if name == INIT or name in WRAPPERS or name in SAMPLERS:
+                    tests = outer + _gates(model, node, fn)
+                    bad = next((t for t in tests if not _coordinated_test(model, t, fn)), None)
+                    if bad is not None:
+                        gated.append((node, fn, bad))
+                    elif name == INIT:
+                        inits.append((node, fn, tests))
+                    elif name in WRAPPERS:
+                        wrappers.append((node, fn, tests))
+                grad_sync |= name in GRADIENT_SYNCS
+                trains |= model._is_step_call(node) or name.startswith("torch.optim.")
+                facts = model.steps.external(node)
+                trains |= facts is not None and facts.kind in ("step", "epoch")
+    prefix = "the replicas would train independently: "
+    if gated:
+        node, fn, test = min(gated, key=lambda g: g[0].lineno)
+        what = f"{model.call_name(node).rsplit('.', 1)[-1]} (line {node.lineno})"  # type: ignore[union-attr]
+        return prefix + _gate_reason(model, test, fn, what)
+    if (wrappers or grad_sync) and not inits:
+        return (
+            prefix + "the process group is not started where the analysis can see it "
+            "(no init_process_group in reach of the entry function)"
+        )
+    if trains and not (wrappers or grad_sync):
+        return (
+            prefix + "nothing visible all-reduces the gradients (no DDP/FSDP wrapper, "
+            "xm.optimizer_step or all_reduce in reach of the entry function)"
+        )
+    return None

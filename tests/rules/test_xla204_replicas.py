@@ -1,0 +1,164 @@
+"""XLA204's launch rewrite is safe only when the replicas it starts visibly cooperate."""
+
+from xla_lens.engine import analyze
+
+from tests.helpers import findings, fixed, src
+
+UNCONDITIONAL = """
+import argparse
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args):
+    dist.init_process_group("nccl")
+    model = DDP(torch.nn.Linear(4, 1).to(dist.get_rank()))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if dist.get_world_size() > 1:
+        sampler = torch.utils.data.DistributedSampler(data)
+    for x in data:
+        model(x).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    args = argparse.ArgumentParser().parse_args()
+    main(args)
+"""
+
+# DeiT / MAE main.py: the distributed setup follows a flag a helper of another module sets
+# from torchrun's environment variables.
+DEIT_MAIN = """
+import argparse
+import torch
+import utils
+
+
+def main(args):
+    utils.init_distributed_mode(args)
+    model = torch.nn.Linear(4, 1).to(args.device)
+    if args.distributed:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.gpu])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in data:
+        model(x).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    args = argparse.ArgumentParser().parse_args()
+    main(args)
+"""
+
+DEIT_UTILS = """
+import os
+
+
+def init_distributed_mode(args):
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        args.distributed = True
+        return
+    args.distributed = False
+"""
+
+
+def test_unconditional_process_group_and_ddp_keep_the_safe_launch():
+    (f,) = findings(UNCONDITIONAL, "XLA204")
+    assert f.fix.safe, f.message
+    assert "torch_xla.launch(_mp_fn, args=(args,))" in fixed(UNCONDITIONAL, "XLA204")
+
+
+def test_ddp_behind_a_flag_set_by_a_sibling_helper_reading_torchrun_env_is_review(tmp_path):
+    (tmp_path / "utils.py").write_text(src(DEIT_UTILS))
+    script = tmp_path / "main.py"
+    script.write_text(src(DEIT_MAIN))
+    result = analyze(src(DEIT_MAIN), str(script))
+    (f,) = [x for x in result.findings if x.code == "XLA204"]
+    assert not f.fix.safe
+    reason = f.fix.review_reason
+    assert reason.startswith("the replicas would train independently")
+    assert "if args.distributed" in reason and "utils.init_distributed_mode()" in reason
+    assert "torchrun's environment" in reason and reason in f.message
+    assert fixed(DEIT_MAIN, "XLA204") == src(DEIT_MAIN)
+    assert "torch_xla.launch(_mp_fn" in fixed(DEIT_MAIN, "XLA204", unsafe=True)
+
+
+def test_ddp_behind_a_flag_of_unknown_origin_is_review():
+    # No sibling module on disk: the flag still comes from outside what the launcher sets.
+    (f,) = findings(DEIT_MAIN, "XLA204")
+    assert not f.fix.safe and "if args.distributed" in f.fix.review_reason
+
+
+def test_setup_gated_on_environment_variables_in_the_script_is_review():
+    code = """
+    import os
+    import torch
+    import torch.distributed as dist
+
+
+    def setup(args):
+        args.distributed = int(os.environ.get("WORLD_SIZE", 1)) > 1
+        if not args.distributed:
+            return
+        dist.init_process_group("nccl")
+
+
+    def main(args):
+        setup(args)
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+    if __name__ == "__main__":
+        main(args)
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe
+    assert "init_process_group (line 10)" in f.fix.review_reason
+    assert "torchrun's environment" in f.fix.review_reason
+
+
+def test_training_without_any_gradient_all_reduce_is_review():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+
+    def main():
+        dist.init_process_group("nccl")
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x in data:
+            model(x).sum().backward()
+            opt.step()
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe and "all-reduces the gradients" in f.fix.review_reason
+
+
+def test_ddp_in_a_local_helper_called_unconditionally_stays_safe():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+
+    def setup():
+        dist.init_process_group("nccl")
+        return torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+
+
+    def main():
+        model = setup()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix.safe, f.message
