@@ -35,6 +35,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .parts.ddp_inputs import CpuInput, unmoved_input
 from .parts.fsdp_idioms import fsdp_findings
 
 CODE = "XLA205"
@@ -238,15 +239,53 @@ def _ddp_finding(model: ScriptModel, call: ast.Call) -> Finding | None:
     shown = ", ".join(
         model.segment(k) for k in call.keywords if k.arg in {"device_ids", "output_device"}
     ) or ", ".join(model.segment(a) for a in positional)
-    return Finding(
-        CODE,
+    message = (
         f"DistributedDataParallel on XLA: `{shown}` names a CUDA device; each XLA process "
         'owns one device, so leave device_ids/output_device out (DDP over the "xla" backend '
-        "still all-reduces the gradients)",
+        "still all-reduces the gradients)"
+    )
+    # device_ids also made DDP move each forward's inputs onto the device: without them a
+    # CPU input reaches the XLA model ("Expected XLA tensor"), so the drop waits for review
+    # unless every forward call visibly passes on-device inputs.
+    cpu = unmoved_input(model, call) if _single_device(call) else None
+    if cpu is not None:
+        message += f"; review: {cpu.reason}"
+    return Finding(
+        CODE,
+        message,
         span,
         Severity.WARNING,
-        fix=Fix("Keep DDP, drop device_ids/output_device", ops),
+        fix=Fix(
+            "Keep DDP, drop device_ids/output_device",
+            ops,
+            safe=cpu is None,
+            review_reason=cpu.reason if cpu else "",
+        ),
+        manual=f"review: {cpu.reason}" if cpu else None,
     )
+
+
+def _single_device(call: ast.Call) -> bool:
+    """Whether ``device_ids`` (or the 2nd positional) is given: only then does DDP move
+    the inputs (``output_device`` alone moves only the outputs)."""
+    ids = _kw_value(call, "device_ids") or (call.args[1] if len(call.args) > 1 else None)
+    return _names_cuda_device(ids)
+
+
+def _forward_findings(model: ScriptModel, call: ast.Call, ddp: Finding) -> Iterator[Finding]:
+    """The forward call whose CPU input DDP's device_ids used to move."""
+    if ddp.fix is None or ddp.fix.safe:
+        return
+    cpu: CpuInput | None = unmoved_input(model, call)
+    if cpu is not None and cpu.forward is not None:
+        yield Finding(
+            CODE,
+            "this input is a CPU tensor: DDP with device_ids moved it onto the device, "
+            "DDP on XLA does not (the model would get a CPU tensor)",
+            model.span(cpu.forward),
+            Severity.WARNING,
+            manual="move the inputs with .to(device)",
+        )
 
 
 def _kw_value(call: ast.Call, name: str) -> ast.expr | None:
@@ -262,7 +301,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if finding is not None:
                 yield from _source_findings(model, call)
         elif name in DDP:
-            finding = _ddp_finding(model, call) or _ddp_note(model, call)
+            finding = _ddp_finding(model, call)
+            if finding is not None:
+                yield from _forward_findings(model, call, finding)
+            finding = finding or _ddp_note(model, call)
         else:
             continue
         if finding is not None:

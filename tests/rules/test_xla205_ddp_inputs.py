@@ -1,0 +1,137 @@
+"""XLA205: dropping DDP's device_ids is safe only when every forward input is on the device.
+
+With ``device_ids`` DDP moves each forward's CPU inputs onto the model's device; without it
+an XLA model gets a CPU tensor ("Expected XLA tensor. Got: torch.FloatTensor").
+"""
+
+from tests.helpers import findings, fixed, src
+
+CPU_INPUT = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def demo_basic(rank):
+    model = ToyModel().to(rank)
+    ddp_model = DDP(model, device_ids=[rank])
+    outputs = ddp_model(torch.randn(20, 10))
+    labels = torch.randn(20, 5).to(rank)
+"""
+
+
+def _ddp(found):
+    (ddp,) = [f for f in found if f.fix is not None]
+    return ddp
+
+
+def test_cpu_forward_input_makes_the_drop_a_review_and_flags_the_forward():
+    found = findings(CPU_INPUT, "XLA205")
+    ddp = _ddp(found)
+    assert not ddp.fix.safe
+    assert "DDP with device_ids moved the inputs to the device" in ddp.message
+    assert "line 7 passes a CPU tensor (`torch.randn(20, 10)`)" in ddp.fix.review_reason
+    (forward,) = [f for f in found if f.fix is None]
+    assert forward.span.start.line == 6 and "CPU tensor" in forward.message
+    assert forward.manual == "move the inputs with .to(device)"
+    # Fix-all leaves device_ids (and so DDP's input move) in place.
+    assert fixed(CPU_INPUT, "XLA205") == src(CPU_INPUT)
+    assert "device_ids" not in fixed(CPU_INPUT, "XLA205", unsafe=True)
+
+
+def test_explicitly_moved_inputs_keep_the_drop_safe():
+    code = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def main(rank, device, loader):
+        model = DDP(Net().to(device), device_ids=[rank])
+        for images, labels in loader:
+            images, labels = images.to(device), labels.cuda(non_blocking=True)
+            out = model(images.float(), mask=None)
+            extra = model(torch.zeros(2, 3, device=device), flag=True)
+    """
+    (f,) = findings(code, "XLA205")
+    assert f.fix.safe
+    assert "model = DDP(Net().to(device))" in fixed(code, "XLA205")
+
+
+def test_a_plain_dataloader_batch_is_not_visibly_on_the_device():
+    code = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = DDP(net, device_ids=[rank])
+    for x, y in loader:
+        loss = model(x.to(torch.float16)).sum()
+    """
+    f = _ddp(findings(code, "XLA205"))
+    assert not f.fix.safe and "(`x.to(torch.float16)`)" in f.fix.review_reason
+
+
+def test_mp_device_loader_batches_and_a_training_function_parameter_are_followed():
+    code = """
+    import torch_xla.distributed.parallel_loader as pl
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def train(net, loader, device):
+        for batch in pl.MpDeviceLoader(loader, device):
+            net(batch["x"])
+
+    def main():
+        model = DDP(Net(), device_ids=[rank])
+        train(model, loader, device)
+    """
+    assert findings(code, "XLA205")[0].fix.safe
+    cpu = code.replace('net(batch["x"])', 'net(batch["x"].cpu())')
+    f = _ddp(findings(cpu, "XLA205"))
+    assert not f.fix.safe and "line 6 passes" in f.fix.review_reason
+
+
+def test_self_attribute_model_and_a_function_of_another_module_are_reviewed():
+    code = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from engine import train_one_epoch
+
+    class Trainer:
+        def __init__(self, model, rank):
+            self.model = DDP(model, device_ids=[rank])
+
+        def step(self, batch):
+            return self.model(batch)
+
+    def main():
+        model = DDP(net, device_ids=[rank])
+        train_one_epoch(model, loader)
+    """
+    first, second = sorted(findings(code, "XLA205"), key=lambda f: f.span.start.line)
+    assert not first.fix.safe and "(`batch`)" in first.fix.review_reason
+    assert not second.fix.safe
+    assert "passes `model` to `train_one_epoch`, whose forward calls this file does not show" in (
+        second.fix.review_reason
+    )
+
+
+def test_local_batch_function_returning_moved_tensors_keeps_the_drop_safe():
+    code = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def get_batch():
+        x = torch.randint(0, 5, (4, 8))
+        x = x.pin_memory().to(device, non_blocking=True)
+        return x, x
+
+    model = DDP(model, device_ids=[local_rank])
+    raw_model = model.module if ddp else model
+    X, Y = get_batch()
+    while True:
+        logits, loss = model(X, Y)
+        X, Y = get_batch()
+    """
+    assert findings(code, "XLA205")[0].fix.safe
+
+
+def test_output_device_alone_moves_nothing():
+    code = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    model = DDP(net, output_device=rank)
+    model(x)
+    """
+    assert findings(code, "XLA205")[0].fix.safe
