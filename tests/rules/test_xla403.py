@@ -240,3 +240,21 @@ def test_a_workspace_helper_that_sets_up_cuda_is_reported_at_its_call(tmp_path: 
     assert '"xla" backend' in f.manual and "lib/dist.py" in f.manual
     # Without the file on disk (an unsaved buffer) there is nothing to say.
     assert [f for f in analyze(script.read_text()).findings if f.code == "XLA403"] == []
+
+
+def test_torch_accelerator_device_setup_raises_on_an_xla_host():
+    # torch.accelerator knows no XLA: set_device_index/synchronize raise "Found no NVIDIA
+    # driver" there; device_count() is 0 (a "need 2 GPUs" gate exits).
+    code = """
+    import torch
+    def main(rank):
+        torch.accelerator.set_device_index(rank)
+        n = torch.accelerator.device_count()
+        torch.accelerator.synchronize()
+    """
+    by_line = {f.span.start.line + 1: f for f in findings(code, "XLA403")}
+    assert by_line[3].fix is not None and by_line[3].fix.safe
+    assert by_line[4].fix is None and "xr.world_size()" in by_line[4].manual
+    assert by_line[5].fix is not None
+    out = fixed(code, "XLA403")
+    assert "set_device_index" not in out and "synchronize" not in out

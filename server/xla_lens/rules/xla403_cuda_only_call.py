@@ -41,6 +41,11 @@ REMOVABLE = {
     "torch.cuda.reset_accumulated_memory_stats": "XLA keeps no CUDA memory statistics",
     "torch.cuda.ipc_collect": "XLA manages device memory itself",
     "torch.cuda.set_device": "each XLA process gets its device from the launcher",
+    # torch.accelerator knows no XLA: on an XLA host these raise ("Found no NVIDIA driver").
+    "torch.accelerator.set_device_index": "each XLA process gets its device from the launcher",
+    "torch.accelerator.set_device_idx": "each XLA process gets its device from the launcher",
+    "torch.accelerator.synchronize": "to wait for the XLA device (e.g. for timing) use "
+    "xm.wait_device_ops()",
 }
 SEEDS = {"torch.cuda.manual_seed", "torch.cuda.manual_seed_all"}
 MEMORY_QUERIES = {
@@ -54,6 +59,7 @@ MEMORY_QUERIES = {
 }
 DEVICE_QUERIES = {
     "torch.cuda.device_count",
+    "torch.accelerator.device_count",
     "torch.cuda.get_device_name",
     "torch.cuda.get_device_properties",
 }
@@ -370,12 +376,13 @@ device they do nothing or fail (no CUDA driver on TPU/Trainium hosts).
 |---|---|
 | `torch.cuda.synchronize()` | remove; `xm.wait_device_ops()` to wait (timing) |
 | `torch.cuda.empty_cache()`, `reset_peak_memory_stats()`, `set_device()` | remove |
+| `torch.accelerator.set_device_index()`, `synchronize()` (raise on XLA) | remove |
 | `if torch.cuda.is_available(): torch.cuda.empty_cache()` | remove the block (False on XLA) |
 | `torch.backends.cudnn.benchmark = ...` | remove |
 | `DataLoader(pin_memory=True)` | drop `pin_memory` |
 | `torch.cuda.manual_seed(s)` | modern `torch_xla.manual_seed(s)`, legacy `xm.set_rng_state(s)` |
 | `torch.cuda.max_memory_allocated()` | `xm.get_memory_info(device)` |
-| `torch.cuda.device_count()` | modern `xr.world_size()`, legacy `xm.xrt_world_size()` |
+| `torch.cuda.device_count()`, `torch.accelerator.device_count()` | modern `xr.world_size()`, legacy `xm.xrt_world_size()` |
 """
 
 RULE = Rule(
