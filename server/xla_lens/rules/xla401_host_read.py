@@ -6,7 +6,7 @@ import ast
 import builtins
 from collections.abc import Iterator
 
-from ..semantic.loaders import Source, loop_source
+from ..semantic.loaders import Source, classify, loop_source, loop_syncs
 from ..semantic.model import (
     SCOPE_TYPES,
     SYNC_CALLS,
@@ -16,14 +16,17 @@ from ..semantic.model import (
     method_name,
     receiver,
 )
+from ..semantic.params import parameter_of
 from ..semantic.steps import trailing_exit_guard
 from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
+from . import xla107_mark_step
 from .base import (
     Category,
     EditOp,
     Finding,
     Fix,
     LazyOps,
+    Pos,
     ReplaceStatement,
     Rule,
     RuleContext,
@@ -177,6 +180,10 @@ REVIEW_LOST = (
     "a step closure runs at the next sync; {why}, so the deferred {what} may never run or "
     "run a step late"
 )
+NEVER_SYNCS = (
+    "nothing in this loop syncs ({why}): a step closure runs only at a sync, so this would "
+    "never run"
+)
 
 
 def _after(node: ast.AST, stmt: ast.stmt) -> bool:
@@ -208,32 +215,123 @@ def _ends_iteration_early(
     return None
 
 
+def _accelerate_leaves_as_is(model: ScriptModel, expr: ast.AST | None) -> str | None:
+    """``*_, loader = accelerator.prepare(..., cycle(DataLoader(ds)))``: accelerate wraps only a
+    DataLoader (in an MpDeviceLoader on XLA) and hands anything else back as it is, which
+    never syncs. The argument's text when it is not provably a DataLoader, else None."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "iter":
+        expr = expr.args[0] if len(expr.args) == 1 else None
+    if not isinstance(expr, ast.Name):
+        return None
+    if not any(t.split(".")[0] == "accelerate" for t in model.imports.values()):
+        return None
+    for a in model.nodes_of(ast.Assign):
+        assert isinstance(a, ast.Assign)
+        call = a.value
+        if not (isinstance(call, ast.Call) and method_name(call) == "prepare"):
+            continue
+        for target in a.targets:
+            names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+            for i, n in enumerate(names):
+                if not (isinstance(n, ast.Name) and n.id == expr.id):
+                    continue
+                args = call.args
+                if i >= len(args) or any(isinstance(x, ast.Starred) for x in args[: i + 1]):
+                    return _code(model, call)
+                odd = _not_a_loader(model, args[i])
+                if odd is not None:
+                    return odd
+    return None
+
+
+def _not_a_loader(model: ScriptModel, node: ast.expr) -> str | None:
+    """The text of what ``node`` may be other than a DataLoader (None: provably a loader)."""
+    known = {Source.PLAIN, Source.XLA}
+    if not isinstance(node, ast.Name) or parameter_of(model, node) is not None:
+        return None if classify(model, node) in known else _code(model, node)
+    # Not ``classify``: it takes any name accelerate prepares for an XLA loader.
+    values = [
+        v
+        for v in model.assigned_from(node.id)
+        if not (isinstance(v, ast.Call) and method_name(v) == "prepare")
+    ]
+    if not values:
+        return f"`{node.id}`"
+    odd = next((v for v in values if classify(model, v) not in known), None)
+    return None if odd is None else f"`{node.id}` ({_code(model, odd)})"
+
+
+def _code(model: ScriptModel, node: ast.AST) -> str:
+    text = " ".join(model.segment(node).split())
+    return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
+
+
+def _xla107_adds_sync(model: ScriptModel, target: Target) -> frozenset[Pos]:
+    """Where XLA107's safe fix (not silenced by the user) adds a sync: the loops' starts."""
+
+    def compute() -> frozenset[Pos]:
+        out = set()
+        for f in xla107_mark_step.check(model, RuleContext(target)):
+            if f.fix is None or not f.fix.safe:
+                continue
+            if model.silenced(f.code, f.span.start.line, f.span.end.line):
+                continue
+            out.add(f.span.start)
+        return frozenset(out)
+
+    return model.memo((_xla107_adds_sync, target), compute)
+
+
+def _sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[str, str]:
+    """How this loop syncs after the safe fixes: ``fed`` (its loader marks every step),
+    ``calls`` (a sync it already makes, here or in a helper), ``added`` (XLA107's fix),
+    or ``never`` with why."""
+    source, expr = loop_source(model, loop)
+    as_is = _accelerate_leaves_as_is(model, expr) if source is Source.XLA else None
+    if (source is Source.XLA and as_is is None) or will_wrap(model, loop.node, target):
+        return "fed", ""
+    if loop_syncs(model, loop):
+        return "calls", ""
+    if model.span(loop.node).start in _xla107_adds_sync(model, target):
+        return "added", ""
+    if as_is is not None:
+        why = f"accelerate's `prepare` hands {as_is} back as it is, not an MpDeviceLoader"
+    else:
+        why = "no sync call, no MpDeviceLoader, and no safe XLA107 fix adds a sync"
+    return "never", why
+
+
 def _sync_runs_after(
     model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt, target: Target
 ) -> str | None:
     """Why a closure added at ``stmt`` might not run at the end of this step (None: it runs)."""
-    fed = loop_source(model, loop)[0] is Source.XLA or will_wrap(model, loop.node, target)
+    plan, why = _sync_plan(model, loop, target)
+    if plan == "never":
+        return NEVER_SYNCS.format(why=why)
+    fed = plan == "fed"
     syncs = [
         n
         for region in loop.regions()
         for n in (model.walk(region) if region is loop.node else model.walk_scope(region))
         if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
     ]
+    lost = REVIEW_LOST.format
     # With no sync yet, XLA107 adds one before the exit checks that end the loop body.
-    guard = trailing_exit_guard(loop.node) if not (syncs or fed) else None
+    guard = trailing_exit_guard(loop.node) if plan == "added" and not syncs else None
     if guard is not None and not _after(guard, stmt):
-        return f"the step's sync goes before the exit check on line {guard.lineno}, before it"
+        why = f"the step's sync goes before the exit check on line {guard.lineno}, before it"
+        return lost(why=why, what="report")
     for region in loop.regions():
         if any(a is region for a in model.ancestors(stmt)):
             sync_line = guard.lineno if guard is not None and region is loop.node else None
             why = _ends_iteration_early(model, region, stmt, sync_line)
             if why is not None:
-                return why
+                return lost(why=why, what="report")
     if fed:
         return None  # the loader marks the step before each batch and after the last one
     if not syncs or any(_after(n, stmt) for n in syncs):
-        return None  # a sync follows (or XLA107 adds one at the end of the body)
-    return f"the loop's only sync (line {syncs[0].lineno}) comes before it"
+        return None  # a sync follows (in a helper it calls, or XLA107 adds one at the end)
+    return lost(why=f"the loop's only sync (line {syncs[0].lineno}) comes before it", what="report")
 
 
 def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
@@ -279,9 +377,11 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target:
             "the call runs later, after the step: code that uses its effect in this step changes"
         )
     else:
-        why = _closed_resource(model, stmt) or _sync_runs_after(model, loop, stmt, target)
-        if why is not None:
-            reason = REVIEW_LOST.format(why=why, what="report")
+        closed = _closed_resource(model, stmt)
+        if closed is not None:
+            reason = REVIEW_LOST.format(why=closed, what="report")
+        else:
+            reason = _sync_runs_after(model, loop, stmt, target) or ""
     return Fix(
         title,
         # Free names and the closure's text only matter when the fix is used.

@@ -1,0 +1,38 @@
+"""XLA401's step-closure fix is safe only where something syncs after it (proven by running:
+fixtures/accelerate_*.py, protocol in README.md). accelerate's ``prepare`` wraps a DataLoader
+in an MpDeviceLoader, which marks every step, but hands a generator back as it is, and its
+optimizer step does not mark the step: there a closure never runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from .harness import FIXTURES, assert_proven, prove
+
+pytest.importorskip("accelerate")
+
+
+@pytest.mark.xla
+def test_a_closure_in_a_loop_nothing_syncs_never_runs_so_the_fix_waits_for_review():
+    fixture = FIXTURES / "accelerate_cycle_loader.py"
+    safe = prove(fixture)
+    # The fix is not applied by Convert: the converted run reports every step like the original.
+    assert "add_step_closure" not in safe.converted_source
+    assert "XLA401" in safe.remaining
+    assert_proven(safe, min_steps=3)
+    # Applied anyway (the reviewer accepts it): the run succeeds, trains on XLA, and prints
+    # no loss at all, the silent loss the review reason warns about.
+    accepted = prove(fixture, accept_review=["XLA401"], run_original=False)
+    assert "xm.add_step_closure(lambda loss:" in accepted.converted_source
+    run = accepted.converted
+    assert run.returncode == 0, accepted.describe()
+    assert run.param_device is not None and run.param_device.startswith("xla"), accepted.describe()
+    assert run.losses == [], accepted.describe()
+
+
+@pytest.mark.xla
+def test_a_closure_in_a_loop_over_a_prepared_dataloader_runs_every_step():
+    result = prove(FIXTURES / "accelerate_prepared_loader.py")
+    assert "XLA401" in result.applied
+    assert "xm.add_step_closure(lambda loss:" in result.converted_source
+    assert_proven(result, min_steps=3)

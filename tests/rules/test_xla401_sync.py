@@ -1,0 +1,122 @@
+"""XLA401 wraps a report in a step closure only where a sync is guaranteed after the safe
+fixes: a step closure runs only at a sync, so in a loop nothing syncs the report is lost."""
+
+from tests.helpers import findings, fixed, src
+
+ACCELERATE_CYCLE = """
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+
+
+def cycle(loader):
+    while True:
+        for data in loader:
+            yield data
+
+
+acc = Accelerator()
+model, opt = torch.nn.Linear(4, 1), None
+loader = cycle(DataLoader(torch.randn(64, 4), batch_size=8))
+model, opt, loader = acc.prepare(model, opt, loader)
+for i in range(3):
+    loss = model(next(loader)).mean()
+    acc.backward(loss)
+    print(f"loss {loss.item()}")
+    opt.step()
+"""
+
+
+def test_accelerate_with_a_generator_loader_never_syncs_so_the_closure_is_for_review():
+    (f,) = findings(ACCELERATE_CYCLE, "XLA401")
+    assert f.fix is not None and not f.fix.safe
+    reason = f.fix.review_reason
+    assert reason.startswith("nothing in this loop syncs (accelerate's `prepare` hands `loader`")
+    assert "`cycle(DataLoader(" in reason
+    assert reason.endswith("a step closure runs only at a sync, so this would never run")
+    assert "needs review" in f.message and "never run" in f.message
+    # The finding stays; fix-all leaves the report where it is, and no rule adds a sync.
+    assert fixed(ACCELERATE_CYCLE) == src(ACCELERATE_CYCLE)
+
+
+def test_accelerate_with_a_prepared_dataloader_syncs_in_its_mp_device_loader():
+    code = ACCELERATE_CYCLE.replace(
+        "loader = cycle(DataLoader(torch.randn(64, 4), batch_size=8))",
+        "loader = DataLoader(torch.randn(64, 4), batch_size=8)",
+    ).replace(
+        "for i in range(3):\n    loss = model(next(loader)).mean()",
+        "for x in loader:\n    loss = model(x).mean()",
+    )
+    (f,) = findings(code, "XLA401")
+    assert f.fix.safe
+    inline = ACCELERATE_CYCLE.replace(
+        "model, opt, loader = acc.prepare(model, opt, loader)",
+        "model, opt, loader = acc.prepare(model, opt, DataLoader(torch.randn(64, 4)))",
+    )
+    (f,) = findings(inline, "XLA401")
+    assert f.fix.safe
+
+
+PLAIN = """
+import torch
+for x in loader:
+    loss = model(x).sum()
+    loss.backward()
+    optimizer.step()
+    print(f"loss {loss.item()}")
+"""
+
+
+def test_a_plain_loop_that_xla107_syncs_keeps_the_safe_closure():
+    (f,) = findings(PLAIN, "XLA401")
+    assert f.fix.safe
+    out = fixed(PLAIN)
+    assert out.index("xm.add_step_closure") < out.index("torch_xla.sync()")
+
+
+def test_an_mp_device_loader_loop_keeps_the_safe_closure():
+    code = PLAIN.replace(
+        "import torch\nfor x in loader:",
+        "import torch_xla.distributed.parallel_loader as pl\n"
+        "for x in pl.MpDeviceLoader(loader, device):",
+    )
+    (f,) = findings(code, "XLA401")
+    assert f.fix.safe
+    assert not findings(code, "XLA107")
+
+
+def test_no_safe_xla107_sync_means_review():
+    # The user silenced XLA107: no sync is added, so the closure would never run.
+    silenced = PLAIN.replace("for x in loader:", "for x in loader:  # xla-lens: ignore[XLA107]")
+    (f,) = findings(silenced, "XLA401")
+    assert not f.fix.safe and "nothing in this loop syncs" in f.fix.review_reason
+    assert "no safe XLA107 fix" in f.fix.review_reason
+    # A loop body on the header line: XLA107 can only describe the sync, not add it.
+    one_line = """
+    import torch
+    for x in loader: loss = model(x).sum(); loss.backward(); optimizer.step(); print(loss)
+    """
+    assert findings(one_line, "XLA107")[0].fix is None
+    (f,) = findings(one_line, "XLA401")
+    assert not f.fix.safe and "nothing in this loop syncs" in f.fix.review_reason
+
+
+def test_a_sync_in_a_helper_the_loop_calls_keeps_the_safe_closure():
+    code = """
+    import torch_xla
+
+
+    def end_step():
+        torch_xla.sync()
+
+
+    for x in loader:
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        print(loss)
+        end_step()
+    """
+    assert not findings(code, "XLA107")
+    (f,) = findings(code, "XLA401")
+    assert f.fix.safe
