@@ -27,7 +27,7 @@ def test_cpu_forward_input_makes_the_drop_a_review_and_flags_the_forward():
     found = findings(CPU_INPUT, "XLA205")
     ddp = _ddp(found)
     assert not ddp.fix.safe
-    assert "DDP with device_ids moved the inputs to the device" in ddp.message
+    assert "device_ids also moved each forward's inputs onto the device (line 7)" in ddp.message
     assert "line 7 passes a CPU tensor (`torch.randn(20, 10)`)" in ddp.fix.review_reason
     (forward,) = [f for f in found if f.fix is None]
     assert forward.span.start.line == 6 and "CPU tensor" in forward.message

@@ -249,7 +249,9 @@ def _ddp_finding(model: ScriptModel, call: ast.Call) -> Finding | None:
     # unless every forward call visibly passes on-device inputs.
     cpu = unmoved_input(model, call) if _single_device(call) else None
     if cpu is not None:
-        message += f"; review: {cpu.reason}"
+        message += (
+            f"; but device_ids also moved each forward's inputs onto the device (line {cpu.line})"
+        )
     return Finding(
         CODE,
         message,
