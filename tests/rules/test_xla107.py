@@ -196,3 +196,23 @@ def test_loader_parameter_in_a_cuda_script_or_fed_a_dataloader_here_still_needs_
             opt.step()
     """
     assert len(findings(rebound, "XLA107")) == 1
+
+
+def test_a_loss_scaler_passed_in_makes_the_loop_a_training_loop():
+    # MAE/DeiT/timm: loss_scaler(loss, optimizer, parameters=...) runs backward and step out
+    # of sight (a NativeScaler passed in); the loop still needs its sync (fresh held-out probe).
+    code = """
+    import torch
+    def train_one_epoch(model, data_loader, optimizer, device, loss_scaler):
+        for samples, _ in data_loader:
+            loss = model(samples.to(device)).mean()
+            optimizer.zero_grad()
+            loss_scaler(loss, optimizer, parameters=model.parameters())
+    """
+    (f,) = findings(code, "XLA107")
+    assert f.fix is not None and f.fix.safe
+    # A plain callback that takes no optimizer does not make a loop a training loop.
+    plain = code.replace(
+        "loss_scaler(loss, optimizer, parameters=model.parameters())", "log(loss, step)"
+    )
+    assert findings(plain.replace("loss_scaler)", "log, step)"), "XLA107") == []

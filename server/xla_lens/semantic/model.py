@@ -296,7 +296,24 @@ class ScriptModel(SourcePositions):
             self.is_optimizer(receiver(call)) or self._is_scaler(receiver(call))
         ):
             return True
-        return self.call_name(call) == "torch_xla.core.xla_model.optimizer_step"
+        if self.call_name(call) == "torch_xla.core.xla_model.optimizer_step":
+            return True
+        return self._is_passed_in_loss_scaler(call)
+
+    def _is_passed_in_loss_scaler(self, call: ast.Call) -> bool:
+        """``loss_scaler(loss, optimizer, parameters=...)`` where ``loss_scaler`` is a parameter
+        of the function (timm/MAE/DeiT's NativeScaler): it runs backward and the optimizer
+        step out of sight, so the loop around it is a training-step loop."""
+        func = call.func
+        if not isinstance(func, ast.Name) or len(call.args) < 2:
+            return False
+        fn = self.enclosing_function(call)
+        if fn is None or func.id not in {a.arg for a in (*fn.args.posonlyargs, *fn.args.args)}:
+            return False
+        first, second = call.args[0], call.args[1]
+        return (
+            isinstance(first, ast.Name) and "loss" in first.id.lower() and self.is_optimizer(second)
+        )
 
     def _is_scaler(self, node: ast.AST | None) -> bool:
         return isinstance(node, ast.Name) and node.id in self.scaler_names
