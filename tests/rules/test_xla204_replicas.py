@@ -162,3 +162,59 @@ def test_ddp_in_a_local_helper_called_unconditionally_stays_safe():
     """
     (f,) = findings(code, "XLA204")
     assert f.fix.safe, f.message
+
+
+def test_a_test_whose_both_branches_wrap_and_an_evaluate_exit_do_not_gate():
+    code = """
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    def main(args):
+        dist.init_process_group("nccl")
+        model = torch.nn.Linear(4, 1)
+        if args.gpu is not None:
+            model = DDP(model, device_ids=[args.gpu])
+        else:
+            model = DDP(model)
+        if args.evaluate:
+            validate(model)
+            return
+        sampler = torch.utils.data.DistributedSampler(data)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+    if __name__ == "__main__":
+        main(args)
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix.safe, f.message
+
+
+def test_an_all_reduce_of_a_metric_is_not_gradient_averaging():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+
+    def main():
+        dist.init_process_group("nccl")
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        dist.all_reduce(loss)
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe and "all-reduces the gradients" in f.fix.review_reason
+    manual = code.replace(
+        "dist.all_reduce(loss)", "for p in model.parameters():\n            dist.all_reduce(p.grad)"
+    )
+    (g,) = findings(manual, "XLA204")
+    assert g.fix.safe, g.message

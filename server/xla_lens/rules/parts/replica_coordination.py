@@ -88,22 +88,50 @@ def _reach(
                     todo.append((target, tests + _gates(model, node, fn), depth + 1))
 
 
-def _gates(model: ScriptModel, node: ast.AST, scope: ast.AST) -> list[ast.expr]:
-    """The ``if``/conditional-expression tests ``node`` is nested under, up to ``scope``."""
+def _bare_return(stmt: ast.stmt) -> bool:
+    """``if not args.distributed: print(...); return``: a branch that only leaves (not
+    ``if args.evaluate: validate(); return``, which does work of its own first)."""
+    if not (isinstance(stmt, ast.If) and stmt.body and isinstance(stmt.body[-1], ast.Return)):
+        return False
+    return all(
+        isinstance(s, ast.Return | ast.Assign | ast.Pass)
+        or (
+            isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Name)
+            and s.value.func.id == "print"
+        )
+        for s in stmt.body
+    )
+
+
+def _both_branches(model: ScriptModel, parent: ast.If | ast.IfExp, name: str) -> bool:
+    """``DDP(m, device_ids=[gpu]) if gpu is not None else DDP(m)``: both ways run ``name``."""
+    branches = [parent.body, parent.orelse]
+    return all(
+        any(
+            isinstance(n, ast.Call) and model.call_name(n) == name
+            for part in (b if isinstance(b, list) else [b])
+            for n in ast.walk(part)
+        )
+        for b in branches
+    )
+
+
+def _gates(model: ScriptModel, node: ast.AST, scope: ast.AST, name: str = "") -> list[ast.expr]:
+    """The ``if``/conditional-expression tests ``node`` is nested under, up to ``scope``
+    (not those whose other branch runs ``name`` too)."""
     found: list[ast.expr] = []
     child = node
     for parent in model.ancestors(node):
         if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
-            found.append(parent.test)
+            if not (name and _both_branches(model, parent, name)):
+                found.append(parent.test)
         # ``if not args.distributed: return`` earlier in the same block gates what follows.
         for block in ("body", "orelse", "finalbody"):
             stmts = getattr(parent, block, None)
             if isinstance(stmts, list) and child in stmts:
-                found.extend(
-                    s.test
-                    for s in stmts[: stmts.index(child)]
-                    if isinstance(s, ast.If) and s.body and isinstance(s.body[-1], ast.Return)
-                )
+                found.extend(s.test for s in stmts[: stmts.index(child)] if _bare_return(s))
         if parent is scope:
             break
         child = parent
@@ -212,7 +240,7 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
             if isinstance(node, ast.Call):
                 name = model.call_name(node) or ""
                 if name == INIT or name in WRAPPERS or name in SAMPLERS:
-                    tests = outer + _gates(model, node, fn)
+                    tests = outer + _gates(model, node, fn, name)
                     bad = next((t for t in tests if not _coordinated_test(model, t, fn)), None)
                     if bad is not None:
                         gated.append((node, fn, bad))
@@ -220,7 +248,10 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
                         inits.append((node, fn, tests))
                     elif name in WRAPPERS:
                         wrappers.append((node, fn, tests))
-                grad_sync |= name in GRADIENT_SYNCS
+                # An all_reduce of a metric is not gradient averaging.
+                grad_sync |= name in GRADIENT_SYNCS and (
+                    name != "torch.distributed.all_reduce" or "grad" in model.segment(node)
+                )
                 trains |= model._is_step_call(node) or name.startswith("torch.optim.")
                 facts = model.steps.external(node)
                 trains |= facts is not None and facts.kind in ("step", "epoch")
