@@ -90,7 +90,7 @@ def test_no_safe_xla107_sync_means_review():
     silenced = PLAIN.replace("for x in loader:", "for x in loader:  # xla-lens: ignore[XLA107]")
     (f,) = findings(silenced, "XLA401")
     assert not f.fix.safe and "nothing in this loop syncs" in f.fix.review_reason
-    assert "no safe XLA107 fix" in f.fix.review_reason
+    assert "no safe XLA106/XLA107 fix" in f.fix.review_reason
     # A loop body on the header line: XLA107 can only describe the sync, not add it.
     one_line = """
     import torch
@@ -120,3 +120,30 @@ def test_a_sync_in_a_helper_the_loop_calls_keeps_the_safe_closure():
     assert not findings(code, "XLA107")
     (f,) = findings(code, "XLA401")
     assert f.fix.safe
+
+
+DISTRIBUTED = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+
+dist.init_process_group("xla")
+device = torch.device("cuda")
+loader = DataLoader(ds, batch_size=8)
+for x in loader:
+    loss = model(x.to(device)).sum()
+    loss.backward()
+    optimizer.step()
+    print(f"loss {loss.item()}")
+"""
+
+
+def test_a_loader_xla106_wraps_syncs_unless_the_wrap_is_silenced():
+    (f,) = findings(DISTRIBUTED, "XLA401")
+    assert f.fix.safe
+    assert not findings(DISTRIBUTED, "XLA107")  # the MpDeviceLoader will sync
+    silenced = DISTRIBUTED.replace(
+        "for x in loader:", "for x in loader:  # xla-lens: ignore[XLA106]"
+    )
+    (f,) = findings(silenced, "XLA401")
+    assert not f.fix.safe and "nothing in this loop syncs" in f.fix.review_reason

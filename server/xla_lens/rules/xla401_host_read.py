@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Iterator
+from types import ModuleType
 
 from ..semantic.loaders import Source, classify, loop_source, loop_syncs
 from ..semantic.model import (
@@ -19,18 +20,18 @@ from ..semantic.model import (
 from ..semantic.params import parameter_of
 from ..semantic.steps import trailing_exit_guard
 from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
-from . import xla107_mark_step
+from . import xla106_device_loader, xla107_mark_step
 from .base import (
     Category,
     EditOp,
     Finding,
     Fix,
     LazyOps,
-    Pos,
     ReplaceStatement,
     Rule,
     RuleContext,
     Severity,
+    Span,
     Target,
 )
 from .xla106_device_loader import will_wrap
@@ -266,20 +267,19 @@ def _code(model: ScriptModel, node: ast.AST) -> str:
     return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
 
 
-def _xla107_adds_sync(model: ScriptModel, target: Target) -> frozenset[Pos]:
-    """Where XLA107's safe fix (not silenced by the user) adds a sync: the loops' starts."""
+def _applied_at(model: ScriptModel, rule: ModuleType, target: Target) -> frozenset[Span]:
+    """Spans of ``rule``'s findings whose safe fix is applied (not silenced by the user)."""
 
-    def compute() -> frozenset[Pos]:
+    def compute() -> frozenset[Span]:
         out = set()
-        for f in xla107_mark_step.check(model, RuleContext(target)):
+        for f in rule.check(model, RuleContext(target)):
             if f.fix is None or not f.fix.safe:
                 continue
-            if model.silenced(f.code, f.span.start.line, f.span.end.line):
-                continue
-            out.add(f.span.start)
+            if not model.silenced(f.code, f.span.start.line, f.span.end.line):
+                out.add(f.span)
         return frozenset(out)
 
-    return model.memo((_xla107_adds_sync, target), compute)
+    return model.memo((_applied_at, rule.__name__, target), compute)
 
 
 def _sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[str, str]:
@@ -288,16 +288,20 @@ def _sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[
     or ``never`` with why."""
     source, expr = loop_source(model, loop)
     as_is = _accelerate_leaves_as_is(model, expr) if source is Source.XLA else None
-    if (source is Source.XLA and as_is is None) or will_wrap(model, loop.node, target):
+    loop_span = model.span(loop.node)
+    wrapped = will_wrap(model, loop.node, target) and any(
+        loop_span.contains(span) for span in _applied_at(model, xla106_device_loader, target)
+    )
+    if (source is Source.XLA and as_is is None) or wrapped:
         return "fed", ""
     if loop_syncs(model, loop):
         return "calls", ""
-    if model.span(loop.node).start in _xla107_adds_sync(model, target):
+    if any(span.start == loop_span.start for span in _applied_at(model, xla107_mark_step, target)):
         return "added", ""
     if as_is is not None:
         why = f"accelerate's `prepare` hands {as_is} back as it is, not an MpDeviceLoader"
     else:
-        why = "no sync call, no MpDeviceLoader, and no safe XLA107 fix adds a sync"
+        why = "no sync call, no MpDeviceLoader, and no safe XLA106/XLA107 fix adds one"
     return "never", why
 
 
