@@ -218,3 +218,46 @@ def test_an_all_reduce_of_a_metric_is_not_gradient_averaging():
     )
     (g,) = findings(manual, "XLA204")
     assert g.fix.safe, g.message
+
+
+def test_ddp_in_the_init_of_a_trainer_class_the_entry_builds_stays_safe():
+    # pytorch/examples ddp-tutorial-series multigpu_torchrun.py.
+    code = """
+    import torch
+    from torch.distributed import init_process_group
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    class Trainer:
+        def __init__(self, model, optimizer):
+            self.model = DDP(model)
+            self.optimizer = optimizer
+
+        def train(self):
+            self.optimizer.step()
+
+
+    def main(epochs):
+        init_process_group(backend="nccl")
+        model = torch.nn.Linear(4, 1)
+        Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1)).train()
+
+
+    if __name__ == "__main__":
+        main(epochs)
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix.safe, f.message
+
+
+def test_the_ddp_gate_is_named_before_a_sampler_choice():
+    # DeiT: RASampler or DistributedSampler is a data choice; the DDP behind the flag is the
+    # reason the replicas would not cooperate.
+    code = DEIT_MAIN.replace(
+        "    model = torch.nn.Linear",
+        "    sampler = RASampler(d) if args.aug else torch.utils.data.DistributedSampler(d)\n"
+        "    model = torch.nn.Linear",
+    )
+    (f,) = findings(code, "XLA204")
+    assert "DistributedDataParallel (line 11)" in f.fix.review_reason, f.fix.review_reason
+    assert "out of the analysis's sight" in f.fix.review_reason

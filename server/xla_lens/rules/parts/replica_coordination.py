@@ -73,6 +73,7 @@ def _reach(
 ) -> Iterator[tuple[FunctionNode, list[ast.expr]]]:
     """The entry function and the functions of this script it calls, each with the tests
     that gate the call leading there (``if args.distributed: setup()``)."""
+    classes = {s.name: s for s in model.tree.body if isinstance(s, ast.ClassDef)}
     seen = {entry}
     todo: list[tuple[FunctionNode, list[ast.expr], int]] = [(entry, [], 0)]
     while todo:
@@ -81,11 +82,22 @@ def _reach(
         if depth >= MAX_DEPTH:
             continue
         for node in model.walk_scope(fn):
-            if isinstance(node, ast.Call):
-                target = model.steps.callee(node)
-                if target is not None and target not in seen:
-                    seen.add(target)
-                    todo.append((target, tests + _gates(model, node, fn), depth + 1))
+            if not isinstance(node, ast.Call):
+                continue
+            target = model.steps.callee(node)
+            targets = [target] if target is not None else []
+            if isinstance(node.func, ast.Name) and node.func.id in classes:
+                # ``Trainer(model, ...)``: its methods (``__init__`` wrapping the model in DDP,
+                # ``train``) run on what the entry function built.
+                targets = [
+                    m
+                    for m in classes[node.func.id].body
+                    if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)
+                ]
+            for t in targets:
+                if t not in seen:
+                    seen.add(t)
+                    todo.append((t, tests + _gates(model, node, fn), depth + 1))
 
 
 def _bare_return(stmt: ast.stmt) -> bool:
@@ -106,11 +118,18 @@ def _bare_return(stmt: ast.stmt) -> bool:
 
 
 def _both_branches(model: ScriptModel, parent: ast.If | ast.IfExp, name: str) -> bool:
-    """``DDP(m, device_ids=[gpu]) if gpu is not None else DDP(m)``: both ways run ``name``."""
+    """``DDP(m, device_ids=[gpu]) if gpu is not None else DDP(m)``: both ways run ``name``
+    (for a sampler, both ways build some sampler: ``RASampler(...) if aug else
+    DistributedSampler(...)``)."""
     branches = [parent.body, parent.orelse]
+
+    def same(call: ast.Call) -> bool:
+        called = model.call_name(call) or ""
+        return called == name or (name in SAMPLERS and called.endswith("Sampler"))
+
     return all(
         any(
-            isinstance(n, ast.Call) and model.call_name(n) == name
+            isinstance(n, ast.Call) and same(n)
             for part in (b if isinstance(b, list) else [b])
             for n in ast.walk(part)
         )
@@ -223,8 +242,8 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
             "reads torchrun's environment variables, and the XLA launcher sets none of them"
         )
     return (
-        f"{what} runs only under `if {text}`, which the XLA launcher does not make true "
-        "(it sets no torchrun environment or flag)"
+        f"{what} runs only under `if {text}`, set out of the analysis's sight (such a flag "
+        "usually follows torchrun's environment variables, which the XLA launcher does not set)"
     )
 
 
@@ -257,7 +276,12 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
                 trains |= facts is not None and facts.kind in ("step", "epoch")
     prefix = "the replicas would train independently: "
     if gated:
-        node, fn, test = min(gated, key=lambda g: g[0].lineno)
+        # DDP gated is the clearest sign (no all-reduce), then the process group, then data.
+        def rank(g: tuple[ast.Call, FunctionNode, ast.expr]) -> tuple[int, int]:
+            name = model.call_name(g[0]) or ""
+            return (0 if name in WRAPPERS else 1 if name == INIT else 2, g[0].lineno)
+
+        node, fn, test = min(gated, key=rank)
         what = f"{model.call_name(node).rsplit('.', 1)[-1]} (line {node.lineno})"  # type: ignore[union-attr]
         return prefix + _gate_reason(model, test, fn, what)
     if (wrappers or grad_sync) and not inits:
