@@ -14,7 +14,7 @@ pytest.importorskip("accelerate")
 
 @pytest.mark.xla
 def test_a_closure_in_a_loop_nothing_syncs_never_runs_so_the_fix_waits_for_review():
-    fixture = FIXTURES / "accelerate_cycle_loader.py"
+    fixture = FIXTURES / "accelerate_cycle_loader_nosync.py"
     safe = prove(fixture)
     # The fix is not applied by Convert: the converted run reports every step like the original.
     assert "add_step_closure" not in safe.converted_source
@@ -28,6 +28,15 @@ def test_a_closure_in_a_loop_nothing_syncs_never_runs_so_the_fix_waits_for_revie
     assert run.returncode == 0, accepted.describe()
     assert run.param_device is not None and run.param_device.startswith("xla"), accepted.describe()
     assert run.losses == [], accepted.describe()
+
+
+@pytest.mark.xla
+def test_a_generator_loop_gets_its_sync_and_then_the_closure_runs_every_step():
+    result = prove(FIXTURES / "accelerate_cycle_loader.py")
+    assert "XLA107" in result.applied and "XLA401" in result.applied
+    assert "torch_xla.sync()" in result.converted_source
+    assert "xm.add_step_closure(lambda loss:" in result.converted_source
+    assert_proven(result, min_steps=3)
 
 
 @pytest.mark.xla

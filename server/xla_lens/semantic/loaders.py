@@ -116,19 +116,34 @@ def classify(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> Source
     return found
 
 
-def _prepared_by_accelerate(model: ScriptModel, name: str) -> bool:
+def _prepared_by_accelerate(model: ScriptModel, name: str, depth: int) -> bool:
     """``model, opt, loader = accelerator.prepare(model, opt, loader)``: on XLA accelerate
-    hands back its MpDeviceLoader wrapper, which uploads and syncs every iteration."""
+    hands back its MpDeviceLoader wrapper, which uploads and syncs every iteration — for a
+    DataLoader only: anything else it is given (a ``cycle(loader)`` generator) comes back as
+    it was, and nothing syncs."""
     if not any(t.split(".")[0] == "accelerate" for t in model.imports.values()):
         return False
     for a in model.nodes_of(ast.Assign):
         assert isinstance(a, ast.Assign)
         if not (isinstance(a.value, ast.Call) and method_name(a.value) == "prepare"):
             continue
+        args = a.value.args
         for target in a.targets:
             names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
-            if any(isinstance(n, ast.Name) and n.id == name for n in names):
-                return True
+            for i, n in enumerate(names):
+                if not (isinstance(n, ast.Name) and n.id == name):
+                    continue
+                given = args[i] if i < len(args) and len(args) == len(names) else None
+                if given is None or isinstance(given, ast.Starred):
+                    return True  # not matched by position: as before, trust prepare
+                if isinstance(given, ast.Name) and given.id == name:
+                    # loader = prepare(loader): judged by what the name held before.
+                    return any(
+                        classify(model, v, depth + 1) in (Source.PLAIN, Source.XLA)
+                        for v in model.assigned_from(name)
+                        if v is not a.value
+                    )
+                return classify(model, given, depth + 1) in (Source.PLAIN, Source.XLA)
     return False
 
 
@@ -145,7 +160,7 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
             if Source.XLA in kinds:
                 return Source.XLA
             return Source.PLAIN if kinds == {Source.PLAIN} else Source.UNKNOWN
-        if _prepared_by_accelerate(model, node.id):
+        if _prepared_by_accelerate(model, node.id, depth):
             return Source.XLA
         values = model.assigned_from(node.id)
         kinds = {classify(model, v, depth + 1) for v in values}
