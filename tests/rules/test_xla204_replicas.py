@@ -261,3 +261,36 @@ def test_the_ddp_gate_is_named_before_a_sampler_choice():
     (f,) = findings(code, "XLA204")
     assert "DistributedDataParallel (line 11)" in f.fix.review_reason, f.fix.review_reason
     assert "out of the analysis's sight" in f.fix.review_reason
+
+
+SENTINEL = """
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    ddp = int(os.environ.get("RANK", -1)) != -1
+    if ddp:
+        dist.init_process_group(backend="nccl")
+    model = torch.nn.Linear(4, 1)
+    if ddp:
+        model = DDP(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        model(torch.randn(8, 4)).sum().backward()
+        opt.step()
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_torchrun_sentinel_that_xla202_rewrites_safely_coordinates_the_replicas():
+    # After XLA202's safe fix the gate reads `xr.world_size() > 1`: the launcher's runtime.
+    (f,) = findings(SENTINEL, "XLA204")
+    assert f.fix is not None and f.fix.safe, f.message
+    # With XLA202's fix turned off the gate still reads torchrun's environment.
+    silenced = SENTINEL.replace("!= -1\n", "!= -1  # xla-lens: ignore[XLA202]\n")
+    (f,) = findings(silenced, "XLA204")
+    assert not f.fix.safe and "train independently" in f.fix.review_reason

@@ -25,6 +25,7 @@ from ...semantic.diskread import read_regular
 from ...semantic.model import ScriptModel
 from ...semantic.steps import FunctionNode
 from ...semantic.workspace import MAX_BYTES, module_file
+from ..base import Replace, RuleContext
 
 INIT = "torch.distributed.init_process_group"
 WRAPPERS = (
@@ -44,8 +45,15 @@ GRADIENT_SYNCS = (
     "torch_xla.core.xla_model.reduce_gradients",
 )
 ENV_KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_")
-# Calls whose value is the same question asked of the process group the script starts.
-GROUP_QUERY_PREFIXES = ("torch.distributed.",)
+# Calls whose value is the same question asked of the process group the script starts, or of
+# the XLA runtime the launcher starts (XLA202's safe rewrite of a torchrun env check).
+GROUP_QUERY_PREFIXES = (
+    "torch.distributed.",
+    "torch_xla.runtime.",
+    "torch_xla.core.xla_model.xrt_world_size",
+    "torch_xla.core.xla_model.get_ordinal",
+    "torch_xla.core.xla_model.get_local_ordinal",
+)
 # Entry function -> helper -> helper: deep enough for main -> setup_ddp -> init.
 MAX_DEPTH = 4
 
@@ -175,10 +183,44 @@ def _bindings(fn: FunctionNode, name: str) -> list[ast.expr]:
     ]
 
 
+def _env_checks_rewritten(model: ScriptModel) -> list:
+    """Spans XLA202's safe fixes rewrite into runtime queries (``int(os.environ.get("RANK",
+    -1)) != -1`` becomes ``xr.world_size() > 1``): once fixed, such a test asks the XLA
+    runtime the launcher starts, not torchrun's environment."""
+    from .. import xla202_rank_world_size as rank_rule  # a sibling rule, imported when asked
+
+    def compute() -> list:
+        try:
+            found = list(rank_rule.check(model, RuleContext(target="modern")))
+        except Exception:
+            return []  # the engine reports XLA202's crash; nothing is proven rewritten here
+        return [
+            op.span
+            for f in found
+            if f.fix is not None
+            and f.fix.safe
+            and not model.silenced(f.code, f.span.start.line, f.span.end.line)
+            for op in f.fix.ops
+            if isinstance(op, Replace)
+        ]
+
+    return model.memo(("XLA204", "env checks XLA202 rewrites"), compute)
+
+
 def _coordinated_test(model: ScriptModel, test: ast.expr, fn: FunctionNode) -> bool:
     """A test made only of ``torch.distributed`` queries, constants, and names bound to them
-    in the same function (``world_size = dist.get_world_size()``)."""
+    in the same function (``world_size = dist.get_world_size()``), or an env check that
+    XLA202's safe fix turns into an XLA runtime query."""
+    rewritten = _env_checks_rewritten(model)
+    if rewritten and any(r.contains(model.span(test)) for r in rewritten):
+        return True
     for n in ast.walk(test):
+        if (
+            rewritten
+            and isinstance(n, ast.expr)
+            and any(r.contains(model.span(n)) for r in rewritten)
+        ):
+            continue  # its own parts are checked by the walk, and are inside the span too
         if isinstance(n, ast.Call):
             if not (model.call_name(n) or "").startswith(GROUP_QUERY_PREFIXES):
                 return False
