@@ -294,3 +294,24 @@ def test_a_torchrun_sentinel_that_xla202_rewrites_safely_coordinates_the_replica
     silenced = SENTINEL.replace("!= -1\n", "!= -1  # xla-lens: ignore[XLA202]\n")
     (f,) = findings(silenced, "XLA204")
     assert not f.fix.safe and "train independently" in f.fix.review_reason
+
+
+def test_replica_code_that_needs_torchruns_environment_waits_for_review():
+    # pytorch/examples ddp example: {k: os.environ[k] for k in ("RANK", ...)} raises KeyError
+    # in every replica the XLA launcher starts (fresh held-out probe).
+    code = """
+    import os
+    import torch.distributed as dist
+
+    def main():
+        env = {key: os.environ[key] for key in ("MASTER_ADDR", "RANK", "WORLD_SIZE")}
+        rank = int(env["RANK"])
+        dist.init_process_group(backend="nccl")
+        print(rank)
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe and "KeyError" in f.fix.review_reason
+    assert "line 5" in f.fix.review_reason

@@ -289,9 +289,54 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
     )
 
 
+def _required_env_read(model: ScriptModel, fn: FunctionNode) -> ast.Subscript | None:
+    """``os.environ["RANK"]`` (or ``os.environ[key] for key in ("RANK", ...)``) in replica
+    code that no safe XLA202 fix rewrites: under the XLA launcher it raises KeyError."""
+    rewritten = _env_checks_rewritten(model)
+    for node in model.walk(fn):  # comprehensions included
+        if not (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load)):
+            continue
+        if model.qualname(node.value) != "os.environ":
+            continue
+        key = node.slice
+        keys: list[object] = []
+        if isinstance(key, ast.Constant):
+            keys = [key.value]
+        elif isinstance(key, ast.Name):
+            # ``{k: os.environ[k] for k in ("RANK", ...)}`` or a for loop over such a tuple.
+            for a in model.ancestors(node):
+                loops = (
+                    a.generators
+                    if isinstance(a, ast.DictComp | ast.ListComp | ast.SetComp | ast.GeneratorExp)
+                    else [a]
+                    if isinstance(a, ast.For)
+                    else []
+                )
+                for loop in loops:
+                    bound = isinstance(loop.target, ast.Name) and loop.target.id == key.id
+                    if bound and isinstance(loop.iter, ast.Tuple | ast.List):
+                        keys = [e.value for e in loop.iter.elts if isinstance(e, ast.Constant)]
+                if keys:
+                    break
+        if any(_env_key(k) for k in keys) and not any(
+            r.contains(model.span(node)) for r in rewritten
+        ):
+            return node
+    return None
+
+
 def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
-    """Why the processes the launcher starts in ``entry`` would train independently, or None
-    when their coordination is visible."""
+    """Why the processes the launcher starts in ``entry`` would train independently (or fail
+    at once), or None when their coordination is visible."""
+    for fn, _tests in _reach(model, entry):
+        read = _required_env_read(model, fn)
+        if read is not None:
+            return (
+                f"each replica would fail at once: line {read.lineno} reads "
+                f"`{model.segment(read)[:50]}` of torchrun's environment, which the XLA "
+                "launcher does not set (KeyError); ask the XLA runtime instead "
+                "(xr.global_ordinal(), xr.local_ordinal(), xr.world_size())"
+            )
     inits: list[tuple[ast.Call, FunctionNode, list[ast.expr]]] = []
     wrappers: list[tuple[ast.Call, FunctionNode, list[ast.expr]]] = []
     gated: list[tuple[ast.Call, FunctionNode, ast.expr]] = []
