@@ -18,6 +18,7 @@ import ast
 from dataclasses import dataclass
 
 from . import pickers
+from .device_sites import bool_value
 from .edits import EditOp, Replace
 from .model import ScriptModel, const_str, method_name
 
@@ -123,7 +124,7 @@ def flag_names(model: ScriptModel, test: ast.AST) -> list[str]:
 def _is_flag_value(model: ScriptModel, value: ast.expr) -> bool:
     """An availability answer (``torch.cuda.is_available()``, ``not args.no_cuda and ...``),
     not a device chosen by one (``device.type == "cuda"`` is judged by the device's uses)."""
-    value = _bool_value(value)
+    value = bool_value(value)
     return pickers.is_availability(model, value, False) or isinstance(
         pickers.flag_part(model, value), list
     )
@@ -326,7 +327,7 @@ def _single_assignment(model: ScriptModel, name: str) -> ast.Assign | None:
     if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
         return None
     value = assign.value
-    if pickers.is_availability(model, _bool_value(value), follow=False):
+    if pickers.is_availability(model, bool_value(value), follow=False):
         return assign
     flags = pickers.flag_part(model, value)
     return assign if isinstance(flags, list) else None
@@ -339,19 +340,6 @@ def _without_availability(model: ScriptModel, value: ast.expr) -> str:
     if isinstance(flags, list):
         return " and ".join(model.segment(f) for f in flags)
     return "True"
-
-
-def _bool_value(node: ast.expr) -> ast.expr:
-    """``True if test else False`` is ``test``."""
-    if (
-        isinstance(node, ast.IfExp)
-        and isinstance(node.body, ast.Constant)
-        and node.body.value is True
-        and isinstance(node.orelse, ast.Constant)
-        and node.orelse.value is False
-    ):
-        return node.test
-    return node
 
 
 def _describe(model: ScriptModel, nodes: list, limit: int = 2) -> str:
