@@ -145,15 +145,9 @@ def _sites(model: ScriptModel, inside: set[int], flags: frozenset[str]):
     """(node, flag) for every other test that asks about availability, and every other read
     of the picker's flags: the node is the test, or the read itself outside a test."""
     seen: set[int] = set()
-    for node in model.nodes_of(ast.If, ast.IfExp, ast.While):
-        assert isinstance(node, ast.If | ast.IfExp | ast.While)
+    for node, direct, names in _availability_tests(model):
         if id(node) in inside:
             continue
-        direct, names = _asks_availability(model, node.test)
-        if not direct and not names:
-            continue
-        if _is_picker(model, node) or _elif_of_picker(model, node):
-            continue  # converted by its own fix
         flag = next(iter(sorted(names & flags)), None) if not direct else None
         seen.update(id(n) for n in ast.walk(node.test))
         yield node.test, flag
@@ -161,6 +155,26 @@ def _sites(model: ScriptModel, inside: set[int], flags: frozenset[str]):
         for n in _flag_loads(model, name):
             if id(n) not in inside and id(n) not in seen:
                 yield n, name
+
+
+def _availability_tests(model: ScriptModel) -> list[tuple[ast.AST, bool, frozenset[str]]]:
+    """Every if/while/conditional of the script that asks about availability and is not a
+    picker (a picker is converted by its own fix), with what it asks: once per parse, as
+    every picker's plan looks at all of them."""
+
+    def compute() -> list[tuple[ast.AST, bool, frozenset[str]]]:
+        out = []
+        for node in model.nodes_of(ast.If, ast.IfExp, ast.While):
+            assert isinstance(node, ast.If | ast.IfExp | ast.While)
+            direct, names = _asks_availability(model, node.test)
+            if not direct and not names:
+                continue
+            if _is_picker(model, node) or _elif_of_picker(model, node):
+                continue
+            out.append((node, direct, names))
+        return out
+
+    return model.memo(_availability_tests, compute)
 
 
 def _is_picker(model: ScriptModel, node: ast.AST | None) -> bool:
