@@ -13,6 +13,9 @@ from ..rules.base import Finding, Severity
 
 # Findings that, left as they are, keep the model or its optimizer off the XLA device.
 DEVICE_CODES = frozenset({"XLA101", "XLA109"})
+# The script places nothing on any device (a CPU-only script): it surely stays on the CPU
+# until a person adds the device, the model's move and the batches' moves (no fix exists).
+UNPLACED_CODES = frozenset({"XLA117"})
 
 
 def _where(f: Finding) -> str:
@@ -28,6 +31,8 @@ class Leftover:
     # Device findings with no fix (a CUDA index also read as a number, a helper elsewhere):
     # whether the script reaches XLA depends on what the person does there.
     device_by_hand: list[Finding] = field(default_factory=list)
+    # Nothing in the script is placed on any device: it trains on the CPU after conversion.
+    unplaced: list[Finding] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -37,6 +42,13 @@ class Leftover:
         """One paragraph for a person: what still stands between the script and XLA;
         ``how_to_review`` says where the review fixes are (editor: quick fixes; CLI: a flag)."""
         parts = []
+        if self.unplaced:
+            lines = ", ".join(_where(f) for f in self.unplaced[:4])
+            parts.append(
+                "The script does not reach the XLA device: nothing in it places the model or its "
+                f"batches on a device, so it still trains on the CPU ({lines}); add the device, "
+                "move the model before its optimizer is built, and move every batch."
+            )
         if self.off_device:
             lines = ", ".join(_where(f) for f in self.off_device[:4])
             more = f" and {len(self.off_device) - 4} more" if len(self.off_device) > 4 else ""
@@ -65,10 +77,11 @@ def leftover(remaining: list[Finding]) -> Leftover:
     device_by_hand = [f for f in device if f.fix is None]
     review = [f for f in remaining if f.fix is not None and not f.fix.safe]
     manual = [f for f in remaining if f.fix is None]
-    return Leftover(off_device, review, manual, device_by_hand)
+    unplaced = [f for f in remaining if f.code in UNPLACED_CODES]
+    return Leftover(off_device, review, manual, device_by_hand, unplaced)
 
 
 EDITOR_REVIEW = 'the quick fixes marked "review"'
 CLI_REVIEW = "`xla-lens fix --unsafe-fixes` applies them"
 
-__all__ = ["CLI_REVIEW", "DEVICE_CODES", "EDITOR_REVIEW", "Leftover", "leftover"]
+__all__ = ["CLI_REVIEW", "DEVICE_CODES", "UNPLACED_CODES", "EDITOR_REVIEW", "Leftover", "leftover"]

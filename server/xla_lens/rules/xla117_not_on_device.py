@@ -1,0 +1,124 @@
+"""XLA117: the training loop's model and batches are never placed on any device.
+
+A script with no CUDA code at all (no ``.to(device)``, no ``.cuda()``, no ``device=``) trains
+on the CPU. Converting it adds ``import torch_xla``, a sync and step closures, but nothing
+moves to the XLA device, so the "converted" script still trains on the CPU. The tool must say
+so rather than report the conversion as nearly done.
+
+No fix is offered: the device must exist before the model is built, the model must be moved
+before its optimizer takes its parameters (on XLA ``.to()`` makes new Parameter objects,
+XLA109), every batch must be moved, and every tensor the step creates (``torch.zeros`` in
+``forward``, targets computed from module-level tensors) must be created on the device or
+the first step fails mixing CPU and XLA tensors. Those places are spread over the script and
+its helpers; a local edit cannot find them all.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ..semantic.device_intent import places_on_a_device, written_for_xla
+from ..semantic.model import ScriptModel, method_name
+from ..semantic.training_loops import TrainingLoop
+from .base import Category, Finding, Rule, RuleContext, Severity
+
+CODE = "XLA117"
+PARAMETER_METHODS = frozenset({"parameters", "named_parameters", "zero_grad"})
+
+
+def _trained_names(model: ScriptModel, loops: list[TrainingLoop]) -> list[str]:
+    """Names whose parameters are trained: given to an optimizer, or read or zeroed in a
+    training loop (a hand-written update ``for p in net.parameters(): p.data.add_(...)``)."""
+    names: list[str] = []
+    for call in model.calls:
+        name = model.call_name(call) or ""
+        if not name.startswith("torch.optim."):
+            continue
+        for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+            for n in ast.walk(arg):
+                if isinstance(n, ast.Call) and method_name(n) in PARAMETER_METHODS:
+                    owner = n.func.value  # type: ignore[union-attr]
+                    if isinstance(owner, ast.Name) and owner.id not in names:
+                        names.append(owner.id)
+    for loop in loops:
+        for region in loop.regions():
+            for n in ast.walk(region):
+                if isinstance(n, ast.Call) and method_name(n) in PARAMETER_METHODS:
+                    owner = n.func.value  # type: ignore[union-attr]
+                    if isinstance(owner, ast.Name) and owner.id not in names:
+                        names.append(owner.id)
+    return names
+
+
+def _construction(model: ScriptModel, names: list[str]) -> ast.Call | None:
+    """The call that builds the trained model (``net = Net()``), when the script has one."""
+    for name in names:
+        for value in model.assigned_from(name):
+            if isinstance(value, ast.Call) and not (model.call_name(value) or "").startswith(
+                "torch.optim."
+            ):
+                return value
+    return None
+
+
+def _loop_header(loop: TrainingLoop) -> ast.AST:
+    """What the loop iterates over (``range(epochs)``), not its whole body."""
+    node = loop.node
+    return node.iter if isinstance(node, ast.For | ast.AsyncFor) else node.test
+
+
+def _device_code(ctx: RuleContext) -> str:
+    return "xm.xla_device()" if ctx.target == "legacy" else "torch_xla.device()"
+
+
+def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    loops = model.training_loops
+    if not loops or written_for_xla(model) or places_on_a_device(model):
+        return
+    if any(loop.external_steps for loop in loops):
+        return  # the step (and maybe the placement) lives in another module
+    names = _trained_names(model, loops)
+    built = _construction(model, names)
+    model_name = names[0] if names and built is not None else "model"
+    device = _device_code(ctx)
+    yield Finding(
+        CODE,
+        "nothing in this script places the model or its batches on a device: after "
+        "conversion it still trains on the CPU, not on the XLA device",
+        model.span(built if built is not None else _loop_header(loops[0])),
+        Severity.WARNING,
+        manual=(
+            f"Create the device once (`device = {device}`), move the model right after it is "
+            f"built and before its optimizer is made (`{model_name}.to(device)`), move every "
+            "batch (`x = x.to(device)`), and create the tensors the step makes on the device "
+            "(`torch.zeros(..., device=device)`)."
+        ),
+    )
+
+
+HOVER = """\
+**XLA117 · the model never reaches a device**
+
+Nothing places the model or its batches on a device, so the converted script still trains
+on the CPU. Add:
+
+| target | device |
+|---|---|
+| modern (torch_xla ≥ 2.5) | `device = torch_xla.device()` |
+| legacy (1.13) | `device = xm.xla_device()` |
+
+then `model.to(device)` before the optimizer is built, and `.to(device)` on every batch.
+"""
+
+RULE = Rule(
+    code=CODE,
+    name="not-on-device",
+    category=Category.CONVERSION,
+    summary="training loop whose model and batches are never placed on a device → "
+    "device = torch_xla.device(), model.to(device) before the optimizer, batches .to(device)",
+    severity=Severity.WARNING,
+    check=check,
+    has_fix=False,
+    hover={},
+)

@@ -1,0 +1,126 @@
+"""XLA117: a training script that places nothing on any device keeps training on the CPU after
+conversion; the tool must say so (and offer no fix: the tensors to move are all over)."""
+
+from xla_lens.engine import analyze
+from xla_lens.engine.fixing import fix_source
+from xla_lens.engine.leftover import CLI_REVIEW, leftover
+from xla_lens.rules.base import Severity
+from xla_lens.rules.registry import get_rule
+
+from tests.helpers import findings, fixed, src
+
+# A hand-rolled SGD on a tiny curve fit: no device anywhere.
+CURVE_FIT = """
+import torch
+import torch.nn.functional as F
+
+true_w = torch.randn(3, 1)
+
+def sample(n=16):
+    x = torch.randn(n, 3)
+    return x, x @ true_w
+
+net = torch.nn.Linear(3, 1)
+for it in range(100):
+    xb, yb = sample()
+    net.zero_grad()
+    err = F.mse_loss(net(xb), yb)
+    err.backward()
+    for w in net.parameters():
+        w.data.add_(-0.05 * w.grad)
+    if err.item() < 1e-4:
+        break
+"""
+
+# A model with its own optimizer, built in the main guard.
+WITH_OPTIMIZER = """
+import torch
+from torch import nn
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(2, 2)
+
+    def forward(self, x):
+        state = torch.zeros(x.size(0), 2)
+        return self.body(x) + state
+
+if __name__ == "__main__":
+    data = torch.randn(8, 2)
+    tiny = Tiny()
+    tiny.double()
+    opt = torch.optim.Adam(tiny.parameters(), lr=1e-2)
+    for epoch in range(5):
+        opt.zero_grad()
+        tiny(data.double()).pow(2).mean().backward()
+        opt.step()
+"""
+
+
+def test_a_loop_whose_model_is_never_placed_is_reported_at_the_model_without_a_fix():
+    (f,) = findings(CURVE_FIT, "XLA117")
+    assert f.span.start.line + 1 == 10 and f.severity == Severity.WARNING
+    assert f.fix is None
+    assert "torch_xla.device()" in f.manual and "before" in f.manual
+    assert "CPU" in f.message
+
+
+def test_the_model_is_found_through_its_optimizer():
+    (f,) = findings(WITH_OPTIMIZER, "XLA117")
+    assert src(WITH_OPTIMIZER).splitlines()[f.span.start.line].strip() == "tiny = Tiny()"
+
+
+def test_the_legacy_target_names_xm_xla_device():
+    (f,) = findings(CURVE_FIT, "XLA117", target="legacy")
+    assert "xm.xla_device()" in f.manual
+
+
+def test_still_reported_after_the_other_fixes_added_torch_xla():
+    # XLA107 adds ``import torch_xla`` and a sync: the model is still on the CPU.
+    out = fixed(CURVE_FIT)
+    assert "torch_xla.sync()" in out
+    assert [f.code for f in findings(out, "XLA117")] == ["XLA117"]
+
+
+def test_fix_says_the_script_does_not_reach_the_xla_device():
+    out = fix_source(src(CURVE_FIT), target="modern")
+    remaining = list(analyze(out.source, target="modern").findings)
+    text = leftover(remaining).statement(CLI_REVIEW)
+    assert "does not reach the XLA device" in text and "XLA117" in text
+
+
+def test_quiet_when_anything_places_the_model_or_its_batches():
+    placements = [
+        ("net = torch.nn.Linear(3, 1)", "net = torch.nn.Linear(3, 1).to(dev)"),
+        ("net = torch.nn.Linear(3, 1)", "net = torch.nn.Linear(3, 1).cuda()"),
+        ("x = torch.randn(n, 3)", "x = torch.randn(n, 3, device=dev)"),
+        ("xb, yb = sample()", "xb, yb = sample()\n    xb = xb.to(yb)"),
+        ("import torch\n", "import torch\ntorch.set_default_device('cuda')\n"),
+    ]
+    for old, new in placements:
+        code = src(CURVE_FIT).replace(old, new)
+        assert old in src(CURVE_FIT) and findings(code, "XLA117") == [], new
+
+
+def test_a_dtype_only_to_still_places_nothing():
+    code = src(CURVE_FIT).replace(
+        "xb, yb = sample()", "xb, yb = sample()\n    xb = xb.to(torch.float64)"
+    )
+    assert [f.code for f in findings(code, "XLA117")] == ["XLA117"]
+
+
+def test_quiet_on_xla_scripts_frameworks_and_scripts_without_a_training_loop():
+    on_xla = "import torch_xla\n" + src(CURVE_FIT).replace(
+        "net = torch.nn.Linear(3, 1)", "net = torch.nn.Linear(3, 1).to(torch_xla.device())"
+    )
+    assert findings(on_xla, "XLA117") == []
+    accelerate = "from accelerate import Accelerator\n" + src(CURVE_FIT)
+    assert findings(accelerate, "XLA117") == []
+    no_loop = src(CURVE_FIT).split("for it")[0]
+    assert findings(no_loop, "XLA117") == []
+
+
+def test_rule_is_registered_with_a_page():
+    rule = get_rule("XLA117")
+    assert rule is not None and not rule.has_fix and "## Fix safety" in rule.doc
