@@ -357,3 +357,21 @@ def test_saving_into_memory_is_not_a_file_every_replica_writes():
         upload({"a": 1})
     """
     assert lines(code) == []
+
+
+def _print_lines(code: str) -> list[int]:
+    text = src(code).splitlines()
+    return [n for n in lines(code) if "print(" in text[n - 1]]
+
+
+def test_prints_stay_reported_when_another_fix_added_torch_xla_but_not_on_a_finished_xla_script():
+    # XLA202/XLA116 fixes add ``import torch_xla`` while the CUDA code is still there.
+    partial = "import torch_xla\n" + src(SPAWNED).replace(
+        "def worker(rank, world_size):\n",
+        "def worker(rank, world_size):\n    torch.cuda.set_device(rank)\n",
+    )
+    assert _print_lines(partial), "the CUDA script's prints are still per replica"
+    finished = "import torch_xla\nimport torch_xla.distributed.parallel_loader as pl\n" + src(
+        SPAWNED
+    ).replace("for x, y in loader:", "for x, y in pl.MpDeviceLoader(loader, 'xla'):")
+    assert _print_lines(finished) == []

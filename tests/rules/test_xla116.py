@@ -166,3 +166,42 @@ def test_a_module_level_seed_of_a_spawned_script_gets_advice_for_the_worker():
     """
     (f,) = findings(code, "XLA116")
     assert f.span.start.line == 3 and f.fix is None and "each worker runs" in f.manual
+
+
+NATIVE_XLA = """
+import torch
+import torch_xla
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+from torch import nn
+
+def run(loader):
+    torch.manual_seed(0)
+    device = "xla"
+    net = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1)).to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for x, y in pl.MpDeviceLoader(loader, device):
+        opt.zero_grad()
+        (net(x) - y).pow(2).mean().backward()
+        xm.optimizer_step(opt)
+"""
+
+
+def test_reported_after_the_device_fix_alone_put_the_script_on_xla():
+    # XLA101's fix alone removes the only CUDA trace: the seed still needs the XLA seed.
+    on_xla = "import torch_xla\n" + src(TRAIN).replace(
+        'torch.device("cuda" if torch.cuda.is_available() else "cpu")', "torch_xla.device()"
+    )
+    (f,) = findings(on_xla, "XLA116")
+    assert f.fix.safe
+
+
+def test_quiet_on_a_script_written_for_xla():
+    # Its training loop runs through the XLA loader and optimizer step: the author chose
+    # the seeding (here: CPU initial weights only).
+    assert findings(NATIVE_XLA, "XLA116") == []
+    # torch_xla API that no fix writes (metrics, sharding...) marks a hand-written script too.
+    metrics = "import torch_xla.debug.metrics as met\n" + src(TRAIN).replace(
+        'torch.device("cuda" if torch.cuda.is_available() else "cpu")', '"xla"'
+    )
+    assert findings(metrics, "XLA116") == []

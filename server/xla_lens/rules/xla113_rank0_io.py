@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from ..semantic.calls import FunctionNode, callee
+from ..semantic.device_intent import being_converted, hand_written_xla
 from ..semantic.frameworks import ownership
 from ..semantic.model import (
     SCOPE_TYPES,
@@ -78,6 +79,12 @@ def _names_replica(node: ast.AST) -> bool:
         if (text and REPLICA_WORDS.search(text)) or (ident and REPLICA_WORDS.search(ident)):
             return True
     return False
+
+
+def _chose_own_output(model: ScriptModel) -> bool:
+    """Written for torch_xla: API no fix writes, or torch_xla without a CUDA trace or a
+    half-converted device (a finished XLA script)."""
+    return hand_written_xla(model) or (model.uses_torch_xla and not being_converted(model))
 
 
 def _replaces_print(model: ScriptModel) -> bool:
@@ -279,8 +286,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     guards = Guards(model)
     launches = any(model.call_name(c) in LAUNCHERS for c in model.calls)
     # A script already written for torch_xla chose its own output (often per replica, in a
-    # step closure); only a script being converted gets the print hints.
-    prints = [] if model.uses_torch_xla or _replaces_print(model) else model.calls
+    # step closure); only a script being converted gets the print hints. "Written for XLA"
+    # must not mean "imports torch_xla": another fix (the device picker, the seed, the world
+    # size) adds that import while the prints are still the CUDA script's.
+    prints = [] if _chose_own_output(model) or _replaces_print(model) else model.calls
     for call in prints:
         if not _is_builtin(model, call, "print"):
             continue

@@ -22,6 +22,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.device_intent import being_converted, runs_on_cuda
 from ..semantic.frameworks import ownership
 from ..semantic.launch import (
     is_launched,
@@ -30,9 +31,12 @@ from ..semantic.launch import (
     replica_functions,
     runs_in_parent,
 )
-from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, method_name
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword
 from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity
 from .xla204_mp_fn import guard_entry
+
+# ``runs_on_cuda`` lives in semantic/device_intent.py; XLA115 still imports it from here.
+__all__ = ["RULE", "check", "runs_on_cuda"]
 
 CODE = "XLA116"
 TORCH_SEEDS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
@@ -49,7 +53,6 @@ SEEDS_XLA = frozenset(
         "accelerate.utils.set_seed",
     }
 )
-CUDA_PREFIXES = ("torch.cuda.", "torch.accelerator.")
 PARENT_REVIEW = (
     "this seed may run in the launcher's parent process (line {line}), before the replicas "
     "start: seeding the XLA device there starts the XLA runtime and torch_xla then refuses "
@@ -58,23 +61,15 @@ PARENT_REVIEW = (
 )
 
 
-def runs_on_cuda(model: ScriptModel) -> bool:
-    """The original places work on CUDA (or torch.accelerator's device): the conversion then
-    moves it to the XLA device."""
-    for call in model.calls:
-        name = model.call_name(call) or ""
-        if name.startswith(CUDA_PREFIXES) or method_name(call) == "cuda":
-            return True
-    return any(is_cuda_string(n) for n in model.nodes_of(ast.Constant, ast.JoinedStr))
-
-
 def _applies(model: ScriptModel) -> bool:
-    """A CUDA training script that a conversion moves onto XLA and that seeds no XLA
-    generator yet. Scripts already written for XLA, and those whose framework (accelerate,
-    Lightning, the HF Trainer) seeds the device itself, are left alone."""
-    if model.uses_torch_xla or model.uses_trainer or ownership(model).framework is not None:
+    """A training script that a conversion moves onto XLA and that seeds no XLA generator
+    yet: on CUDA, or already on the XLA device through XLA101's fix alone (the finding must
+    not vanish because that fix came first; ``device_intent.being_converted``). Scripts
+    written for XLA by hand, and those whose framework (accelerate, Lightning, the HF
+    Trainer) seeds the device itself, are left alone."""
+    if model.uses_trainer or ownership(model).framework is not None:
         return False
-    if not model.training_loops or not runs_on_cuda(model):
+    if not model.training_loops or not being_converted(model):
         return False
     return not any(model.call_name(c) in SEEDS_XLA for c in model.calls)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.device_intent import places_on_a_device, written_for_xla
+from ..semantic.device_intent import hand_written_xla, places_on_a_device
 from ..semantic.model import ScriptModel, method_name
 from ..semantic.training_loops import TrainingLoop
 from .base import Category, Finding, Rule, RuleContext, Severity
@@ -74,7 +74,7 @@ def _device_code(ctx: RuleContext) -> str:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     loops = model.training_loops
-    if not loops or written_for_xla(model) or places_on_a_device(model):
+    if not loops or hand_written_xla(model) or places_on_a_device(model):
         return
     if any(loop.external_steps for loop in loops):
         return  # the step (and maybe the placement) lives in another module

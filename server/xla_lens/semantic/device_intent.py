@@ -9,7 +9,7 @@ reports was fixed. So:
 
 - ``being_converted``: the script places work on CUDA, *or* on the XLA device without an
   XLA training loop yet (what XLA101's fix leaves behind counts like the CUDA it replaced);
-- ``written_for_xla``: the script uses torch_xla API that xla-lens's own fixes never write
+- ``hand_written_xla``: the script uses torch_xla API that xla-lens's own fixes never write
   (metrics, SPMD sharding, test utilities, rendezvous...). Only such a script was written for
   XLA by a person who chose its seeding and output; a script whose torch_xla calls are all of
   the kind the fixes emit is judged as a script still being converted, whatever fixes ran;
@@ -158,7 +158,7 @@ class _Intent:
         self.model = model
 
     @cached_property
-    def written_for_xla(self) -> bool:
+    def hand_written_xla(self) -> bool:
         model = self.model
         for target in model.imports.values():
             if target.split(".")[0] == "torch_xla" and not _emitted(target):
@@ -231,8 +231,8 @@ def _intent(model: ScriptModel) -> _Intent:
     return cached
 
 
-def written_for_xla(model: ScriptModel) -> bool:
-    return _intent(model).written_for_xla
+def hand_written_xla(model: ScriptModel) -> bool:
+    return _intent(model).hand_written_xla
 
 
 # What makes an XLA training loop run: a sync, a device loader, the XLA optimizer step, a
@@ -265,7 +265,7 @@ def being_converted(model: ScriptModel) -> bool:
     cannot be told from one written for XLA that uses only the API the fixes emit; a rule
     reading this then goes quiet (its fix should be applied with the others, by Convert).
     """
-    if written_for_xla(model):
+    if hand_written_xla(model):
         return False
     if runs_on_cuda(model):
         return True
@@ -282,5 +282,5 @@ __all__ = [
     "places_on_a_device",
     "runs_on_cuda",
     "uses_xla_device",
-    "written_for_xla",
+    "hand_written_xla",
 ]
