@@ -80,11 +80,13 @@ def test_ddp_with_backend_flag_is_kept_over_the_xla_backend():
 
 def test_device_type_string_picker_is_left_for_review_and_still_runs():
     result = prove(FIXTURES / "amp_device_type_string.py")
-    # The picker feeds string tests ("cuda" in device): neither it nor the autocast keyed
-    # on it can change safely, so both wait for review and the script still runs as before.
-    assert {"XLA101", "XLA102", "XLA103"} <= set(result.remaining)
-    finding = _finding(result.converted_source, "XLA102")
-    assert not finding.fix.safe and "device picker" in finding.fix.review_reason
+    # The picker feeds string tests ("cuda" in device): it cannot change safely and waits
+    # for review, so the script still runs as before. The device_type derivation gains an
+    # XLA case (inert until the picker says "xla"), after which the autocast keyed on it
+    # follows the device by itself and needs no change (test_autocast_device_type.py).
+    assert {"XLA101", "XLA103"} <= set(result.remaining)
+    assert "XLA102" in result.applied and "XLA102" not in result.remaining
+    assert '"xla" if "xla" in device else "cpu"' in result.converted_source
     assert result.converted.returncode == 0
     assert result.converted.losses == result.original.losses
     assert "torch.autocast(device_type=device_type, dtype=ptdtype)" in result.converted_source

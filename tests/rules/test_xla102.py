@@ -155,14 +155,15 @@ def test_device_type_variables_that_can_be_cuda_become_xla():
         with torch.autocast(gpu.type):
             d = model(x)
     """
-    found = findings(code, "XLA102")
+    # (the derivation of device_type has its own finding: test_xla102_device_type.py)
+    found = [f for f in findings(code, "XLA102") if "looks for" not in f.message]
     assert len(found) == 4
     # Pickers with a CPU fallback: right only once the picker is converted (review).
     assert [f.fix.safe for f in found] == [False, False, False, True]
     assert "can be cpu, cuda" in found[0].fix.review_reason
     out = fixed(code, "XLA102")
     assert 'with torch.autocast("xla", dtype=torch.bfloat16):\n        d = model(x)' in out
-    assert out.count('"xla"') == 1
+    assert out.count('torch.autocast("xla"') == 1
 
 
 def test_converted_picker_needs_no_autocast_change():

@@ -9,6 +9,7 @@ from dataclasses import replace
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
 from ..semantic.precision import ACCELERATORS, device_strings
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
+from .parts.autocast_device_type import derivation_findings
 
 CODE = "XLA102"
 
@@ -149,6 +150,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             manual=manual,
         )
     yield from _references(model, ctx)
+    yield from derivation_findings(model, ctx)
     yield from _module_imports(model)
 
 
@@ -243,7 +245,9 @@ argparse default. On XLA a `"cuda"` or `"cpu"` autocast casts nothing, so the fi
 `"xla"`: applied automatically when the value can only be `"cuda"`, marked for review when
 it has a CPU/MPS fallback (right only once the picker itself becomes the XLA device, XLA101)
 or comes from where xla-lens cannot follow (a function parameter). `device.type` of a
-converted device is already `"xla"`.
+converted device is already `"xla"`. The line that derives the type by looking for `"cuda"`
+in the device (`device_type = "cuda" if "cuda" in device else "cpu"`) is reported too when it
+reaches an autocast: on XLA it gives `"cpu"`, and the fix adds an `"xla"` case.
 
 Fix: the autocast call is replaced; `enabled=`, an explicit `dtype=` and `cache_enabled=`
 are kept. `torch_xla.amp.autocast(device)` in torch_xla 2.9 raises on the CPU device

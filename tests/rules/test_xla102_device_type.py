@@ -1,0 +1,182 @@
+"""XLA102 at the line that derives an autocast's device type from a device string.
+
+``device_type = "cuda" if "cuda" in device else "cpu"`` feeding
+``nullcontext() if device_type == "cpu" else torch.autocast(device_type=device_type)``:
+once the device is XLA the test is false, ``device_type`` is "cpu" and mixed precision is
+silently dropped, whatever the autocast call itself is rewritten to.
+"""
+
+from tests.helpers import findings, fixed, src
+
+GUARDED = """
+import torch
+from contextlib import nullcontext
+
+device = "cuda"
+device_type = 'cuda' if 'cuda' in device else 'cpu'
+ctx = nullcontext() if device_type == 'cpu' else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)
+
+def get_batch(data):
+    x = data[:8]
+    if device_type == 'cuda':
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
+
+with ctx:
+    loss = model(get_batch(data))
+"""
+
+
+def _derivation(code: str, target: str = "modern"):
+    return [f for f in findings(code, "XLA102", target) if "looks for" in f.message]
+
+
+def test_device_type_test_that_turns_autocast_off_on_xla_is_reported():
+    (f,) = _derivation(GUARDED)
+    assert "`device_type`" in f.message and "nullcontext" in f.message
+    assert "line 6" in f.message  # where the autocast is chosen
+    assert f.fix is not None and f.fix.safe, f.fix
+    out = fixed(GUARDED, "XLA102")
+    assert (
+        "device_type = 'cuda' if 'cuda' in device else 'xla' if 'xla' in device else 'cpu'" in out
+    )
+    # Once fixed, nothing is left to say at the derivation.
+    assert _derivation(out) == []
+
+
+def test_the_fix_keeps_the_original_devices_and_adds_xla():
+    out = fixed(GUARDED, "XLA102")
+    line = next(s for s in out.splitlines() if s.startswith("device_type ="))
+    expr = line.split("=", 1)[1]
+    for device, expected in (("cuda", "cuda"), ("cuda:1", "cuda"), ("cpu", "cpu"), ("mps", "cpu")):
+        assert eval(expr, {"device": device}) == expected  # noqa: S307
+    assert eval(expr, {"device": "xla"}) == "xla"  # noqa: S307
+    assert eval(expr, {"device": "xla:0"}) == "xla"  # noqa: S307
+
+
+def test_a_use_out_of_reach_makes_the_fix_a_review():
+    code = GUARDED + "optimizer = model.configure_optimizers(0.1, 6e-4, device_type)\n"
+    (f,) = _derivation(code)
+    assert not f.fix.safe
+    assert "configure_optimizers" in f.fix.review_reason and "line 16" in f.fix.review_reason
+    assert fixed(code, "XLA102") == fixed(code, "XLA102")  # idempotent either way
+    assert "'xla' if 'xla'" not in fixed(code, "XLA102")
+    assert "'xla' if 'xla'" in fixed(code, "XLA102", unsafe=True)
+
+
+def test_a_use_in_a_function_of_this_file_is_followed():
+    code = """
+    import torch
+
+    class GPT(torch.nn.Module):
+        def configure_optimizers(self, lr, device_type):
+            fused = device_type == "cuda"
+            return torch.optim.AdamW(self.parameters(), lr=lr, fused=fused)
+
+    device = "cuda"
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    model = GPT()
+    optimizer = model.configure_optimizers(6e-4, device_type=device_type)
+    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+        loss = model(x)
+    """
+    (f,) = _derivation(code)
+    assert f.fix.safe, f.fix.review_reason
+    assert (
+        'device_type = "cuda" if device.startswith("cuda") else "xla" if '
+        'device.startswith("xla") else "cpu"' in fixed(code, "XLA102")
+    )
+
+
+def test_a_cpu_only_branch_other_than_autocast_makes_it_a_review():
+    code = """
+    import torch
+    device = "cuda"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    if device_type == "cpu":
+        torch.set_num_threads(4)
+    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+        loss = model(x)
+    """
+    (f,) = _derivation(code)
+    assert not f.fix.safe and "line 4" in f.fix.review_reason
+
+
+def test_an_autocast_enabled_only_on_cuda_stays_off_and_says_so():
+    code = """
+    import torch
+    device = "cuda"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    with torch.autocast(device_type=device_type, enabled=(device_type == "cuda")):
+        loss = model(x)
+    """
+    (f,) = _derivation(code)
+    assert not f.fix.safe and "enabled" in f.fix.review_reason
+
+
+def test_torch_device_type_comparison_form():
+    code = """
+    import torch
+    from contextlib import nullcontext
+    device = torch.device("cuda")
+    device_type = "cuda" if device.type == "cuda" else "cpu"
+    ctx = torch.autocast(device_type, dtype=torch.bfloat16) if device_type != "cpu" else nullcontext()
+    """
+    (f,) = _derivation(code)
+    assert f.fix.safe
+    assert (
+        'device_type = "cuda" if device.type == "cuda" else "xla" if device.type == "xla" else "cpu"'
+        in fixed(code, "XLA102")
+    )
+
+
+def test_legacy_target_has_no_xla_device_type_in_torch_autocast():
+    (f,) = _derivation(GUARDED, target="legacy")
+    assert not f.fix.safe and "torch_xla.amp.autocast" in f.fix.review_reason
+
+
+def test_not_reported_without_an_autocast_or_when_already_handled():
+    no_autocast = """
+    device = "cuda"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    if device_type == "cuda":
+        x = x.pin_memory()
+    """
+    assert findings(no_autocast, "XLA102") == []
+    cpu_only = """
+    import torch
+    device = "cpu"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+        pass
+    """
+    # (the autocast call has its own finding: the test is not evaluated there)
+    assert _derivation(cpu_only) == []
+    already = """
+    import torch
+    device = "cuda"
+    device_type = "cuda" if "cuda" in device else "xla" if "xla" in device else "cpu"
+    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+        pass
+    """
+    assert _derivation(already) == []
+
+
+def test_autocast_without_device_type_but_guarded_by_it():
+    code = src(
+        """
+        import torch
+        from contextlib import nullcontext
+
+        def main(args):
+            device_type = "cuda" if "cuda" in args.device else "cpu"
+            ctx = nullcontext() if device_type == "cpu" else torch.cuda.amp.autocast()
+            with ctx:
+                loss = model(x)
+        """
+    )
+    found = findings(code, "XLA102")
+    lines = sorted(f.span.start.line + 1 for f in found)
+    assert lines == [5, 6]  # the derivation and the CUDA autocast itself
+    (f,) = _derivation(code)
+    assert f.fix.safe
