@@ -44,8 +44,7 @@ def _loader_calls(model: ScriptModel, expr: ast.AST, depth: int = 0) -> Iterator
     if depth > 6:
         return
     if isinstance(expr, ast.Name):
-        for value in model.assigned_from(expr.id):
-            yield from _loader_calls(model, value, depth + 1)
+        yield from _name_loader_calls(model, expr.id, depth)
     elif isinstance(expr, ast.Call):
         if model.call_name(expr) in DATALOADERS:
             yield expr
@@ -53,6 +52,21 @@ def _loader_calls(model: ScriptModel, expr: ast.AST, depth: int = 0) -> Iterator
             yield from _loader_calls(model, expr.func.value, depth + 1)
         elif expr.args:
             yield from _loader_calls(model, expr.args[0], depth + 1)
+
+
+def _name_loader_calls(model: ScriptModel, name: str, depth: int) -> list[ast.Call]:
+    """``_loader_calls`` of every value assigned to ``name`` (once per name, depth and parse:
+    each loop over ``loader`` followed every ``loader = ...`` of a big script again)."""
+    cache: dict[tuple[str, int], list[ast.Call]] = model.memo(_name_loader_calls, dict)
+    key = (name, depth)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = [
+            call
+            for value in model.assigned_from(name)
+            for call in _loader_calls(model, value, depth + 1)
+        ]
+    return found
 
 
 def _training_loaders(model: ScriptModel) -> list[ast.Call]:

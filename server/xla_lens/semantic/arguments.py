@@ -90,12 +90,28 @@ def local_bindings(model: ScriptModel, name: str, at: ast.AST) -> list[ast.Assig
     """Assignments to ``name`` in the scope that runs ``at`` (falling back to the module
     when the function never binds it)."""
     scope = _scope(model, at)
-    here = [a for a in model.assignments.get(name, []) if _scope(model, a) is scope]
+    by_scope = _bindings_by_scope(model, name)
+    here = list(by_scope.get(scope, ()))
     if here or scope is model.tree:
         return here
     if _binds_elsewhere(scope, name):
         return []  # a parameter, loop target or with-target: not a value we can read
-    return [a for a in model.assignments.get(name, []) if _scope(model, a) is model.tree]
+    return list(by_scope.get(model.tree, ()))
+
+
+def _bindings_by_scope(
+    model: ScriptModel, name: str
+) -> dict[ast.AST, list[ast.Assign | ast.AnnAssign]]:
+    """``name``'s assignments grouped by the scope they run in, each group in source order
+    (once per name and parse: asked per use, a scan of every binding was quadratic)."""
+
+    def group() -> dict[ast.AST, list[ast.Assign | ast.AnnAssign]]:
+        out: dict[ast.AST, list[ast.Assign | ast.AnnAssign]] = {}
+        for a in model.assignments.get(name, []):
+            out.setdefault(_scope(model, a), []).append(a)
+        return out
+
+    return model.memo((_bindings_by_scope, name), group)
 
 
 def _binds_elsewhere(fn: ast.AST, name: str) -> bool:

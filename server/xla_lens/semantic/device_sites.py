@@ -31,16 +31,35 @@ def device_flow(model: ScriptModel) -> DeviceFlow:
 def device_ref_at(model: ScriptModel, node: ast.AST) -> str | None:
     """The device variable if it is visibly bound where ``node`` runs, else None."""
     var = model.device_variable
-    if var is not None:
-        fn = model.enclosing_function(node)
-        for a in model.assignments.get(var, []):
-            afn = model.enclosing_function(a)
-            before = (a.lineno, a.col_offset) < (node.lineno, node.col_offset)
-            if afn is None and (fn is not None or before):
-                return var
-            if afn is not None and afn is fn and before:
-                return var
+    if var is None:
+        return None
+    first = _first_binding_by_function(model, var)
+    fn = model.enclosing_function(node)
+    if fn is not None and None in first:
+        return var  # bound at module level: visible in every function
+    here = first.get(fn)
+    if here is not None and here < (node.lineno, node.col_offset):
+        return var  # bound before it in its own function (or the module)
     return None
+
+
+def _first_binding_by_function(
+    model: ScriptModel, var: str
+) -> dict[ast.AST | None, tuple[int, int]]:
+    """The position of ``var``'s first assignment in each function (None: the module),
+    once per parse: ``device_ref_at`` is asked per site, a scan of every binding per site
+    was quadratic on big files."""
+
+    def compute() -> dict[ast.AST | None, tuple[int, int]]:
+        out: dict[ast.AST | None, tuple[int, int]] = {}
+        for a in model.assignments.get(var, []):
+            fn = model.enclosing_function(a)
+            pos = (a.lineno, a.col_offset)
+            if fn not in out or pos < out[fn]:
+                out[fn] = pos
+        return out
+
+    return model.memo((_first_binding_by_function, var), compute)
 
 
 def is_str_valued(model: ScriptModel, node: ast.AST) -> bool:

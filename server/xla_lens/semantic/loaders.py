@@ -162,25 +162,46 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
             return Source.PLAIN if kinds == {Source.PLAIN} else Source.UNKNOWN
         if _prepared_by_accelerate(model, node.id, depth):
             return Source.XLA
-        values = model.assigned_from(node.id)
-        kinds = {classify(model, v, depth + 1) for v in values}
+        kinds = _name_value_kinds(model, node.id, depth)
         if Source.XLA in kinds:
             return Source.XLA
         if Source.PLAIN in kinds:
             return Source.PLAIN
     if isinstance(node, ast.Attribute) and depth < 3:
         # ``self.loader``: what the script assigns to that attribute anywhere.
-        kinds = {
-            classify(model, a.value, depth + 1)
-            for a in model.nodes_of(ast.Assign)
-            if isinstance(a, ast.Assign)
-            and any(isinstance(t, ast.Attribute) and t.attr == node.attr for t in a.targets)
-        }
+        kinds = _attribute_value_kinds(model, node.attr, depth)
         if Source.XLA in kinds:
             return Source.XLA
         if kinds == {Source.PLAIN}:
             return Source.PLAIN
     return Source.UNKNOWN
+
+
+def _name_value_kinds(model: ScriptModel, name: str, depth: int) -> set[Source]:
+    """The kinds of every value assigned to ``name`` (once per name, depth and parse: asked
+    per use of the name, classifying every value each time was quadratic on big files)."""
+    cache: dict[tuple[str, int], set[Source]] = model.memo(_name_value_kinds, dict)
+    key = (name, depth)
+    kinds = cache.get(key)
+    if kinds is None:
+        kinds = cache[key] = {classify(model, v, depth + 1) for v in model.assigned_from(name)}
+    return kinds
+
+
+def _attribute_value_kinds(model: ScriptModel, attr: str, depth: int) -> set[Source]:
+    """The kinds of every value assigned to ``<something>.attr`` in the script (once per
+    attribute name, depth and parse)."""
+    cache: dict[tuple[str, int], set[Source]] = model.memo(_attribute_value_kinds, dict)
+    key = (attr, depth)
+    kinds = cache.get(key)
+    if kinds is None:
+        kinds = cache[key] = {
+            classify(model, a.value, depth + 1)
+            for a in model.nodes_of(ast.Assign)
+            if isinstance(a, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and t.attr == attr for t in a.targets)
+        }
+    return kinds
 
 
 def _next_batch_source(model: ScriptModel, loop: TrainingLoop) -> ast.AST | None:

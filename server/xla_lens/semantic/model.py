@@ -12,6 +12,7 @@ import ast
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator
 from functools import cached_property
+from operator import attrgetter
 from typing import TypeVar
 
 # Re-exported: rules import the node helpers, the emitter and the loop types from here.
@@ -43,6 +44,8 @@ from .tree_index import child_nodes, index_tree
 
 _CACHED_WALK_ROOTS = (*SCOPE_TYPES, ast.Module)
 T = TypeVar("T")
+_UNKNOWN = object()
+_position = attrgetter("lineno", "col_offset")
 OPTIMIZER_CLASSES = {
     "torch.optim.SGD",
     "torch.optim.Adam",
@@ -92,6 +95,9 @@ class ScriptModel(SourcePositions):
         self._sorted_nodes: dict[tuple[type, ...], list[ast.AST]] = {}
         self._call_names: dict[int, str | None] = {}
         self._step_calls: dict[int, bool] = {}
+        self._enclosing_functions: dict[ast.AST, ast.AST | None] = {}
+        self._assigned_values: dict[str, tuple[ast.expr, ...]] = {}
+        self._calls_by_name: dict[str | None, list[ast.Call]] | None = None
         # Scope walks and derived facts asked for again and again by rules: computed once
         # per parse (the tree is never mutated after indexing).
         self._scope_walks: dict[ast.AST, tuple[ast.AST, ...]] = {}
@@ -109,7 +115,11 @@ class ScriptModel(SourcePositions):
         cached = self._sorted_nodes.get(types)
         if cached is None:
             nodes = [n for t in types for n in self._by_type.get(t, [])]
-            cached = self._sorted_nodes[types] = sorted(nodes, key=node_order)
+            try:  # node_order's key, read in C (every parsed expression has a position)
+                cached = sorted(nodes, key=_position)
+            except AttributeError:  # a type without positions (ast.arguments, operators)
+                cached = sorted(nodes, key=node_order)
+            self._sorted_nodes[types] = cached
         return cached
 
     def name_nodes(self, identifier: str) -> list[ast.Name]:
@@ -146,10 +156,25 @@ class ScriptModel(SourcePositions):
             return name
 
     def calls_to(self, *qualnames: str) -> Iterator[ast.Call]:
-        wanted = set(qualnames)
-        for call in self.calls:
-            if self.call_name(call) in wanted:
-                yield call
+        """The calls to any of ``qualnames``, in source order (``self.calls``' order)."""
+        by_name = self._calls_by_name
+        if by_name is None:
+            # Rules ask this once per site: index every call by its name once per parse
+            # rather than scan all calls per question.
+            by_name = self._calls_by_name = defaultdict(list)
+            for call in self.calls:
+                by_name[self.call_name(call)].append(call)
+        lists = [by_name[q] for q in set(qualnames) if q in by_name]
+        if len(lists) == 1:
+            return iter(lists[0])
+        if not lists:
+            return iter(())
+        order = self._call_order
+        return iter(sorted((c for calls in lists for c in calls), key=lambda c: order[c]))
+
+    @cached_property
+    def _call_order(self) -> dict[ast.Call, int]:
+        return {call: i for i, call in enumerate(self.calls)}
 
     def calls_to_prefix(self, prefix: str) -> Iterator[tuple[ast.Call, str]]:
         for call in self.calls:
@@ -176,11 +201,14 @@ class ScriptModel(SourcePositions):
         return any(t.split(".")[0] == "torch_xla" for t in self.imports.values())
 
     def assigned_from(self, name: str) -> list[ast.expr]:
-        values = []
-        for a in self.assignments.get(name, []):
-            if a.value is not None:
-                values.append(a.value)
-        return values
+        # Asked per use of a name: each name's values are listed once per parse (a copy is
+        # handed out, so a caller may change its list).
+        values = self._assigned_values.get(name)
+        if values is None:
+            values = self._assigned_values[name] = tuple(
+                a.value for a in self.assignments.get(name, ()) if a.value is not None
+            )
+        return list(values)
 
     def names_assigned_from_calls(self, qualnames: set[str]) -> set[str]:
         out = set()
@@ -224,10 +252,30 @@ class ScriptModel(SourcePositions):
         return cur
 
     def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        for a in self.ancestors(node):
-            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
-                return a
-        return None
+        # Asked for every binding of a name per use of it (quadratic on big files): remember
+        # the answer for the node and every ancestor passed on the way up.
+        known = self._enclosing_functions
+        try:
+            return known[node]
+        except KeyError:
+            pass
+        parents = self.parents
+        path = [node]
+        found = None
+        p = parents.get(node)
+        while p is not None:
+            if isinstance(p, ast.FunctionDef | ast.AsyncFunctionDef):
+                found = p
+                break
+            cached = known.get(p, _UNKNOWN)
+            if cached is not _UNKNOWN:
+                found = cached
+                break
+            path.append(p)
+            p = parents.get(p)
+        for n in path:
+            known[n] = found
+        return found
 
     def innermost_loop(self, node: ast.AST) -> ast.For | ast.While | ast.AsyncFor | None:
         for a in self.ancestors(node):

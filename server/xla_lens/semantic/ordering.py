@@ -431,8 +431,13 @@ class Ordering:
         """(build, move) pairs where the move runs after the build of the same module."""
         out = []
         seen: set[int] = set()
+        # Paths that match share their first name: pair each build only with the moves of
+        # its root (in the moves' order), not with every move of a big script.
+        moves_by_root: dict[str, list[Event]] = {}
+        for move in self.moves:
+            moves_by_root.setdefault(_root(move.path), []).append(move)
         for build in self.builds:
-            for move in self.moves:
+            for move in moves_by_root.get(_root(build.path), ()):
                 if id(build.node) in seen or not _matches(build.path, move.path):
                     continue
                 if not self._runs_later(build, move):

@@ -80,9 +80,21 @@ def is_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> b
 def mentions_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> bool:
     if follow:
         for n in ast.walk(node):
-            if any(_mentions_directly(model, v) for v in flag_values(model, n)):
+            if isinstance(n, ast.Name) and _flag_mentions_availability(model, n.id):
                 return True
     return _mentions_directly(model, node)
+
+
+def _flag_mentions_availability(model: ScriptModel, name: str) -> bool:
+    """Whether any value assigned to ``name`` mentions an availability question (once per
+    name and parse: asked per mention, a scan of every value was quadratic)."""
+    cache: dict[str, bool] = model.memo(_flag_mentions_availability, dict)
+    found = cache.get(name)
+    if found is None:
+        found = cache[name] = any(
+            _mentions_directly(model, v) for v in model.assigned_from(name) if v is not None
+        )
+    return found
 
 
 def _mentions_directly(model: ScriptModel, node: ast.AST) -> bool:

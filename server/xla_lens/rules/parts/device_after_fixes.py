@@ -53,6 +53,23 @@ def _device_edits(
     return model.memo(("device_after_fixes", target), compute)
 
 
+def _edits_at_line(
+    model: ScriptModel, target: Target, line: int
+) -> list[tuple[bool, Replace | ReplaceStatement]]:
+    """The XLA101 edits whose span covers ``line``, in ``_device_edits`` order (an index
+    built once per parse: a scan of every edit per device site was quadratic)."""
+
+    def compute() -> dict[int, list[tuple[bool, Replace | ReplaceStatement]]]:
+        out: dict[int, list[tuple[bool, Replace | ReplaceStatement]]] = {}
+        for edit in _device_edits(model, target):
+            span = edit[1].span
+            for covered in range(span.start.line, span.end.line + 1):
+                out.setdefault(covered, []).append(edit)
+        return out
+
+    return model.memo(("device_edits_by_line", target), compute).get(line, [])
+
+
 def _line(node: ast.AST) -> int:
     return getattr(node, "lineno", 0)
 
@@ -138,7 +155,7 @@ class _Resolver:
         """ "" when a safe XLA101 fix rewrites ``span`` to the XLA device, a reason when only
         a fix for review does, None when no XLA101 rewrite covers it."""
         found = None
-        for safe, op in _device_edits(self.model, self.target):
+        for safe, op in _edits_at_line(self.model, self.target, span.start.line):
             if not op.span.contains(span):
                 continue
             if isinstance(op, ReplaceStatement):

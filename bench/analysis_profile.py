@@ -1,0 +1,132 @@
+"""Time ``analyze()`` itself (no language server) on generated training scripts.
+
+Prints the median of ``--repeat`` runs of ``analyze`` on 2,000 and 10,000-line scripts
+(bench/corpus.py's generator, the same text bench/lsp_latency.py opens), then the time and
+peak RSS of one ``analyze`` of a ~5 MB script in a fresh subprocess (so the peak is that
+file's, not the earlier runs'). With --profile it prints cProfile's top functions for
+one size instead; with --rules the cumulative time spent in each rule's ``check``.
+
+    .venv/bin/python bench/analysis_profile.py [--sizes 2000,10000] [--repeat 7] [--big-mb 5]
+    .venv/bin/python bench/analysis_profile.py --profile 10000 [--top 40]
+
+The machine is shared: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "server"))
+
+from corpus import make_script  # noqa: E402
+from xla_lens.engine.analysis import analyze  # noqa: E402
+
+
+def big_text(megabytes: float) -> str:
+    per_line = len(make_script(2000)) / 2000
+    return make_script(int(megabytes * 1_000_000 / per_line))
+
+
+def median_ms(text: str, repeat: int) -> tuple[float, float]:
+    """Median wall and CPU milliseconds of ``analyze(text)`` (CPU time is the steadier figure
+    on a machine shared with other work)."""
+    analyze(text, "bench.py")  # warm imports and caches
+    wall, cpu = [], []
+    for _ in range(repeat):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        analyze(text, "bench.py")
+        wall.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+def big_child(megabytes: float) -> None:
+    """Run in a fresh process: one analysis of a big file, its time and peak RSS."""
+    text = big_text(megabytes)
+    analyze("import torch\n", "warm.py")
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    start, start_cpu = time.perf_counter(), time.process_time()
+    result = analyze(text, "big.py")
+    took, took_cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"{len(text) / 1e6:.1f} MB ({text.count(chr(10))} lines): {took:.2f} s "
+        f"({took_cpu:.2f} s CPU), "
+        f"{len(result.findings)} findings, peak RSS {peak:.0f} MB "
+        f"(before: {base:.0f} MB)"
+    )
+
+
+def profile(lines: int, top: int) -> None:
+    text = make_script(lines) if lines > 0 else big_text(-lines / 1000)
+    analyze(text, "bench.py")
+    prof = cProfile.Profile()
+    prof.enable()
+    analyze(text, "bench.py")
+    prof.disable()
+    stats = pstats.Stats(prof)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+
+
+def per_rule(lines: int, repeat: int) -> None:
+    from xla_lens.rules import registry
+
+    totals: dict[str, list[float]] = {}
+    for rule in registry.all_rules():
+
+        def timed(model, ctx, _orig=rule.check, _code=rule.code):
+            start = time.perf_counter()
+            out = list(_orig(model, ctx))
+            totals.setdefault(_code, []).append(time.perf_counter() - start)
+            return out
+
+        object.__setattr__(rule, "check", timed)  # a frozen dataclass; bench-only
+    text = make_script(lines)
+    for _ in range(repeat):
+        analyze(text, "bench.py")
+    for code, runs in sorted(totals.items(), key=lambda kv: -statistics.median(kv[1])):
+        print(f"  {code}: {statistics.median(runs) * 1000:7.1f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="2000,10000")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--big-mb", type=float, default=5.0, help="0 to skip the big file")
+    ap.add_argument("--profile", type=int, help="profile one size (negative: -KB of big file)")
+    ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--rules", type=int, help="median time per rule at this many lines")
+    ap.add_argument("--big-child", type=float, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.big_child:
+        big_child(args.big_child)
+        return
+    if args.profile is not None:
+        profile(args.profile, args.top)
+        return
+    if args.rules:
+        per_rule(args.rules, args.repeat)
+        return
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for size in (int(s) for s in args.sizes.split(",") if s):
+        wall, cpu = median_ms(make_script(size), args.repeat)
+        print(f"{size:>6} lines: analyze median {wall:.0f} ms ({cpu:.0f} ms CPU)")
+    if args.big_mb:
+        subprocess.run([sys.executable, __file__, "--big-child", str(args.big_mb)], check=True)
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
