@@ -13,6 +13,7 @@ from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
 from ..rules.registry import all_rules
 from ..semantic.model import ScriptModel
 from .config import Settings, resolve_target
+from .incremental import ParsedText, reparse
 from .launch_safety import review_parent_runtime_fixes
 
 log = logging.getLogger("xla_lens")
@@ -43,13 +44,21 @@ class Analysis:
         return self.syntax_error is None
 
 
-def parse(source: str, path: str = "<script>") -> ScriptModel:
-    """Parse ``source`` (raises SyntaxError/ValueError/RecursionError on bad input)."""
+def parse(source: str, path: str = "<script>", previous: ScriptModel | None = None) -> ScriptModel:
+    """Parse ``source`` (raises SyntaxError/ValueError/RecursionError on bad input).
+
+    With ``previous`` (the model of an earlier text of the same document) only the
+    top-level statement an edit changed is parsed again when that gives the very tree a
+    full parse gives (``incremental.reparse``)."""
     text = source[1:] if source.startswith(BOM) else source
-    with warnings.catch_warnings():
-        # Invalid escape sequences in the user's strings are not our business here.
-        warnings.simplefilter("ignore")
-        tree = ast.parse(text, filename=path)
+    tree = None
+    if previous is not None:
+        tree = reparse(ParsedText(previous.source, previous.tree), text)
+    if tree is None:
+        with warnings.catch_warnings():
+            # Invalid escape sequences in the user's strings are not our business here.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=path)
     return ScriptModel(text, tree, path)
 
 
@@ -114,11 +123,14 @@ def analyze(
     path: str = "<script>",
     settings: Settings | None = None,
     target: Target | None = None,
+    previous: ScriptModel | None = None,
 ) -> Analysis:
+    """Every enabled rule's findings on ``source``. ``previous``: the model of an earlier
+    text of the same document, to parse only what changed (same result either way)."""
     settings = settings or Settings()
     target = target or resolve_target(settings)
     try:
-        model = parse(source, path)
+        model = parse(source, path, previous)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return Analysis(path, source, target, syntax_error=syntax_problem(exc, source))
     result = Analysis(path, source, target, model=model)

@@ -43,7 +43,7 @@ def convert(entry: Entry) -> FixOutcome:
 def ignore_line_of(entry: Entry, finding: Finding) -> int | None:
     """The line that can carry the suppression comment (start line, else end line)."""
     for line in (finding.span.start.line, finding.span.end.line):
-        if line in entry.commentable_lines:
+        if entry.commentable(line):
             return line
     return None
 

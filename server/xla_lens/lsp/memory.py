@@ -17,6 +17,7 @@ from typing import Any
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter numbers
 MMAP_THRESHOLD_BYTES = 256 * 1024
+YOUNG_COLLECTION_EVERY = 10_000  # allocations (CPython's default: 700)
 
 
 def _glibc() -> Any | None:
@@ -39,6 +40,20 @@ def tune_allocator() -> None:
     go back to the system the moment they are freed."""
     if _LIBC is not None:
         _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
+def tune_collector() -> None:
+    """Collect garbage cycles less often, and never walk the server's own code again.
+
+    An analysis allocates hundreds of thousands of syntax-tree and model objects; with the
+    default thresholds (a young collection every 700 allocations) the collector ran so often,
+    and walked the previous analyses held for hover and code actions so many times, that it
+    took a third of an edit's analysis (137 -> 100 ms on 2,000 lines, 1.3 -> 0.65 s on
+    10,000). Cycles are still collected, just in larger batches; ``release`` still collects
+    everything when a document closes."""
+    gc.collect()
+    gc.freeze()  # modules, rule tables, pygls: alive for the whole session
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, 10, 10)
 
 
 def release() -> None:

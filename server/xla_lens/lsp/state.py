@@ -7,7 +7,9 @@ so a request never waits for rules to run twice on the same text.
 from __future__ import annotations
 
 import ast
+import bisect
 import io
+import sys
 import tokenize
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -80,6 +82,50 @@ class Entry:
                 ok.add(i)
         return frozenset(ok)
 
+    def commentable(self, line: int) -> bool:
+        """Whether ``line`` (0-based) may take a ``# comment``: ``line in commentable_lines``,
+        tokenizing only the top-level statements on that line, not the file (a code action
+        list on a 10,000-line file must not tokenize all of it). Strings never cross a
+        top-level statement's lines, so its lines tokenize alone as they do in the file."""
+        model = self.analysis.model
+        if model is None:
+            return line in self.commentable_lines
+        lines = model.lines
+        if not 0 <= line < len(lines) or lines[line].rstrip("\r\n").endswith("\\"):
+            return False
+        block = self._statements_on(line)
+        if block is None:  # between statements: a comment or blank line
+            return True
+        first, last = block
+        cached = self._blocked.get(first)
+        if cached is None:
+            cached = self._blocked[first] = _string_lines("".join(lines[first : last + 1]))
+        return cached is not None and line - first not in cached
+
+    @cached_property
+    def _blocked(self) -> dict[int, frozenset[int] | None]:
+        return {}
+
+    @cached_property
+    def _statement_lines(self) -> list[tuple[int, int]]:
+        """0-based (first, last) lines of the top-level statements, decorators included,
+        statements sharing a line (``a = 1; b = 2``) merged."""
+        assert self.analysis.model is not None
+        merged: list[tuple[int, int]] = []
+        for stmt in self.analysis.model.tree.body:
+            first = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+            span = (first - 1, (stmt.end_lineno or stmt.lineno) - 1)
+            if merged and span[0] <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], span[1]))
+            else:
+                merged.append(span)
+        return merged
+
+    def _statements_on(self, line: int) -> tuple[int, int] | None:
+        spans = self._statement_lines
+        i = bisect.bisect_right(spans, (line, sys.maxsize)) - 1
+        return spans[i] if i >= 0 and spans[i][0] <= line <= spans[i][1] else None
+
     def findings_in(self, span: Span) -> list[tuple[int, Finding]]:
         """Findings whose span touches ``span`` (inclusive, so a bare cursor counts)."""
         out = []
@@ -87,6 +133,18 @@ class Entry:
             if f.span.start <= span.end and span.start <= f.span.end:
                 out.append((i, f))
         return out
+
+
+def _string_lines(text: str) -> frozenset[int] | None:
+    """Lines of ``text`` that end inside a string token; None when it does not tokenize."""
+    blocked: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text, newline=None).readline):
+            if tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+                blocked.update(range(tok.start[0] - 1, tok.end[0] - 1))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return frozenset(blocked)
 
 
 @dataclass
