@@ -64,10 +64,10 @@ def test_existing_xm_alias_and_module_level_loop_without_free_names():
         loss = model(batch).sum()
         loss.backward()
         opt.step()
-        print(torch.ones(2).sum().item())
+        print(torch.ones(2).cuda().sum().item())
     """
     out = fixed(code, "XLA401")
-    assert "    X.add_step_closure(lambda: print(torch.ones(2).sum().item()))\n" in out
+    assert "    X.add_step_closure(lambda: print(torch.ones(2).cuda().sum().item()))\n" in out
 
 
 def test_non_reporting_statement_gets_a_reviewed_fix_only():
@@ -208,10 +208,13 @@ def test_a_report_after_the_loops_only_sync_is_offered_for_review_only():
         loss.backward()
         optimizer.step()
         torch_xla.sync()
-        print(loss)
+        print(loss.mean())
     """
+    # ``print(loss)`` here reads the value the sync just computed (no finding); an op on it
+    # makes a new graph, and the closure would run only at the next step's sync.
     (f,) = findings(code, "XLA401")
     assert not f.fix.safe and "comes before it" in f.fix.review_reason
+    assert findings(code.replace("loss.mean()", "loss"), "XLA401") == []
 
 
 def test_a_report_before_the_sync_or_in_an_xla_loader_loop_is_safe():

@@ -7,6 +7,7 @@ import builtins
 from collections.abc import Iterator
 from types import ModuleType
 
+from ..semantic.host_values import HostValues, host_values
 from ..semantic.loaders import Source, classify, loop_source, loop_syncs
 from ..semantic.model import (
     SCOPE_TYPES,
@@ -19,7 +20,7 @@ from ..semantic.model import (
 )
 from ..semantic.params import parameter_of
 from ..semantic.steps import trailing_exit_guard
-from ..semantic.tensors import HOST_METHODS, TensorNames, loop_nodes, scope_of
+from ..semantic.tensors import HOST_METHODS, loop_nodes, scope_of
 from . import xla106_device_loader, xla107_mark_step
 from .base import (
     Category,
@@ -96,23 +97,37 @@ def _is_reporting(model: ScriptModel, call: ast.Call) -> bool:
     )
 
 
-def _reads(model: ScriptModel, tensors: TensorNames, node: ast.AST) -> str | None:
+def _pending(values: HostValues, expr: ast.AST) -> bool:
+    """A device tensor whose value is not computed yet: not a host value, and not read as it
+    is right after the script's own sync (which has just computed it)."""
+    return values.is_device(expr) and not values.materialized(expr)
+
+
+def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
     """What kind of host read ``node`` is, or None."""
     if isinstance(node, ast.Call):
-        if method_name(node) in HOST_METHODS and receiver(node) is not None:
-            return None if _outer_host_read(model, node) else f".{method_name(node)}()"
+        recv = receiver(node)
+        if method_name(node) in HOST_METHODS and recv is not None:
+            if _outer_host_read(model, node):
+                return None
+            # ``t.cpu().numpy()`` reads ``t``: judge the value the chain starts from.
+            while isinstance(recv, ast.Call) and method_name(recv) in HOST_METHODS:
+                recv = receiver(recv)
+            if recv is not None and (values.is_host(recv) or values.materialized(recv)):
+                return None
+            return f".{method_name(node)}()"
         if (
             _is_builtin_call(model, node, CONVERSIONS)
             and len(node.args) == 1
-            and tensors.is_tensor(node.args[0])
+            and _pending(values, node.args[0])
         ):
             return f"{node.func.id}(tensor)"  # type: ignore[attr-defined]
         if _is_reporting(model, node):
-            values = [*node.args, *(kw.value for kw in node.keywords)]
-            if any(tensors.is_tensor(v) for v in values if not isinstance(v, ast.Starred)):
+            args = [*node.args, *(kw.value for kw in node.keywords)]
+            if any(_pending(values, v) for v in args if not isinstance(v, ast.Starred)):
                 return "passing a tensor to a logging call"
     if isinstance(node, ast.JoinedStr) and any(
-        isinstance(v, ast.FormattedValue) and tensors.is_tensor(v.value) for v in node.values
+        isinstance(v, ast.FormattedValue) and _pending(values, v.value) for v in node.values
     ):
         return "formatting a tensor"
     return None
@@ -396,13 +411,13 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    tensors = TensorNames(model)
+    values = host_values(model)
     closures = _closure_functions(model)
     for loop, node in loop_nodes(model):
         scope = scope_of(model, node)
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
-        what = _reads(model, tensors, node)
+        what = _reads(model, values, node)
         if what is None:
             continue
         stmt = model.enclosing_statement(node)

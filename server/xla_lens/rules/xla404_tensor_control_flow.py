@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.host_values import host_values
 from ..semantic.model import ScriptModel
-from ..semantic.tensors import TensorNames, loop_nodes
+from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Rule, RuleContext, Severity
 
 CODE = "XLA404"
@@ -36,9 +37,11 @@ def _tests(model: ScriptModel) -> Iterator[tuple[str, ast.expr]]:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    tensors = TensorNames(model)
+    values = host_values(model)
     for kind, test in _tests(model):
-        if not tensors.is_tensor(test):
+        # Not a Python number, nor a CPU tensor of them (``losses = torch.zeros(n)`` filled
+        # with ``.item()`` values): a pending device tensor.
+        if not values.is_device(test):
             continue
         yield Finding(
             CODE,

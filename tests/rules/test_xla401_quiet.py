@@ -1,0 +1,118 @@
+"""XLA401 stays quiet where nothing reads the device: floats handed over by a running-average
+object fed Python numbers, a name whose value in this step is a float (flow-sensitive), and a
+tensor the script has just materialized with its own sync."""
+
+from tests.helpers import findings, src
+
+METER_LOOP = """
+import torch
+
+
+class RunningMean:
+    def __init__(self):
+        self.last = self.mean = self.total = 0.0
+        self.n = 0
+
+    def update(self, value, n=1):
+        self.last = value
+        self.total += value * n
+        self.n += n
+        self.mean = self.total / self.n
+
+
+def train_epoch(net, loader, opt, device, multi):
+    meter = RunningMean()
+    for i, (xb, yb) in enumerate(loader):
+        loss = net(xb.to(device), yb.to(device))
+        loss.backward()
+        opt.step()
+        meter.update({fed}, xb.size(0))
+        if i % 10 == 0:
+            mean_now, last_now = meter.mean, meter.last
+            if multi:
+                mean_now = sync_mean(loss.new([mean_now])).item()
+            log.info(f"step {{i}} loss {{last_now:.3f}} (avg {{mean_now:.3f}})")
+    mean_now = meter.mean
+    if multi:
+        mean_now = torch.tensor([mean_now], device=device)
+        mean_now = sync_mean(mean_now).item()
+    return mean_now
+"""
+
+
+def _reads(code: str) -> list[tuple[str, str]]:
+    text = src(code).splitlines()
+    return [
+        (text[f.span.start.line].strip(), f.message.split(" reads")[0])
+        for f in findings(code, "XLA401")
+    ]
+
+
+def test_floats_from_a_meter_fed_item_values_are_not_device_reads():
+    code = METER_LOOP.format(fed="loss.item()")
+    reads = _reads(code)
+    assert ("meter.update(loss.item(), xb.size(0))", ".item()") in reads
+    assert not [r for r in reads if r[1] == "formatting a tensor"], reads
+
+
+def test_a_meter_fed_the_loss_tensor_holds_a_tensor_and_stays_reported():
+    code = METER_LOOP.format(fed="loss.detach()")
+    reads = _reads(code)
+    assert (
+        'log.info(f"step {i} loss {last_now:.3f} (avg {mean_now:.3f})")',
+        "formatting a tensor",
+    ) in reads
+
+
+SYNCED_STEP = """
+import torch
+import torch_xla
+import torch_xla.distributed.parallel_loader as pl
+
+
+def run(net, loader, opt, device, every):
+    feed = pl.MpDeviceLoader(loader, device)
+    for step, (xb, yb) in enumerate(feed):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(net(xb), yb)
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+{after}
+"""
+
+
+def test_printing_the_loss_right_after_the_scripts_own_sync_is_not_a_new_graph():
+    after = '        if step % every == 0:\n            print(f"step {step} loss {loss}")\n'
+    assert findings(SYNCED_STEP.format(after=after), "XLA401") == []
+    item = '        if step % every == 0:\n            print("loss", loss.item(), float(loss))\n'
+    assert findings(SYNCED_STEP.format(after=item), "XLA401") == []
+
+
+def test_a_tensor_op_after_the_sync_is_a_new_graph_and_still_reported():
+    after = '        if step % every == 0:\n            print(f"loss {loss.mean()}")\n'
+    assert [
+        f.message.split(" reads")[0] for f in findings(SYNCED_STEP.format(after=after), "XLA401")
+    ] == ["formatting a tensor"]
+
+
+def test_a_value_rebound_after_the_sync_is_pending_again():
+    after = (
+        "        loss = loss * 2\n"
+        '        if step % every == 0:\n            print(f"loss {loss}")\n'
+    )
+    assert len(findings(SYNCED_STEP.format(after=after), "XLA401")) == 1
+
+
+def test_a_read_before_the_sync_is_still_reported():
+    code = SYNCED_STEP.format(after="").replace(
+        "        torch_xla.sync()\n", '        print(f"loss {loss}")\n        torch_xla.sync()\n'
+    )
+    assert len(findings(code, "XLA401")) == 1
+
+
+def test_a_conditional_sync_does_not_cover_the_read():
+    code = SYNCED_STEP.format(after='        print(f"loss {loss}")\n').replace(
+        "        torch_xla.sync()\n", "        if step % 2:\n            torch_xla.sync()\n"
+    )
+    assert len(findings(code, "XLA401")) == 1
