@@ -124,3 +124,30 @@ def test_quiet_on_xla_scripts_frameworks_and_scripts_without_a_training_loop():
 def test_rule_is_registered_with_a_page():
     rule = get_rule("XLA117")
     assert rule is not None and not rule.has_fix and "## Fix safety" in rule.doc
+
+
+SIBLING_BUILT = """
+import torch
+from nets import Tiny
+
+tiny = Tiny()
+opt = torch.optim.SGD(tiny.parameters(), lr=0.1)
+for step in range(3):
+    opt.zero_grad()
+    tiny(torch.randn(2, 2)).sum().backward()
+    opt.step()
+"""
+
+
+def test_a_model_built_by_a_sibling_module_that_places_things_is_left_alone(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(src(SIBLING_BUILT))
+    nets = tmp_path / "nets.py"
+    nets.write_text(
+        "import torch\nclass Tiny(torch.nn.Linear):\n    def __init__(self):\n        super().__init__(2, 2)\n"
+    )
+    found = analyze(script.read_text(), str(script), target="modern").findings
+    assert [f.code for f in found if f.code == "XLA117"] == ["XLA117"]
+    nets.write_text(nets.read_text() + "        self.cuda()\n")
+    found = analyze(script.read_text(), str(script), target="modern").findings
+    assert [f.code for f in found if f.code == "XLA117"] == []

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.device_intent import hand_written_xla, places_on_a_device
+from ..semantic.device_intent import built_where_placed, hand_written_xla, places_on_a_device
 from ..semantic.model import ScriptModel, method_name
 from ..semantic.training_loops import TrainingLoop
 from .base import Category, Finding, Rule, RuleContext, Severity
@@ -80,6 +80,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return  # the step (and maybe the placement) lives in another module
     names = _trained_names(model, loops)
     built = _construction(model, names)
+    if built is not None and built_where_placed(model, built):
+        return  # a sibling module builds the model and places things itself
     model_name = names[0] if names and built is not None else "model"
     device = _device_code(ctx)
     yield Finding(

@@ -23,9 +23,11 @@ import ast
 import re
 from functools import cached_property
 
+from .diskread import read_regular
 from .frameworks import ownership
 from .model import ScriptModel
 from .node_helpers import is_cuda_string, method_name
+from .workspace import MAX_BYTES, module_file
 
 CUDA_PREFIXES = ("torch.cuda.", "torch.accelerator.")
 XLA_DEVICE_CALLS = frozenset(
@@ -222,6 +224,47 @@ def _dtype_only(model: ScriptModel, call: ast.Call) -> bool:
     return True
 
 
+# A sibling module that places something (its own ``.cuda()``, ``.to(...)``, ``device=``).
+SIBLING_PLACEMENT = re.compile(rb"\.(cuda|to)\(|\bdevice\s*=|torch\.device\(|set_default_device")
+
+
+def _import_origin(model: ScriptModel, local: str) -> tuple[str, int] | None:
+    """``(module, level)`` of the import that binds ``local`` (``from .nets import Net``,
+    ``import nets``)."""
+    for node in model.nodes_of(ast.ImportFrom, ast.Import):
+        for alias in node.names:  # type: ignore[attr-defined]
+            bound = alias.asname or alias.name.split(".")[0]
+            if bound != local:
+                continue
+            if isinstance(node, ast.ImportFrom):
+                return node.module or "", node.level
+            return alias.name, 0
+    return None
+
+
+def built_where_placed(model: ScriptModel, call: ast.Call) -> bool:
+    """``call`` builds an object from a sibling module of this script (read from disk, never
+    imported) whose code places something on a device itself: the model may be moved
+    there (``Net.__init__`` calling ``self.cuda()``, ``build_model()`` returning
+    ``model.to(device)``)."""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    origin = _import_origin(model, root.id)
+    if origin is None:
+        return False
+    path = module_file(model.path or "", *origin)
+    if path is None:
+        return False
+    try:
+        text = read_regular(path, MAX_BYTES)
+    except OSError:
+        return True  # cannot tell: assume it may place
+    return SIBLING_PLACEMENT.search(text) is not None
+
+
 def _intent(model: ScriptModel) -> _Intent:
     # One per parse: several rules ask.
     cached = getattr(model, "_xla_lens_device_intent", None)
@@ -278,6 +321,7 @@ def places_on_a_device(model: ScriptModel) -> bool:
 
 __all__ = [
     "being_converted",
+    "built_where_placed",
     "has_xla_step_machinery",
     "places_on_a_device",
     "runs_on_cuda",
