@@ -116,3 +116,33 @@ def test_a_conditional_sync_does_not_cover_the_read():
         "        torch_xla.sync()\n", "        if step % 2:\n            torch_xla.sync()\n"
     )
     assert len(findings(code, "XLA401")) == 1
+
+
+def test_an_in_place_op_or_an_inner_loop_rebinding_after_the_sync_is_pending_again():
+    in_place = '        loss.mul_(2)\n        print(f"loss {loss}")\n'
+    assert len(findings(SYNCED_STEP.format(after=in_place), "XLA401")) == 1
+    inner = (
+        "        for k in range(2):\n"
+        '            print(f"loss {loss}")\n'
+        "            loss = loss + 1\n"
+    )
+    assert len(findings(SYNCED_STEP.format(after=inner), "XLA401")) == 1
+
+
+def test_a_step_function_that_syncs_before_its_report_reads_computed_values():
+    code = """
+    import torch_xla.core.xla_model as xm
+
+    def train_step(net, opt, xb, yb):
+        loss = net(xb, yb)
+        loss.backward()
+        xm.optimizer_step(opt, barrier=True)
+        print("loss", loss)
+        return loss
+
+    for xb, yb in loader:
+        train_step(net, opt, xb, yb)
+    """
+    assert findings(code, "XLA401") == []
+    without_barrier = code.replace(", barrier=True", "")
+    assert len(findings(without_barrier, "XLA401")) == 1

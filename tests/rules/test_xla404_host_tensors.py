@@ -98,3 +98,18 @@ def test_python_int_counters_on_self_stay_quiet():
                     break
     """
     assert findings(code, "XLA404") == []
+
+
+def test_bare_constructors_under_a_device_context_are_on_that_device():
+    code = EVAL_THEN_COMPARE.format(device="", stored="batch_loss.item()").replace(
+        "        vals = torch.zeros(n)\n",
+        "        with torch.device(device):\n            vals = torch.zeros(n)\n",
+    )
+    assert _lines(code, "XLA404") == ['if scores["held"] < best_score_loss:']
+
+
+def test_a_host_tensor_moved_to_the_device_is_a_device_tensor():
+    code = EVAL_THEN_COMPARE.format(device="", stored="batch_loss.item()").replace(
+        "scores[part] = vals.mean()", "scores[part] = vals.mean().to(device)"
+    )
+    assert _lines(code, "XLA404") == ['if scores["held"] < best_score_loss:']

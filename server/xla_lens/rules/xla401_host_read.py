@@ -5,23 +5,16 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Iterator
-from types import ModuleType
 
 from ..semantic.host_values import HostValues, host_values
-from ..semantic.loaders import Source, classify, loop_source, loop_syncs
 from ..semantic.model import (
-    SCOPE_TYPES,
-    SYNC_CALLS,
     Emitter,
     ScriptModel,
     TrainingLoop,
     method_name,
     receiver,
 )
-from ..semantic.params import parameter_of
-from ..semantic.steps import trailing_exit_guard
 from ..semantic.tensors import HOST_METHODS, loop_nodes, scope_of
-from . import xla106_device_loader, xla107_mark_step
 from .base import (
     Category,
     EditOp,
@@ -32,10 +25,9 @@ from .base import (
     Rule,
     RuleContext,
     Severity,
-    Span,
     Target,
 )
-from .xla106_device_loader import will_wrap
+from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -191,168 +183,6 @@ def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
     return names
 
 
-EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
-REVIEW_LOST = (
-    "a step closure runs at the next sync; {why}, so the deferred {what} may never run or "
-    "run a step late"
-)
-NEVER_SYNCS = (
-    "nothing in this loop syncs ({why}): a step closure runs only at a sync, so this would "
-    "never run"
-)
-
-
-def _after(node: ast.AST, stmt: ast.stmt) -> bool:
-    return (node.lineno, node.col_offset) > (
-        stmt.end_lineno or stmt.lineno,
-        stmt.end_col_offset or 0,
-    )
-
-
-def _ends_iteration_early(
-    model: ScriptModel, region: ast.AST, stmt: ast.stmt, sync_line: int | None = None
-) -> str | None:
-    """A ``break``/``continue``/``return``/``raise``/``sys.exit()`` after ``stmt`` in the
-    same iteration (and before ``sync_line``, where XLA107 puts the sync): it can skip the
-    sync that would run the closure."""
-    for node in model.walk_scope(region):
-        if not isinstance(node, ast.stmt | ast.Call) or not _after(node, stmt):
-            continue
-        if sync_line is not None and node.lineno >= sync_line:
-            continue
-        if isinstance(node, ast.Break | ast.Continue | ast.Return | ast.Raise):
-            return f"a `{type(node).__name__.lower()}` follows on line {node.lineno}"
-        if isinstance(node, ast.Call):
-            name = model.call_name(node) or (
-                node.func.id if isinstance(node.func, ast.Name) else None
-            )
-            if name in EXITS:
-                return f"`{name}()` follows on line {node.lineno}"
-    return None
-
-
-def _accelerate_leaves_as_is(model: ScriptModel, expr: ast.AST | None) -> str | None:
-    """``*_, loader = accelerator.prepare(..., cycle(DataLoader(ds)))``: accelerate wraps only a
-    DataLoader (in an MpDeviceLoader on XLA) and hands anything else back as it is, which
-    never syncs. The argument's text when it is not provably a DataLoader, else None."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "iter":
-        expr = expr.args[0] if len(expr.args) == 1 else None
-    if not isinstance(expr, ast.Name):
-        return None
-    if not any(t.split(".")[0] == "accelerate" for t in model.imports.values()):
-        return None
-    for a in model.nodes_of(ast.Assign):
-        assert isinstance(a, ast.Assign)
-        call = a.value
-        if not (isinstance(call, ast.Call) and method_name(call) == "prepare"):
-            continue
-        for target in a.targets:
-            names = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
-            for i, n in enumerate(names):
-                if not (isinstance(n, ast.Name) and n.id == expr.id):
-                    continue
-                args = call.args
-                if i >= len(args) or any(isinstance(x, ast.Starred) for x in args[: i + 1]):
-                    return _code(model, call)
-                odd = _not_a_loader(model, args[i])
-                if odd is not None:
-                    return odd
-    return None
-
-
-def _not_a_loader(model: ScriptModel, node: ast.expr) -> str | None:
-    """The text of what ``node`` may be other than a DataLoader (None: provably a loader)."""
-    known = {Source.PLAIN, Source.XLA}
-    if not isinstance(node, ast.Name) or parameter_of(model, node) is not None:
-        return None if classify(model, node) in known else _code(model, node)
-    # Not ``classify``: it takes any name accelerate prepares for an XLA loader.
-    values = [
-        v
-        for v in model.assigned_from(node.id)
-        if not (isinstance(v, ast.Call) and method_name(v) == "prepare")
-    ]
-    if not values:
-        return f"`{node.id}`"
-    odd = next((v for v in values if classify(model, v) not in known), None)
-    return None if odd is None else f"`{node.id}` ({_code(model, odd)})"
-
-
-def _code(model: ScriptModel, node: ast.AST) -> str:
-    text = " ".join(model.segment(node).split())
-    return f"`{text if len(text) <= 60 else text[:57] + '...'}`"
-
-
-def _applied_at(model: ScriptModel, rule: ModuleType, target: Target) -> frozenset[Span]:
-    """Spans of ``rule``'s findings whose safe fix is applied (not silenced by the user)."""
-
-    def compute() -> frozenset[Span]:
-        out = set()
-        for f in rule.check(model, RuleContext(target)):
-            if f.fix is None or not f.fix.safe:
-                continue
-            if not model.silenced(f.code, f.span.start.line, f.span.end.line):
-                out.add(f.span)
-        return frozenset(out)
-
-    return model.memo((_applied_at, rule.__name__, target), compute)
-
-
-def _sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[str, str]:
-    """How this loop syncs after the safe fixes: ``fed`` (its loader marks every step),
-    ``calls`` (a sync it already makes, here or in a helper), ``added`` (XLA107's fix),
-    or ``never`` with why."""
-    source, expr = loop_source(model, loop)
-    as_is = _accelerate_leaves_as_is(model, expr) if source is Source.XLA else None
-    loop_span = model.span(loop.node)
-    wrapped = will_wrap(model, loop.node, target) and any(
-        loop_span.contains(span) for span in _applied_at(model, xla106_device_loader, target)
-    )
-    if (source is Source.XLA and as_is is None) or wrapped:
-        return "fed", ""
-    if loop_syncs(model, loop):
-        return "calls", ""
-    if any(span.start == loop_span.start for span in _applied_at(model, xla107_mark_step, target)):
-        return "added", ""
-    if as_is is not None:
-        why = f"accelerate's `prepare` hands {as_is} back as it is, not an MpDeviceLoader"
-    else:
-        why = "no sync call, no MpDeviceLoader, and no safe XLA106/XLA107 fix adds one"
-    return "never", why
-
-
-def _sync_runs_after(
-    model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt, target: Target
-) -> str | None:
-    """Why a closure added at ``stmt`` might not run at the end of this step (None: it runs)."""
-    plan, why = _sync_plan(model, loop, target)
-    if plan == "never":
-        return NEVER_SYNCS.format(why=why)
-    fed = plan == "fed"
-    syncs = [
-        n
-        for region in loop.regions()
-        for n in (model.walk(region) if region is loop.node else model.walk_scope(region))
-        if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
-    ]
-    lost = REVIEW_LOST.format
-    # With no sync yet, XLA107 adds one before the exit checks that end the loop body.
-    guard = trailing_exit_guard(loop.node) if plan == "added" and not syncs else None
-    if guard is not None and not _after(guard, stmt):
-        why = f"the step's sync goes before the exit check on line {guard.lineno}, before it"
-        return lost(why=why, what="report")
-    for region in loop.regions():
-        if any(a is region for a in model.ancestors(stmt)):
-            sync_line = guard.lineno if guard is not None and region is loop.node else None
-            why = _ends_iteration_early(model, region, stmt, sync_line)
-            if why is not None:
-                return lost(why=why, what="report")
-    if fed:
-        return None  # the loader marks the step before each batch and after the last one
-    if not syncs or any(_after(n, stmt) for n in syncs):
-        return None  # a sync follows (in a helper it calls, or XLA107 adds one at the end)
-    return lost(why=f"the loop's only sync (line {syncs[0].lineno}) comes before it", what="report")
-
-
 def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
     e = Emitter(model)
     names = free_names(model, stmt)
@@ -366,27 +196,6 @@ def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
     return (ReplaceStatement(model.span(stmt), code), *e.imports)
 
 
-def _closed_resource(model: ScriptModel, stmt: ast.stmt) -> str | None:
-    """``with open(p) as f: f.write(...)``: deferred past the ``with``, the report would run
-    on a closed resource (``ValueError: I/O operation on closed file``)."""
-    used = {n.id for n in model.walk(stmt) if isinstance(n, ast.Name)}
-    for a in model.ancestors(stmt):
-        if isinstance(a, SCOPE_TYPES):
-            return None
-        if isinstance(a, ast.With | ast.AsyncWith):
-            for item in a.items:
-                bound = item.optional_vars
-                names = (
-                    {n.id for n in model.walk(bound) if isinstance(n, ast.Name)} if bound else set()
-                )
-                if names & used:
-                    return (
-                        f"it uses `{', '.join(sorted(names & used))}` of the `with` on line "
-                        f"{a.lineno}, which is closed by the time the closure runs"
-                    )
-    return None
-
-
 def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target: Target) -> Fix:
     reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
@@ -396,11 +205,11 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target:
             "the call runs later, after the step: code that uses its effect in this step changes"
         )
     else:
-        closed = _closed_resource(model, stmt)
+        closed = closed_resource(model, stmt)
         if closed is not None:
             reason = REVIEW_LOST.format(why=closed, what="report")
         else:
-            reason = _sync_runs_after(model, loop, stmt, target) or ""
+            reason = sync_runs_after(model, loop, stmt, target) or ""
     return Fix(
         title,
         # Free names and the closure's text only matter when the fix is used.
