@@ -9,6 +9,9 @@ plain ``torch.Tensor`` values to the CPU (its ``select_fn`` is ``type(v) == torc
 so a module's ``nn.Parameter``s stay XLA tensors while its buffers become CPU ones — a file
 whose reload mixes devices (verified on torch_xla 2.9). Saving a state dict or a CPU copy
 changes what the file holds and what loads it, which only the author can decide.
+
+A checkpoint handed to a save helper of another module (``utils.save_on_master(...)``) is
+reported at the call without a fix (parts/checkpoint_helpers.py): the torch.save is there.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .parts.checkpoint_helpers import helper_save_findings
 
 CODE = "XLA108"
 # torch.save(obj, f, ...) keywords and their positions in xm.save(data, file_or_path).
@@ -257,6 +261,7 @@ def is_checkpoint(model: ScriptModel, obj: ast.AST | None) -> bool:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from helper_save_findings(model, ctx, CODE, _is_state_dict)
     for call in model.calls_to("torch.save"):
         obj = arg_or_keyword(call, 0, "obj")
         if not _is_state_dict(model, obj):
