@@ -9,7 +9,7 @@ No fix is offered: the device must exist before the model is built, the model mu
 before its optimizer takes its parameters (on XLA ``.to()`` makes new Parameter objects,
 XLA109), every batch must be moved, and every tensor the step creates (``torch.zeros`` in
 ``forward``, targets computed from module-level tensors) must be created on the device or
-the first step fails mixing CPU and XLA tensors. Those places are spread over the script and
+the first step raises "Expected XLA tensor" (matmul, cat, LSTM cells; torch_xla 2.9). Those places are spread over the script and
 its helpers; a local edit cannot find them all.
 """
 
