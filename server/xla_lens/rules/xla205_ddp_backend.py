@@ -35,6 +35,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .parts.ddp_helpers import helper_device_ids_findings
 from .parts.ddp_inputs import CpuInput, unmoved_input
 from .parts.fsdp_idioms import fsdp_findings
 
@@ -312,6 +313,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if finding is not None:
             yield finding
     yield from fsdp_findings(model, CODE)
+    yield from helper_device_ids_findings(model, CODE)
 
 
 def _ddp_note(model: ScriptModel, call: ast.Call) -> Finding | None:
