@@ -113,3 +113,15 @@ def test_a_host_tensor_moved_to_the_device_is_a_device_tensor():
         "scores[part] = vals.mean()", "scores[part] = vals.mean().to(device)"
     )
     assert _lines(code, "XLA404") == ['if scores["held"] < best_score_loss:']
+
+
+def test_a_while_test_sees_the_bindings_of_its_own_body():
+    # The float before the loop reaches the first test only; the body's tensor every later one.
+    code = """
+    loss = 1.0
+    while loss > 0.1:
+        loss = criterion(model(x), y)
+        loss.backward()
+        opt.step()
+    """
+    assert _lines(code, "XLA404") == ["while loss > 0.1:"]

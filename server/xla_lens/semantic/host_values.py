@@ -3,10 +3,9 @@ them, refining ``TensorNames`` (which judges a name once for its whole scope) fo
 
 Three facts, each provable from the script alone:
 
-- Flow: the bindings of a name that can reach a read in the same pass (the last one that
-  always runs before it in its block, plus every binding in between, in loops around the read,
-  and before it in the frame when none always runs). ``loss_avg = meter.avg`` in the loop is a
-  float there, whatever a ``torch.tensor(loss_avg, device=d)`` after the loop makes of the name.
+- Flow (``reaching.py``): the bindings of a name that can reach a read in the same pass.
+  ``loss_avg = meter.avg`` in the loop is a float there, whatever a
+  ``torch.tensor(loss_avg, device=d)`` after the loop makes of the name.
 - Host tensors: ``torch.zeros(n)`` (``ones``/``empty``/``full``/``tensor``..., no device or
   ``device='cpu'``, and no default device set by the script) is a CPU tensor; filled with
   Python numbers (``t[k] = loss.item()``) anything computed from it stays on the host. A
@@ -22,14 +21,19 @@ attributes (``meter.avg``) are device values.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
-from .model import SCOPE_TYPES, ScriptModel, method_name, receiver
+from .model import ScriptModel, method_name, receiver
 from .node_helpers import const_str, dotted, keyword
+from .reaching import (
+    UNKNOWN,
+    arguments,
+    binds_whole,
+    bound_by_comprehension,
+    bound_value,
+    walk_back,
+)
 from .tensors import CONVENTIONAL, HOST_METHODS, TensorNames, scope_of
 
-# A binding whose value cannot be judged (a ``for`` target, ``with ... as``, an import).
-UNKNOWN = ast.Constant(value=None)
 HOST_CONSTRUCTORS = frozenset(
     f"torch.{n}"
     for n in ("zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace")
@@ -40,13 +44,10 @@ LOADERS = frozenset({"torch.load"})
 HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
 # Methods that move a value to a device (or may: ``type`` takes a CUDA tensor type).
 MOVES = frozenset({"to", "cuda", "xpu", "npu", "mps", "type", "new_tensor", "new"})
-# Calls that store their arguments into the receiver (content of a list, dict or tensor).
-STORING_METHODS = frozenset({"append", "extend", "insert", "update", "add", "setdefault"})
 # Calls that make the pending graph of every live tensor run (a statement of their own).
 SYNCS = frozenset({"torch_xla.sync", "torch_xla.core.xla_model.mark_step"})
 STEP_CONTEXTS = frozenset({"torch_xla.step"})
 OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 MAX_DEPTH = 6
 
 
@@ -98,7 +99,7 @@ class HostValues:
             if recv is None or not self.tensors.is_tensor(recv) or method_name(expr) in MOVES:
                 return True
             return self.is_device(recv, deeper) or any(
-                self.is_device(a, deeper) for a in _arguments(expr)
+                self.is_device(a, deeper) for a in arguments(expr)
             )
         if isinstance(expr, ast.BinOp):
             return self.is_device(expr.left, deeper) or self.is_device(expr.right, deeper)
@@ -160,7 +161,7 @@ class HostValues:
         binding or in-place change of ``loss`` in between: its value is already computed."""
         if not isinstance(expr, ast.Name) or expr.id in self._globals:
             return False
-        found = self._walk_back(expr, expr.id, self._is_sync)
+        found = walk_back(self.model, expr, expr.id, self._is_sync)
         return found is not None and found[0] is not None and not found[1]
 
     # --- reaching bindings -------------------------------------------------------------------
@@ -170,48 +171,16 @@ class HostValues:
         if name in self._reaching:
             return self._reaching[name]
         values: list[ast.expr] | None = None
-        if name.id not in self._globals and not _bound_by_comprehension(self.model, name):
-            found = self._walk_back(name, name.id, lambda s: _binds_whole(s, name.id))
+        if name.id not in self._globals and not bound_by_comprehension(self.model, name):
+            found = walk_back(self.model, name, name.id, lambda s: binds_whole(s, name.id))
             if found is not None:
                 dominating, values = found
                 if dominating is not None:
-                    values.append(_bound_value(dominating, name.id))
+                    values.append(bound_value(dominating, name.id))
                 if not values or any(v is UNKNOWN for v in values):
                     values = None
         self._reaching[name] = values
         return values
-
-    def _walk_back(self, node: ast.AST, name: str, stop) -> tuple[ast.stmt | None, list] | None:  # noqa: ANN001
-        """From ``node``'s statement back to the first earlier statement ``stop`` accepts that
-        always runs before it in this pass; with the values bound to ``name`` in between. At
-        the frame's start with no such statement: (None, every binding before) for the
-        module, None inside a function whose parameter (or caller) gives the value."""
-        model = self.model
-        scope = scope_of(model, node)
-        cur: ast.AST | None = model.enclosing_statement(node)
-        between: list[ast.expr] = []
-        while cur is not None and cur is not scope:
-            parent = model.parent(cur)
-            if parent is None:
-                return None
-            for field, value in ast.iter_fields(parent):
-                if isinstance(value, list) and any(s is cur for s in value):
-                    index = next(i for i, s in enumerate(value) if s is cur)
-                    for sibling in reversed(value[:index]):
-                        if stop(sibling):
-                            between.extend(_bindings(model, sibling, name, skip_top=True))
-                            return sibling, between
-                        between.extend(_bindings(model, sibling, name))
-                elif field not in ("decorator_list", "returns"):
-                    for part in value if isinstance(value, list) else [value]:
-                        if isinstance(part, ast.AST):
-                            between.extend(_bindings(model, part, name))
-            if isinstance(parent, ast.For | ast.While | ast.AsyncFor) and parent is not scope:
-                between.extend(_bindings(model, parent, name))  # the previous pass's
-            cur = parent
-        if isinstance(scope, ast.Module):
-            return None, between
-        return None
 
     # --- pieces ------------------------------------------------------------------------------
     def _is_sync(self, stmt: ast.stmt) -> bool:
@@ -258,7 +227,7 @@ class HostValues:
         if qualname in HOST_CONSTRUCTORS | LIKE_CONSTRUCTORS:
             return self._host_constructor(call, qualname, depth)
         if recv is not None and name not in MOVES and self.is_host(recv, depth):
-            return not any(self.is_device(a, depth) for a in _arguments(call))
+            return not any(self.is_device(a, depth) for a in arguments(call))
         return False
 
     def _host_constructor(self, call: ast.Call, qualname: str, depth: int) -> bool:
@@ -269,7 +238,7 @@ class HostValues:
             return False
         if qualname in LIKE_CONSTRUCTORS:
             return bool(call.args) and self.is_host(call.args[0], depth)
-        return not any(self.is_device(a, depth) for a in _arguments(call))
+        return not any(self.is_device(a, depth) for a in arguments(call))
 
     def _returns_host(self, fn: ast.AST) -> bool:
         known = self._host_fns.get(fn)
@@ -295,17 +264,10 @@ class HostValues:
                 isinstance(node, ast.Call)
                 and method_name(node) == "update"
                 and dotted(receiver(node)) == path  # type: ignore[arg-type]
-                and any(self.is_device(a, depth + 1) for a in _arguments(node))
+                and any(self.is_device(a, depth + 1) for a in arguments(node))
                 for node in self.model.walk_scope(scope)
             )
         return self._fed[key]
-
-
-def _arguments(call: ast.Call) -> Iterator[ast.expr]:
-    for a in call.args:
-        yield a.value if isinstance(a, ast.Starred) else a
-    for k in call.keywords:
-        yield k.value
 
 
 def _names_cpu(model: ScriptModel, node: ast.expr) -> bool:
@@ -329,151 +291,3 @@ def _inside_device_context(model: ScriptModel, node: ast.AST) -> bool:
         ):
             return True
     return False
-
-
-def _bound_by_comprehension(model: ScriptModel, name: ast.Name) -> bool:
-    for a in model.ancestors(name):
-        if isinstance(a, ast.stmt):
-            return False
-        if isinstance(a, COMPREHENSIONS) and any(
-            name.id in {n.id for n in ast.walk(g.target) if isinstance(n, ast.Name)}
-            for g in a.generators
-        ):
-            return True
-    return False
-
-
-def _binds_whole(stmt: ast.stmt, name: str) -> bool:
-    """``stmt`` always rebinds ``name`` itself (not an element or attribute of it)."""
-    if isinstance(stmt, ast.Assign):
-        return any(name in _whole_names(t) for t in stmt.targets)
-    if isinstance(stmt, ast.AnnAssign):
-        return (
-            stmt.value is not None
-            and isinstance(stmt.target, ast.Name)
-            and (stmt.target.id == name)
-        )
-    return False
-
-
-def _whole_names(target: ast.AST) -> set[str]:
-    if isinstance(target, ast.Name):
-        return {target.id}
-    if isinstance(target, ast.Tuple | ast.List):
-        return {n for t in target.elts for n in _whole_names(t)}
-    if isinstance(target, ast.Starred):
-        return _whole_names(target.value)
-    return set()
-
-
-def _bound_value(stmt: ast.stmt, name: str) -> ast.expr:
-    """The value ``stmt`` binds to ``name`` (an unpacked element where it can be matched)."""
-    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
-    value = stmt.value  # type: ignore[attr-defined]
-    for t in targets:
-        found = _element(t, value, name)
-        if found is not None:
-            return found
-    return UNKNOWN
-
-
-def _element(target: ast.AST, value: ast.expr, name: str) -> ast.expr | None:
-    if isinstance(target, ast.Name):
-        return value if target.id == name else None
-    if isinstance(target, ast.Tuple | ast.List):
-        if not (isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts)):
-            return UNKNOWN if name in _whole_names(target) else None
-        for t, v in zip(target.elts, value.elts, strict=True):
-            found = _element(t, v, name)
-            if found is not None:
-                return found
-    return None
-
-
-def _base_name(target: ast.AST) -> str | None:
-    while isinstance(target, ast.Subscript | ast.Attribute):
-        target = target.value
-    return target.id if isinstance(target, ast.Name) else None
-
-
-def _bindings_index(model: ScriptModel, scope: ast.AST) -> dict[str, list[tuple]]:
-    """Per name, what the frame binds to it or stores into it, once per frame: ``(node,
-    value, whole)``, ``whole`` when ``node`` rebinds the name itself."""
-
-    def build() -> dict[str, list[tuple]]:
-        index: dict[str, list[tuple]] = {}
-
-        def add(name: str, node: ast.AST, value: ast.expr, whole: bool) -> None:
-            index.setdefault(name, []).append((node, value, whole))
-
-        for n in model.walk_scope(scope):
-            if isinstance(n, SCOPE_TYPES):
-                if not isinstance(n, ast.Lambda):
-                    add(n.name, n, UNKNOWN, True)
-            elif isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign):
-                if n.value is None:
-                    continue
-                for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                    for name in _whole_names(t):
-                        found = _element(t, n.value, name)
-                        add(name, n, UNKNOWN if found is None else found, True)
-                    for part in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
-                        base = _base_name(part)
-                        if base is not None and not isinstance(part, ast.Name):
-                            add(base, n, n.value, False)  # stored into it
-            elif isinstance(n, ast.NamedExpr):
-                add(n.target.id, n, n.value, True)
-            elif isinstance(n, ast.For | ast.AsyncFor | ast.comprehension):
-                for name in _whole_names(n.target):
-                    add(name, n, UNKNOWN, True)
-            elif isinstance(
-                n, ast.withitem | ast.ExceptHandler | ast.alias | ast.Global | ast.Nonlocal
-            ):
-                for name in _names_bound_by(n):
-                    add(name, n, UNKNOWN, True)
-            elif isinstance(n, ast.Call):
-                base = _base_name(n.func)
-                method = method_name(n) or ""
-                if base is not None and (
-                    method in STORING_METHODS or (method.endswith("_") and method[:1] != "_")
-                ):
-                    for a in _arguments(n):
-                        add(base, n, a, False)
-        return index
-
-    return model.memo((_bindings_index, scope), build)
-
-
-def _bindings(model: ScriptModel, root: ast.AST, name: str, skip_top: bool = False) -> list:
-    """Values ``root`` binds to ``name`` or stores into it (``name[k] = v``,
-    ``name.append(v)``, ``name.add_(v)``), ``UNKNOWN`` where the value cannot be judged.
-    ``skip_top``: leave out the binding ``root`` itself makes (the dominating one)."""
-    entries = _bindings_index(model, scope_of(model, root)).get(name, ())
-    out = []
-    for node, value, whole in entries:
-        if node is root:
-            if not (skip_top and whole):
-                out.append(value)
-        elif root in _ancestors(model, node):
-            out.append(value)
-    return out
-
-
-def _ancestors(model: ScriptModel, node: ast.AST) -> set[ast.AST]:
-    cache: dict[ast.AST, set[ast.AST]] = model.memo(_ancestors, dict)
-    found = cache.get(node)
-    if found is None:
-        found = cache[node] = set(model.ancestors(node))
-    return found
-
-
-def _names_bound_by(node: ast.AST) -> set[str]:
-    if isinstance(node, ast.withitem):
-        return _whole_names(node.optional_vars) if node.optional_vars is not None else set()
-    if isinstance(node, ast.ExceptHandler):
-        return {node.name} if node.name else set()
-    if isinstance(node, ast.alias):
-        return {(node.asname or node.name).split(".")[0]}
-    if isinstance(node, ast.Global | ast.Nonlocal):
-        return set(node.names)
-    return set()
