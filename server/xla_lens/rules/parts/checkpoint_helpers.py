@@ -57,6 +57,10 @@ def helper_save_findings(
     is_checkpoint: Callable[[ScriptModel, ast.AST | None], bool],
 ) -> Iterator[Finding]:
     for call in model.calls:
+        func = call.func
+        named = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if "save" not in named.lower():
+            continue  # cheap first: most calls are not save helpers
         helper = _project_helper(model, call)
         if helper is None or "save" not in helper.function.lower():
             continue
