@@ -180,3 +180,43 @@ def test_autocast_without_device_type_but_guarded_by_it():
     assert lines == [5, 6]  # the derivation and the CUDA autocast itself
     (f,) = _derivation(code)
     assert f.fix.safe
+
+
+def test_an_if_statement_choosing_the_autocast_on_cuda_only_is_a_review():
+    code = """
+    import torch
+    from contextlib import nullcontext
+    device = "cuda"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    if device_type == "cuda":
+        ctx = torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+    else:
+        ctx = nullcontext()
+    """
+    (f,) = _derivation(code)
+    assert not f.fix.safe and 'treat "xla" like "cuda"' in f.fix.review_reason
+
+
+def test_a_name_bound_twice_or_shadowed_by_a_parameter():
+    rebound = """
+    import torch
+    device = "cuda"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    device_type = device_type.replace("cuda", "cuda:0")
+    with torch.autocast(device_type=device_type):
+        pass
+    """
+    assert _derivation(rebound) == []  # which value reaches the autocast is out of reach
+    shadowed = """
+    import torch
+    from contextlib import nullcontext
+    device = "cuda"
+    device_type = "cuda" if "cuda" in device else "cpu"
+    ctx = nullcontext() if device_type == "cpu" else torch.autocast(device_type)
+
+    def configure(device_type):
+        if device_type == "cpu":
+            torch.set_num_threads(2)
+    """
+    (f,) = _derivation(shadowed)
+    assert f.fix.safe  # configure's parameter is another name, never given this value
