@@ -51,8 +51,29 @@ def median_ms(text: str, repeat: int) -> tuple[float, float]:
     return statistics.median(wall), statistics.median(cpu)
 
 
-def big_child(megabytes: float) -> None:
+def use_chunked_parse() -> None:
+    """Let ``analyze`` parse through ``parse_in_chunks`` (what the engine would do with it:
+    the figures with --chunked show what that saves)."""
+    import warnings
+
+    from xla_lens.engine import analysis
+    from xla_lens.semantic.chunked_parse import parse_in_chunks
+    from xla_lens.semantic.model import ScriptModel
+
+    def parse(source: str, path: str = "<script>") -> ScriptModel:
+        text = source[1:] if source.startswith(analysis.BOM) else source
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = parse_in_chunks(text, path)
+        return ScriptModel(text, tree, path)
+
+    analysis.parse = parse
+
+
+def big_child(megabytes: float, chunked: bool) -> None:
     """Run in a fresh process: one analysis of a big file, its time and peak RSS."""
+    if chunked:
+        use_chunked_parse()
     text = big_text(megabytes)
     analyze("import torch\n", "warm.py")
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -108,10 +129,13 @@ def main() -> None:
     ap.add_argument("--profile", type=int, help="profile one size (negative: -KB of big file)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--rules", type=int, help="median time per rule at this many lines")
+    ap.add_argument(
+        "--chunked", action="store_true", help="big file: parse it with parse_in_chunks"
+    )
     ap.add_argument("--big-child", type=float, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.big_child:
-        big_child(args.big_child)
+        big_child(args.big_child, args.chunked)
         return
     if args.profile is not None:
         profile(args.profile, args.top)
