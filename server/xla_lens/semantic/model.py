@@ -91,7 +91,7 @@ class ScriptModel(SourcePositions):
         self._by_type: dict[type, list[ast.AST]] = index.by_type
         # Each node's children (ast.iter_child_nodes order), kept from indexing so scope
         # walks do not re-read every node's fields.
-        self._children: dict[ast.AST, list[ast.AST] | tuple[()]] = index.children
+        self._children: dict[ast.AST, list[ast.AST] | tuple[ast.AST, ...]] = index.children
         self._sorted_nodes: dict[tuple[type, ...], list[ast.AST]] = {}
         self._call_names: dict[int, str | None] = {}
         self._step_calls: dict[int, bool] = {}

@@ -25,7 +25,7 @@ class TreeIndex:
     assignments are in source order; ``functions`` keeps the first def of each name met."""
 
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
-    children: dict[ast.AST, list[ast.AST] | tuple[()]] = field(default_factory=dict)
+    children: dict[ast.AST, list[ast.AST] | tuple[ast.AST, ...]] = field(default_factory=dict)
     by_type: defaultdict[type, list[ast.AST]] = field(default_factory=lambda: defaultdict(list))
     calls: list[ast.Call] = field(default_factory=list)
     loops: list[ast.For | ast.While | ast.AsyncFor] = field(default_factory=list)
@@ -121,7 +121,7 @@ def _index_tree(tree: ast.AST) -> TreeIndex:
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """``list(ast.iter_child_nodes(node))``, without its generator overhead (hot path)."""
     getter = _CHILDREN_OF.get(type(node))
-    return _child_nodes_of(node, node._fields) if getter is None else getter(node)
+    return _child_nodes_of(node, node._fields) if getter is None else list(getter(node))
 
 
 def _child_nodes_of(node: ast.AST, fields: tuple[str, ...]) -> list[ast.AST]:
@@ -159,31 +159,31 @@ def _node_fields(cls: type[ast.AST]) -> tuple[tuple[str, str], ...] | None:
     )
 
 
-def _children_getter(fields: tuple[tuple[str, str], ...]) -> Callable[[ast.AST], list[ast.AST]]:
-    """A function listing a node's children for these fields, as ``_child_nodes_of`` does
-    for a parsed tree, with each field read by name (a loop over field names with getattr
-    and isinstance per value was most of indexing's own time). A required field always
-    holds a node, an optional one a node or None, and a list nodes (None in a dict's keys
-    for ``**``, in ``kw_defaults`` for a keyword-only argument without a default)."""
+def _children_getter(
+    fields: tuple[tuple[str, str], ...],
+) -> Callable[[ast.AST], tuple[ast.AST, ...]]:
+    """A function giving a node's children for these fields, as ``_child_nodes_of`` lists
+    them for a parsed tree, with each field read by name (a loop over field names with
+    getattr and isinstance per value was most of indexing's own time), as a tuple (half a
+    list's memory: the index keeps one per node). A required field always holds a node, an
+    optional one a node or None, and a list nodes (None in a dict's keys for ``**``, in
+    ``kw_defaults`` for a keyword-only argument without a default)."""
     if not fields:
-        return lambda node: []
-    lines = ["def children(node):", "    out = []"]
-    has_list = False
+        return lambda node: _NO_CHILDREN
+    parts = []
     for name, arity in fields:
         if arity == "*":
-            has_list = True
-            lines.append(f"    out += node.{name}")
+            parts.append(f"*node.{name}")
         elif arity == "?":
-            lines.append(f"    value = node.{name}")
-            lines.append("    if value is not None:")
-            lines.append("        out.append(value)")
+            parts.append(f"*((v,) if (v := node.{name}) is not None else ())")
         else:
-            lines.append(f"    out.append(node.{name})")
-    if has_list:
+            parts.append(f"node.{name}")
+    lines = ["def children(node):", f"    out = ({', '.join(parts)},)"]
+    if any(arity == "*" for _, arity in fields):
         lines.append("    if None in out:")
-        lines.append("        out = [item for item in out if item is not None]")
+        lines.append("        out = tuple([item for item in out if item is not None])")
     lines.append("    return out")
-    namespace: dict[str, Callable[[ast.AST], list[ast.AST]]] = {}
+    namespace: dict[str, Callable[[ast.AST], tuple[ast.AST, ...]]] = {}
     exec("\n".join(lines), namespace)  # noqa: S102 - code built from ast's own field names
     return namespace["children"]
 
@@ -199,7 +199,7 @@ def _all_node_classes() -> list[type[ast.AST]]:
 
 # Only the fields that can hold child nodes, per concrete node class: indexing skips
 # identifiers, strings and numbers without reading them (a third of all fields).
-_CHILDREN_OF: dict[type, Callable[[ast.AST], list[ast.AST]]] = {
+_CHILDREN_OF: dict[type, Callable[[ast.AST], tuple[ast.AST, ...]]] = {
     cls: _children_getter(fields)
     for cls in _all_node_classes()
     if cls.__module__ == "ast" and (fields := _node_fields(cls)) is not None
