@@ -73,6 +73,7 @@ class Ordering:
     def __init__(self, model: ScriptModel) -> None:
         self.model = model
         self._assignments_by_scope: dict[str, dict[ast.AST, list[ast.AST]]] = {}
+        self._event_groups: dict[int, tuple[list[Event], dict[int, list[Event]]]] = {}
 
     # --- scopes -------------------------------------------------------------------------
     def scope_of(self, node: ast.AST) -> ast.AST:
@@ -208,10 +209,22 @@ class Ordering:
         """Positions of ``fn``'s parameters that ``events`` (builds or moves) use."""
         params = self._params(fn)
         used = set()
-        for e in events:
-            if e.scope is fn and _root(e.path) in params:
+        for e in self._events_by_scope(events).get(id(fn), ()):
+            if _root(e.path) in params:
                 used.add(params.index(_root(e.path)))
         return used
+
+    def _events_by_scope(self, events: list[Event]) -> dict[int, list[Event]]:
+        """``events`` grouped by the id of their scope, in order (once per list: each
+        function asked about every event of a big script, quadratic)."""
+        cached = self._event_groups.get(id(events))
+        if cached is not None and cached[0] is events:
+            return cached[1]
+        groups: dict[int, list[Event]] = {}
+        for e in events:
+            groups.setdefault(id(e.scope), []).append(e)
+        self._event_groups[id(events)] = (events, groups)
+        return groups
 
     def _calls_to_helpers(self, events: list[Event], kind: str) -> list[Event]:
         """Builds/moves that happen inside a local helper, seen from its callers."""

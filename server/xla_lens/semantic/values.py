@@ -16,6 +16,7 @@ as an unknown use: a fix is safe only if no use is a string use or unknown.
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from . import calls
@@ -107,6 +108,7 @@ class DeviceFlow:
         for n in model.nodes_of(ast.Name):
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                 self._names.setdefault(n.id, []).append(n)
+        self._lines: dict[str, list[int]] = {}
         self._locals: dict[int, set[str]] = {}
         self._scopes: dict[int, ast.AST] = {}
         self._attrs: dict[str, list[ast.Attribute]] = {}
@@ -153,9 +155,13 @@ class DeviceFlow:
             # decorators included): a cheap test before the scope and ancestor walks.
             first = min([scope.lineno] + [d.lineno for d in getattr(scope, "decorator_list", ())])  # type: ignore[attr-defined]
             last = getattr(scope, "end_lineno", None) or scope.lineno  # type: ignore[attr-defined]
-        for n in self._names.get(name, []):
-            if not module and not first <= n.lineno <= last:
-                continue
+        names = self._names.get(name, [])
+        if not module:
+            # The reads are in source order: only those within the scope's lines (a scan of
+            # every read of a common name per scope was quadratic on big files).
+            lines = self._name_lines(name)
+            names = names[bisect_left(lines, first) : bisect_right(lines, last)]
+        for n in names:
             s = self._scope_of(n)
             if s is scope:
                 pass
@@ -167,6 +173,12 @@ class DeviceFlow:
                 continue
             out.extend(self._classify(n, depth, seen))
         return out
+
+    def _name_lines(self, name: str) -> list[int]:
+        found = self._lines.get(name)
+        if found is None:
+            found = self._lines[name] = [n.lineno for n in self._names.get(name, [])]
+        return found
 
     def _scope_of(self, node: ast.AST) -> ast.AST:
         # Every device name asks about every occurrence of its name: remember each scope.
