@@ -70,7 +70,7 @@ class ParsedText:
         return bisect.bisect_right(self.line_starts, offset) - 1
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     """Length of the common prefix; bisection on slices, so comparisons run in C."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
@@ -82,7 +82,8 @@ def _common_prefix(a: str, b: str) -> int:
     return lo
 
 
-def _common_suffix(a: str, b: str, limit: int) -> int:
+def common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the common suffix, at most ``limit``."""
     lo, hi = 0, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -108,8 +109,8 @@ def reparse(previous: ParsedText, text: str) -> ast.Module | None:
     stmts = previous.statement_lines
     if not stmts:
         return None
-    start = _common_prefix(old, text)
-    same_tail = _common_suffix(old, text, min(len(old), len(text)) - start)
+    start = common_prefix(old, text)
+    same_tail = common_suffix(old, text, min(len(old), len(text)) - start)
     old_end = len(old) - same_tail  # the edit replaced old[start:old_end]
     first_line = previous.line_of(start)
     last_line = previous.line_of(max(old_end - 1, start))
@@ -159,4 +160,4 @@ def reparse(previous: ParsedText, text: str) -> ast.Module | None:
     return ast.Module(body=tree.body[:i] + parsed.body + after, type_ignores=[])
 
 
-__all__ = ["ParsedText", "reparse"]
+__all__ = ["ParsedText", "common_prefix", "common_suffix", "reparse"]

@@ -12,9 +12,11 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from ..engine.analysis import analyze
+from ..semantic.model import ScriptModel
 from . import memory
 from .core import XlaLensServer
 from .diagnostics import diagnostics_for
+from .settings import Resolved, resolve_blocking
 from .state import Entry
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
@@ -75,22 +77,37 @@ def _forget(ls: XlaLensServer, uri: str, future: asyncio.Future[Any]) -> None:
 async def _analyse_now(
     ls: XlaLensServer, uri: str, version: int | None, source: str, generation: int
 ) -> Entry | None:
-    resolved = await ls.settings.for_document(uri, ls.folders())
-    for problem in resolved.problems:
-        ls.show_client(problem)
+    editor = await ls.settings.editor_for(uri, ls.folders())
+    previous, encoding = _previous_model(ls, uri), ls.encoding
     ls.analyses += 1
-    analysis = await asyncio.to_thread(
-        analyze, source, _path(uri), resolved.settings, resolved.target
-    )
+
+    def work() -> tuple[Entry, Resolved]:
+        # One hop to the worker thread for settings, analysis and diagnostics: each hop
+        # back and forth costs the event loop a wake-up and a wait for the GIL.
+        resolved = resolve_blocking(uri, editor)
+        analysis = analyze(source, _path(uri), resolved.settings, resolved.target, previous)
+        entry = Entry(uri, version, source, analysis, resolved.settings, resolved.target, encoding)
+        entry.generation = generation
+        entry.diagnostics = diagnostics_for(entry)
+        return entry, resolved
+
+    entry, resolved = await asyncio.to_thread(work)
+    for problem in ls.settings.fresh(resolved).problems:
+        ls.show_client(problem)
     if not is_open(ls, uri) or ls.workspace.get_text_document(uri).version != version:
         return None
-    entry = Entry(
-        uri, version, source, analysis, resolved.settings, resolved.target, ls.encoding, generation
-    )
     ls.cache.store(entry)
-    for code, tb in analysis.rule_errors:
+    for code, tb in entry.analysis.rule_errors:
         ls.log_client(f"xla-lens: rule {code} crashed on {uri}:\n{tb}", types.MessageType.Error)
     return entry
+
+
+def _previous_model(ls: XlaLensServer, uri: str) -> ScriptModel | None:
+    """The newest model of this document, for the parser to re-parse only what an edit
+    changed (any text of the document will do: the result is a full parse's either way)."""
+    state = ls.cache.docs.get(uri)
+    entry = state.last_good if state is not None else None
+    return entry.analysis.model if entry is not None else None
 
 
 async def current_entry(ls: XlaLensServer, uri: str) -> Entry | None:
@@ -101,7 +118,11 @@ async def current_entry(ls: XlaLensServer, uri: str) -> Entry | None:
 def publish(ls: XlaLensServer, entry: Entry) -> None:
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(
-            uri=entry.uri, diagnostics=diagnostics_for(entry), version=entry.version
+            uri=entry.uri,
+            diagnostics=entry.diagnostics
+            if entry.diagnostics is not None
+            else diagnostics_for(entry),
+            version=entry.version,
         )
     )
 

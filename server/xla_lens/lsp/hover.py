@@ -20,8 +20,7 @@ from ..rules.registry import all_rules, fix_safety, get_rule, short_doc
 from ..semantic.model import ScriptModel
 from .core import XlaLensServer
 from .documents import current_entry, is_open
-from .positions import split_lines
-from .state import Entry, LineMap, line_map
+from .state import Entry, LineMap, text_line_map
 
 
 @cache
@@ -97,9 +96,9 @@ def _nodes_at(model: ScriptModel, pos: Pos) -> list[ast.AST]:
 
 
 def _walk_statements_at(tree: ast.Module, line: int) -> Iterator[ast.AST]:
-    """``ast.walk`` of the module restricted to the top-level statements on ``line``
-    (0-based), in the same order: every node lies inside one top-level statement, so a
-    hover on a 100,000-line file walks one statement, not the file."""
+    """``ast.walk`` of the module restricted to the nodes whose lines hold ``line``
+    (0-based), in the same order: every node lies inside its parent's lines, so a hover
+    on a 100,000-line file walks one line of one statement, not the file."""
     roots = [
         stmt
         for stmt in tree.body
@@ -108,8 +107,18 @@ def _walk_statements_at(tree: ast.Module, line: int) -> Iterator[ast.AST]:
         <= (stmt.end_lineno or stmt.lineno) - 1
     ]
     todo = deque(roots)
+    wanted = line + 1  # ast lines are 1-based
     while todo:
         node = todo.popleft()
+        first = getattr(node, "lineno", None)
+        if first is not None:
+            # A node off the line (and all inside it) cannot be under the cursor; only
+            # decorators lie before their definition's line.
+            decorators = getattr(node, "decorator_list", None)
+            if decorators:
+                first = min(first, *(d.lineno for d in decorators))
+            if not first <= wanted <= (getattr(node, "end_lineno", None) or first):
+                continue
         todo.extend(ast.iter_child_nodes(node))
         yield node
 
@@ -211,8 +220,9 @@ def stale_hover(
     last = state.last_good if state else None
     if last is None or last.generation != ls.generation:
         return False, None
-    lines = split_lines(ls.workspace.get_text_document(uri).source)
-    mapping = line_map(last.lines, lines)
+    mapping = text_line_map(
+        last.source, len(last.lines), ls.workspace.get_text_document(uri).source
+    )
     old_line = mapping.to_old(position.line)
     if old_line is None:
         return True, _edited_line_hover(last, mapping, position)

@@ -107,12 +107,24 @@ class SettingsStore:
         return values
 
     async def for_document(self, uri: str, folders: list[str]) -> Resolved:
-        folder = folder_for(uri, folders)
-        editor = await self.editor_settings(folder, uri)
-        path = to_fs_path(uri) if uri.startswith("file:") else None
+        editor = await self.editor_for(uri, folders)
         # pyproject reads and the metadata read behind target = auto stay off the loop.
-        settings, problems = await asyncio.to_thread(layer, path, editor)
-        target = await asyncio.to_thread(resolve_target, settings)
-        fresh = tuple(p for p in problems if p not in self._reported)
+        return self.fresh(await asyncio.to_thread(resolve_blocking, uri, editor))
+
+    async def editor_for(self, uri: str, folders: list[str]) -> dict[str, Any]:
+        return await self.editor_settings(folder_for(uri, folders), uri)
+
+    def fresh(self, resolved: Resolved) -> Resolved:
+        """``resolved`` with only the problems not reported before (on the event loop)."""
+        fresh = tuple(p for p in resolved.problems if p not in self._reported)
         self._reported.update(fresh)
-        return Resolved(settings, target, fresh)
+        return Resolved(resolved.settings, resolved.target, fresh)
+
+
+def resolve_blocking(uri: str, editor: Mapping[str, Any]) -> Resolved:
+    """A document's settings and target from the editor's settings and its pyproject.toml:
+    file reads, so call it off the event loop (``SettingsStore.fresh`` then drops problems
+    already reported)."""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    settings, problems = layer(path, editor)
+    return Resolved(settings, resolve_target(settings), tuple(problems))

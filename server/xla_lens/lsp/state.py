@@ -18,6 +18,7 @@ from lsprotocol import types
 
 from ..engine.analysis import BOM, Analysis
 from ..engine.config import Settings
+from ..engine.incremental import common_prefix, common_suffix
 from ..rules.base import Finding, Pos, Span, Target
 from .positions import UTF16, from_position, split_lines, to_range
 
@@ -33,6 +34,8 @@ class Entry:
     encoding: str = UTF16
     # The settings generation it was analysed under (``XlaLensServer.generation``).
     generation: int = 0
+    # Its diagnostics, converted on the analysis thread (None: convert when publishing).
+    diagnostics: list[types.Diagnostic] | None = None
 
     @cached_property
     def lines(self) -> list[str]:
@@ -237,6 +240,41 @@ def line_map(old_lines: list[str], new_lines: list[str]) -> LineMap:
     room = min(len(old_lines), len(new_lines)) - prefix
     suffix = min(_common_length(old_lines, new_lines, from_end=True), room)
     return LineMap(prefix, suffix, len(old_lines), len(new_lines))
+
+
+def _breaks(text: str, start: int = 0, end: int | None = None) -> int:
+    """Line ends (\\r\\n, \\r, \\n) in ``text[start:end]``, counted in C."""
+    stop = len(text) if end is None else end
+    return (
+        text.count("\n", start, stop)
+        + text.count("\r", start, stop)
+        - text.count("\r\n", start, stop)
+    )
+
+
+def _line_count(text: str) -> int:
+    """``len(split_lines(text))`` without splitting."""
+    return _breaks(text) + (1 if text and text[-1] not in "\r\n" else 0)
+
+
+def text_line_map(old: str, old_count: int, new: str) -> LineMap:
+    """A ``LineMap`` from the texts themselves (``old_count`` = lines of ``old``): the
+    common prefix and suffix found by comparing strings in C, lines counted in C, so a
+    hover on a 10,000-line file does not split and compare it line by line. Lines it
+    maps are equal in both texts; it may map fewer than ``line_map`` (never others)."""
+    start = common_prefix(old, new)
+    tail = common_suffix(old, new, min(len(old), len(new)) - start)
+    # Lines wholly before the first change; one less when the edit may turn the "\r"
+    # ending the last of them into "\r\n".
+    prefix = _breaks(old, 0, start)
+    if prefix and start and old[start - 1] == "\r":
+        prefix -= 1
+    # Lines wholly inside the common tail that start after a line end inside it.
+    old_end = len(old) - tail
+    suffix = max(_line_count(old[old_end:]) - 1, 0) if tail else 0
+    new_count = _line_count(new)
+    room = min(old_count, new_count) - prefix
+    return LineMap(prefix, max(min(suffix, room), 0), old_count, new_count)
 
 
 def parses(source: str) -> bool:
