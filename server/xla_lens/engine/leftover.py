@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..rules.base import Finding, Severity
+from ..rules.xla118_workspace_helper import leaves_device_by_hand
 
 # Findings that, left as they are, keep the model or its optimizer off the XLA device.
 DEVICE_CODES = frozenset({"XLA101", "XLA109"})
@@ -75,6 +76,9 @@ def leftover(remaining: list[Finding]) -> Leftover:
     device = [f for f in remaining if f.code in DEVICE_CODES and f.severity <= Severity.WARNING]
     off_device = [f for f in device if f.fix is not None]
     device_by_hand = [f for f in device if f.fix is None]
+    # A helper of another module that chooses the device (XLA118): settled in that file.
+    device_by_hand += [f for f in remaining if leaves_device_by_hand(f)]
+    device_by_hand.sort(key=lambda f: f.span.start)
     review = [f for f in remaining if f.fix is not None and not f.fix.safe]
     manual = [f for f in remaining if f.fix is None]
     unplaced = [f for f in remaining if f.code in UNPLACED_CODES]

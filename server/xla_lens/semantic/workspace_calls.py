@@ -1,0 +1,204 @@
+"""Which function of a workspace module a call of the script runs, found on disk (never
+imported or run).
+
+``from utils.torch_utils import smart_DDP; smart_DDP(model)``, ``import utils;
+utils.init_distributed_mode(args)`` and ``from utils import prepare_device`` (where
+``utils/__init__.py`` says ``from .util import *``) all run a function whose body is in
+another file of the project. ``helper_target`` follows the import to that file (where
+``workspace.module_file`` looks: beside the script, the top of its package, a few folders
+above) and through re-exports in it (``from .util import *``, ``from .x import f``), a few
+hops deep. Parsed modules are cached per file and refreshed when its size or mtime changes.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .diskread import read_regular
+from .node_helpers import dotted
+from .workspace import MAX_BYTES, module_file
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+# Re-export hops followed from the imported module (``utils/__init__`` -> ``utils/util``).
+MAX_HOPS = 3
+_CACHE_LIMIT = 128
+# Top-level packages that are libraries, never the workspace (a folder so named is unlikely
+# and would be a copy of the library anyway).
+NOT_WORKSPACE = frozenset(
+    {"torch", "torch_xla", "torchvision", "transformers", "accelerate", "numpy", "lightning"}
+)
+
+
+@dataclass(frozen=True)
+class HelperTarget:
+    path: Path  # the module file that defines the function
+    function: str  # its name in that file
+    shown: str  # how the script names it: ``utils.init_distributed_mode``
+
+
+@dataclass
+class ParsedModule:
+    path: Path
+    source: str
+    tree: ast.Module
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    # name -> (module, level, name there) of ``from module import name [as alias]``
+    reexports: dict[str, tuple[str, int, str]] = field(default_factory=dict)
+    star_imports: list[tuple[str, int]] = field(default_factory=list)
+
+
+_modules: dict[tuple[str, int, int], ParsedModule | None] = {}
+
+
+def parsed_module(path: Path) -> ParsedModule | None:
+    """``path`` parsed (None when unreadable or not Python), cached per size and mtime."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key in _modules:
+        return _modules[key]
+    found: ParsedModule | None = None
+    try:
+        # Bounded and non-blocking: the workspace decides what the file really is.
+        text = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
+        tree = ast.parse(text, filename=str(path))
+        found = _index(path, text, tree)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        found = None
+    if len(_modules) >= _CACHE_LIMIT:
+        _modules.clear()
+    _modules[key] = found
+    return found
+
+
+def _index(path: Path, text: str, tree: ast.Module) -> ParsedModule:
+    out = ParsedModule(path, text, tree)
+    for stmt in tree.body:  # top level only: what ``module.f`` can name
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            out.functions[stmt.name] = stmt
+            out.reexports.pop(stmt.name, None)
+        elif isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if alias.name == "*":
+                    out.star_imports.append((stmt.module or "", stmt.level))
+                else:
+                    local = alias.asname or alias.name
+                    out.reexports[local] = (stmt.module or "", stmt.level, alias.name)
+                    out.functions.pop(local, None)
+    return out
+
+
+def clear_cache() -> None:
+    _modules.clear()
+
+
+def _is_library(module: str, level: int) -> bool:
+    top = module.split(".")[0]
+    return level == 0 and (top in NOT_WORKSPACE or top in sys.stdlib_module_names)
+
+
+def definition(path: Path, name: str, hops: int = MAX_HOPS) -> tuple[Path, str] | None:
+    """The file and name of the top-level function ``name`` of module ``path``, following
+    re-exports in it; None when it is not a function of the workspace (a class, a library's
+    function, a file that cannot be read)."""
+    module = parsed_module(path)
+    if module is None:
+        return None
+    if name in module.functions:
+        return path, name
+    if hops <= 0:
+        return None
+    if name in module.reexports:
+        source, level, original = module.reexports[name]
+        if _is_library(source, level):
+            return None
+        # ``from .util import f`` in a package's __init__: relative to that file.
+        target = module_file(str(path), source, level)
+        return definition(target, original, hops - 1) if target is not None else None
+    for source, level in module.star_imports:
+        if _is_library(source, level):
+            continue
+        target = module_file(str(path), source, level)
+        if target is not None and target != path:
+            found = definition(target, name, hops - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _bindings(model: ScriptModel) -> dict[str, tuple[str, int, str | None]]:
+    """local name -> (module, level, imported name) for ``from module import name`` and
+    (module, 0, None) for ``import module`` (``import a.b`` binds ``a``)."""
+    out: dict[str, tuple[str, int, str | None]] = {}
+    for imp in model.import_nodes:  # source order: the last import of a name wins
+        if isinstance(imp, ast.ImportFrom):
+            for alias in imp.names:
+                if alias.name != "*":
+                    out[alias.asname or alias.name] = (imp.module or "", imp.level, alias.name)
+        else:
+            for alias in imp.names:
+                if alias.asname:
+                    out[alias.asname] = (alias.name, 0, None)
+                else:
+                    top = alias.name.split(".")[0]
+                    out[top] = (top, 0, None)
+    return out
+
+
+def helper_target(model: ScriptModel, call: ast.Call) -> HelperTarget | None:
+    """The workspace function ``call`` runs (``f(...)`` imported from a workspace module,
+    ``mod.f(...)`` / ``pkg.mod.f(...)`` of an imported workspace module), or None."""
+    if not model.path or model.path.startswith("<"):
+        return None
+    name = dotted(call.func)
+    if name is None:
+        return None
+    # Asked for every call: each spelled name is resolved (and looked for on disk) once.
+    resolved: dict[str, HelperTarget | None] = model.memo(("workspace_calls", "resolved"), dict)
+    if name not in resolved:
+        resolved[name] = _resolve(model, call, name)
+    return resolved[name]
+
+
+def _resolve(model: ScriptModel, call: ast.Call, name: str) -> HelperTarget | None:
+    bindings = model.memo(("workspace_calls", "bindings"), lambda: _bindings(model))
+    root, _, rest = name.partition(".")
+    bound = bindings.get(root)
+    if bound is None:
+        return None
+    module, level, imported = bound
+    if not rest:
+        if imported is None or root in model.functions:
+            return None
+        if _is_library(module, level):
+            return None
+        path = module_file(model.path, module, level)
+        function = imported
+    else:
+        *middle, function = rest.split(".")
+        if imported is None:
+            full = ".".join([module, *middle])
+        else:  # ``from pkg import mod`` / ``from . import utils``: the name is a module
+            full = ".".join(p for p in (module, imported, *middle) if p)
+        if _is_library(full, level):
+            return None
+        path = module_file(model.path, full, level)
+    if path is None:
+        return None
+    try:
+        if path.resolve() == Path(model.path).resolve():
+            return None
+    except OSError:
+        return None
+    found = definition(path, function)
+    if found is None:
+        return None
+    return HelperTarget(found[0], found[1], name)

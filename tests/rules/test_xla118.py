@@ -1,0 +1,259 @@
+"""XLA118: a call into a workspace helper whose body needs converting is named at the call."""
+
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import analyze
+from xla_lens.engine.leftover import leftover
+from xla_lens.rules import xla118_workspace_helper as rule
+from xla_lens.semantic import workspace, workspace_calls
+
+from tests.helpers import src
+
+CODE = "XLA118"
+
+PICKER_UTIL = """
+import torch
+
+def prepare_device(n_gpu_use):
+    n_gpu = torch.cuda.device_count()
+    if n_gpu_use > n_gpu:
+        n_gpu_use = n_gpu
+    device = torch.device('cuda:0' if n_gpu_use > 0 else 'cpu')
+    return device, list(range(n_gpu_use))
+
+def read_json(name):
+    return open(name).read()
+"""
+
+DIST_UTILS = """
+import os
+import sys
+import torch
+import torch.distributed as dist
+
+def _bind(gpu):
+    torch.cuda.set_device(gpu)
+
+def init_distributed_mode(args):
+    if not torch.cuda.is_available():
+        sys.exit(1)
+    args.rank = int(os.environ["RANK"])
+    dist.init_process_group(backend="nccl", init_method="env://")
+    _bind(args.rank)
+
+def is_main_process():
+    return not dist.is_initialized() or dist.get_rank() == 0
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    rule.clear_cache()
+    workspace_calls.clear_cache()
+    workspace.clear_cache()
+    yield
+
+
+def _write(path: Path, code: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(src(code), encoding="utf-8")
+    return path
+
+
+def _found(script: Path, code: str | None = CODE):
+    result = analyze(script.read_text(), str(script))
+    assert not result.rule_errors
+    return [f for f in result.findings if code is None or f.code == code]
+
+
+def test_a_picker_reexported_by_a_package_init_is_named_at_the_call(tmp_path: Path):
+    _write(tmp_path / "utils" / "__init__.py", "from .util import *\n")
+    _write(tmp_path / "utils" / "util.py", PICKER_UTIL)
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from utils import prepare_device, read_json
+        cfg = read_json("c.json")
+        device, device_ids = prepare_device(cfg["n_gpu"])
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 2 and f.fix is None
+    assert "prepare_device() runs code in utils/util.py" in f.message
+    assert "line 4:" in f.message and "(XLA403)" in f.message  # device_count
+    assert "line 7:" in f.message and "(XLA101)" in f.message  # the picker
+    assert "utils/util.py" in f.manual
+    # Convert / fix: the device is for a person to check, not "0 findings left".
+    left = leftover(_found(script, None))
+    assert left.device_by_hand == [f] and f in left.manual
+    assert "Check the device by hand at line 3 (XLA118)" in left.statement("x")
+
+
+def test_module_attribute_call_names_nccl_set_device_and_env_reads(tmp_path: Path):
+    _write(tmp_path / "utils.py", DIST_UTILS)
+    script = _write(
+        tmp_path / "main.py",
+        """
+        import utils
+        def main(args):
+            utils.init_distributed_mode(args)
+            if utils.is_main_process():
+                print("hi")
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 2
+    assert f.message.startswith("utils.init_distributed_mode() runs code in utils.py")
+    # NCCL (XLA205) and set_device in the helper it calls (XLA403) are named first.
+    assert "line 13:" in f.message and "(XLA205)" in f.message
+    assert "line 7: torch.cuda.set_device()" in f.message
+    assert "line 12:" in f.message and "(XLA202)" in f.message  # the RANK env read
+    assert "more there" not in f.message
+
+
+def test_ddp_device_ids_in_a_helper_of_a_subpackage(tmp_path: Path):
+    _write(tmp_path / "pyproject.toml", "")
+    _write(tmp_path / "helpers" / "__init__.py", "")
+    _write(
+        tmp_path / "helpers" / "torch_utils.py",
+        """
+        import os
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        LOCAL_RANK = int(os.getenv("LOCAL_RANK", -1))
+
+        def wrap_ddp(model):
+            return DDP(model, device_ids=[LOCAL_RANK], output_device=LOCAL_RANK)
+        """,
+    )
+    script = _write(
+        tmp_path / "scripts" / "train.py",
+        """
+        from helpers.torch_utils import wrap_ddp as smart
+        model = smart(model)
+        model = smart(model)
+        """,
+    )
+    (f,) = _found(script)  # the first call only: the change is in one place
+    assert f.span.start.line == 1
+    assert f.message.startswith("smart() (wrap_ddp) runs code in helpers/torch_utils.py")
+    assert "line 6:" in f.message and "(XLA205)" in f.message
+    # The module-level env read belongs to no function: not the helper's evidence.
+    assert "line 3" not in f.message
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        # nothing to convert
+        "def add(a, b):\n    return a + b\n",
+        # freeing or querying CUDA memory is harmless on XLA: said in that file only
+        "import torch\ndef add(a, b):\n    torch.cuda.empty_cache()\n    return a + b\n",
+        # already written for XLA
+        "import torch\nimport torch_xla\ndef add(a, b):\n    return torch.device('cuda')\n",
+        # silenced in the helper's file
+        "import torch\ndef add(a, b):\n    torch.cuda.set_device(a)  # xla-lens: ignore[XLA403]\n",
+        # a class, not a function
+        "import torch\nclass add:\n    def __init__(self):\n        torch.cuda.set_device(0)\n",
+        # a type named, never run
+        "import torch.nn as nn\ndef add(m):\n    return isinstance(m, (nn.BatchNorm2d, nn.SyncBatchNorm))\n",
+    ],
+)
+def test_quiet_when_the_helper_has_nothing_to_convert(tmp_path: Path, helper: str):
+    (tmp_path / "helper.py").write_text(helper, encoding="utf-8")
+    script = _write(tmp_path / "main.py", "from helper import add\nadd(1, 2)\n")
+    assert _found(script) == []
+
+
+def test_quiet_when_the_script_is_already_xla_or_the_module_is_out_of_reach(tmp_path: Path):
+    _write(tmp_path / "utils.py", DIST_UTILS)
+    xla = _write(
+        tmp_path / "xla.py", "import torch_xla\nimport utils\nutils.init_distributed_mode(a)\n"
+    )
+    assert _found(xla) == []
+    # A library module, an unknown module, an unsaved buffer: nothing is said.
+    lib = _write(
+        tmp_path / "lib.py",
+        "import os\nfrom missing import f\nos.path.join('a')\nf()\nimport torch\ntorch.cuda.init()\n",
+    )
+    assert _found(lib) == []
+    buffer = analyze("import utils\nutils.init_distributed_mode(a)\n")
+    assert [f for f in buffer.findings if f.code == CODE] == []
+
+
+def test_not_reported_twice_where_xla403_already_names_the_helper(tmp_path: Path):
+    _write(tmp_path / "setup.py", "")
+    _write(
+        tmp_path / "lib" / "dist.py",
+        """
+        import torch
+        import torch.distributed as dist
+
+        def init(rank):
+            torch.cuda.set_device(rank)
+            dist.init_process_group("nccl")
+
+        def init_and_pick(rank):
+            init(rank)
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from lib.dist import init, init_and_pick
+        init(0)
+        x = init_and_pick(0)
+        """,
+    )
+    found = _found(script, None)
+    helper = [(f.code, f.span.start.line) for f in found if f.code in {"XLA403", CODE}]
+    # init(): XLA403 names set_device and NCCL itself; XLA118 has nothing more to add.
+    assert ("XLA403", 1) in helper and (CODE, 1) not in helper
+    # init_and_pick(): XLA403 names the setup, XLA118 only the picker XLA403 does not name.
+    (f,) = [f for f in found if f.code == CODE]
+    assert f.span.start.line == 2
+    assert "line 10:" in f.message and "line 5" not in f.message and "line 6" not in f.message
+
+
+def test_relative_and_dotted_module_imports(tmp_path: Path):
+    pkg = tmp_path / "proj"
+    _write(pkg / "__init__.py", "")
+    _write(pkg / "common" / "__init__.py", "from .dist import setup as init_all\n")
+    _write(pkg / "common" / "dist.py", "import torch\ndef setup():\n    torch.cuda.set_device(0)\n")
+    script = _write(
+        pkg / "train.py",
+        """
+        from . import common
+        import proj.common.dist
+        common.init_all()
+        proj.common.dist.setup()
+        """,
+    )
+    found = _found(script)
+    assert [f.span.start.line for f in found] == [2]  # one helper, named at its first call
+    assert "common.init_all() (setup) runs code in common/dist.py" in found[0].message
+
+
+def test_nothing_in_the_helper_runs_and_its_analysis_is_cached(tmp_path: Path, monkeypatch):
+    marker = tmp_path / "ran"
+    _write(
+        tmp_path / "helper.py",
+        f"""
+        import torch
+        open({str(marker)!r}, "w").write("ran")
+        def go():
+            return torch.zeros(1, device="cuda")
+        """,
+    )
+    script = _write(tmp_path / "main.py", "from helper import go\ngo()\n")
+    calls = []
+    real = rule._analyse
+    monkeypatch.setattr(rule, "_analyse", lambda *a: calls.append(a) or real(*a))
+    assert len(_found(script)) == 1
+    assert len(_found(script)) == 1
+    assert len(calls) == 1 and not marker.exists()
+    # A changed file is read again.
+    (tmp_path / "helper.py").write_text("def go():\n    return 1\n", encoding="utf-8")
+    assert _found(script) == []
+    assert len(calls) == 2
