@@ -27,6 +27,7 @@ from .base import (
     Severity,
     Target,
 )
+from .parts.closure_reads import changed_before_sync
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 
 CODE = "XLA401"
@@ -199,17 +200,22 @@ def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
 def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target: Target) -> Fix:
     reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
-    reason = ""
+    reasons = []
     if not reporting:
-        reason = (
+        reasons.append(
             "the call runs later, after the step: code that uses its effect in this step changes"
         )
+    closed = closed_resource(model, stmt)
+    if closed is not None:
+        reasons.append(REVIEW_LOST.format(why=closed, what="report"))
     else:
-        closed = closed_resource(model, stmt)
-        if closed is not None:
-            reason = REVIEW_LOST.format(why=closed, what="report")
-        else:
-            reason = sync_runs_after(model, loop, stmt, target) or ""
+        reasons.append(sync_runs_after(model, loop, stmt, target) or "")
+    if not any(reasons):
+        # Only for a fix that would be safe: what it reads must not change before the sync.
+        reasons.append(changed_before_sync(model, loop, stmt, free_names(model, stmt)) or "")
+    elif not reporting:
+        reasons.append(changed_before_sync(model, loop, stmt, free_names(model, stmt)) or "")
+    reason = "; ".join(r for r in reasons if r)
     return Fix(
         title,
         # Free names and the closure's text only matter when the fix is used.
