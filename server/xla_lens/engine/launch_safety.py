@@ -11,12 +11,15 @@ a rule whose fix only reads the runtime, no fix).
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from ..rules.base import Finding, Fix, ReplaceStatement
 from ..rules.xla204_mp_fn import guard_entry
 from ..semantic.launch import (
     PARENT_REVIEW,
+    FunctionNode,
+    awaits_launcher,
     emits_runtime_call,
     is_launched,
     launch_targets,
@@ -59,11 +62,22 @@ def _wraps_entry(fix: Fix) -> bool:
 
 def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
     launcher_fixes = [f.fix for f in findings if f.code == LAUNCHER_RULE and f.fix is not None]
-    if not (launcher_fixes or is_launched(model)):
+    awaiting = awaits_launcher(model)
+    if not (launcher_fixes or is_launched(model) or awaiting):
         return findings
-    wrapped = guard_entry(model) if any(_wraps_entry(fx) for fx in launcher_fixes) else None
-    replicas = replica_functions(model, launch_targets(model, wrapped))
-    parents = parent_functions(model, wrapped)
+    # A script awaiting its launcher gets it around the guard's entry (XLA204's fix, offered
+    # or not: a later fixpoint round, after this one's torch_xla imports, no longer offers it).
+    wraps = awaiting or any(_wraps_entry(fx) for fx in launcher_fixes)
+    wrapped = guard_entry(model) if wraps else None
+    if awaiting and wrapped is None:
+        # No entry to wrap yet (the training sits in the __main__ block or at module level):
+        # XLA204 asks for the block to move into a function the launcher starts. Module-level
+        # code stays the parent's whatever the user writes; functions are left to that move.
+        replicas: set[FunctionNode] = set(model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef))  # type: ignore[arg-type]
+        parents: set[FunctionNode] = set()
+    else:
+        replicas = replica_functions(model, launch_targets(model, wrapped))
+        parents = parent_functions(model, wrapped)
     out = []
     for f in findings:
         # Fixes write next to what they report: only a finding in parent code can put a

@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.launch import guard_runs_training_itself, has_own_launcher, training_entry_call
 from ..semantic.model import Emitter, ScriptModel
 from .base import (
     Category,
@@ -70,21 +71,12 @@ SPAWN_CALLS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_proce
 
 
 def _entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
-    """The guard's call of this script's entry function (``main()``, ``main(args)``,
-    ``train()``): a statement of the guard's own body, with plain arguments."""
-    for stmt in reversed(guard.body):
-        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
-            continue
-        call = stmt.value
-        if not isinstance(call.func, ast.Name):
-            continue
-        fn = model.functions.get(call.func.id)
-        if fn is None or fn not in model.tree.body:
-            continue
-        if call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
-            return None
-        return call
-    return None
+    """The guard's call of the function that trains (``training_entry_call``), with plain
+    arguments the launcher can pass on."""
+    call = training_entry_call(model, guard)
+    if call is None or call.keywords or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    return call
 
 
 def guard_entry(model: ScriptModel) -> str | None:
@@ -215,13 +207,6 @@ def _spawn_findings(model: ScriptModel, ctx: RuleContext) -> list[Finding]:
     return out
 
 
-LAUNCHING_LIBRARIES = {"accelerate", "lightning", "pytorch_lightning"}
-
-
-def _own_launcher(model: ScriptModel) -> bool:
-    return any(t.split(".")[0] in LAUNCHING_LIBRARIES for t in model.imports.values())
-
-
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     distributed = model.is_distributed
     if not (distributed or model.uses_trainer):
@@ -239,7 +224,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 manual=f"declare it as def {ENTRY}(index):",
             )
         return
-    if model.uses_torch_xla or _own_launcher(model):
+    if model.uses_torch_xla or has_own_launcher(model):
         # A script that already imports torch_xla has its own launcher (or runs SPMD);
         # accelerate and Lightning launch XLA processes themselves.
         return
@@ -310,12 +295,26 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if anchor is None:
             return
     span = _header_span(model, anchor)
-    yield Finding(
-        CODE,
-        message,
-        span,
-        severity,
-        manual=f"define def {ENTRY}(index): that runs the training (e.g. calls main())",
+    manual = f"define def {ENTRY}(index): that runs the training (e.g. calls main())"
+    if guard is not None and (call is None and _plain_calls_only_miss_training(model, guard)):
+        # llm.c: the block is the whole program and ends with print0("done"); wrapping that
+        # last call would leave the training in the launcher's parent process.
+        message = (
+            f'{message}; here the training runs in the `if __name__ == "__main__":` block '
+            "itself, not in one function it calls, so no launcher can be added around it"
+        )
+        manual = (
+            'move the code of the `if __name__ == "__main__":` block into a main() function, '
+            f"then define def {ENTRY}(index): main() and start it with the XLA launcher "
+            f"(torch_xla.launch({ENTRY}))"
+        )
+    yield Finding(CODE, message, span, severity, manual=manual)
+
+
+def _plain_calls_only_miss_training(model: ScriptModel, guard: ast.If) -> bool:
+    """The guard trains in its own code, or through calls that are not one plain call."""
+    return guard_runs_training_itself(model, guard) or (
+        bool(model.training_loops) and training_entry_call(model, guard) is None
     )
 
 

@@ -58,6 +58,71 @@ def launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[F
     return targets
 
 
+def _plain_entry_calls(model: ScriptModel, guard: ast.If) -> list[ast.Call]:
+    """Statements of the guard's own body that call a function defined at module level."""
+    found = []
+    for stmt in guard.body:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            continue
+        call = stmt.value
+        fn = model.functions.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        if fn is not None and fn in model.tree.body:
+            found.append(call)
+    return found
+
+
+def guard_runs_training_itself(model: ScriptModel, guard: ast.If) -> bool:
+    """Whether a training loop sits in the main guard's own code (llm.c's ``__main__`` block
+    is the whole program): no single call there is the training a launcher could start."""
+    loops = {id(loop.node) for loop in model.training_loops}
+    return any(id(n) in loops for stmt in guard.body for n in ast.walk(stmt))
+
+
+def training_entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
+    """The guard's call of the function that runs the training (``main()``, ``main(args)``,
+    ``train()``): the one a launcher must start in every replica. None when the training is
+    not behind one such call: a loop in the guard itself, a call in a loop or an assignment,
+    two calls that each train, or a last call (``print0("done")``) that reaches no training
+    loop. A script whose training loops are not visible here (a Trainer, a step in another
+    module) keeps its last plain call as the entry."""
+    calls = _plain_entry_calls(model, guard)
+    if not calls:
+        return None
+    loops = model.training_loops
+    if not loops:
+        return calls[-1]
+    if guard_runs_training_itself(model, guard):
+        return None
+    training = [c for c in calls if _reaches_loop(model, c, loops)]
+    return training[0] if len(training) == 1 else None
+
+
+def _reaches_loop(model: ScriptModel, call: ast.Call, loops: list) -> bool:
+    fn = model.functions[call.func.id]  # type: ignore[attr-defined]
+    reached = replica_functions(model, [fn])
+    return any(
+        any(f in reached for f in enclosing_functions_at(model, loop.node.lineno)) for loop in loops
+    )
+
+
+# Libraries whose own launcher starts the XLA processes (no _mp_fn needed).
+LAUNCHING_LIBRARIES = frozenset({"accelerate", "lightning", "pytorch_lightning"})
+
+
+def has_own_launcher(model: ScriptModel) -> bool:
+    return any(t.split(".")[0] in LAUNCHING_LIBRARIES for t in model.imports.values())
+
+
+def awaits_launcher(model: ScriptModel) -> bool:
+    """A multi-process script with no XLA launcher yet: the conversion's premise is that one
+    starts it (XLA202's env reads become runtime queries because the XLA launcher sets no env
+    vars), so its module-level code is the launcher's parent. Decided from the script's shape,
+    not from whether it imports torch_xla yet: the fixpoint's first round adds those imports,
+    and its second round must see the same parent code the first did (or ``fix`` applies what
+    ``check`` said it would not)."""
+    return model.is_distributed and not is_launched(model) and not has_own_launcher(model)
+
+
 def is_launched(model: ScriptModel) -> bool:
     return ENTRY in model.steps.module_functions or any(
         model.call_name(c) in LAUNCHERS for c in model.calls

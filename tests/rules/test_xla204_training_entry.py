@@ -1,0 +1,133 @@
+"""XLA204 wraps the function that trains, never merely the guard's last call (held-out llm.c:
+the `__main__` block is the whole program and ends with `print0("peak memory ...")`; wrapping
+that print left the training in the launcher's parent, which then crashed the launch with
+"Runtime is already initialized")."""
+
+from __future__ import annotations
+
+from xla_lens.rules.xla204_mp_fn import guard_entry
+from xla_lens.semantic.model import ScriptModel
+
+from tests.helpers import findings, fixed, src
+
+TRAINING_IN_GUARD = """
+import os
+import torch
+from torch.distributed import init_process_group
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def print0(*args):
+    if int(os.environ.get("RANK", 0)) == 0:
+        print(*args)
+
+
+if __name__ == "__main__":
+    ddp = int(os.environ.get("RANK", -1)) != -1
+    if ddp:
+        init_process_group(backend="nccl")
+    model = torch.nn.Linear(4, 1).to("cuda")
+    if ddp:
+        model = DDP(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(8, 4, device="cuda")).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    print0("done")
+"""
+
+
+def _model(text: str) -> ScriptModel:
+    import ast
+
+    code = src(text)
+    return ScriptModel(code, ast.parse(code))
+
+
+def test_training_in_the_guard_gets_no_launcher_fix_and_says_to_move_it_into_main():
+    (f,) = findings(TRAINING_IN_GUARD, "XLA204")
+    assert f.fix is None, f.fix
+    assert "_mp_fn, args=" not in f.message and "print0" not in f.message
+    assert f.manual is not None and "main()" in f.manual and "__main__" in f.manual
+    assert guard_entry(_model(TRAINING_IN_GUARD)) is None
+    # Nothing in the guard is wrapped, even with every review fix accepted.
+    converted = fixed(TRAINING_IN_GUARD, "XLA204", unsafe=True)
+    assert "_mp_fn" not in converted and "torch_xla.launch" not in converted
+
+
+def test_the_entry_is_the_call_that_trains_not_the_last_call():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def print0(*args):
+        print(*args)
+
+    def main():
+        dist.init_process_group("nccl")
+        model = torch.nn.Linear(4, 1).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            loss = model(torch.randn(8, 4).cuda()).sum()
+            loss.backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        main()
+        print0("done")
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix is not None and "torch_xla.launch(_mp_fn)" in f.fix.title, f.fix.title
+    assert guard_entry(_model(code)) == "main"
+    converted = fixed(code, "XLA204", unsafe=True)
+    assert "def _mp_fn(index):\n    main()" in converted
+    assert '    torch_xla.launch(_mp_fn)\n    print0("done")' in converted
+
+
+def test_a_last_call_that_does_not_reach_the_training_loop_is_not_the_entry():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def report(text):
+        print(text)
+
+    def train():
+        model = torch.nn.Linear(4, 1).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            model(torch.randn(8, 4).cuda()).sum().backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        dist.init_process_group("nccl")
+        report("start")
+        for epoch in range(2):
+            train()
+        report("done")
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix is None and "main()" in (f.manual or "")
+
+
+def test_a_plain_main_call_is_still_wrapped():
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def main():
+        dist.init_process_group("nccl")
+        model = torch.nn.Linear(4, 1).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            model(torch.randn(8, 4).cuda()).sum().backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix is not None, f.message
+    assert guard_entry(_model(code)) == "main"
