@@ -257,3 +257,58 @@ def test_nothing_in_the_helper_runs_and_its_analysis_is_cached(tmp_path: Path, m
     (tmp_path / "helper.py").write_text("def go():\n    return 1\n", encoding="utf-8")
     assert _found(script) == []
     assert len(calls) == 2
+
+
+def test_a_library_autocast_reexported_by_a_workspace_module_is_out_of_reach(tmp_path: Path):
+    _write(tmp_path / "pyproject.toml", "")
+    _write(
+        tmp_path / "utils" / "torch_utils.py",
+        """
+        from contextlib import nullcontext
+        from torch import autocast as torch_autocast
+        from somelib.torch_utils import autocast as smart_autocast
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from utils.torch_utils import smart_autocast, torch_autocast, nullcontext
+        from otherlib import autocast_ctx
+        for x in data:
+            with smart_autocast(True):
+                loss = model(x)
+            with torch_autocast("cuda"), nullcontext():
+                loss = model(x)
+            with autocast_ctx():
+                loss = model(x)
+        """,
+    )
+    found = _found(script)
+    assert [f.span.start.line for f in found] == [3, 7]
+    assert (
+        "`somelib.torch_utils.autocast` (re-exported by utils/torch_utils.py)" in found[0].message
+    )
+    assert found[0].fix is None and 'torch.autocast("xla"' in found[0].manual
+    assert "`otherlib.autocast_ctx`" in found[1].message and "re-exported" not in found[1].message
+    # An unsaved buffer cannot tell a library from a module it cannot see: nothing is said.
+    assert [f for f in analyze(script.read_text()).findings if f.code == CODE] == []
+
+
+def test_a_rank_env_read_alone_is_no_reason_to_convert_a_helper(tmp_path: Path):
+    _write(
+        tmp_path / "common.py",
+        """
+        import os
+
+        def print0(*a):
+            if int(os.environ.get("RANK", 0)) == 0:
+                print(*a)
+
+        def banner():
+            print0("hello")
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py", "from common import print0, banner\nbanner()\nprint0(1)\n"
+    )
+    assert _found(script) == []

@@ -21,7 +21,13 @@ from pathlib import Path
 
 from ..semantic.model import ScriptModel
 from ..semantic.workspace import FunctionFacts
-from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
+from ..semantic.workspace_calls import (
+    HelperTarget,
+    LibraryOrigin,
+    helper_target,
+    library_origin,
+    parsed_module,
+)
 from .base import Category, Finding, Rule, RuleContext, Severity
 
 CODE = "XLA118"
@@ -34,6 +40,9 @@ EVIDENCE_CODES = frozenset(
         "XLA202", "XLA203", "XLA205", "XLA403", "XLA405",
     }
 )  # fmt: skip
+# Evidence that only counts beside other evidence: a rank read from torchrun's env is how
+# many helpers print on rank 0 only (``print0``), harmless to the run on its own.
+SUPPORTING = frozenset({"XLA202"})
 # XLA403's calls that set up or need CUDA (its memory queries, cache frees and cuDNN flags
 # are harmless on XLA and stay reported in their own file only).
 CUDA_SETUP_CALLS = frozenset(
@@ -55,6 +64,10 @@ PRIORITY = ("XLA205", "XLA403", "XLA101", "XLA102", "XLA110", "XLA108", "XLA405"
 _CACHE_LIMIT = 64
 _IGNORE = re.compile(r"#\s*xla-lens:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 DEVICE_NOTE = "it chooses the device there"
+# Libraries whose autocast helpers know the XLA device (or that XLA102 reads itself).
+XLA_AWARE = frozenset(
+    {"torch", "torch_xla", "accelerate", "lightning", "pytorch_lightning", "lightning_fabric"}
+)
 
 
 @dataclass(frozen=True)
@@ -129,7 +142,7 @@ def _analyse(path: Path, target: str) -> dict[str, tuple[Evidence, ...]]:
         mine = tuple(
             e for _, e in sorted(evidence.items()) if any(a <= e.line <= b for a, b in ranges)
         )
-        if mine:
+        if any(e.code not in SUPPORTING for e in mine):
             out[name] = mine
     return out
 
@@ -235,6 +248,41 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         evidence = tuple(e for e in evidence if e.line not in already)
         if evidence:
             yield _finding(model, call, helper, evidence)
+    yield from _library_autocasts(model)
+
+
+def _library_autocasts(model: ScriptModel) -> Iterator[Finding]:
+    """``with smart_amp_autocast(amp):`` where the name is a library's autocast helper
+    (imported straight, or re-exported by a workspace module): its body is out of reach, and
+    such helpers autocast on CUDA unless told otherwise. Said, with no fix."""
+    for node in model.nodes_of(ast.With, ast.AsyncWith):
+        for item in node.items:  # type: ignore[attr-defined]
+            call = item.context_expr
+            if not isinstance(call, ast.Call):
+                continue
+            origin = library_origin(model, call)
+            if origin is None or "autocast" not in origin.name.lower():
+                continue
+            if origin.module.split(".")[0] in XLA_AWARE:
+                continue
+            yield _library_finding(model, call, origin)
+
+
+def _library_finding(model: ScriptModel, call: ast.Call, origin: LibraryOrigin) -> Finding:
+    shown = call.func.id if isinstance(call.func, ast.Name) else origin.name
+    source = f"`{origin.module}.{origin.name}`"
+    if origin.via is not None:
+        source += f" (re-exported by {_display_path(model.path, origin.via)})"
+    message = (
+        f"{shown}() is {source}, an autocast helper of a library xla-lens cannot read: such "
+        "helpers usually autocast on CUDA, a silent no-op on XLA tensors (the step then runs "
+        "in full precision)"
+    )
+    manual = (
+        "Check which device type it autocasts; on XLA use "
+        '`torch.autocast("xla", dtype=torch.bfloat16)` (or pass the helper the XLA device type).'
+    )
+    return Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
 
 
 def _finding(

@@ -134,6 +134,46 @@ def definition(path: Path, name: str, hops: int = MAX_HOPS) -> tuple[Path, str] 
     return None
 
 
+@dataclass(frozen=True)
+class LibraryOrigin:
+    module: str  # ``ultralytics.utils.torch_utils``
+    name: str  # ``autocast``
+    via: Path | None  # the workspace module that re-exports it (None: imported straight)
+
+
+def library_origin(model: ScriptModel, call: ast.Call) -> LibraryOrigin | None:
+    """Where ``f(...)`` comes from when it is a library's function, out of reach here:
+    imported straight from a module that is not in the workspace, or re-exported by a
+    workspace module (``from ultralytics.utils.torch_utils import autocast as
+    smart_amp_autocast`` in ``utils/torch_utils.py``). None for the standard library, for a
+    function of the workspace, and for an unsaved buffer (what is in reach is unknown)."""
+    if not model.path or model.path.startswith("<"):
+        return None
+    if not isinstance(call.func, ast.Name) or call.func.id in model.functions:
+        return None
+    bindings = model.memo(("workspace_calls", "bindings"), lambda: _bindings(model))
+    bound = bindings.get(call.func.id)
+    if bound is None or bound[2] is None:
+        return None
+    module, level, imported = bound
+    return _library_origin(model.path, module, level, imported, None, MAX_HOPS)
+
+
+def _library_origin(
+    importer: str, module: str, level: int, name: str, via: Path | None, hops: int
+) -> LibraryOrigin | None:
+    if level == 0 and module.split(".")[0] in sys.stdlib_module_names:
+        return None
+    path = module_file(importer, module, level)
+    if path is None:
+        return LibraryOrigin(module, name, via) if level == 0 else None
+    parsed = parsed_module(path)
+    if parsed is None or hops <= 0 or name not in parsed.reexports:
+        return None
+    source, source_level, original = parsed.reexports[name]
+    return _library_origin(str(path), source, source_level, original, path, hops - 1)
+
+
 def _bindings(model: ScriptModel) -> dict[str, tuple[str, int, str | None]]:
     """local name -> (module, level, imported name) for ``from module import name`` and
     (module, 0, None) for ``import module`` (``import a.b`` binds ``a``)."""
