@@ -5,6 +5,8 @@ optimizer built earlier updates stale CPU tensors: the loss never improves and n
 fails (verified on torch_xla 2.9). The fix moves the model first, when the move is a plain
 statement of the same block and nothing between the two statements touches the model;
 otherwise the finding says what to change (a blocking error: the script would not train).
+accelerate's ``prepare(model)`` is a move too (``semantic/accelerate_prepare.py``); its
+reorder is only ever a review.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.accelerate_prepare import is_prepare_move, stale_optimizers
 from ..semantic.model import ScriptModel, dotted
-from ..semantic.ordering import Event, stale_optimizers
+from ..semantic.ordering import Event
 from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
 
 CODE = "XLA109"
@@ -64,6 +67,8 @@ def _is_call(stmt: ast.stmt, attr: ast.Attribute) -> bool:
 
 def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None, str]:
     """The fix that moves the model first, or why there is none."""
+    if is_prepare_move(move) and not _is_plain_move(move):
+        return None, "the `prepare()` call returns more than the model"
     if move.via or not _is_plain_move(move):
         return None, "the move is not a statement of its own"
     if (
@@ -91,11 +96,18 @@ def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None,
         lines = ", ".join(str(s.lineno) for s in touching)
         reason = f"line {lines} uses `{move.path}` between the optimizer and the move"
         return Fix(title, ops, safe=False, review_reason=reason), reason
+    if is_prepare_move(move):
+        reason = (
+            "`prepare()` may also wrap the model (DDP, mixed precision) before the optimizer "
+            "is built from it; preparing both in one call is accelerate's own form"
+        )
+        return Fix(title, ops, safe=False, review_reason=reason), reason
     return Fix(title, ops), ""
 
 
 def _where(model: ScriptModel, event: Event) -> str:
-    text = model.segment(event.node)
+    text = " ".join(model.segment(event.node).split())  # a multi-line call, on one line
+    text = text.replace("( ", "(").replace(" )", ")").replace(", )", ")")
     if len(text) > 60:
         text = text[:57] + "..."
     return f"`{text}` (line {event.node.lineno})"  # type: ignore[attr-defined]
@@ -104,13 +116,26 @@ def _where(model: ScriptModel, event: Event) -> str:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for build, move in stale_optimizers(model):
         fix, why = _reorder(model, build, move)
+        prepared = is_prepare_move(move)
+        remap = (
+            " and accelerate re-maps an optimizer onto them only when it is prepared in the "
+            "same `prepare()` call as the model"
+            if prepared
+            else ""
+        )
         message = (
             f"optimizer built from `{build.path}` parameters before {_where(model, move)} moves "
-            "it to the device: on XLA the move creates new Parameter objects, so this "
+            f"it to the device: on XLA the move creates new Parameter objects{remap}, so this "
             "optimizer updates stale CPU tensors and the model never trains"
         )
         manual = None
-        if fix is None or not fix.safe:
+        if prepared and (fix is None or not fix.safe):
+            manual = (
+                f"prepare `{move.path}` and the optimizer in one call (`model, optimizer = "
+                "accelerator.prepare(model, optimizer)`), or prepare the model before building "
+                f"the optimizer{': ' + why if why else ''}"
+            )
+        elif fix is None or not fix.safe:
             manual = (
                 f"move `{move.path}` to the device before building the optimizer "
                 f"(or build the optimizer after the move){': ' + why if why else ''}"
@@ -144,9 +169,11 @@ optimizer = torch.optim.SGD(model.parameters())    # then
 
 Found across functions too: a trainer class whose `__init__` builds the optimizer and a
 later method moves the model, a helper returning `(model, optimizer)`, a module-level
-optimizer and a function that moves the model. Fix: the move statement goes before the
-optimizer when both are plain statements of one block and nothing between them uses the
-model; otherwise reorder by hand. Same on the legacy and modern targets.
+optimizer and a function that moves the model. With accelerate, `accelerator.prepare(model)`
+is the move, and an optimizer prepared in another `prepare()` call stays stale: prepare both
+in one call, `model, optimizer = accelerator.prepare(model, optimizer)`. Fix: the move
+statement goes before the optimizer when both are plain statements of one block and nothing
+between them uses the model; otherwise reorder by hand. Same on the legacy and modern targets.
 """
 
 RULE = Rule(
