@@ -186,15 +186,18 @@ def test_not_reported_twice_where_xla403_already_names_the_helper(tmp_path: Path
     _write(
         tmp_path / "lib" / "dist.py",
         """
+        import os
         import torch
         import torch.distributed as dist
 
         def init(rank):
             torch.cuda.set_device(rank)
             dist.init_process_group("nccl")
+            return os.environ["LOCAL_RANK"]
 
         def init_and_pick(rank):
             init(rank)
+            rank = os.environ["RANK"]
             return torch.device("cuda" if torch.cuda.is_available() else "cpu")
         """,
     )
@@ -208,12 +211,13 @@ def test_not_reported_twice_where_xla403_already_names_the_helper(tmp_path: Path
     )
     found = _found(script, None)
     helper = [(f.code, f.span.start.line) for f in found if f.code in {"XLA403", CODE}]
-    # init(): XLA403 names set_device and NCCL itself; XLA118 has nothing more to add.
+    # init(): XLA403 names set_device and NCCL itself; a rank read alone adds nothing.
     assert ("XLA403", 1) in helper and (CODE, 1) not in helper
     # init_and_pick(): XLA403 names the setup, XLA118 only the picker XLA403 does not name.
     (f,) = [f for f in found if f.code == CODE]
     assert f.span.start.line == 2
-    assert "line 10:" in f.message and "line 5" not in f.message and "line 6" not in f.message
+    assert "line 13:" in f.message and "(XLA202)" in f.message  # beside the picker
+    assert "line 6" not in f.message and "line 7" not in f.message
 
 
 def test_relative_and_dotted_module_imports(tmp_path: Path):

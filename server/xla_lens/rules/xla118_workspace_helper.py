@@ -246,7 +246,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         already = _reported_by_script_rules(model, call, ctx, evidence)
         evidence = tuple(e for e in evidence if e.line not in already)
-        if evidence:
+        if any(e.code not in SUPPORTING for e in evidence):
             yield _finding(model, call, helper, evidence)
     yield from _library_autocasts(model)
 
