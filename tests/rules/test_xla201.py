@@ -32,15 +32,40 @@ def test_modern_fix_reduces_gradients_after_backward():
     )
 
 
+AMP_DDP_LAUNCHED = """
+import torch
+import torch_xla.distributed.xla_multiprocessing as xmp
+from torch.cuda.amp import GradScaler as Scaler
+
+
+def _mp_fn(index):
+    scaler = Scaler()
+    for x in loader:
+        optimizer.zero_grad()
+        loss = model(x).sum()
+        scaler.scale(loss).backward()  # scaled
+        scaler.step(optimizer)
+        scaler.update()
+
+
+if __name__ == "__main__":
+    xmp.spawn(_mp_fn, args=())
+"""
+
+
 def test_legacy_fix_is_the_guides_fetch_and_all_reduce():
-    out = fixed(AMP_DDP, "XLA201", target="legacy")
+    # In the function each replica runs: at module level ``xm.xrt_world_size()`` would run
+    # in the launcher's parent process, and the fix is a review there.
+    out = fixed(AMP_DDP_LAUNCHED, "XLA201", target="legacy")
     assert (
-        "    scaler.scale(loss).backward()  # scaled\n"
-        "    gradients = xm._fetch_gradients(optimizer)\n"
-        '    xm.all_reduce("sum", gradients, scale=1.0 / xm.xrt_world_size())\n'
-        "    scaler.step(optimizer)\n"
+        "        scaler.scale(loss).backward()  # scaled\n"
+        "        gradients = xm._fetch_gradients(optimizer)\n"
+        '        xm.all_reduce("sum", gradients, scale=1.0 / xm.xrt_world_size())\n'
+        "        scaler.step(optimizer)\n"
     ) in out
     assert findings(out, "XLA201", target="legacy") == []
+    (parent,) = findings(AMP_DDP, "XLA201", target="legacy")
+    assert not parent.fix.safe and "parent process" in parent.fix.review_reason
 
 
 def test_step_function_and_existing_xm_alias():

@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.ddp_wrappers import Wrapping, ddp_named, model_wrappers
 from ..semantic.frameworks import ownership
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop, dotted, method_name, receiver
 from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity, Target
@@ -64,6 +65,22 @@ def _optimizer_of(model: ScriptModel, loop: TrainingLoop, scaler: ast.expr) -> s
     return None
 
 
+def _loop_modules(loop: TrainingLoop) -> set[str]:
+    """What the loop calls by path (``model(x)``): the modules it runs, among others."""
+    return {name for c in _loop_calls(loop) if (name := dotted(c.func)) is not None}
+
+
+def _unseen_reason(wrap: Wrapping, line: int) -> str:
+    if ddp_named(wrap.name.rpartition(".")[2]):
+        what = f"`{wrap.name}()` (line {line}) looks like a DDP wrapper that xla-lens cannot see"
+    else:
+        what = f"`{wrap.target}` passes through `{wrap.name}()` (line {line}), which xla-lens cannot see"
+    return (
+        f"{what}: if it wraps the model in DDP, backward already averages the gradients and "
+        "this would all-reduce them a second time every step"
+    )
+
+
 def _reduce_code(e: Emitter, target: Target, optimizer: str) -> str:
     if target == "legacy":
         return (
@@ -84,12 +101,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         loop = model.in_training_loop(call)
         if loop is None or any(model.call_name(c) in REDUCERS for c in _loop_calls(loop)):
             continue
+        wrappers = model_wrappers(model, _loop_modules(loop))
+        if any(w.kind == "reducing" for w in wrappers):
+            continue  # ``model = smart_DDP(model)`` seen to wrap in DDP: reduced in backward
+        unseen = next((w for w in wrappers if w.kind == "unseen"), None)
         stmt = model.enclosing_statement(call)
         optimizer = _optimizer_of(model, loop, scaler)
         message = (
             "distributed AMP step without a gradient all-reduce: scaler.step() does not "
             "average gradients across XLA replicas, so each replica trains on its own shard"
         )
+        review = ""
+        if unseen is not None:
+            review = _unseen_reason(unseen, unseen.call.lineno)
+            message += f" (unless `{unseen.name}()` already wraps the model in DDP)"
         if optimizer is None or stmt is None or not model.in_indented_block(stmt):
             yield Finding(
                 CODE,
@@ -115,6 +140,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix=Fix(
                 f"All-reduce the gradients after backward ({first})",
                 (InsertAfter(model.span(stmt), code), *e.imports),
+                safe=not review,
+                review_reason=review,
             ),
         )
 
