@@ -3,13 +3,18 @@
 Prints the median of ``--repeat`` runs of ``analyze`` on 2,000 and 10,000-line scripts
 (bench/corpus.py's generator, the same text bench/lsp_latency.py opens), then the time and
 peak RSS of one ``analyze`` of a ~5 MB script in a fresh subprocess (so the peak is that
-file's, not the earlier runs'). With --profile it prints cProfile's top functions for
-one size instead; with --rules the cumulative time spent in each rule's ``check``.
+file's, not the earlier runs'); with --chunked that file is parsed by
+``semantic.chunked_parse`` (slices of top-level statements: a lower peak). With --profile it
+prints cProfile's top functions for one size instead; with --rules the median time spent in
+each rule's ``check``.
 
     .venv/bin/python bench/analysis_profile.py [--sizes 2000,10000] [--repeat 7] [--big-mb 5]
+    .venv/bin/python bench/analysis_profile.py --big-mb 5 --sizes "" --chunked
     .venv/bin/python bench/analysis_profile.py --profile 10000 [--top 40]
+    .venv/bin/python bench/analysis_profile.py --rules 10000 [--repeat 3]
 
-The machine is shared: the load average is printed with the figures.
+The machine is shared: the load average is printed with the figures, and each time comes
+with its CPU time (steadier than wall time when other work runs beside it).
 """
 
 from __future__ import annotations
@@ -60,7 +65,11 @@ def use_chunked_parse() -> None:
     from xla_lens.semantic.chunked_parse import parse_in_chunks
     from xla_lens.semantic.model import ScriptModel
 
-    def parse(source: str, path: str = "<script>") -> ScriptModel:
+    full_parse = analysis.parse
+
+    def parse(source: str, path: str = "<script>", previous=None) -> ScriptModel:
+        if previous is not None:  # an edit: the engine's own (incremental) parse
+            return full_parse(source, path, previous)
         text = source[1:] if source.startswith(analysis.BOM) else source
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
