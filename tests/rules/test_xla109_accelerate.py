@@ -201,3 +201,37 @@ def test_no_move_when_the_accelerator_places_nothing_or_is_not_an_accelerator():
         norm = clip_grad_norm_(model.parameters(), 1.0)
     """
     assert findings(code, "XLA109") == []
+
+
+def test_separate_prepare_in_the_branch_without_the_optimizer_is_not_reported():
+    # accelerate's own test_sync: the optimizer exists, and is prepared with the model,
+    # only when ``sched`` is set; the other branch prepares the model alone.
+    code = """
+    import torch
+    from accelerate import Accelerator
+
+    def setup(accelerator, sched=False):
+        model = Net()
+        if sched:
+            opt = torch.optim.AdamW(params=model.parameters(), lr=1e-3)
+        if sched:
+            model, opt, loader = accelerator.prepare(model, opt, loader)
+        else:
+            model, loader = accelerator.prepare(model, loader)
+    """
+    assert findings(code, "XLA109") == []
+
+
+def test_an_optimizer_factory_counts_only_against_accelerates_prepare():
+    code = """
+    import torch
+    from accelerate import Accelerator
+
+    def main(train_text_encoder):
+        accelerator = Accelerator()
+        optimizer_class = torch.optim.AdamW
+        optimizer = optimizer_class(text_encoder.parameters())
+        text_encoder.to(accelerator.device)
+        unet, optimizer = accelerator.prepare(unet, optimizer)
+    """
+    assert findings(code, "XLA109") == []

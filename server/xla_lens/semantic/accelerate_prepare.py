@@ -174,25 +174,42 @@ class PrepareOrdering(Ordering):
                     names.add(path)
         return names
 
-    def prepared_together(self, build: Event, move: Event) -> bool:
-        """The prepare call of ``move`` also takes the optimizer of ``build`` (or arguments
-        it cannot tell apart: ``*objects``), so accelerate re-maps it."""
-        call = move.node
-        assert isinstance(call, ast.Call)
+    def _takes(self, call: ast.Call, build: Event, names: set[str]) -> bool:
         if any(isinstance(a, ast.Starred) for a in call.args):
-            return True
-        names = self._optimizer_names(build)
+            return True  # ``prepare(model, *objects)``: it cannot be told apart
         for arg in call.args:
-            if dotted(arg) in names:
-                return True
-            if any(n is build.node for n in self.model.walk(arg)):
+            if dotted(arg) in names or any(n is build.node for n in self.model.walk(arg)):
                 return True
         return False
 
+    def prepared_together(self, build: Event, move: Event) -> bool:
+        """The prepare call of ``move`` also takes the optimizer of ``build``, so accelerate
+        re-maps it; or another prepare call takes both the model and the optimizer: the
+        separate one is most likely the other branch (``if sched: model, opt, sched, dl =
+        prepare(...)`` / ``else: model, dl = prepare(model, dl)``)."""
+        call = move.node
+        assert isinstance(call, ast.Call)
+        names = self._optimizer_names(build)
+        if self._takes(call, build, names):
+            return True
+        return any(
+            self._takes(other, build, names) and any(dotted(a) == move.path for a in other.args)
+            for other in self.prepare_calls
+            if other is not call
+        )
+
+    @cached_property
+    def _factory_ids(self) -> set[int]:
+        return {id(e.node) for e in self._factory_builds}
+
     def _runs_later(self, build: Event, move: Event) -> bool:
-        if is_prepare_move(move) and id(move.node) in self._prepare_ids:
-            if self.prepared_together(build, move):
-                return False
+        prepare = is_prepare_move(move) and id(move.node) in self._prepare_ids
+        if prepare and self.prepared_together(build, move):
+            return False
+        if not prepare and id(build.node) in self._factory_ids:
+            # Named like an optimizer only: enough beside accelerate's own prepare, not to
+            # pair with every ``.to()`` (``text_encoder.to(device)`` when it is not trained).
+            return False
         return super()._runs_later(build, move)
 
 
