@@ -28,6 +28,7 @@ from .base import (
     RuleContext,
     Severity,
 )
+from .parts.cuda_asserts import cuda_availability_asserts
 
 CODE = "XLA403"
 IS_AVAILABLE = "torch.cuda.is_available"
@@ -360,6 +361,7 @@ def _display_path(script: str, module: str) -> str:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _calls(model, ctx.target)
+    yield from cuda_availability_asserts(model, CODE, lambda node: _guarded(model, node))
     yield from _helper_calls(model)
     yield from _backend_settings(model)
     yield from _pin_memory(model)
@@ -378,6 +380,7 @@ device they do nothing or fail (no CUDA driver on TPU/Trainium hosts).
 | `torch.cuda.empty_cache()`, `reset_peak_memory_stats()`, `set_device()` | remove |
 | `torch.accelerator.set_device_index()`, `synchronize()` (raise on XLA) | remove |
 | `if torch.cuda.is_available(): torch.cuda.empty_cache()` | remove the block (False on XLA) |
+| `assert torch.cuda.is_available()` (fails on an XLA host) | remove |
 | `torch.backends.cudnn.benchmark = ...` | remove |
 | `DataLoader(pin_memory=True)` | drop `pin_memory` |
 | `torch.cuda.manual_seed(s)` | modern `torch_xla.manual_seed(s)`, legacy `xm.set_rng_state(s)` |
