@@ -54,6 +54,12 @@ CUDA_SETUP_CALLS = frozenset(
         "torch.accelerator.device_count",
     }
 )  # fmt: skip
+DEVICE_QUERIES = frozenset(
+    {
+        "torch.cuda.device_count", "torch.cuda.get_device_name",
+        "torch.cuda.get_device_properties", "torch.accelerator.device_count",
+    }
+)  # fmt: skip
 # Functions of the helper's module it calls, followed this deep (setup -> get_dist_info).
 CLOSURE_DEPTH = 2
 # Distinct helper modules analysed for one script: the editor's cost stays bounded.
@@ -75,6 +81,7 @@ class Evidence:
     line: int  # 1-based, in the helper's file
     code: str
     what: str
+    rank: int = 0  # which the message names first (lowest)
 
 
 # (path, size, mtime, target) -> function name -> its evidence, in line order
@@ -135,7 +142,11 @@ def _analyse(path: Path, target: str) -> dict[str, tuple[Evidence, ...]]:
         if f.code == "XLA405" and start not in calls_at:
             continue  # named, not run: ``bn_types = (nn.BatchNorm2d, nn.SyncBatchNorm)``
         # One per line and rule: ``'RANK' in os.environ and 'WORLD_SIZE' in os.environ``.
-        evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, _short(f.message)))
+        rank = PRIORITY.index(f.code) if f.code in PRIORITY else len(PRIORITY)
+        if calls_at.get(start) in DEVICE_QUERIES:
+            rank = PRIORITY.index("XLA405")  # a count, not a setup that fails
+        what = _short(f.message)
+        evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, what, rank))
     out = {}
     for name, fn in parsed.functions.items():
         ranges = [(r.lineno, r.end_lineno or r.lineno) for r in _closure(model, fn)]
@@ -289,8 +300,7 @@ def _finding(
     model: ScriptModel, call: ast.Call, helper: HelperTarget, evidence: tuple[Evidence, ...]
 ) -> Finding:
     where = _display_path(model.path, helper.path)
-    rank = {code: i for i, code in enumerate(PRIORITY)}
-    first = sorted(evidence, key=lambda e: (rank.get(e.code, len(rank)), e.line))[:SHOWN]
+    first = sorted(evidence, key=lambda e: (e.rank, e.line))[:SHOWN]
     first.sort(key=lambda e: e.line)
     shown = "; ".join(f"line {e.line}: {e.what} ({e.code})" for e in first)
     more = f"; and {len(evidence) - SHOWN} more there" if len(evidence) > SHOWN else ""
