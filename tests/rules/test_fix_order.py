@@ -55,10 +55,6 @@ if __name__ == "__main__":
 """
 
 FIXTURES = {"seeded": SEEDED, "replicas": REPLICAS}
-# Known order dependence outside XLA113/XLA116 (reported to the lead, not fixed here): after
-# XLA105's xm.optimizer_step alone the script counts as "already XLA", so XLA107 no longer
-# adds the sync (optimizer_step does not sync); after XLA107's sync alone XLA105 goes quiet.
-ORDER_DEPENDENT = frozenset({"XLA105", "XLA107"})
 
 
 def _all_at_once(text: str) -> str:
@@ -90,8 +86,6 @@ def test_applying_any_one_fix_first_then_convert_gives_what_convert_gives(name):
     firsts = [f for f in analyze(text, target="modern").findings if f.fix and f.fix.safe]
     assert {"XLA101", "XLA116"} <= {f.code for f in firsts}, [f.code for f in firsts]
     for first in firsts:
-        if first.code in ORDER_DEPENDENT:
-            continue
         after_one = apply_fix(text, first)
         got = _all_at_once(after_one)
         assert _normal(got) == _normal(expected), f"{first.code} applied first changes Convert"
@@ -118,22 +112,62 @@ def test_fixing_code_by_code_in_every_order_ends_where_convert_ends():
     # order of the first three rules, the rest by Convert.
     text = src(SEEDED)
     expected = _all_at_once(text)
-    codes = [c for c in _safe_codes(text) if c not in ORDER_DEPENDENT]
-    assert {"XLA101", "XLA116"} <= set(codes)
+    codes = _safe_codes(text)
+    assert {"XLA101", "XLA105", "XLA107", "XLA116"} <= set(codes)
     for order in itertools.permutations(codes):
         current = text
         for code in order:
             out = fix_source(current, target="modern", accept=lambda f, c=code: f.code == c)
             assert out.error is None
             current = out.source
-        assert _normal(_all_at_once(current)) == _normal(expected), order
+        got = _normal(_all_at_once(current))
+        if _after_the_seed_limit(order):
+            # XLA116's documented limit (xla116_manual_seed.md): once the device fix and a
+            # sync or XLA optimizer step are in, the script reads as written for XLA and the
+            # seed is left to the person. Everything else must still match.
+            got, want = _without_xla_seed(got), _without_xla_seed(_normal(expected))
+            assert got == want, order
+            continue
+        assert got == _normal(expected), order
 
 
-@pytest.mark.xfail(strict=True, reason="XLA105 first: XLA107 then adds no sync (see above)")
+def _after_the_seed_limit(order: tuple[str, ...]) -> bool:
+    seed = order.index("XLA116")
+    done = set(order[:seed])
+    return "XLA101" in done and bool(done & {"XLA105", "XLA107"})
+
+
+def _without_xla_seed(parts: tuple[list[str], list[str]]) -> tuple[list[str], list[str]]:
+    imports, body = parts
+    return imports, [line for line in body if "torch_xla.manual_seed" not in line]
+
+
 def test_the_optimizer_step_fix_first_keeps_the_sync():
+    # xm.optimizer_step does not sync (barrier=False): it is no evidence that the loop syncs.
     text = src(SEEDED)
     (step,) = [f for f in analyze(text, target="modern").findings if f.code == "XLA105"]
-    assert "torch_xla.sync()" in _all_at_once(apply_fix(text, step))
+    after = apply_fix(text, step)
+    assert "XLA107" in _codes(after)
+    assert "torch_xla.sync()" in _all_at_once(after)
+
+
+def test_the_sync_fix_first_keeps_the_optimizer_step():
+    # A sync is what XLA107 writes: it must not make the script look written for XLA.
+    text = src(SEEDED)
+    (sync,) = [f for f in analyze(text, target="modern").findings if f.code == "XLA107"]
+    after = apply_fix(text, sync)
+    assert "XLA105" in _codes(after)
+    assert "xm.optimizer_step(opt)" in _all_at_once(after)
+
+
+def test_device_fix_then_sync_fix_still_leaves_the_optimizer_step_finding():
+    # XLA101 then XLA107: no CUDA left and a sync in the loop, yet only fixes wrote them.
+    text = src(SEEDED)
+    current = text
+    for code in ("XLA101", "XLA107"):
+        current = fix_source(current, target="modern", accept=lambda f, c=code: f.code == c).source
+    assert "cuda" not in current and "torch_xla.sync()" in current
+    assert "XLA105" in _codes(current)
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -1,3 +1,4 @@
+from xla_lens.engine.fixing import apply_fix
 from xla_lens.rules.registry import get_rule
 
 from tests.helpers import findings, fixed, src
@@ -252,3 +253,69 @@ def test_xla_fsdp_wrapped_model_keeps_its_plain_step():
     torch_xla.launch(train)
     """
     assert findings(code, "XLA105") == []
+
+
+TWO_STEPS = """
+import torch
+
+for x in loader:
+    d_opt.zero_grad()
+    D(x).sum().backward()
+    d_opt.step()
+    g_opt.zero_grad()
+    G(x).sum().backward()
+    g_opt.step()
+"""
+
+
+def test_fixing_one_step_leaves_the_other_reported():
+    # xm.optimizer_step is what this rule writes: it must not make the script look written
+    # for XLA and silence the second step (order of quick fixes in the editor).
+    first, second = findings(TWO_STEPS, "XLA105")
+    assert "d_opt" in first.message and "g_opt" in second.message
+    after = apply_fix(src(TWO_STEPS), first)
+    assert "xm.optimizer_step(d_opt)" in after
+    (left,) = findings(after, "XLA105")
+    assert "xm.optimizer_step(g_opt)" in left.message
+
+
+def test_a_sync_or_step_closure_written_by_other_fixes_does_not_silence_the_step():
+    # XLA107 writes the sync, XLA401 the step closure, XLA101 the device: a CUDA script with
+    # those fixes applied still needs this one.
+    head = "import torch_xla\nimport torch_xla.core.xla_model as xm\n"
+    for extra in (
+        "torch_xla.sync()",
+        "xm.mark_step()",
+        "xm.add_step_closure(print, args=(1,))",
+        "x = x.to(torch_xla.device())",
+    ):
+        code = head + src(LOOP).replace(
+            "        optimizer.step()\n", f"        optimizer.step()\n        {extra}\n"
+        )
+        assert extra in code
+        assert len(findings(code, "XLA105")) == 1, extra
+
+
+def test_single_process_script_written_for_xla_by_hand_keeps_its_plain_step():
+    # API no fix writes: a ParallelLoader, metrics, torch_xla.compile; or an XLA loader in a
+    # single-process script (XLA106 wraps loaders of distributed scripts only).
+    for head, loader in (
+        (
+            "import torch_xla.distributed.parallel_loader as pl",
+            "pl.ParallelLoader(loader, [dev]).per_device_loader(dev)",
+        ),
+        ("import torch_xla.debug.metrics as met", "loader"),
+        ("import torch_xla.distributed.parallel_loader as pl", "pl.MpDeviceLoader(loader, dev)"),
+    ):
+        code = f"""
+import torch
+import torch_xla
+{head}
+
+for x in {loader}:
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()
+    torch_xla.sync()
+"""
+        assert findings(code, "XLA105") == [], head

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from ..semantic import xla_api
 from ..semantic.frameworks import ownership
-from ..semantic.loaders import already_xla
+from ..semantic.loaders import creates_xla_loader, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from ..semantic.params import argument_values, parameter_of
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
@@ -27,12 +27,17 @@ XLA_DISTRIBUTED = "torch_xla.distributed."
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     owner = ownership(model)
     # accelerate/Lightning own the step; DDP, FSDP, SPMD or the script itself already
-    # reduce the gradients (xm.optimizer_step would reduce them a second time).
-    if owner.step_owner is not None:
+    # reduce the gradients (xm.optimizer_step would reduce them a second time). Another
+    # xm.optimizer_step does not count: it reduces its own optimizer's gradients only, and it
+    # is this rule's own fix (fixing one step must not silence the others).
+    if owner.framework is not None or owner.reduced_besides_xla_steps is not None:
         return
-    # A single-process script already written for XLA (it syncs, uses closures or an XLA
-    # loader) has nothing to all-reduce: its plain optimizer.step() is right as it is.
-    if already_xla(model) and not model.is_distributed:
+    # A single-process script written for XLA by hand has nothing to all-reduce: its plain
+    # optimizer.step() is right as it is. Evidence is only what no fix writes here: torch_xla
+    # API beyond the fixes' own, or an XLA loader (XLA106 wraps loaders of distributed scripts
+    # only). A sync or step closure does not count: XLA107/XLA401 add them, and this finding
+    # must not vanish because one of their fixes was applied first.
+    if not model.is_distributed and (written_for_xla(model) or creates_xla_loader(model)):
         return
     # ``scaler.step(opt)`` is the step of an AMP loop: XLA103 turns it into ``opt.step()``
     # (modern) and XLA201 adds the all-reduce next to it (legacy, distributed).

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from ..semantic import xla_api
 from ..semantic.loaders import (
     Source,
-    already_xla,
     creates_xla_loader,
     loop_source,
     loop_syncs,
     passed_in_loader,
+    sub_step_loop,
     written_for_xla,
 )
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
@@ -32,34 +32,43 @@ from .base import (
     RuleContext,
     Severity,
     Span,
+    Target,
 )
 from .xla106_device_loader import will_wrap
 
 CODE = "XLA107"
 
 
-def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop) -> bool:
-    """The loop's batches come from an XLA loader, which syncs every iteration. In a script
-    already written for XLA, a loop that draws no data (a sub-step loop such as several
-    discriminator updates per batch) or draws it from a source we cannot follow while the
-    script builds an XLA loader is taken to be fed by that loader. So is a loader handed in
-    as a parameter from another module in a file written for XLA (the pytorch/xla examples
-    pass their subclasses a pl.MpDeviceLoader from a base class in a sibling file)."""
+def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop, target: Target) -> bool:
+    """The loop's batches come from an XLA loader, which syncs every iteration. A loop that
+    draws no data is synced by the code around it when it is a sub-step loop
+    (``sub_step_loop``) or the script was written for XLA by hand (``written_for_xla``). A
+    loop drawing from a source we cannot follow in a script that builds an XLA loader (or
+    will: XLA106 wraps one of its loops) is taken to be fed by that loader. So is a loader
+    handed in as a parameter from another module in a file written for XLA (the pytorch/xla
+    examples pass their subclasses a pl.MpDeviceLoader from a base class in a sibling file).
+
+    Never evidence: what the other fixes write (``xm.optimizer_step``, which does not sync,
+    ``torch_xla.device()``, a step closure, the imports). A finding that vanished when XLA105's
+    fix was applied first would leave the converted loop without any sync."""
     source, expr = loop_source(model, loop)
     if source is Source.XLA:
         return True
     if source is Source.UNKNOWN and written_for_xla(model) and passed_in_loader(model, expr):
         return True
-    if not already_xla(model):
-        return False
-    return source is Source.NONE or (source is Source.UNKNOWN and creates_xla_loader(model))
+    if source is Source.NONE:
+        return sub_step_loop(model, loop) or written_for_xla(model)
+    return source is Source.UNKNOWN and (
+        creates_xla_loader(model)
+        or any(will_wrap(model, other.node, target) for other in model.training_loops)
+    )
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for loop in model.training_loops:
         if loop_syncs(model, loop):
             continue
-        if _fed_by_xla_loader(model, loop) or will_wrap(model, loop.node, ctx.target):
+        if _fed_by_xla_loader(model, loop, ctx.target) or will_wrap(model, loop.node, ctx.target):
             continue
         e = Emitter(model)
         code = xla_api.sync(e, ctx.target)

@@ -37,6 +37,7 @@ REDUCING_CALLS = {
     "torch_xla.core.xla_model.optimizer_step",
     "torch.distributed.all_reduce",
 }
+XLA_OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 SPMD_CALLS = {"torch_xla.runtime.use_spmd"}
 COMPILE_CALLS = {"torch_xla.compile", "torch_xla.experimental.compile"}
 
@@ -57,8 +58,20 @@ class Ownership:
     @cached_property
     def gradients_reduced_elsewhere(self) -> str | None:
         """What reduces the gradients besides the optimizer step, if anything."""
+        return self._reducer(frozenset())
+
+    @cached_property
+    def reduced_besides_xla_steps(self) -> str | None:
+        """As ``gradients_reduced_elsewhere``, not counting ``xm.optimizer_step``: it reduces
+        only its own optimizer's gradients, and XLA105's fix writes it (one fixed step must
+        not make the script's other plain steps look owned)."""
+        return self._reducer(frozenset({XLA_OPTIMIZER_STEP}))
+
+    def _reducer(self, skip: frozenset[str]) -> str | None:
         for call in self.model.calls:
             name = self.model.call_name(call)
+            if name in skip:
+                continue
             if name in REDUCING_WRAPPERS:
                 return name.rpartition(".")[2]
             if name in SPMD_CALLS:
