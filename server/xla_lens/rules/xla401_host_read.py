@@ -54,6 +54,7 @@ REPORTING_METHODS = frozenset(
     }
 )
 BUILTIN_NAMES = frozenset(dir(builtins))
+MAYBE = "maybe:"  # marks a read that is a device read only if its parameters are tensors
 MANUAL = (
     "Keep the value on the device and read it once after the loop (e.g. "
     "`total_loss += loss.detach()`, then `total_loss.item()` after the epoch), or move the "
@@ -119,9 +120,20 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
             args = [*node.args, *(kw.value for kw in node.keywords)]
             if any(_pending(values, v) for v in args if not isinstance(v, ast.Starred)):
                 return "passing a tensor to a logging call"
-    if isinstance(node, ast.JoinedStr) and any(
-        isinstance(v, ast.FormattedValue) and _pending(values, v.value) for v in node.values
-    ):
+    if isinstance(node, ast.JoinedStr):
+        pending = [
+            v.value
+            for v in node.values
+            if isinstance(v, ast.FormattedValue) and _pending(values, v.value)
+        ]
+        if not pending:
+            return None
+        doubts = [values.host_unless(v) if isinstance(v, ast.Name) else [] for v in pending]
+        if all(doubts):
+            # A float made from parameters of unknown type: a tensor only if they are.
+            name = pending[0].id  # type: ignore[attr-defined]
+            params = ", ".join(f"`{p}`" for p in doubts[0])
+            return f"{MAYBE}formatting `{name}`, a tensor only if {params} is one,"
         return "formatting a tensor"
     return None
 
@@ -236,10 +248,17 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if what is None:
             continue
         stmt = model.enclosing_statement(node)
-        message = (
-            f"{what} reads a device tensor on the host inside the training loop: XLA must "
-            "compile and run the pending graph right here, an extra sync every step"
-        )
+        if what.startswith(MAYBE):
+            message = (
+                f"{what.removeprefix(MAYBE)} may read a device tensor on the host inside the "
+                "training loop: if so, XLA must compile and run the pending graph right here, "
+                "an extra sync every step"
+            )
+        else:
+            message = (
+                f"{what} reads a device tensor on the host inside the training loop: XLA must "
+                "compile and run the pending graph right here, an extra sync every step"
+            )
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)

@@ -24,6 +24,7 @@ import ast
 
 from .model import ScriptModel, method_name, receiver
 from .node_helpers import const_str, dotted, keyword
+from .params import parameter_of
 from .reaching import (
     UNKNOWN,
     arguments,
@@ -31,6 +32,7 @@ from .reaching import (
     bound_by_comprehension,
     bound_value,
     walk_back,
+    whole_bindings,
 )
 from .tensors import CONVENTIONAL, HOST_METHODS, TensorNames, scope_of
 
@@ -49,6 +51,8 @@ SYNCS = frozenset({"torch_xla.sync", "torch_xla.core.xla_model.mark_step"})
 STEP_CONTEXTS = frozenset({"torch_xla.step"})
 OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 MAX_DEPTH = 6
+PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
+ARGUMENT_TYPES = frozenset({"int", "float", "str", "bool"})
 
 
 def host_values(model: ScriptModel) -> HostValues:
@@ -67,6 +71,7 @@ class HostValues:
         self._host_fns: dict[ast.AST, bool] = {}
         self._reaching: dict[ast.Name, list[ast.expr] | None] = {}
         self._fed: dict[tuple[ast.AST, str], bool] = {}
+        self._assumed: frozenset[str] = frozenset()  # parameters taken as Python values
         self._default_device = next(model.calls_to(*DEFAULT_DEVICE_SETTERS), None) is not None
         self._globals = {
             n
@@ -87,6 +92,8 @@ class HostValues:
         if isinstance(expr, ast.Call) and self._is_host_call(expr, deeper):
             return False
         if isinstance(expr, ast.Name):
+            if self.enumerate_index(expr):
+                return False
             return not self.host_at(expr, strict=_is_conventional(expr.id), depth=deeper)
         if isinstance(expr, ast.Attribute):
             if dotted(expr) in self.tensors.names_at(expr):
@@ -149,12 +156,37 @@ class HostValues:
         """Whether every binding of ``name`` that reaches this read gives a host value
         (``strict``) or at least no device tensor (for names ``TensorNames`` judges by their
         bindings, not by their conventional name)."""
+        if name.id in self._assumed and parameter_of(self.model, name) is not None:
+            return True
         values = self.reaching(name)
         if not values:
             return False
         return all(
             self.is_host(v, depth) or (not strict and not self.is_device(v, depth)) for v in values
         )
+
+    def host_unless(self, name: ast.Name) -> list[str]:
+        """The parameters of the function that alone keep ``name`` from being a host value
+        (``v = 0.0; v += loss.item(); v /= n`` with ``n`` a parameter: a float, unless ``n``
+        is a tensor); empty when that is not the only doubt."""
+        values = self.reaching(name)
+        if not values:
+            return []
+        params = sorted(
+            {
+                n.id
+                for v in values
+                for n in ast.walk(v)
+                if isinstance(n, ast.Name)
+                and _used_as_value(self.model, n)
+                and parameter_of(self.model, n) is not None
+            }
+        )
+        if not params:
+            return []
+        trial = HostValues(self.model)
+        trial._assumed = frozenset(params)
+        return params if trial.is_host(name) else []
 
     def materialized(self, expr: ast.AST) -> bool:
         """``loss`` read as it is after a sync that always runs earlier in this pass, with no
@@ -163,6 +195,43 @@ class HostValues:
             return False
         found = walk_back(self.model, expr, expr.id, self._is_sync)
         return found is not None and found[0] is not None and not found[1]
+
+    def enumerate_index(self, name: ast.Name) -> bool:
+        """``i`` of ``for i, (x, y) in pbar:`` where every binding of ``pbar`` is an
+        ``enumerate(...)``, or a progress bar / ``iter`` over it (``pbar = tqdm(pbar)``): a
+        Python int, however the loader's batches are judged."""
+        scope = scope_of(self.model, name)
+        loops = whole_bindings(self.model, scope, name.id)
+        return bool(loops) and all(
+            isinstance(node, ast.For | ast.AsyncFor)
+            and isinstance(node.target, ast.Tuple)
+            and node.target.elts
+            and isinstance(node.target.elts[0], ast.Name)
+            and node.target.elts[0].id == name.id
+            and self._enumerates(node.iter, scope, set())
+            for node, _value in loops
+        )
+
+    def _enumerates(self, expr: ast.AST, scope: ast.AST, seen: set[str]) -> bool:
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Name) and func.id == "enumerate":
+                return self.model.qualname(func) is None and func.id not in self.model.functions
+            callee = (self.model.call_name(expr) or dotted(func) or "").split(".")[-1]
+            # A progress bar (``tqdm``, yolov5's ``TQDM``) or ``iter`` yields what it wraps.
+            wraps = callee == "iter" or callee.lower().endswith("tqdm")
+            return wraps and bool(expr.args) and self._enumerates(expr.args[0], scope, seen)
+        if isinstance(expr, ast.Name):
+            if expr.id in seen:
+                return True  # ``pbar = tqdm(pbar)``: its other bindings decide
+            values = whole_bindings(self.model, scope, expr.id)
+            seen.add(expr.id)
+            return bool(values) and all(
+                isinstance(node, ast.Assign) and value is not UNKNOWN
+                and self._enumerates(value, scope, seen)
+                for node, value in values
+            )  # fmt: skip
+        return False
 
     # --- reaching bindings -------------------------------------------------------------------
     def reaching(self, name: ast.Name) -> list[ast.expr] | None:
@@ -222,13 +291,30 @@ class HostValues:
             if isinstance(owner, ast.ClassDef) and any(a is owner for a in model.ancestors(call)):
                 return self._returns_host(method)  # type: ignore[arg-type]
         qualname = model.call_name(call)
-        if qualname in LOADERS:
+        if qualname in LOADERS or self._parsed_arguments(call):
             return True
         if qualname in HOST_CONSTRUCTORS | LIKE_CONSTRUCTORS:
             return self._host_constructor(call, qualname, depth)
         if recv is not None and name not in MOVES and self.is_host(recv, depth):
             return not any(self.is_device(a, depth) for a in arguments(call))
         return False
+
+    def _parsed_arguments(self, call: ast.Call) -> bool:
+        """``parser.parse_args()`` (``parse_known_args()``) of an ``argparse.ArgumentParser``
+        whose every argument is converted by a builtin (``type=int``) or kept as a string,
+        with a host default: command-line values, never a device tensor."""
+        recv = receiver(call)
+        if method_name(call) not in PARSE_METHODS or not isinstance(recv, ast.Name):
+            return False
+        model = self.model
+        if not any(
+            isinstance(v, ast.Call) and model.call_name(v) == "argparse.ArgumentParser"
+            for v in model.assigned_from(recv.id)
+        ):
+            return False
+        return model.memo(
+            (_parsed_arguments_host, recv.id), lambda: _parsed_arguments_host(self, recv.id)
+        )
 
     def _host_constructor(self, call: ast.Call, qualname: str, depth: int) -> bool:
         if self._default_device or _inside_device_context(self.model, call):
@@ -268,6 +354,44 @@ class HostValues:
                 for node in self.model.walk_scope(scope)
             )
         return self._fed[key]
+
+
+def _parsed_arguments_host(values: HostValues, parser: str) -> bool:
+    model = values.model
+    for call in model.calls:
+        recv = receiver(call)
+        if not (isinstance(recv, ast.Name) and recv.id == parser):
+            continue
+        name = method_name(call)
+        if name == "set_defaults" and not all(values.is_host(k.value) for k in call.keywords):
+            return False
+        if name != "add_argument":
+            continue
+        kind = keyword(call, "type")
+        converter = kind.value if kind is not None else None
+        if converter is not None and not (
+            isinstance(converter, ast.Name)
+            and model.qualname(converter) is None
+            and (
+                converter.id in ARGUMENT_TYPES
+                if converter.id not in model.functions
+                else values._returns_host(model.functions[converter.id])
+            )
+        ):
+            return False
+        default = keyword(call, "default")
+        if default is not None and not values.is_host(default.value):
+            return False
+    return True
+
+
+def _used_as_value(model: ScriptModel, name: ast.Name) -> bool:
+    """``n`` in ``v / n``, not ``self`` in ``self.model(x)`` (an object, not a number)."""
+    parent = model.parent(name)
+    return not (
+        (isinstance(parent, ast.Attribute) and parent.value is name)
+        or (isinstance(parent, ast.Call) and parent.func is name)
+    )
 
 
 def _names_cpu(model: ScriptModel, node: ast.expr) -> bool:

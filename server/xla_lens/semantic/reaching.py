@@ -42,6 +42,10 @@ def walk_back(
                     if stop(sibling):
                         between.extend(bindings(model, sibling, name, skip_top=True))
                         return sibling, between
+                    inside = _last_in_with(model, sibling, name, stop)
+                    if inside is not None:
+                        between.extend(inside[1])
+                        return inside[0], between
                     between.extend(bindings(model, sibling, name))
             elif field not in ("decorator_list", "returns"):
                 for part in value if isinstance(value, list) else [value]:
@@ -52,6 +56,30 @@ def walk_back(
         cur = parent
     if isinstance(scope, ast.Module):
         return None, between
+    return None
+
+
+def _last_in_with(
+    model: ScriptModel, stmt: ast.stmt, name: str, stop: Callable[[ast.stmt], bool]
+) -> tuple[ast.stmt, list[ast.expr]] | None:
+    """The last statement ``stop`` accepts at the top of a ``with`` block's body (which always
+    runs to its end when code after the block runs, unless the block can swallow an
+    exception), with the values bound to ``name`` after it and by the ``with`` itself."""
+    if not isinstance(stmt, ast.With | ast.AsyncWith):
+        return None
+    if any("suppress" in (model.segment(i.context_expr) or "") for i in stmt.items):
+        return None
+    between: list[ast.expr] = []
+    for item in stmt.items:
+        between.extend(bindings(model, item, name))
+    for inner in reversed(stmt.body):
+        if stop(inner):
+            between.extend(bindings(model, inner, name, skip_top=True))
+            return inner, between
+        found = _last_in_with(model, inner, name, stop)
+        if found is not None:
+            return found[0], between + found[1]
+        between.extend(bindings(model, inner, name))
     return None
 
 
@@ -173,6 +201,14 @@ def _bindings_index(model: ScriptModel, scope: ast.AST) -> dict[str, list[tuple]
         return index
 
     return model.memo((_bindings_index, scope), build)
+
+
+def whole_bindings(model: ScriptModel, scope: ast.AST, name: str) -> list[tuple[ast.AST, ast.expr]]:
+    """Every ``(node, value)`` that rebinds ``name`` itself in ``scope`` (``UNKNOWN`` where
+    the value cannot be judged: a ``for`` target, an import)."""
+    return [
+        (node, value) for node, value, whole in _bindings_index(model, scope).get(name, ()) if whole
+    ]
 
 
 def bindings(model: ScriptModel, root: ast.AST, name: str, skip_top: bool = False) -> list:

@@ -1,0 +1,102 @@
+"""XLA401 on a float averaged over a count: quiet when the count is a command-line value
+(argparse gives strings and numbers, never a device tensor); where the count is a parameter
+of unknown type the finding stays (a float divided by a tensor is a tensor) but says so."""
+
+from tests.helpers import findings
+
+ARGPARSE = """
+import argparse
+import torch
+
+
+def print0(*a):
+    print(*a)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--val_max_steps", type=int, default=20)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--name", default="run")
+    {extra}
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 1).to("cuda")
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr)
+    for step in range(10):
+        val_loss = 0.0
+        for _ in range(args.val_max_steps):
+            loss = model(torch.ones(2, 4, device="cuda")).mean()
+            val_loss += loss.item()
+        val_loss /= args.val_max_steps
+        print0(f"val loss {{val_loss}}")
+        loss = model(torch.ones(2, 4, device="cuda")).mean()
+        loss.backward()
+        opt.step()
+"""
+
+
+def _formatting(code: str):
+    return [f for f in findings(code, "XLA401") if f.message.startswith("formatting")]
+
+
+def test_a_float_divided_by_a_command_line_value_is_a_host_value():
+    assert _formatting(ARGPARSE.format(extra="")) == []
+
+
+def test_an_argument_whose_type_converter_is_not_a_builtin_is_not_trusted():
+    code = ARGPARSE.format(extra='parser.add_argument("--t", type=make_tensor)')
+    assert len(_formatting(code)) == 1
+
+
+PARAMETER = """
+import torch
+
+
+def print0(*a):
+    print(*a)
+
+
+def train(model, val_loader, optimizer, device, num_iterations, val_max_steps):
+    for step in range(num_iterations + 1):
+        val_loss = 0.0
+        for _ in range(val_max_steps):
+            x, y = val_loader.next_batch()
+            _, loss = model(x.to(device), y.to(device))
+            val_loss += loss.item()
+        val_loss /= val_max_steps
+        print0(f"val loss {val_loss}")
+        _, loss = model(x.to(device), y.to(device))
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_float_divided_by_a_parameter_is_reported_as_a_possible_tensor():
+    (f,) = _formatting(PARAMETER)
+    assert "`val_loss`" in f.message and "`val_max_steps`" in f.message
+    assert "only if" in f.message
+
+
+def test_the_average_made_inside_a_with_block_is_judged_after_it():
+    code = PARAMETER.replace(
+        "        val_loss = 0.0\n        for _ in range(val_max_steps):",
+        "        with torch.no_grad():\n            val_loss = 0.0\n"
+        "            for _ in range(val_max_steps):",
+    )
+    code = code.replace(
+        "            x, y = val_loader.next_batch()\n"
+        "            _, loss = model(x.to(device), y.to(device))\n"
+        "            val_loss += loss.item()\n"
+        "        val_loss /= val_max_steps\n",
+        "                x, y = val_loader.next_batch()\n"
+        "                _, loss = model(x.to(device), y.to(device))\n"
+        "                val_loss += loss.item()\n"
+        "            val_loss /= val_max_steps\n",
+    )
+    assert "with torch.no_grad():" in code and "            val_loss /= val_max_steps" in code
+    (f,) = _formatting(code)
+    assert "only if `val_max_steps` is one" in f.message
+    # With a suppressing block the binding inside may not have run: not judged.
+    suppressed = code.replace("torch.no_grad()", "contextlib.suppress(ValueError)")
+    (g,) = _formatting(suppressed)
+    assert g.message.startswith("formatting a tensor")
