@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ..semantic.arguments import local_bindings
 from ..semantic.model import ScriptModel, keyword, method_name
@@ -41,17 +41,26 @@ MANUAL_OPS = (
 def _loader_calls(model: ScriptModel, expr: ast.AST, depth: int = 0) -> Iterator[ast.Call]:
     """The ``DataLoader(...)`` calls that feed ``expr``, through names and wrappers
     (``enumerate``, ``tqdm``, ``pl.MpDeviceLoader``, ``.per_device_loader``)."""
+    for calls in _loader_call_lists(model, expr, depth):
+        yield from calls
+
+
+def _loader_call_lists(
+    model: ScriptModel, expr: ast.AST, depth: int = 0
+) -> Iterator[Sequence[ast.Call]]:
+    """``_loader_calls`` in runs: a name's run is one list per name and depth, shared by
+    every loop that reaches it (so a caller can take each such list once)."""
     if depth > 6:
         return
     if isinstance(expr, ast.Name):
-        yield from _name_loader_calls(model, expr.id, depth)
+        yield _name_loader_calls(model, expr.id, depth)
     elif isinstance(expr, ast.Call):
         if model.call_name(expr) in DATALOADERS:
-            yield expr
+            yield (expr,)
         elif method_name(expr) == "per_device_loader" and isinstance(expr.func, ast.Attribute):
-            yield from _loader_calls(model, expr.func.value, depth + 1)
+            yield from _loader_call_lists(model, expr.func.value, depth + 1)
         elif expr.args:
-            yield from _loader_calls(model, expr.args[0], depth + 1)
+            yield from _loader_call_lists(model, expr.args[0], depth + 1)
 
 
 def _name_loader_calls(model: ScriptModel, name: str, depth: int) -> list[ast.Call]:
@@ -71,10 +80,16 @@ def _name_loader_calls(model: ScriptModel, name: str, depth: int) -> list[ast.Ca
 
 def _training_loaders(model: ScriptModel) -> list[ast.Call]:
     seen: dict[int, ast.Call] = {}
+    taken: set[int] = set()  # ids of the shared per-name lists already taken in full
     for loop in model.training_loops:
         if isinstance(loop.node, ast.For | ast.AsyncFor):
-            for call in _loader_calls(model, loop.node.iter):
-                seen.setdefault(id(call), call)
+            for calls in _loader_call_lists(model, loop.node.iter):
+                if isinstance(calls, list):
+                    if id(calls) in taken:
+                        continue  # every loop over ``loader`` reaches the same calls
+                    taken.add(id(calls))
+                for call in calls:
+                    seen.setdefault(id(call), call)
     return sorted(seen.values(), key=lambda c: (c.lineno, c.col_offset))
 
 
