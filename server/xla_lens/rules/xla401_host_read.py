@@ -27,7 +27,7 @@ from .base import (
     Severity,
     Target,
 )
-from .parts.closure_reads import changed_before_sync
+from .parts.closure_changes import changed_before_sync
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 
 CODE = "XLA401"

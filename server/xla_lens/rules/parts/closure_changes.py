@@ -1,0 +1,257 @@
+"""Whether the rest of the iteration changes what a deferred report reads before the sync
+runs it: ``self.log(loss=loss.item())`` whose ``log`` reads ``self.step``, with
+``self.step.add_(1)`` before the sync, would log every step one late. Part of XLA401.
+
+A change: an assignment, augmented assignment or ``del`` of a read path or of anything under
+it; a method call on it or under it that is not a known read (``add_``, ``update``,
+``append``, ``step``...), except further reports to the report's own sink (``pbar.update(1)``,
+``writer.flush()``); a method of the loop's class called on ``self`` (followed into its body
+when shown, a change when not); handing it to an in-place function (``clip_grad_norm_``), a
+collective, or a function of the script that changes it; rebinding a global the report reads
+when it runs."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic.model import SCOPE_TYPES, ScriptModel, TrainingLoop, method_name, receiver
+from ...semantic.tensors import scope_of
+from .closure_reads import (
+    MAX_DEPTH,
+    READ_METHODS,
+    Path,
+    Reads,
+    arguments,
+    bind_parameters,
+    class_of,
+    map_path,
+    method_of,
+    path_of,
+)
+from .closure_timing import after
+
+# Calls to a report's own sink that only report more (they change nothing it reports).
+SINK_REPORTS = frozenset(
+    """
+    info debug warning error critical exception log write set_postfix set_postfix_str
+    set_description set_description_str master_print print update refresh flush
+    """.split()
+)
+COLLECTIVES = frozenset(
+    {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "all_to_all"}
+)
+
+
+def changed_before_sync(
+    model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, captured: list[str]
+) -> str | None:
+    """Why deferring ``stmt``'s call to the step's sync could change what it reports (None:
+    nothing it reads changes in the rest of the iteration). ``captured``: the names the
+    closure takes as arguments (bound now; rebinding them later changes nothing)."""
+    call = stmt.value
+    assert isinstance(call, ast.Call)
+    reads = Reads(model, stmt, frozenset(captured))
+    reads.of_call(call)
+    if not reads.paths:
+        return None
+    for node in _rest_of_iteration(model, loop, stmt):
+        change = Changes(model, reads, class_of(model, stmt)).at(node, {}, 0)
+        if change is None:
+            continue
+        path, line, text = change
+        what = reads.paths[path]
+        shown = ".".join(path)
+        return (
+            f"the deferred call runs at the step's sync; {what} `{shown}`, and line {line} "
+            f"changes it first (`{text}`): it may report the changed value"
+        )
+    return None
+
+
+def _writer_report(name: str) -> bool:
+    """``writer.add_figure(...)``, ``add_histogram``...: a summary writer's reports."""
+    return name.startswith("add_") and len(name) > len("add_")
+
+
+# --- what the rest of the iteration changes ----------------------------------------------------
+def _rest_of_iteration(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> list[ast.AST]:
+    """Statements that can run between ``stmt`` and the step's sync: the rest of its block
+    and of the loops around it (their later passes too, up to the training loop)."""
+    out: list[ast.AST] = []
+    inner_loops = []
+    for a in model.ancestors(stmt):
+        if a is loop.node or isinstance(a, SCOPE_TYPES):
+            break
+        if isinstance(a, ast.For | ast.While | ast.AsyncFor):
+            inner_loops.append(a)
+    region = loop.node
+    if not any(a is loop.node for a in model.ancestors(stmt)):
+        region = next(
+            (r for r in loop.regions() if any(a is r for a in model.ancestors(stmt))), None
+        )
+        if region is None:
+            return out
+        out.extend(n for n in model.walk_scope(loop.node) if isinstance(n, ast.stmt))
+    for node in model.walk_scope(region):
+        if isinstance(node, ast.stmt) and after(node, stmt):
+            out.append(node)
+    for inner in inner_loops:
+        out.extend(n for n in model.walk_scope(inner) if isinstance(n, ast.stmt))
+    # The first change in the source is the one to name.
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+class Changes:
+    def __init__(self, model: ScriptModel, reads: Reads, cls: ast.ClassDef | None) -> None:
+        self.model = model
+        self.reads = reads
+        self.cls = cls
+
+    def at(
+        self, stmt: ast.AST, mapping: dict[str, Path], depth: int
+    ) -> tuple[Path, int, str] | None:
+        """The first read path ``stmt`` (its own expressions, not nested statements) changes."""
+        targets: list[ast.AST] = []
+        if isinstance(stmt, ast.Assign):
+            targets = list(stmt.targets)
+        elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
+            targets = [stmt.target]
+        elif isinstance(stmt, ast.Delete):
+            targets = list(stmt.targets)
+        for t in targets:
+            for part in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
+                hit = self._stored(part, stmt, mapping)
+                if hit is not None:
+                    return hit, stmt.lineno, self._text(stmt)
+        for node in self._own_nodes(stmt):
+            if isinstance(node, ast.Call):
+                hit = self._called(node, mapping, depth)
+                if hit is not None:
+                    return hit, stmt.lineno, self._text(node)
+        return None
+
+    def _own_nodes(self, stmt: ast.AST) -> Iterator[ast.AST]:
+        todo = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt)]
+        while todo:
+            node = todo.pop()
+            yield node
+            if not isinstance(node, SCOPE_TYPES):
+                todo.extend(ast.iter_child_nodes(node))
+
+    def _text(self, node: ast.AST) -> str:
+        text = " ".join(self.model.segment(node).split())
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    def _related(self, path: Path | None) -> Path | None:
+        """The read path ``path`` overlaps (a prefix of it or under it)."""
+        if path is None:
+            return None
+        for read in self.reads.paths:
+            n = min(len(read), len(path))
+            if read[:n] == path[:n]:
+                return read
+        return None
+
+    def _stored(self, target: ast.AST, stmt: ast.AST, mapping: dict[str, Path]) -> Path | None:
+        path = map_path(path_of(target), mapping)
+        if path is None:
+            return None
+        if isinstance(target, ast.Name):
+            # Rebinding a name: the closure holds the old object (its argument) unless the
+            # name is a global it reads when it runs, or ``+=`` changes a tensor or list in place.
+            read = self._related(path)
+            if read is None or read != path:
+                return None
+            if target.id in self.reads.late_globals and self._is_global_here(target):
+                return read
+            if isinstance(stmt, ast.AugAssign) and self._mutable(target):
+                return read
+            return None
+        return self._related(path)
+
+    def _is_global_here(self, name: ast.Name) -> bool:
+        if not self.reads._is_global(name.id):
+            return False
+        scope = scope_of(self.model, name)
+        if scope is self.model.tree:
+            return True
+        return any(
+            isinstance(g, ast.Global) and name.id in g.names for g in self.model.walk_scope(scope)
+        )
+
+    def _mutable(self, name: ast.Name) -> bool:
+        if self.reads.tensors.is_tensor(name):
+            return True
+        values = self.model.assigned_from(name.id)
+        return any(isinstance(v, ast.List | ast.Dict | ast.Set | ast.ListComp) for v in values)
+
+    def _called(self, call: ast.Call, mapping: dict[str, Path], depth: int) -> Path | None:
+        model = self.model
+        name = method_name(call)
+        recv = receiver(call)
+        rpath = map_path(path_of(recv), mapping) if recv is not None else None
+        if rpath is not None and name is not None:
+            read = self._related(rpath)
+            if read is not None:
+                hit = self._method_changes(call, recv, rpath, read, name, mapping, depth)
+                if hit is not None:
+                    return hit
+        # Handed on: functions of this script are followed; of the others only those that
+        # say they work in place (``clip_grad_norm_``) or are collectives (``all_reduce``)
+        # are taken to change their arguments (Python code rarely changes what it is given).
+        if isinstance(call.func, ast.Name) and model.qualname(call.func) is None:
+            fn = model.functions.get(call.func.id)
+            if fn is not None:
+                return self._in_body(fn, call, {}, depth, mapping)
+        plain = call.func.id if isinstance(call.func, ast.Name) else None
+        callee = (model.call_name(call) or name or plain or "").split(".")[-1]
+        qualname = model.call_name(call) or ""
+        in_place = callee.endswith("_") and not callee.startswith("_")
+        if not (in_place or callee in COLLECTIVES or qualname.startswith("torch.distributed.")):
+            return None
+        for arg in arguments(call):
+            read = self._related(map_path(path_of(arg), mapping))
+            if read is not None and not isinstance(arg, ast.Constant):
+                return read
+        return None
+
+    def _method_changes(
+        self,
+        call: ast.Call,
+        recv: ast.AST | None,
+        rpath: Path,
+        read: Path,
+        name: str,
+        mapping: dict[str, Path],
+        depth: int,
+    ) -> Path | None:
+        if name in READ_METHODS:
+            return None
+        if rpath in self.reads.sinks and (name in SINK_REPORTS or _writer_report(name)):
+            return None
+        if len(rpath) < len(read):
+            # ``self.advance()`` above ``self.step``: follow a method shown here.
+            fn = method_of(self.model, self.cls or call, recv, name) if self.cls else None
+            if fn is not None:
+                first = fn.args.args[0].arg
+                return self._in_body(fn, call, {first: rpath}, depth, mapping)
+        return read
+
+    def _in_body(
+        self,
+        fn: ast.AST,
+        call: ast.Call,
+        mapping: dict[str, Path],
+        depth: int,
+        outer: dict[str, Path] | None = None,
+    ) -> Path | None:
+        if depth >= MAX_DEPTH or not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        mapping = bind_parameters(fn, call, mapping, outer)
+        for stmt in self.model.walk_scope(fn):
+            if isinstance(stmt, ast.stmt):
+                hit = self.at(stmt, mapping, depth + 1)
+                if hit is not None:
+                    return hit[0]
+        return None
