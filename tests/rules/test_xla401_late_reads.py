@@ -189,3 +189,23 @@ def test_a_non_reporting_call_before_a_break_says_the_last_report_is_lost():
     assert f.fix is not None and not f.fix.safe
     assert "`break` follows on line 15" in f.fix.review_reason
     assert src(code)  # the fixture parses
+
+
+def test_what_a_method_reads_through_another_method_of_the_class_counts():
+    code = TRAINER.format(change="self.step.add_(1)").replace(
+        "        self.history.append((self.step.item(), values))",
+        "        self._record(values)\n\n"
+        "    def _record(self, values):\n"
+        "        self.history.append((self.step.item(), values))",
+    )
+    f = _closure(code)
+    assert not f.fix.safe and "`self.step`" in f.fix.review_reason
+
+
+def test_a_report_after_the_change_is_safe():
+    code = TRAINER.format(change="pass").replace(
+        "            loss.backward()\n",
+        "            loss.backward()\n            self.step.add_(1)\n",
+    )
+    f = _closure(code)
+    assert f.fix.safe, f.fix.review_reason
