@@ -4,30 +4,56 @@ CODE = """
 import torch.utils.data as tud
 from torch.utils.data.distributed import DistributedSampler as DS
 
-sampler = DS(train_ds)
-loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=True)
+
+def main():
+    sampler = DS(train_ds)
+    loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=True)
 """
 
 
 def test_sampler_and_loader_fixed_modern():
     found = findings(CODE, "XLA203")
-    assert [f.span.start.line for f in found] == [3, 4]
+    assert [f.span.start.line for f in found] == [5, 6]
     assert fixed(CODE, "XLA203") == src(
         """
         import torch.utils.data as tud
         from torch.utils.data.distributed import DistributedSampler as DS
         import torch_xla.runtime as xr
 
-        sampler = DS(train_ds, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=True)
-        loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=False)
+
+        def main():
+            sampler = DS(train_ds, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=True)
+            loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=False)
         """
     )
+
+
+def test_module_level_sampler_runtime_query_is_for_review():
+    # Module-level code of a distributed script runs in a launcher's parent process, where a
+    # runtime query would start the XLA runtime before the replicas: offered, never applied.
+    code = """
+    import torch.utils.data as tud
+    from torch.utils.data.distributed import DistributedSampler as DS
+
+    sampler = DS(train_ds)
+    loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=True)
+    """
+    sampler, loader = findings(code, "XLA203")
+    assert sampler.fix is not None and not sampler.fix.safe
+    assert "launcher's parent process" in sampler.fix.review_reason
+    assert loader.fix is not None and loader.fix.safe
+    out = fixed(code, "XLA203")
+    assert "sampler = DS(train_ds)\n" in out and "shuffle=False" in out
+    assert "num_replicas=xr.world_size()" in fixed(code, "XLA203", unsafe=True)
 
 
 def test_legacy_target_and_only_the_missing_keywords():
     code = """
     import torch
-    s = torch.utils.data.DistributedSampler(ds, rank=my_rank, shuffle=False)
+
+
+    def main():
+        s = torch.utils.data.DistributedSampler(ds, rank=my_rank, shuffle=False)
     """
     out = fixed(code, "XLA203", target="legacy")
     assert (
