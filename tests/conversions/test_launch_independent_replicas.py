@@ -42,5 +42,7 @@ def test_accepting_the_launch_runs_independent_trainings():
     assert run.returncode == 0, run.stderr[-2000:]
     # Two devices: two whole single-process trainings, no process group, two checkpoint writes.
     assert run.stdout.count("Not using distributed mode") == 2
-    assert len(run.losses) == 4
+    # The script's own loss prints became xm.master_print (XLA113): one replica reports.
+    assert len(run.losses) == 2
+    assert "xm.master_print(" in source
     assert checkpoints == ["checkpoint", "checkpoint"]
