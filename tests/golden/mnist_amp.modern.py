@@ -79,7 +79,7 @@ def main():
             with torch.autocast("xla", dtype=torch.bfloat16):
                 loss = loss_fn(model(images), labels)
             loss.backward()
-            xm.optimizer_step(optimizer)
+            optimizer.step()
             xm.add_step_closure(lambda step, loss: print(f"step={step} loss={loss.item():.6f}"), args=(step, loss))
             torch_xla.sync()
 

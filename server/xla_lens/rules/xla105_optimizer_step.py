@@ -13,6 +13,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.device_intent import finished_on_xla
 from ..semantic.frameworks import ownership
 from ..semantic.loaders import creates_xla_loader, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
@@ -38,6 +39,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # only). A sync or step closure does not count: XLA107/XLA401 add them, and this finding
     # must not vanish because one of their fixes was applied first.
     if not model.is_distributed and (written_for_xla(model) or creates_xla_loader(model)):
+        return
+    # On one device xm.optimizer_step is a plain step: a single-process script already on
+    # the XLA device with its loop running (no CUDA left) loses nothing without it, and a
+    # script written that way by hand must get no conversion finding. (If XLA101 and XLA107
+    # were applied first, this goes quiet too; the step it would write is a no-op there.)
+    if not model.is_distributed and finished_on_xla(model):
         return
     # ``scaler.step(opt)`` is the step of an AMP loop: XLA103 turns it into ``opt.step()``
     # (modern) and XLA201 adds the all-reduce next to it (legacy, distributed).

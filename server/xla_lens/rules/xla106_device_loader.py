@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..semantic import device_sites, xla_api
+from ..semantic.device_intent import finished_on_xla
 from ..semantic.loaders import (
     Source,
     classify,
@@ -60,8 +61,9 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
             return None
         # A file written for XLA whose loop relies on its loader to sync, over a loader
         # handed in from another module: that caller passes a pl.MpDeviceLoader (the
-        # pytorch/xla examples do). Wrapping it again would break training.
-        if written_for_xla(model) and passed_in_loader(model, loader):
+        # pytorch/xla examples do). Wrapping it again would break training. A script on the
+        # XLA device with its loop running and no CUDA left counts too (see XLA107).
+        if (written_for_xla(model) or finished_on_xla(model)) and passed_in_loader(model, loader):
             if not loop_syncs(model, loop):
                 return None
     e = Emitter(model)

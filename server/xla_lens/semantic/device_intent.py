@@ -319,9 +319,19 @@ def places_on_a_device(model: ScriptModel) -> bool:
     return _intent(model).places_on_a_device
 
 
+def finished_on_xla(model: ScriptModel) -> bool:
+    """No CUDA trace is left, the script names the XLA device and something runs its XLA
+    loop (a sync, a device loader, the XLA optimizer step, a launcher). Either written for XLA
+    or fully converted: the two cannot be told apart from the text, so a rule may go quiet on
+    this only where its fix would change nothing that matters (a one-device no-op) or where
+    the evidence it needs is out of this file's reach."""
+    return not runs_on_cuda(model) and uses_xla_device(model) and has_xla_step_machinery(model)
+
+
 __all__ = [
     "being_converted",
     "built_where_placed",
+    "finished_on_xla",
     "has_xla_step_machinery",
     "places_on_a_device",
     "runs_on_cuda",
