@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import logging
 import re
 import traceback
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
 from ..rules.registry import all_rules
+from ..semantic.chunked_parse import parse_in_chunks
 from ..semantic.model import ScriptModel
 from .config import Settings, resolve_target
 from .incremental import ParsedText, reparse
@@ -58,7 +58,8 @@ def parse(source: str, path: str = "<script>", previous: ScriptModel | None = No
         with warnings.catch_warnings():
             # Invalid escape sequences in the user's strings are not our business here.
             warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=path)
+            # Slices of a big file at a time: ast.parse's very tree, at about half the peak.
+            tree = parse_in_chunks(text, filename=path)
     return ScriptModel(text, tree, path)
 
 
