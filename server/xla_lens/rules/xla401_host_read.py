@@ -174,23 +174,49 @@ def _bound_in_scope(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
     return model.memo((_bound_in_scope, scope), lambda: frozenset(_bound_in(model, scope)))
 
 
+def _frame_locals(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
+    """Names ``scope`` binds itself (its parameters too), once per frame."""
+
+    def compute() -> frozenset[str]:
+        local = set(_bound_in_scope(model, scope)) if scope is not model.tree else set()
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            local |= {a.arg for a in model.walk(scope.args) if isinstance(a, ast.arg)}
+        return frozenset(local)
+
+    return model.memo((_frame_locals, scope), compute)
+
+
 def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
     """Local names ``stmt`` reads, in order of first appearance (the closure's arguments)."""
+    # Asked twice per finding (the review check and the fix's text): worked out once.
+    return list(model.memo((free_names, stmt), lambda: tuple(_free_names(model, stmt))))
+
+
+def _free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:
     scope = scope_of(model, stmt)
-    local = set(_bound_in_scope(model, scope)) if scope is not model.tree else set()
-    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        local |= {a.arg for a in model.walk(scope.args) if isinstance(a, ast.arg)}
-    skip = _bound_in(model, stmt) | _module_level_names(model) | set(model.imports)
-    if scope is not model.tree:
-        # Globals are read when the closure runs; only the frame's own names need binding now.
-        skip |= {n for n in model.assignments if n not in local}
+    local = _frame_locals(model, scope)
+    bound_here = _bound_in(model, stmt)
+    module_level = _module_level_names(model)
+    imports = model.imports
+    # Globals are read when the closure runs; only the frame's own names need binding now.
+    # (Asked per name, not by copying every assignment of the script for each statement.)
+    globals_skipped = model.assignments if scope is not model.tree else {}
+
+    def skipped(name: str) -> bool:
+        return (
+            name in bound_here
+            or name in module_level
+            or name in imports
+            or (name in globals_skipped and name not in local)
+        )
+
     names: list[str] = []
     loads = sorted(
         (n for n in model.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)),
         key=lambda n: (n.lineno, n.col_offset),
     )
     for n in loads:
-        if n.id in skip or n.id in names or (n.id in BUILTIN_NAMES and n.id not in local):
+        if skipped(n.id) or n.id in names or (n.id in BUILTIN_NAMES and n.id not in local):
             continue
         names.append(n.id)
     return names

@@ -49,7 +49,7 @@ class Reads:
         self.sinks: set[Path] = set()
         self.tensors = TensorNames(model)
         scope = scope_of(model, stmt)
-        self.local = _locals(model, scope) if scope is not model.tree else set()
+        self.local = _locals(model, scope) if scope is not model.tree else frozenset()
 
     def add(self, path: Path, how: str) -> None:
         if path and path[0] != "_" and path not in self.paths:
@@ -152,15 +152,21 @@ def _module_names(model: ScriptModel) -> frozenset[str]:
     return model.memo(_module_names, compute)
 
 
-def _locals(model: ScriptModel, scope: ast.AST) -> set[str]:
-    out = {a.arg for a in model.walk(scope) if isinstance(a, ast.arg)}
-    declared: set[str] = set()
-    for n in model.walk_scope(scope):
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out.add(n.id)
-        elif isinstance(n, ast.Global | ast.Nonlocal):
-            declared.update(n.names)
-    return out - declared
+def _locals(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
+    """Names ``scope`` binds itself, once per frame (asked for every deferred report in it
+    and for every function body a report is followed into)."""
+
+    def compute() -> frozenset[str]:
+        out = {a.arg for a in model.walk(scope) if isinstance(a, ast.arg)}
+        declared: set[str] = set()
+        for n in model.walk_scope(scope):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+            elif isinstance(n, ast.Global | ast.Nonlocal):
+                declared.update(n.names)
+        return frozenset(out - declared)
+
+    return model.memo((_locals, scope), compute)
 
 
 def path_of(node: ast.AST | None) -> Path | None:

@@ -6,6 +6,7 @@ between them can end the iteration or close what the report uses. Part of XLA401
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from types import ModuleType
 
 from ...semantic.loaders import Source, classify, loop_source, loop_syncs
@@ -13,7 +14,7 @@ from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop
 from ...semantic.params import parameter_of
 from ...semantic.steps import trailing_exit_guard
 from .. import xla106_device_loader, xla107_mark_step
-from ..base import RuleContext, Span, Target
+from ..base import Pos, RuleContext, Span, Target
 from ..xla106_device_loader import will_wrap
 
 EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
@@ -122,6 +123,34 @@ def applied_at(model: ScriptModel, rule: ModuleType, target: Target) -> frozense
     return model.memo((applied_at, rule.__name__, target), compute)
 
 
+def _applied_by_start(model: ScriptModel, rule: ModuleType, target: Target) -> list[Span]:
+    """``applied_at`` sorted by start, once per parse: each loop looks up its own range
+    instead of scanning every applied fix of the script."""
+    return model.memo(
+        (_applied_by_start, rule.__name__, target),
+        lambda: sorted(applied_at(model, rule, target), key=lambda s: s.start),
+    )
+
+
+def _applied_within(model: ScriptModel, rule: ModuleType, target: Target, outer: Span) -> bool:
+    """Whether a span of ``applied_at`` lies within ``outer`` (``outer.contains``)."""
+    spans = _applied_by_start(model, rule, target)
+    # Only spans starting at or after ``outer.start`` (and not past its end) can lie within.
+    i = bisect_left(spans, outer.start, key=lambda s: s.start)
+    while i < len(spans) and spans[i].start <= outer.end:
+        if outer.contains(spans[i]):
+            return True
+        i += 1
+    return False
+
+
+def _applied_starts(model: ScriptModel, rule: ModuleType, target: Target) -> frozenset[Pos]:
+    return model.memo(
+        (_applied_starts, rule.__name__, target),
+        lambda: frozenset(s.start for s in applied_at(model, rule, target)),
+    )
+
+
 def sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[str, str]:
     """How this loop syncs after the safe fixes: ``fed`` (its loader marks every step),
     ``calls`` (a sync it already makes, here or in a helper), ``added`` (XLA107's fix),
@@ -129,14 +158,14 @@ def sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[s
     source, expr = loop_source(model, loop)
     as_is = accelerate_leaves_as_is(model, expr) if source is Source.XLA else None
     loop_span = model.span(loop.node)
-    wrapped = will_wrap(model, loop.node, target) and any(
-        loop_span.contains(span) for span in applied_at(model, xla106_device_loader, target)
+    wrapped = will_wrap(model, loop.node, target) and _applied_within(
+        model, xla106_device_loader, target, loop_span
     )
     if (source is Source.XLA and as_is is None) or wrapped:
         return "fed", ""
     if loop_syncs(model, loop):
         return "calls", ""
-    if any(span.start == loop_span.start for span in applied_at(model, xla107_mark_step, target)):
+    if loop_span.start in _applied_starts(model, xla107_mark_step, target):
         return "added", ""
     if as_is is not None:
         why = f"accelerate's `prepare` hands {as_is} back as it is, not an MpDeviceLoader"
