@@ -121,11 +121,8 @@ class _Tracer:
         self.seen.add((scope, name))
         uses = [
             n
-            for n in ast.walk(scope)
-            if isinstance(n, ast.Name)
-            and n.id == name
-            and isinstance(n.ctx, ast.Load)
-            and (n.lineno, n.col_offset) >= after
+            for n in _scope_index(self.model, scope).loads.get(name, ())
+            if (n.lineno, n.col_offset) >= after
         ]
         return self.each_use(uses, depth)
 
@@ -290,7 +287,7 @@ class _Tracer:
         scope = self.model.enclosing_function(node) or self.model.tree
         shown = self.model.segment(node)
         best: ast.Assign | None = None
-        for stmt in ast.walk(scope):
+        for stmt in _scope_index(self.model, scope).binders:
             if (
                 isinstance(stmt, ast.Assign)
                 and stmt.lineno < node.lineno
@@ -316,7 +313,7 @@ class _Tracer:
         scope = self.model.enclosing_function(name) or self.model.tree
         best: tuple[int, ast.AST] | None = None
         ancestors = set(self.model.ancestors(name))  # ``y = y.unsqueeze(1)``: the old y
-        for node in ast.walk(scope):
+        for node in _scope_index(self.model, scope).binders:
             value: ast.AST | None = None
             inside = node in ancestors
             if isinstance(node, ast.Assign) and node.lineno <= name.lineno and not inside:
@@ -332,6 +329,28 @@ class _Tracer:
                 if best is None or line >= best[0]:
                     best = (line, value)
         return best[1] if best else None
+
+
+@dataclass(frozen=True)
+class _ScopeIndex:
+    """One walk of a scope (``ast.walk`` order), shared by every DDP call and forward input
+    traced in it: each question looks at its few candidates, not at every node again."""
+
+    loads: dict[str, list[ast.Name]]  # each name's reads
+    binders: list[ast.AST]  # assignments, ``for`` loops and comprehension clauses
+
+
+def _scope_index(model: ScriptModel, scope: ast.AST) -> _ScopeIndex:
+    def compute() -> _ScopeIndex:
+        index = _ScopeIndex({}, [])
+        for n in model.walk(scope):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                index.loads.setdefault(n.id, []).append(n)
+            elif isinstance(n, ast.Assign | ast.For | ast.AsyncFor | ast.comprehension):
+                index.binders.append(n)
+        return index
+
+    return model.memo((_scope_index, scope), compute)
 
 
 def _value_for(target: ast.expr, value: ast.expr, name: str) -> ast.expr | None:
