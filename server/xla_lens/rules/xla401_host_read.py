@@ -28,6 +28,7 @@ from .base import (
     Target,
 )
 from .parts.closure_changes import changed_before_sync
+from .parts.closure_reads import frame_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 
 CODE = "XLA401"
@@ -169,21 +170,10 @@ def _bound_in(model: ScriptModel, root: ast.AST) -> set[str]:
     return out
 
 
-def _bound_in_scope(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
-    # One walk per function, however many of its statements need a closure.
-    return model.memo((_bound_in_scope, scope), lambda: frozenset(_bound_in(model, scope)))
-
-
 def _frame_locals(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
-    """Names ``scope`` binds itself (its parameters too), once per frame."""
-
-    def compute() -> frozenset[str]:
-        local = set(_bound_in_scope(model, scope)) if scope is not model.tree else set()
-        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            local |= {a.arg for a in model.walk(scope.args) if isinstance(a, ast.arg)}
-        return frozenset(local)
-
-    return model.memo((_frame_locals, scope), compute)
+    """Names stored, deleted or taken as a parameter anywhere in ``scope`` (what
+    ``_bound_in`` gives for it; one pass per frame, however many reports it has)."""
+    return frame_names(model, scope).anywhere if scope is not model.tree else frozenset()
 
 
 def free_names(model: ScriptModel, stmt: ast.stmt) -> list[str]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from ...semantic.model import ScriptModel, method_name, receiver
+from ...semantic.model import SCOPE_TYPES, ScriptModel, method_name, receiver
 from ...semantic.node_helpers import dotted
 from ...semantic.tensors import HOST_METHODS, META_METHODS, TensorNames, scope_of
 
@@ -153,20 +154,47 @@ def _module_names(model: ScriptModel) -> frozenset[str]:
 
 
 def _locals(model: ScriptModel, scope: ast.AST) -> frozenset[str]:
-    """Names ``scope`` binds itself, once per frame (asked for every deferred report in it
-    and for every function body a report is followed into)."""
+    """Names ``scope`` binds itself (parameters of any function in it too)."""
+    return frame_names(model, scope).own
 
-    def compute() -> frozenset[str]:
-        out = {a.arg for a in model.walk(scope) if isinstance(a, ast.arg)}
+
+@dataclass(frozen=True)
+class FrameNames:
+    """The names a frame binds, from one pass over it (once per frame: asked for every
+    deferred report in it and for every function body a report is followed into)."""
+
+    own: frozenset[str]  # its own stores, and every parameter in it, less global/nonlocal
+    anywhere: frozenset[str]  # stored or deleted anywhere in it (nested frames too), parameters
+
+
+def frame_names(model: ScriptModel, scope: ast.AST) -> FrameNames:
+    def compute() -> FrameNames:
+        params: set[str] = set()
+        stored: set[str] = set()  # by the frame itself
+        nested: set[str] = set()  # stored or deleted in a nested frame, or deleted by it
         declared: set[str] = set()
-        for n in model.walk_scope(scope):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                out.add(n.id)
-            elif isinstance(n, ast.Global | ast.Nonlocal):
-                declared.update(n.names)
-        return frozenset(out - declared)
+        # Every node under ``scope`` once: its own nodes, then each nested frame's.
+        frames = [scope]
+        while frames:
+            frame = frames.pop()
+            own = frame is scope
+            for n in model.walk_scope(frame):
+                if isinstance(n, ast.Name):
+                    if own and isinstance(n.ctx, ast.Store):
+                        stored.add(n.id)
+                    elif isinstance(n.ctx, ast.Store | ast.Del):
+                        nested.add(n.id)
+                elif isinstance(n, ast.arg):
+                    params.add(n.arg)
+                elif isinstance(n, SCOPE_TYPES):
+                    frames.append(n)
+                elif own and isinstance(n, ast.Global | ast.Nonlocal):
+                    declared.update(n.names)
+        return FrameNames(
+            frozenset((params | stored) - declared), frozenset(params | stored | nested)
+        )
 
-    return model.memo((_locals, scope), compute)
+    return model.memo((frame_names, scope), compute)
 
 
 def path_of(node: ast.AST | None) -> Path | None:
