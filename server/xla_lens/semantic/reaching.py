@@ -17,6 +17,23 @@ UNKNOWN = ast.Constant(value=None)
 # Calls that store their arguments into the receiver (content of a list, dict or tensor).
 STORING_METHODS = frozenset({"append", "extend", "insert", "update", "add", "setdefault"})
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Every kind of node ``_bindings_index`` records something for.
+_BINDING_NODES = (
+    *SCOPE_TYPES,
+    ast.Assign,
+    ast.AugAssign,
+    ast.AnnAssign,
+    ast.NamedExpr,
+    ast.For,
+    ast.AsyncFor,
+    ast.comprehension,
+    ast.withitem,
+    ast.ExceptHandler,
+    ast.alias,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Call,
+)
 
 
 def walk_back(
@@ -166,6 +183,8 @@ def _bindings_index(model: ScriptModel, scope: ast.AST) -> dict[str, list[tuple]
             index.setdefault(name, []).append((node, value, whole))
 
         for n in model.walk_scope(scope):
+            if not isinstance(n, _BINDING_NODES):
+                continue  # most nodes: one check instead of one per kind below
             if isinstance(n, SCOPE_TYPES):
                 if not isinstance(n, ast.Lambda):
                     add(n.name, n, UNKNOWN, True)
@@ -191,11 +210,11 @@ def _bindings_index(model: ScriptModel, scope: ast.AST) -> dict[str, list[tuple]
                 for name in _names_bound_by(n):
                     add(name, n, UNKNOWN, True)
             elif isinstance(n, ast.Call):
-                base = _base_name(n.func)
                 method = method_name(n) or ""
-                if base is not None and (
-                    method in STORING_METHODS or (method.endswith("_") and method[:1] != "_")
-                ):
+                if not (method in STORING_METHODS or (method.endswith("_") and method[:1] != "_")):
+                    continue
+                base = _base_name(n.func)
+                if base is not None:
                     for a in arguments(n):
                         add(base, n, a, False)
         return index
