@@ -29,7 +29,7 @@ from .closure_reads import (
     method_of,
     path_of,
 )
-from .closure_timing import after
+from .closure_timing import after, region_statements
 
 # Calls to a report's own sink that only report more (they change nothing it reports).
 SINK_REPORTS = frozenset(
@@ -92,12 +92,12 @@ def _rest_of_iteration(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -
         )
         if region is None:
             return out
-        out.extend(n for n in model.walk_scope(loop.node) if isinstance(n, ast.stmt))
-    for node in model.walk_scope(region):
-        if isinstance(node, ast.stmt) and after(node, stmt):
+        out.extend(region_statements(model, loop.node))
+    for node in region_statements(model, region):
+        if after(node, stmt):
             out.append(node)
     for inner in inner_loops:
-        out.extend(n for n in model.walk_scope(inner) if isinstance(n, ast.stmt))
+        out.extend(region_statements(model, inner))
     # The first change in the source is the one to name.
     return sorted(out, key=lambda n: (n.lineno, n.col_offset))
 

@@ -41,8 +41,8 @@ def ends_iteration_early(
     """A ``break``/``continue``/``return``/``raise``/``sys.exit()`` after ``stmt`` in the
     same iteration (and before ``sync_line``, where XLA107 puts the sync): it can skip the
     sync that would run the closure."""
-    for node in model.walk_scope(region):
-        if not isinstance(node, ast.stmt | ast.Call) or not after(node, stmt):
+    for node in _statements_and_calls(model, region):
+        if not after(node, stmt):
             continue
         if sync_line is not None and node.lineno >= sync_line:
             continue
@@ -55,6 +55,36 @@ def ends_iteration_early(
             if name in EXITS:
                 return f"`{name}()` follows on line {node.lineno}"
     return None
+
+
+def region_statements(model: ScriptModel, region: ast.AST) -> tuple[ast.stmt, ...]:
+    """The statements of ``model.walk_scope(region)``, in its order, once per parse: every
+    report in a loop asks about the same loop (the model caches only frames' walks)."""
+    return model.memo(
+        (region_statements, region),
+        lambda: tuple(n for n in model.walk_scope(region) if isinstance(n, ast.stmt)),
+    )
+
+
+def _statements_and_calls(model: ScriptModel, region: ast.AST) -> tuple[ast.AST, ...]:
+    return model.memo(
+        (_statements_and_calls, region),
+        lambda: tuple(n for n in model.walk_scope(region) if isinstance(n, ast.stmt | ast.Call)),
+    )
+
+
+def _loop_syncs(model: ScriptModel, loop: TrainingLoop) -> list[ast.Call]:
+    """The sync calls in the loop (nested functions too) and in its step functions."""
+
+    def compute() -> list[ast.Call]:
+        return [
+            n
+            for region in loop.regions()
+            for n in (model.walk(region) if region is loop.node else model.walk_scope(region))
+            if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
+        ]
+
+    return model.memo((_loop_syncs, *loop.regions()), compute)
 
 
 def accelerate_leaves_as_is(model: ScriptModel, expr: ast.AST | None) -> str | None:
@@ -182,12 +212,7 @@ def sync_runs_after(
     if plan == "never":
         return NEVER_SYNCS.format(why=why)
     fed = plan == "fed"
-    syncs = [
-        n
-        for region in loop.regions()
-        for n in (model.walk(region) if region is loop.node else model.walk_scope(region))
-        if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
-    ]
+    syncs = _loop_syncs(model, loop)
     lost = REVIEW_LOST.format
     # With no sync yet, XLA107 adds one before the exit checks that end the loop body.
     guard = trailing_exit_guard(loop.node) if plan == "added" and not syncs else None
