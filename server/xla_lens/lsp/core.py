@@ -21,6 +21,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from .framing import start_stdio
+from .memory import IdleCollector
 from .positions import UTF16
 from .protocol import XlaLensProtocol
 from .settings import SECTION, SettingsStore
@@ -54,6 +55,7 @@ class XlaLensServer(LanguageServer):
         # version are no longer current.
         self.generation = 0
         self.analyses = 0  # full analyses run, reported by xla-lens/stats
+        self.idle_collector = IdleCollector(lambda: bool(self.pending or self.inflight))
         # Called after every successful analysis (e.g. to refresh inlay hints / code lenses).
         self.analysis_listeners: list[AnalysisListener] = []
 

@@ -97,6 +97,7 @@ async def _analyse_now(
     if not is_open(ls, uri) or ls.workspace.get_text_document(uri).version != version:
         return None
     ls.cache.store(entry)
+    ls.idle_collector.analysed()
     for code, tb in entry.analysis.rule_errors:
         ls.log_client(f"xla-lens: rule {code} crashed on {uri}:\n{tb}", types.MessageType.Error)
     return entry

@@ -9,15 +9,25 @@ and trim after each close; elsewhere only the collection runs.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import ctypes.util
 import gc
 import sys
+from collections.abc import Callable
 from typing import Any
 
 M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter numbers
 MMAP_THRESHOLD_BYTES = 256 * 1024
 YOUNG_COLLECTION_EVERY = 10_000  # allocations (CPython's default: 700)
+# Full collections are left to quiet moments (``collect_when_idle``), never to an allocation
+# count: one walks every object of every cached analysis (~150 ms at 10,000 lines), holding
+# the GIL, and one that fell inside an analysis stalled hovers answered meanwhile.
+NO_AUTOMATIC_FULL_COLLECTION = 1_000_000_000
+IDLE_COLLECTION_AFTER_S = 1.0
+# Typing without a pause this long still gets a full collection every so many analyses, so
+# replaced analyses (their cycles live in the oldest generation) cannot pile up.
+FULL_COLLECTION_EVERY_ANALYSES = 20
 
 
 def _glibc() -> Any | None:
@@ -53,7 +63,37 @@ def tune_collector() -> None:
     everything when a document closes."""
     gc.collect()
     gc.freeze()  # modules, rule tables, pygls: alive for the whole session
-    gc.set_threshold(YOUNG_COLLECTION_EVERY, 10, 10)
+    gc.set_threshold(YOUNG_COLLECTION_EVERY, 10, NO_AUTOMATIC_FULL_COLLECTION)
+
+
+class IdleCollector:
+    """Runs the full collection once the server has been idle for a moment (no analysis
+    scheduled or running), or after many analyses without such a moment."""
+
+    def __init__(self, busy: Callable[[], bool]) -> None:
+        self._busy = busy
+        self._timer: asyncio.TimerHandle | None = None
+        self._since_full = 0
+
+    def analysed(self) -> None:
+        self._since_full += 1
+        if self._since_full >= FULL_COLLECTION_EVERY_ANALYSES:
+            self._collect()
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = asyncio.get_running_loop().call_later(IDLE_COLLECTION_AFTER_S, self._idle)
+
+    def _idle(self) -> None:
+        self._timer = None
+        if self._busy():
+            # Work arrived meanwhile: its own analysis restarts the clock when it ends.
+            return
+        self._collect()
+
+    def _collect(self) -> None:
+        self._since_full = 0
+        gc.collect()
 
 
 def release() -> None:
