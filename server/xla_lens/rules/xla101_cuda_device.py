@@ -367,11 +367,12 @@ def _helper_advice(model: ScriptModel) -> Iterator[Advice]:
     if model.uses_torch_xla:
         return
     for call in model.calls:
-        name = sites.out_of_file_helper(model, call)
-        if name is None or not DEVICE_HELPER.match(name.rpartition(".")[2]):
-            continue
+        # The cheap test first: few calls are the argument of a ``.to(...)``.
         parent = model.parent(call)
         if not (isinstance(parent, ast.Call) and method_name(parent) == "to"):
+            continue
+        name = sites.out_of_file_helper(model, call)
+        if name is None or not DEVICE_HELPER.match(name.rpartition(".")[2]):
             continue
         yield pf.advice(
             model,

@@ -11,6 +11,7 @@ cast tensors is XLA101's, which rewrites it for review: see semantic/cuda_flag_i
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 
 from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
@@ -168,8 +169,10 @@ CUDA_LIBRARIES = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def _advice(qualname: str) -> tuple[str, str] | None:
-    """What the API does on XLA (the message) and what to do instead (the manual)."""
+    """What the API does on XLA (the message) and what to do instead (the manual). Asked for
+    every attribute chain of the file, a few hundred distinct ones: each judged once."""
     if qualname.startswith(HANDLED_ELSEWHERE):
         return None
     for prefix, text in ADVICE:

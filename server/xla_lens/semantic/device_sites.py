@@ -94,7 +94,7 @@ def flag_name_edit(model: ScriptModel, test: ast.AST) -> tuple[tuple, bool, str]
     assign, flags = found
     ops = (Replace(model.span(assign.value), " and ".join(model.segment(f) for f in flags)),)
     others = []
-    for n in model.nodes_of(ast.Name):
+    for n in model.name_nodes(test.id):  # indexed by spelling: not a scan of every name
         if isinstance(n, ast.Name) and n.id == test.id and isinstance(n.ctx, ast.Load):
             p = model.parent(n)
             if isinstance(p, ast.If | ast.IfExp) and p.test is n and chooses_device(model, p):
@@ -249,15 +249,25 @@ def out_of_file_helper(model: ScriptModel, call: ast.Call) -> str | None:
         root = root.value
     if not isinstance(root, ast.Name) or root.id in model.functions:
         return None
-    text = model.segment(func)
     target = model.imports.get(root.id)
     if target is not None:
-        return None if target.split(".")[0] in LIBRARY_ROOTS else text
-    for imp in model.import_nodes:
-        if isinstance(imp, ast.ImportFrom) and imp.level > 0:
-            if any((a.asname or a.name) == root.id for a in imp.names):
-                return text
-    return None
+        return None if target.split(".")[0] in LIBRARY_ROOTS else model.segment(func)
+    return model.segment(func) if root.id in _relatively_imported(model) else None
+
+
+def _relatively_imported(model: ScriptModel) -> frozenset[str]:
+    """Names bound by ``from .x import y`` anywhere in the file (once per parse: asked for
+    every call, a scan of every import per call grew with the file times its imports)."""
+
+    def compute() -> frozenset[str]:
+        return frozenset(
+            a.asname or a.name
+            for imp in model.import_nodes
+            if isinstance(imp, ast.ImportFrom) and imp.level > 0
+            for a in imp.names
+        )
+
+    return model.memo(_relatively_imported, compute)
 
 
 def availability_flags(
@@ -277,7 +287,9 @@ def availability_flags(
         if not pickers.is_availability(model, bool_value(node.value)):
             continue
         tests = []
-        for n in model.nodes_of(ast.Name):
+        # The names spelled like the flag (indexed once per parse): a scan of every name per
+        # flag assignment grew with the file times its flags.
+        for n in model.name_nodes(name):
             p = model.parent(n)
             if (
                 isinstance(n, ast.Name)
