@@ -136,14 +136,23 @@ class StepIndex:
         for methods in self._methods.values():
             functions.extend(methods.values())
         for fn in functions:
+            # One walk of each body serves both questions: which calls are steps, and which
+            # call functions of this script (what ``_local_calls`` keeps for the rounds below).
+            local: list[tuple[ast.Call, FunctionNode]] = []
             for node in model.walk_scope(fn):
-                if isinstance(node, ast.Call) and model._is_step_call(node):
+                if not isinstance(node, ast.Call):
+                    continue
+                if model._is_step_call(node):
                     # A backward() in a loop with the optimizer step after it is gradient
                     # accumulation inside one step, not a loop over steps.
                     if model.innermost_loop(node) is not None and is_update_call(model, node):
                         self.epoch_functions.add(fn)
                     else:
                         self.step_functions.add(fn)
+                target = self.callee(node)
+                if target is not None and target is not fn:
+                    local.append((node, target))
+            self._calls_of.setdefault(fn, local)
         for _ in range(MAX_DEPTH):
             changed = False
             for fn in functions:
