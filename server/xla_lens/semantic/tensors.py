@@ -247,7 +247,8 @@ class TensorNames:
 
     def _is_model_call(self, call: ast.Call) -> bool:
         ident = _identifier(call.func)
-        if ident is None or self.model.qualname(call.func) is not None:
+        # ``call_name`` is ``qualname(call.func)``, resolved once per call and parse.
+        if ident is None or self.model.call_name(call) is not None:
             return False
         if ident in self._module_like:
             return True
