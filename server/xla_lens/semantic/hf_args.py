@@ -64,7 +64,13 @@ class HfArguments:
     @cached_property
     def calls(self) -> list[ast.Call]:
         """Literal constructor calls (transformers' classes and local subclasses)."""
-        return [c for c in self.model.calls if self.is_training_args_class(c.func)]
+        # ``call_name`` is ``qualname(c.func)`` resolved once per call and parse.
+        return [
+            c
+            for c in self.model.calls
+            if self.model.call_name(c) in TRAINING_ARGS
+            or (isinstance(c.func, ast.Name) and c.func.id in self.subclasses)
+        ]
 
     def field_default(self, cls: ast.ClassDef, name: str) -> FieldDefault | None:
         for stmt in cls.body:

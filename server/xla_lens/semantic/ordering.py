@@ -269,8 +269,14 @@ class Ordering:
         """``model, opt = build(...)`` where ``build`` made ``opt`` from ``model``'s
         parameters and returns both: a build of the caller's ``model``."""
         out = []
+        # Each function's builds and each name's calls, grouped once: a scan of every build
+        # and every call per function grew with the file times its functions.
+        built_in: dict[int, set[str]] = {}
+        for e in self._direct_builds:
+            built_in.setdefault(id(e.scope), set()).add(_root(e.path))
+        calls_by_name: dict[str, list[ast.Call]] | None = None
         for name, fn in self._functions.items():
-            built = {_root(e.path) for e in self._direct_builds if e.scope is fn}
+            built = built_in.get(id(fn))
             if not built:
                 continue
             positions = set()
@@ -281,9 +287,12 @@ class Ordering:
                             positions.add(i)
             if not positions:
                 continue
-            for call in self.model.calls:
-                if not (isinstance(call.func, ast.Name) and call.func.id == name):
-                    continue
+            if calls_by_name is None:
+                calls_by_name = {}
+                for c in self.model.calls:
+                    if isinstance(c.func, ast.Name):
+                        calls_by_name.setdefault(c.func.id, []).append(c)
+            for call in calls_by_name.get(name, ()):
                 stmt = self.model.parent(call)
                 if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
                     continue
