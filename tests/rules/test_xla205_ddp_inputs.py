@@ -135,3 +135,68 @@ def test_output_device_alone_moves_nothing():
     model(x)
     """
     assert findings(code, "XLA205")[0].fix.safe
+
+
+AFTER_DROP = """
+import torch
+import torch_xla
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def demo_basic(rank):
+    model = ToyModel().to(torch_xla.device())
+    ddp_model = DDP(model)
+    outputs = ddp_model(torch.randn(20, 10))
+"""
+
+
+def _inputs(found):
+    return [f for f in found if "CPU tensor" in f.message]
+
+
+def test_cpu_input_is_still_reported_once_device_ids_are_gone():
+    """The input finding does not depend on device_ids: after the review fix dropped them
+    (or where they were never written) the XLA model still gets a CPU tensor."""
+    (f,) = _inputs(findings(AFTER_DROP, "XLA205"))
+    assert f.span.start.line == 7 and "torch_xla.device()" in f.message
+    assert f.fix is not None and f.fix.safe
+    assert "ddp_model(torch.randn(20, 10).to(torch_xla.device()))" in fixed(AFTER_DROP, "XLA205")
+    assert _inputs(findings(fixed(AFTER_DROP, "XLA205"), "XLA205")) == []
+
+
+def test_the_unsafe_conversion_keeps_the_input_on_the_device():
+    code = AFTER_DROP.replace("DDP(model)", "DDP(model, device_ids=[0])")
+    out = fixed(code, "XLA205", unsafe=True)
+    assert "DDP(model)" in out
+    assert "ddp_model(torch.randn(20, 10).to(torch_xla.device()))" in out
+
+
+def test_a_device_name_bound_once_is_reused_and_a_far_one_is_only_named():
+    named = AFTER_DROP.replace(
+        "    model = ToyModel().to(torch_xla.device())",
+        "    device = torch_xla.device()\n    model = ToyModel().to(device)",
+    )
+    assert "ddp_model(torch.randn(20, 10).to(device))" in fixed(named, "XLA205")
+    elsewhere = """
+    import torch
+    import torch_xla
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def build(device):
+        return DDP(ToyModel().to(device))
+
+    def train(device):
+        ddp_model = DDP(ToyModel().to(device))
+        device = other
+        ddp_model(torch.randn(20, 10))
+    """
+    (f,) = _inputs(findings(elsewhere, "XLA205"))
+    assert f.fix is None and f.manual == "move the input with .to(device)"
+
+
+def test_no_input_finding_for_a_cpu_model_or_before_the_conversion():
+    on_cpu = AFTER_DROP.replace(".to(torch_xla.device())", '.to("cpu")')
+    assert _inputs(findings(on_cpu, "XLA205")) == []
+    moved = AFTER_DROP.replace("torch.randn(20, 10)", "torch.randn(20, 10, device=dev)")
+    assert _inputs(findings(moved, "XLA205")) == []
+    cuda = AFTER_DROP.replace("import torch_xla\n", "").replace("torch_xla.device()", "rank")
+    assert _inputs(findings(cuda, "XLA205")) == []

@@ -35,6 +35,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .parts.ddp_cpu_input import cpu_input_findings
 from .parts.ddp_helpers import helper_device_ids_findings
 from .parts.ddp_inputs import CpuInput, unmoved_input
 from .parts.fsdp_idioms import fsdp_findings
@@ -307,6 +308,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             finding = _ddp_finding(model, call)
             if finding is not None:
                 yield from _forward_findings(model, call, finding)
+            elif not _single_device(call):
+                yield from cpu_input_findings(model, call, CODE)
             finding = finding or _ddp_note(model, call)
         else:
             continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ...semantic.calls import callee, enclosing_class
 from ...semantic.loaders import is_xla_loader
-from ...semantic.model import ScriptModel, method_name
+from ...semantic.model import ScriptModel, const_str, method_name
 from ...semantic.tensors import TensorNames, is_torch_tensor_function
 
 MAX_DEPTH = 4  # functions followed from the DDP binding
@@ -50,11 +50,36 @@ class CpuInput:
     line: int
     reason: str
     forward: ast.Call | None = None  # a forward call whose input is certainly on the CPU
+    value: ast.expr | None = None  # that input
 
 
 def unmoved_input(model: ScriptModel, ddp_call: ast.Call) -> CpuInput | None:
     """None when every forward call of the DDP result passes on-device inputs."""
     return _Tracer(model).result_uses(ddp_call, MAX_DEPTH)
+
+
+def module_device(model: ScriptModel, ddp_call: ast.Call) -> ast.expr | None:
+    """The device the wrapped module was moved to: ``DDP(Net().to(dev))`` or
+    ``m = Net().to(dev); DDP(m)`` gives ``dev``; None when not visible or the CPU."""
+    if not ddp_call.args:
+        return None
+    module: ast.AST | None = ddp_call.args[0]
+    for _ in range(VALUE_DEPTH):
+        if isinstance(module, ast.Name):
+            module = _Tracer(model).binding(module)
+            continue
+        if not isinstance(module, ast.Call) or method_name(module) not in SELF_RETURNING:
+            return None
+        if method_name(module) == "to" and _names_a_device(module):
+            device = (
+                module.args[0]
+                if module.args
+                else next(k.value for k in module.keywords if k.arg == "device")
+            )
+            text = const_str(device)
+            return None if text is not None and text.startswith("cpu") else device
+        module = module.func.value  # type: ignore[attr-defined]
+    return None
 
 
 class _Tracer:
@@ -191,6 +216,7 @@ class _Tracer:
                     f"DDP with device_ids moved the inputs to the device; without it line "
                     f"{value.lineno} passes {kind} (`{shown}`): move it with .to(device)",
                     call if certain else None,
+                    value if certain else None,
                 )
         return None
 
