@@ -43,3 +43,38 @@ def test_the_xla_case_keeps_mixed_precision_on_xla():
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.param_device and run.param_device.startswith("xla")
     assert set(DTYPE_LINE.findall(run.stdout)) == {"torch.float32"}
+
+
+LLMC_CTX = (
+    "ctx = (\n"
+    "    torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)\n"
+    '    if device_type == "cuda"\n'
+    "    else nullcontext()\n"
+    ")"
+)
+
+
+def test_llmc_form_cuda_only_test_is_rewritten_and_runs_in_bf16():
+    """llm.c: ``autocast(...) if device_type == "cuda" else nullcontext()``: the "xla" case
+    alone would leave the autocast off on XLA; the fix also lets "xla" pass the test."""
+    source = (FIXTURES / "amp_device_type_guard.py").read_text()
+    guard = (
+        "ctx = (\n"
+        "    nullcontext()\n"
+        '    if device_type == "cpu"\n'
+        "    else torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16)\n"
+        ")"
+    )
+    assert guard in source
+    llmc = source.replace(guard, LLMC_CTX)
+    assert 'if device_type == "cuda"' in llmc
+    with tempfile.TemporaryDirectory(prefix="xla-lens-llmc-") as tmp:
+        fixture = Path(tmp) / "amp_device_type_llmc.py"
+        fixture.write_text(llmc)
+        result = prove(fixture, accept_review=("XLA101",))
+    assert_proven(result)
+    out = result.converted_source
+    assert 'if device_type in ("cuda", "xla")' in out
+    assert set(DTYPE_LINE.findall(result.converted.stdout)) == {"torch.bfloat16"}
+    assert set(DTYPE_LINE.findall(result.original.stdout)) == {"torch.float32"}
+    assert "XLA102" not in result.remaining

@@ -102,7 +102,7 @@ def test_a_cpu_only_branch_other_than_autocast_makes_it_a_review():
     assert not f.fix.safe and "line 4" in f.fix.review_reason
 
 
-def test_an_autocast_enabled_only_on_cuda_stays_off_and_says_so():
+def test_an_autocast_enabled_only_on_cuda_is_enabled_on_xla_too():
     code = """
     import torch
     device = "cuda"
@@ -111,7 +111,59 @@ def test_an_autocast_enabled_only_on_cuda_stays_off_and_says_so():
         loss = model(x)
     """
     (f,) = _derivation(code)
-    assert not f.fix.safe and "enabled" in f.fix.review_reason
+    assert f.fix.safe, f.fix.review_reason
+    assert 'enabled=(device_type in ("cuda", "xla"))' in fixed(code, "XLA102")
+
+
+LLMC = """
+import torch
+from contextlib import nullcontext
+device = "cuda" if torch.cuda.is_available() else "cpu"
+device_type = 'cuda' if 'cuda' in device else 'cpu'
+ctx = torch.amp.autocast(device_type=device_type, dtype=torch.bfloat16) if device_type == "cuda" else nullcontext()
+"""
+
+
+def test_llmc_form_the_test_choosing_the_autocast_lets_xla_in():
+    """llm.c: ``autocast(...) if device_type == "cuda" else nullcontext()``: the "xla" case
+    alone would still pick nullcontext on XLA; the fix rewrites the test as well."""
+    (f,) = _derivation(LLMC)
+    assert f.fix.safe, f.fix.review_reason
+    out = fixed(LLMC, "XLA102")
+    assert "else 'xla' if 'xla' in device else 'cpu'" in out
+    assert 'if device_type in ("cuda", "xla") else nullcontext()' in out
+    assert _derivation(out) == []
+    test = 'device_type in ("cuda", "xla")'
+    for value, expected in (("cuda", True), ("cpu", False), ("xla", True)):
+        assert eval(test, {"device_type": value}) is expected  # noqa: S307
+
+
+def test_not_equal_and_membership_tests_are_rewritten_the_same_way():
+    ne = LLMC.replace(
+        'if device_type == "cuda" else nullcontext()', 'if device_type != "cuda" else ctx0'
+    ).replace("ctx = torch.amp.autocast(", "ctx = nullcontext() if device_type != 'cuda' else torch.amp.autocast(").replace(
+        ' if device_type != "cuda" else ctx0', ""
+    )  # fmt: skip
+    assert "device_type not in ('cuda', 'xla')" in fixed(ne, "XLA102")
+    member = LLMC.replace('device_type == "cuda"', 'device_type in ("cuda", "mps")')
+    assert 'device_type in ("cuda", "mps", "xla")' in fixed(member, "XLA102")
+
+
+def test_an_already_converted_name_with_a_cuda_only_test_is_reported_at_the_test():
+    """After the "xla" case is in (an older fix, or by hand), a test still comparing with
+    "cuda" keeps the autocast off on XLA: said at the test, with a review fix."""
+    code = LLMC.replace(
+        "device_type = 'cuda' if 'cuda' in device else 'cpu'",
+        "device_type = 'cuda' if 'cuda' in device else 'xla' if 'xla' in device else 'cpu'",
+    )
+    (f,) = [x for x in findings(code, "XLA102") if "stays off" in x.message]
+    assert "if device_type ==" in code.splitlines()[f.span.start.line + 1] and not f.fix.safe and "fp32" in f.fix.review_reason
+    assert 'if device_type in ("cuda", "xla") else' in fixed(code, "XLA102", unsafe=True)
+    assert not [
+        x
+        for x in findings(fixed(code, "XLA102", unsafe=True), "XLA102")
+        if "stays off" in x.message
+    ]
 
 
 def test_torch_device_type_comparison_form():
@@ -194,7 +246,9 @@ def test_an_if_statement_choosing_the_autocast_on_cuda_only_is_a_review():
         ctx = nullcontext()
     """
     (f,) = _derivation(code)
-    assert not f.fix.safe and 'treat "xla" like "cuda"' in f.fix.review_reason
+    # the branch may hold more than the autocast: review, but the fix is complete
+    assert not f.fix.safe and "whole branch" in f.fix.review_reason
+    assert 'if device_type in ("cuda", "xla"):' in fixed(code, "XLA102", unsafe=True)
 
 
 def test_a_name_bound_twice_or_shadowed_by_a_parameter():

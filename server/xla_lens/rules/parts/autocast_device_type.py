@@ -14,6 +14,12 @@ chooses the autocast the same way for "xla" as for "cuda", a test whose outcome 
 for "xla" as for "cpu" (``== "cuda"``), a print, or a function of this file whose parameter
 is read the same ways. Anything else (a function of another module, a "cpu"-only branch) is
 named in a review reason.
+
+A test that lets only "cuda" choose the autocast (llm.c's ``autocast(...) if device_type ==
+"cuda" else nullcontext()``) is rewritten by the same fix to ``device_type in ("cuda", "xla")``:
+the same outcome for every value the name had, and the autocast's for "xla". Without it the
+"xla" case alone would leave the autocast off with nothing left to say so. A name that already
+has its "xla" case while such a test remains is reported at the test.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class _Reads:
     direct: list[ast.AST] = field(default_factory=list)  # autocast(device_type=name)
     gates: list[tuple[ast.AST, ast.AST]] = field(default_factory=list)  # (read, autocast chooser)
     problems: list[str] = field(default_factory=list)
+    # ``device_type == "cuda"`` choosing the autocast, rewritten to let "xla" in as well.
+    test_edits: list[Replace] = field(default_factory=list)
 
 
 def derivation_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -98,7 +106,7 @@ def _derivation(model: ScriptModel, assign: ast.Assign, ctx: RuleContext) -> Fin
     if found is None or fallback is None or fallback.startswith(("cuda", "xla")):
         return None
     if _has_xla_case(value.orelse):
-        return None  # already converted
+        return _stale_test(model, assign)  # already converted: is the autocast chosen on XLA?
     literal, subject = found
     strings = device_strings(model, subject)
     if strings is not None and "cuda" not in strings:
@@ -147,6 +155,8 @@ def _finding(
         f"{consequence}, and the converted run silently loses mixed precision"
     )
     fix = _fix(model, value, literal)
+    if fix is not None and reads.test_edits:
+        fix = Fix(fix.title + ", and let it choose the autocast", (*fix.ops, *reads.test_edits))
     manual = None
     if fix is None:
         manual = f'make `{name}` "xla" on the XLA device'
@@ -155,6 +165,41 @@ def _finding(
         fix = Fix(fix.title, fix.ops, safe=False, review_reason=reason)
         manual = f"review: {reason}"
     return Finding(CODE, message, model.span(value), Severity.WARNING, fix=fix, manual=manual)
+
+
+def _stale_test(model: ScriptModel, assign: ast.Assign) -> Finding | None:
+    """The name already has its "xla" case, but a test still lets only "cuda" choose the
+    autocast (``ctx = autocast(...) if device_type == "cuda" else nullcontext()``): the
+    converted run silently stays in fp32."""
+    name = assign.targets[0].id  # type: ignore[attr-defined]
+    reads = _reads_of(model, assign, name)
+    for read in reads or ():
+        cmp = model.parent(read)
+        if not isinstance(cmp, ast.Compare) or len(cmp.ops) != 1:
+            continue
+        found = _Reads()
+        _compare(model, read, cmp, found)
+        stale = [p for p in found.problems if "stay off on XLA" in p] or found.test_edits
+        if not stale:
+            continue
+        message = (
+            f'`{model.segment(cmp)}` is false for "{AFTER}": `{name}` is "{AFTER}" on the XLA '
+            "device, so the autocast stays off there and the run silently loses mixed precision"
+        )
+        if not found.test_edits:
+            manual = 'make the test treat "xla" like "cuda"'
+            return Finding(CODE, message, model.span(cmp), Severity.WARNING, manual=manual)
+        edit = found.test_edits[0]
+        reason = (
+            f"turns the autocast on on XLA ({edit.code}): the run there computes in the "
+            "autocast's dtype where it ran in fp32"
+        )
+        fix = Fix(f"Let XLA choose the autocast: {edit.code}", (edit,), safe=False,
+                  review_reason=reason)  # fmt: skip
+        return Finding(
+            CODE, message, model.span(cmp), Severity.WARNING, fix=fix, manual=f"review: {reason}"
+        )
+    return None
 
 
 def _fix(model: ScriptModel, value: ast.IfExp, literal: ast.Constant) -> Fix | None:
@@ -270,19 +315,57 @@ def _compare(model: ScriptModel, read: ast.expr, cmp: ast.Compare, out: _Reads) 
         if outcome("cuda") == outcome(AFTER):
             out.gates.append((read, chooser))
         else:
-            where = "its `enabled=`" if isinstance(chooser, ast.Call) else "the autocast"
             out.gates.append((read, chooser))
-            out.problems.append(
-                f"line {line} (`{model.segment(cmp)}`) decides {where} differently for "
-                f'"{AFTER}" than for "cuda": the autocast would stay off on XLA; make the '
-                'test treat "xla" like "cuda"'
-            )
+            edit = test_rewrite(model, read, cmp)
+            if edit is None:
+                where = "its `enabled=`" if isinstance(chooser, ast.Call) else "the autocast"
+                out.problems.append(
+                    f"line {line} (`{model.segment(cmp)}`) decides {where} differently for "
+                    f'"{AFTER}" than for "cuda": the autocast would stay off on XLA; make the '
+                    'test treat "xla" like "cuda"'
+                )
+                return
+            out.test_edits.append(edit)
+            if isinstance(chooser, ast.If):
+                # The branch may hold more than the autocast (a GradScaler, pinned memory):
+                # all of it now runs on XLA too.
+                out.problems.append(
+                    f"line {line} (`{model.segment(cmp)}`) is rewritten to `{edit.code}`: "
+                    "the whole branch it guards now runs on XLA as on CUDA, not only the autocast"
+                )
         return
     if outcome(BEFORE) != outcome(AFTER):
         out.problems.append(
             f"line {line} (`{model.segment(cmp)}`) takes the other branch once the value is "
             f'"{AFTER}" instead of "{BEFORE}"'
         )
+
+
+def test_rewrite(model: ScriptModel, read: ast.expr, cmp: ast.Compare) -> Replace | None:
+    """``t == "cuda"`` → ``t in ("cuda", "xla")``, ``t != "cuda"`` → ``t not in (...)``,
+    ``t in ("cuda", "mps")`` → ``t in ("cuda", "mps", "xla")``: the outcome is unchanged for
+    every value the name had before ("xla" is new) and, for "xla", is the one for "cuda"."""
+    other = cmp.comparators[0] if cmp.left is read else cmp.left
+    op = cmp.ops[0]
+    name = model.segment(read)
+    if isinstance(op, ast.Eq | ast.NotEq) and const_str(other) == "cuda":
+        lit = model.segment(other)
+        xla = lit.replace("cuda", "xla")
+        keyword = "in" if isinstance(op, ast.Eq) else "not in"
+        return Replace(model.span(cmp), f"{name} {keyword} ({lit}, {xla})")
+    if (
+        isinstance(op, ast.In | ast.NotIn)
+        and cmp.left is read
+        and isinstance(other, ast.Tuple | ast.List | ast.Set)
+        and any(const_str(e) == "cuda" for e in other.elts)
+    ):
+        lit = next(model.segment(e) for e in other.elts if const_str(e) == "cuda")
+        items = [*(model.segment(e) for e in other.elts), lit.replace("cuda", "xla")]
+        opening, closing = {ast.Tuple: "()", ast.List: "[]", ast.Set: "{}"}[type(other)]
+        keyword = "in" if isinstance(op, ast.In) else "not in"
+        container = f"{opening}{', '.join(items)}{closing}"
+        return Replace(model.span(cmp), f"{name} {keyword} {container}")
+    return None
 
 
 def _strings(node: ast.expr) -> set[str] | None:
