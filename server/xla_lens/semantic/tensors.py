@@ -216,6 +216,7 @@ class TensorNames:
         self.model = model
         shared: _SharedTensorFacts = model.memo(TensorNames, lambda: _SharedTensorFacts(self))
         self._by_scope = shared.by_scope
+        self._assignments = shared.assignments
         self._module_like = shared.module_like
         self._host = shared.host
 
@@ -268,12 +269,18 @@ class TensorNames:
             self._by_scope[key] = self._compute(scope, self._host)
         return self._by_scope[key]
 
-    def _compute(self, scope: ast.AST, host_fns: Container[str]) -> frozenset[str]:
-        model = self.model
-        nodes = list(model.walk_scope(scope))
+    def _assignments_of(
+        self, scope: ast.AST
+    ) -> tuple[list[tuple[ast.AST, ast.AST]], dict[str, list[ast.AST | None]]]:
+        """The (target, value) pairs a frame assigns, in order, and the values bound to each
+        name: read-only, gathered once per frame (a function is computed twice, without and
+        with the host functions, and each walk of its body cost as much as the rest)."""
+        found = self._assignments.get(id(scope))
+        if found is not None:
+            return found
         bindings: dict[str, list[ast.AST | None]] = {}
         pairs: list[tuple[ast.AST, ast.AST]] = []
-        for n in nodes:
+        for n in self.model.walk_scope(scope):
             if isinstance(n, ast.Assign):
                 for t in n.targets:
                     pairs.append((t, n.value))
@@ -282,6 +289,12 @@ class TensorNames:
         for t, v in pairs:
             for name in _target_names(t):
                 bindings.setdefault(name, []).append(v)
+        found = self._assignments[id(scope)] = (pairs, bindings)
+        return found
+
+    def _compute(self, scope: ast.AST, host_fns: Container[str]) -> frozenset[str]:
+        model = self.model
+        pairs, bindings = self._assignments_of(scope)
         names: set[str] = set()
         for loop in _for_loops_by_scope(model).get(scope, ()):
             names.update(_batch_names(model, loop))
@@ -380,6 +393,9 @@ class _SharedTensorFacts:
 
     def __init__(self, first: TensorNames) -> None:
         self.by_scope: dict[int, frozenset[str]] = {}
+        self.assignments: dict[
+            int, tuple[list[tuple[ast.AST, ast.AST]], dict[str, list[ast.AST | None]]]
+        ] = {}
         self.module_like = first._module_like_names()
         self.host = _HostFunctions(first)
 
