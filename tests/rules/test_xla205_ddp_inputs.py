@@ -200,3 +200,22 @@ def test_no_input_finding_for_a_cpu_model_or_before_the_conversion():
     assert _inputs(findings(moved, "XLA205")) == []
     cuda = AFTER_DROP.replace("import torch_xla\n", "").replace("torch_xla.device()", "rank")
     assert _inputs(findings(cuda, "XLA205")) == []
+
+
+def test_backend_from_get_default_backend_for_device_stays_reported_after_conversion():
+    """pytorch/examples ddp: ``backend = dist.get_default_backend_for_device(acc)`` raises
+    ValueError for the XLA device; the finding must survive the conversion of ``acc``."""
+    code = """
+    import torch
+    import torch_xla
+    import torch.distributed as dist
+
+    def spmd_main():
+        acc = torch_xla.device()
+        backend = torch.distributed.get_default_backend_for_device(acc)
+        dist.init_process_group(backend=backend)
+    """
+    (f,) = [x for x in findings(code, "XLA205") if "get_default_backend_for_device" in x.message]
+    assert f.fix is None and f.span.start.line == 7 and "ValueError" in f.message
+    computed = code.replace("torch.distributed.get_default_backend_for_device(acc)", "pick(acc)")
+    assert findings(computed, "XLA205") == []  # an XLA script computing its own backend

@@ -90,6 +90,17 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
         )
     sources = literal_sources(model, backend)
     if sources is None:
+        helper = _default_backend_call(model, backend)
+        if helper is not None:
+            return Finding(
+                CODE,
+                f"`{model.segment(helper.func)}` does not know the XLA device (ValueError: "
+                '"Default backend not registered for device: xla:0"): the backend on XLA is "xla"',
+                model.span(backend),
+                Severity.WARNING,
+                manual=f'make `{model.segment(backend)}` "xla" (and import '
+                "torch_xla.distributed.xla_backend)",
+            )
         if model.uses_torch_xla:
             return None  # an XLA script computing its backend: its own business
         return Finding(
@@ -174,6 +185,29 @@ def _fix_at_source(
         safe=not reasons,
         review_reason="; ".join(reasons),
     )
+
+
+DEFAULT_BACKEND = "torch.distributed.get_default_backend_for_device"
+
+
+def _default_backend_call(model: ScriptModel, backend: ast.expr) -> ast.Call | None:
+    """``backend=dist.get_default_backend_for_device(acc)``, directly or through the one
+    binding of a local name: torch's device→backend map has no entry for XLA."""
+    if isinstance(backend, ast.Name):
+        scope = model.enclosing_function(backend) or model.tree
+        stores = [
+            n
+            for n in model.name_nodes(backend.id)
+            if not isinstance(n.ctx, ast.Load)
+            and (model.enclosing_function(n) or model.tree) is scope
+        ]
+        parent = model.parent(stores[0]) if len(stores) == 1 else None
+        if not isinstance(parent, ast.Assign) or parent.targets != [stores[0]]:
+            return None
+        backend = parent.value
+    if isinstance(backend, ast.Call) and model.call_name(backend) == DEFAULT_BACKEND:
+        return backend
+    return None
 
 
 def _no_backend(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Finding | None:
