@@ -71,7 +71,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tune_collector() -> None:
+    """Young collections in larger batches, and never walking what is alive for the whole run
+    (the modules and rule tables): an analysis allocates hundreds of thousands of tree and
+    model objects, and the default thresholds (every 700) walked them over and over
+    (`check` over the dev corpus: 1.15 s -> 1.07 s)."""
+    import gc
+
+    from ..engine import analysis  # noqa: F401 - loaded now, so frozen with the rest
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from_command_line = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     # `run` forwards everything after it untouched (its own flags and the script's `-- ARGS`).
@@ -86,6 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger = logging.getLogger("xla_lens")
         if not logger.handlers:
             logger.addHandler(logging.NullHandler())
+    if args.command in ("check", "fix") and from_command_line:
+        # Only for a process of its own: frozen objects stay frozen for the process's life.
+        _tune_collector()
     try:
         if args.command == "check":
             from .commands import check_command
