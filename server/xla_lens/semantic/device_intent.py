@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from functools import cached_property
 
 from .diskread import read_regular
@@ -155,21 +156,25 @@ def _emitted(qualname: str) -> bool:
     return module in EMITTED_MODULES and module != "torch_xla" and module.count(".") >= 2
 
 
+def uses_torch_xla_beyond(model: ScriptModel, emitted: Callable[[str], bool]) -> bool:
+    """An import or call of torch_xla API that ``emitted`` does not count as the fixes' own."""
+    for target in model.imports.values():
+        if target.split(".")[0] == "torch_xla" and not emitted(target):
+            return True
+    for call in model.calls:
+        name = model.call_name(call)
+        if name is not None and name.split(".")[0] == "torch_xla" and not emitted(name):
+            return True
+    return False
+
+
 class _Intent:
     def __init__(self, model: ScriptModel) -> None:
         self.model = model
 
     @cached_property
     def hand_written_xla(self) -> bool:
-        model = self.model
-        for target in model.imports.values():
-            if target.split(".")[0] == "torch_xla" and not _emitted(target):
-                return True
-        for call in model.calls:
-            name = model.call_name(call)
-            if name is not None and name.split(".")[0] == "torch_xla" and not _emitted(name):
-                return True
-        return False
+        return uses_torch_xla_beyond(self.model, _emitted)
 
     @cached_property
     def places_on_a_device(self) -> bool:

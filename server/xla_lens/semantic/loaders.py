@@ -14,7 +14,7 @@ import ast
 import enum
 from typing import TYPE_CHECKING
 
-from .device_intent import EMITTED_MODULES, EMITTED_NAMES
+from .device_intent import EMITTED_MODULES, EMITTED_NAMES, uses_torch_xla_beyond
 from .model import SYNC_CALLS, XLA_LOADERS, dotted, keyword, method_name
 from .node_helpers import LOOP_TYPES, SCOPE_TYPES
 from .params import argument_values, parameter_of
@@ -288,14 +288,7 @@ def _emitted(qualname: str) -> bool:
 
 
 def _uses_unemitted_xla(model: ScriptModel) -> bool:
-    for target in model.imports.values():
-        if target.split(".")[0] == "torch_xla" and not _emitted(target):
-            return True
-    for call in model.calls:
-        name = model.call_name(call)
-        if name is not None and name.split(".")[0] == "torch_xla" and not _emitted(name):
-            return True
-    return False
+    return uses_torch_xla_beyond(model, _emitted)
 
 
 def passed_in_loader(model: ScriptModel, node: ast.AST | None) -> bool:
