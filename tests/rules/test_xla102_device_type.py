@@ -157,7 +157,11 @@ def test_an_already_converted_name_with_a_cuda_only_test_is_reported_at_the_test
         "device_type = 'cuda' if 'cuda' in device else 'xla' if 'xla' in device else 'cpu'",
     )
     (f,) = [x for x in findings(code, "XLA102") if "stays off" in x.message]
-    assert "if device_type ==" in code.splitlines()[f.span.start.line + 1] and not f.fix.safe and "fp32" in f.fix.review_reason
+    assert (
+        "if device_type ==" in code.splitlines()[f.span.start.line + 1]
+        and not f.fix.safe
+        and "fp32" in f.fix.review_reason
+    )
     assert 'if device_type in ("cuda", "xla") else' in fixed(code, "XLA102", unsafe=True)
     assert not [
         x
