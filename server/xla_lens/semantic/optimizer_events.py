@@ -1,0 +1,311 @@
+"""The builds and moves of modules that ``ordering.py`` puts in order.
+
+Per scope (module, function, method):
+- a *build*: an optimizer constructed from ``path.parameters()`` (directly, through a local
+  variable, through a local helper that takes the model, or a local helper that returns the
+  model together with the optimizer it built);
+- a *move*: ``path.to(device)`` / ``path.cuda()`` (or a local helper/class that moves the
+  model it is given).
+
+Which events pair up, and which move runs after which build, is ``ordering.py``'s question;
+this module only finds the events, so a subclass (``accelerate_prepare.PrepareOrdering``) can
+add its own kinds of build and move.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+
+from .model import SCOPE_TYPES, ScriptModel, dotted, method_name, receiver
+
+PARAMETER_METHODS = {"parameters", "named_parameters"}
+# Qualified-name markers of optimizer classes: torch.optim.X, torch_xla.amp.syncfree.X,
+# bitsandbytes.optim.X, apex.optimizers.X, transformers.AdamW / Adafactor.
+OPTIMIZER_MODULES = (
+    "torch.optim.",
+    "torch_xla.amp.syncfree.",
+    "bitsandbytes.optim.",
+    "apex.optimizers.",
+)
+OPTIMIZER_NAMES = {
+    "transformers.AdamW",
+    "transformers.Adafactor",
+    "transformers.optimization.AdamW",
+}
+NOT_OPTIMIZERS = {"Optimizer"}
+NOT_DEVICES = {"cpu", "meta"}
+
+
+@dataclass(frozen=True)
+class Event:
+    node: ast.AST  # the call (or call statement) that builds or moves
+    stmt: ast.stmt  # the statement of the scope that runs it
+    scope: ast.AST  # function, lambda/class body, or the module
+    path: str  # dotted module path: "model", "self.net"
+    via: str = ""  # name of the local helper it goes through, if any
+
+
+def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
+    q = model.call_name(call)
+    if q is None:
+        return False
+    last = q.rpartition(".")[2]
+    if not last[:1].isupper() or last in NOT_OPTIMIZERS or "lr_scheduler" in q:
+        return False
+    return q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES
+
+
+def path_root(path: str) -> str:
+    """``model`` of ``model.fc``: paths that match share it."""
+    return path.split(".", 1)[0]
+
+
+class OptimizerEvents:
+    """The optimizer builds and device moves of one script, with the scope each runs in."""
+
+    def __init__(self, model: ScriptModel) -> None:
+        self.model = model
+        self._assignments_by_scope: dict[str, dict[ast.AST, list[ast.AST]]] = {}
+        self._event_groups: dict[int, tuple[list[Event], dict[int, list[Event]]]] = {}
+
+    # --- scopes -------------------------------------------------------------------------
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        for a in self.model.ancestors(node):
+            if isinstance(a, SCOPE_TYPES):
+                return a
+        return self.model.tree
+
+    def statement_in_scope(self, node: ast.AST) -> ast.stmt | None:
+        """The statement directly in ``node``'s scope body chain that runs it (the
+        outermost statement below the scope: ``for``/``if`` blocks count as one)."""
+        stmt = self.model.enclosing_statement(node)
+        return stmt
+
+    # --- parameter sources ------------------------------------------------------------------
+    def _param_paths(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> set[str]:
+        out: set[str] = set()
+        for n in self.model.walk(expr):
+            if isinstance(n, ast.Call) and method_name(n) in PARAMETER_METHODS:
+                path = dotted(receiver(n)) if receiver(n) is not None else None
+                if path is not None:
+                    out.add(path)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and depth < 2:
+                for a in self._assignments_in(n.id, scope):
+                    if a.value is not None and a.lineno < n.lineno:
+                        out |= self._param_paths(a.value, scope, depth + 1)
+        return out
+
+    def _assignments_in(self, name: str, scope: ast.AST) -> list[ast.AST]:
+        """``name``'s assignments whose frame is ``scope``, in the model's order: a big
+        script assigns ``model`` in every copy, and each read asked about all of them."""
+        by_scope = self._assignments_by_scope.get(name)
+        if by_scope is None:
+            by_scope = self._assignments_by_scope[name] = {}
+            for a in self.model.assignments.get(name, []):
+                by_scope.setdefault(self.scope_of(a), []).append(a)
+        return by_scope.get(scope, [])
+
+    # --- local helpers --------------------------------------------------------------------------
+    @cached_property
+    def _functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+        return {
+            n.name: n
+            for n in self.model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            and isinstance(self.model.parent(n), ast.Module)
+        }
+
+    @cached_property
+    def _classes(self) -> dict[str, ast.ClassDef]:
+        return {
+            n.name: n
+            for n in self.model.nodes_of(ast.ClassDef)
+            if isinstance(n, ast.ClassDef) and isinstance(self.model.parent(n), ast.Module)
+        }
+
+    @staticmethod
+    def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+        return [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+
+    @cached_property
+    def _direct_builds(self) -> list[Event]:
+        out = []
+        for call in self.model.calls:
+            if not _is_optimizer_class(self.model, call):
+                continue
+            scope = self.scope_of(call)
+            stmt = self.model.enclosing_statement(call)
+            if stmt is None:
+                continue
+            for path in sorted(self._param_paths(call, scope)):
+                out.append(Event(call, stmt, scope, path))
+                out.extend(
+                    Event(call, stmt, scope, alias) for alias in self._self_aliases(scope, path)
+                )
+        return out
+
+    def _self_aliases(self, scope: ast.AST, path: str) -> list[str]:
+        """In ``__init__(self, model)``, ``self.model = model`` makes ``self.model`` the
+        same module as the parameter ``model``."""
+        if not (isinstance(scope, ast.FunctionDef) and scope.name == "__init__"):
+            return []
+        root, _, rest = path.partition(".")
+        out = []
+        for n in self.model.walk(scope):
+            if (
+                isinstance(n, ast.Assign)
+                and len(n.targets) == 1
+                and isinstance(n.value, ast.Name)
+                and n.value.id == root
+                and (dotted(n.targets[0]) or "").startswith("self.")
+            ):
+                out.append(dotted(n.targets[0]) + (f".{rest}" if rest else ""))  # type: ignore[operator]
+        return out
+
+    @cached_property
+    def _direct_moves(self) -> list[Event]:
+        out = []
+        for call in self.model.calls:
+            if not self._is_device_move(call):
+                continue
+            path = dotted(receiver(call))  # type: ignore[arg-type]
+            stmt = self.model.enclosing_statement(call)
+            if path is None or stmt is None:
+                continue
+            out.append(Event(call, stmt, self.scope_of(call), path))
+        return out
+
+    def _is_device_move(self, call: ast.Call) -> bool:
+        name = method_name(call)
+        if name == "cuda":
+            return receiver(call) is not None and dotted(receiver(call)) is not None
+        if name != "to" or receiver(call) is None or dotted(receiver(call)) is None:
+            return False
+        target = call.args[0] if call.args else None
+        for kw in call.keywords:
+            if kw.arg == "device":
+                target = kw.value
+        if target is None or isinstance(target, ast.Starred):
+            return False
+        if isinstance(target, ast.Constant):
+            return isinstance(target.value, str) and target.value.split(":")[0] not in NOT_DEVICES
+        q = self.model.qualname(target) or ""
+        if q.startswith("torch.") and q.rpartition(".")[2] not in {"device"}:
+            # torch.float16, torch.bfloat16, torch.channels_last: not a device.
+            return False
+        ident = (dotted(target) or "").rpartition(".")[2].lower()
+        return not any(k in ident for k in ("dtype", "precision", "format"))
+
+    def _helper_param_events(
+        self, events: list[Event], fn: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> set[int]:
+        """Positions of ``fn``'s parameters that ``events`` (builds or moves) use."""
+        params = self._params(fn)
+        used = set()
+        for e in self._events_by_scope(events).get(id(fn), ()):
+            if path_root(e.path) in params:
+                used.add(params.index(path_root(e.path)))
+        return used
+
+    def _events_by_scope(self, events: list[Event]) -> dict[int, list[Event]]:
+        """``events`` grouped by the id of their scope, in order (once per list: each
+        function asked about every event of a big script, quadratic)."""
+        cached = self._event_groups.get(id(events))
+        if cached is not None and cached[0] is events:
+            return cached[1]
+        groups: dict[int, list[Event]] = {}
+        for e in events:
+            groups.setdefault(id(e.scope), []).append(e)
+        self._event_groups[id(events)] = (events, groups)
+        return groups
+
+    def _calls_to_helpers(self, events: list[Event], kind: str) -> list[Event]:
+        """Builds/moves that happen inside a local helper, seen from its callers."""
+        out = []
+        targets: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]] = {}
+        for name, fn in self._functions.items():
+            used = self._helper_param_events(events, fn)
+            if used:
+                targets[name] = (fn, 0)
+        for name, cls in self._classes.items():
+            init = next(
+                (s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"),
+                None,
+            )
+            if init is not None and self._helper_param_events(events, init):
+                targets[name] = (init, 1)  # skip ``self``
+        if not targets:
+            return out
+        for call in self.model.calls:
+            if not isinstance(call.func, ast.Name) or call.func.id not in targets:
+                continue
+            fn, skip = targets[call.func.id]
+            params = self._params(fn)
+            used = self._helper_param_events(events, fn)
+            stmt = self.model.enclosing_statement(call)
+            if stmt is None:
+                continue
+            for index in used:
+                arg: ast.expr | None = None
+                pos = index - skip
+                if 0 <= pos < len(call.args) and not isinstance(call.args[pos], ast.Starred):
+                    arg = call.args[pos]
+                for kw in call.keywords:
+                    if kw.arg == params[index]:
+                        arg = kw.value
+                path = dotted(arg) if arg is not None else None
+                if path is not None:
+                    out.append(Event(call, stmt, self.scope_of(call), path, via=call.func.id))
+        return out
+
+    def _returned_builds(self) -> list[Event]:
+        """``model, opt = build(...)`` where ``build`` made ``opt`` from ``model``'s
+        parameters and returns both: a build of the caller's ``model``."""
+        out = []
+        # Each function's builds and each name's calls, grouped once: a scan of every build
+        # and every call per function grew with the file times its functions.
+        built_in: dict[int, set[str]] = {}
+        for e in self._direct_builds:
+            built_in.setdefault(id(e.scope), set()).add(path_root(e.path))
+        calls_by_name: dict[str, list[ast.Call]] | None = None
+        for name, fn in self._functions.items():
+            built = built_in.get(id(fn))
+            if not built:
+                continue
+            positions = set()
+            for n in self.model.walk(fn):
+                if isinstance(n, ast.Return) and isinstance(n.value, ast.Tuple):
+                    for i, elt in enumerate(n.value.elts):
+                        if isinstance(elt, ast.Name) and elt.id in built:
+                            positions.add(i)
+            if not positions:
+                continue
+            if calls_by_name is None:
+                calls_by_name = {}
+                for c in self.model.calls:
+                    if isinstance(c.func, ast.Name):
+                        calls_by_name.setdefault(c.func.id, []).append(c)
+            for call in calls_by_name.get(name, ()):
+                stmt = self.model.parent(call)
+                if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+                    continue
+                target = stmt.targets[0]
+                if not isinstance(target, ast.Tuple):
+                    continue
+                for i in positions:
+                    if i < len(target.elts) and dotted(target.elts[i]) is not None:
+                        path = dotted(target.elts[i])
+                        out.append(Event(call, stmt, self.scope_of(call), path, via=name))  # type: ignore[arg-type]
+        return out
+
+    @cached_property
+    def builds(self) -> list[Event]:
+        direct = self._direct_builds
+        return [*direct, *self._calls_to_helpers(direct, "build"), *self._returned_builds()]
+
+    @cached_property
+    def moves(self) -> list[Event]:
+        direct = self._direct_moves
+        return [*direct, *self._calls_to_helpers(direct, "move")]
