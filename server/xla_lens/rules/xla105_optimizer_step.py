@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from ..semantic import xla_api
 from ..semantic.device_intent import finished_on_xla
 from ..semantic.frameworks import ownership
-from ..semantic.loaders import creates_xla_loader, written_for_xla
+from ..semantic.loaders import creates_xla_loader
+from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from ..semantic.params import argument_values, parameter_of
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity

@@ -15,14 +15,8 @@ from dataclasses import dataclass
 
 from ..semantic import device_sites, xla_api
 from ..semantic.device_intent import finished_on_xla
-from ..semantic.loaders import (
-    Source,
-    classify,
-    iterated_loader,
-    loop_syncs,
-    passed_in_loader,
-    written_for_xla,
-)
+from ..semantic.loaders import Source, classify, iterated_loader, passed_in_loader
+from ..semantic.loop_syncs import loop_syncs, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.device_after_fixes import device_not_xla

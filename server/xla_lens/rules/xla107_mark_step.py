@@ -12,15 +12,8 @@ from collections.abc import Iterator
 
 from ..semantic import xla_api
 from ..semantic.device_intent import finished_on_xla
-from ..semantic.loaders import (
-    Source,
-    creates_xla_loader,
-    loop_source,
-    loop_syncs,
-    passed_in_loader,
-    sub_step_loop,
-    written_for_xla,
-)
+from ..semantic.loaders import Source, creates_xla_loader, loop_source, passed_in_loader
+from ..semantic.loop_syncs import loop_syncs, sub_step_loop, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from ..semantic.steps import trailing_exit_guard
 from .base import (

@@ -14,9 +14,7 @@ import ast
 import enum
 from typing import TYPE_CHECKING
 
-from .device_intent import EMITTED_MODULES, EMITTED_NAMES, uses_torch_xla_beyond
-from .model import SYNC_CALLS, XLA_LOADERS, dotted, keyword, method_name
-from .node_helpers import LOOP_TYPES, SCOPE_TYPES
+from .model import XLA_LOADERS, dotted, method_name
 from .params import argument_values, parameter_of
 
 if TYPE_CHECKING:
@@ -28,10 +26,8 @@ PASS_THROUGH = frozenset({"enumerate", "iter"})
 COUNTERS = frozenset({"range", "itertools.count", "tqdm.trange", "tqdm.auto.trange"})
 # Methods custom loaders use to hand out the next batch.
 NEXT_BATCH_METHODS = frozenset({"next", "next_batch", "get_batch", "__next__"})
-COMPILERS = frozenset({"torch_xla.compile", "torch_xla.experimental.compile"})
 # Calls that hand out (part of) the loader they are given: ``islice(loader, n)``.
 LOADER_SLICERS = frozenset({"itertools.islice", "itertools.cycle", "itertools.chain"})
-OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 
 
 class Source(enum.Enum):
@@ -220,75 +216,8 @@ def loop_source(model: ScriptModel, loop: TrainingLoop) -> tuple[Source, ast.AST
     return Source.NONE, None
 
 
-def sub_step_loop(model: ScriptModel, loop: TrainingLoop) -> bool:
-    """A loop that draws no data of its own and repeats updates on a batch drawn around it,
-    so the sync of each training iteration belongs to the code around it:
-
-    - it is nested in another training loop of the same function (several discriminator
-      steps per batch), or in a loop over an XLA loader;
-    - it runs in a step function built by a factory (``def make_step(...): def train(x, y):
-      ...; return train``) that this file never calls and that reads the batch it is handed:
-      a trainer in another module calls it once per batch, and that batch loop syncs.
-
-    Structure only, no torch_xla evidence: the answer is the same before and after any fix.
-    """
-    if loop_source(model, loop)[0] is not Source.NONE:
-        return False
-    loop_nodes = {id(t.node) for t in model.training_loops}
-    for a in model.ancestors(loop.node):
-        if isinstance(a, SCOPE_TYPES):
-            break
-        if isinstance(a, LOOP_TYPES) and (
-            id(a) in loop_nodes or classify(model, iterated_loader(model, a)) is Source.XLA
-        ):
-            return True
-    fn = model.enclosing_function(loop.node)
-    return fn is not None and _returned_step_function(model, fn, loop.node)
-
-
-def _returned_step_function(
-    model: ScriptModel, fn: ast.FunctionDef | ast.AsyncFunctionDef, loop: ast.AST
-) -> bool:
-    factory = model.enclosing_function(fn)
-    if factory is None or not any(
-        isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == fn.name
-        for r in model.walk_scope(factory)
-    ):
-        return False
-    if any(
-        isinstance(c.func, ast.Name | ast.Attribute)
-        and (c.func.id if isinstance(c.func, ast.Name) else c.func.attr) == fn.name
-        for c in model.calls
-    ):
-        return False  # called here: its caller's loop is in this file and judged itself
-    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-    params -= {"self", "cls"}
-    return any(isinstance(n, ast.Name) and n.id in params for n in ast.walk(loop))
-
-
 def creates_xla_loader(model: ScriptModel) -> bool:
     return any(_is_xla_loader_value(model, c) for c in model.calls)
-
-
-def written_for_xla(model: ScriptModel) -> bool:
-    """The script uses torch_xla API that no xla-lens fix writes: ``pl.ParallelLoader``,
-    ``torch_xla.compile``, metrics, SPMD sharding, ``xm.RateTracker``, ``xr`` queries beyond
-    the world size and ordinals... (a call, or an import of such a module or name).
-
-    What the fixes write (``torch_xla.device()``, ``torch_xla.sync()``/``xm.mark_step()``,
-    ``xm.optimizer_step``, ``xm.add_step_closure``, ``pl.MpDeviceLoader``, the launcher, the
-    imports they add) is no evidence: a script with only those may be a CUDA script with some
-    fixes applied, and a judgement that read them would let one fix silence another rule's
-    finding (XLA105's optimizer step made XLA107 drop its sync)."""
-    return model.memo(written_for_xla, lambda: _uses_unemitted_xla(model))
-
-
-def _emitted(qualname: str) -> bool:
-    return qualname in EMITTED_NAMES or qualname in EMITTED_MODULES
-
-
-def _uses_unemitted_xla(model: ScriptModel) -> bool:
-    return uses_torch_xla_beyond(model, _emitted)
 
 
 def passed_in_loader(model: ScriptModel, node: ast.AST | None) -> bool:
@@ -349,54 +278,3 @@ def _parameter_root(
         if root is None or root[1] != node.id:
             return None
     return fn, node.id
-
-
-def compiled_step(model: ScriptModel, fn: ast.AST) -> bool:
-    """``@torch_xla.compile`` on a step function: each call runs and syncs one graph."""
-    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-        return False
-    for deco in fn.decorator_list:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        if model.qualname(target) in COMPILERS:
-            return True
-    return False
-
-
-def _is_sync(model: ScriptModel, call: ast.Call) -> bool:
-    name = model.call_name(call)
-    if name in SYNC_CALLS:
-        return True
-    if name == OPTIMIZER_STEP:
-        # optimizer_step(barrier=True) marks the step itself.
-        barrier = keyword(call, "barrier")
-        return (
-            barrier is not None
-            and isinstance(barrier.value, ast.Constant)
-            and barrier.value.value is True
-        )
-    return False
-
-
-def loop_syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
-    """A sync in the loop, its step functions, a function or method of this script they
-    call, or a sibling module's step function that syncs itself."""
-    if any(ext.syncs for ext in loop.external_steps):
-        return True
-    if any(compiled_step(model, fn) for fn in loop.step_functions):
-        return True
-    seen: set[int] = set()
-    regions: list[ast.AST] = list(loop.regions())
-    while regions:
-        region = regions.pop()
-        if id(region) in seen:
-            continue
-        seen.add(id(region))
-        for node in model.walk(region):
-            if not isinstance(node, ast.Call):
-                continue
-            if _is_sync(model, node):
-                return True
-            callee = model.steps.callee(node)
-            if callee is not None:
-                regions.append(callee)
-    return False

@@ -9,7 +9,8 @@ import ast
 from bisect import bisect_left
 from types import ModuleType
 
-from ...semantic.loaders import Source, classify, loop_source, loop_syncs
+from ...semantic.loaders import Source, classify, loop_source
+from ...semantic.loop_syncs import loop_syncs
 from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, method_name
 from ...semantic.params import parameter_of
 from ...semantic.steps import trailing_exit_guard
