@@ -11,6 +11,7 @@ Three facts, each provable from the script alone:
   Python numbers (``t[k] = loss.item()``) anything computed from it stays on the host. A
   function of the script whose every ``return`` is such a value (a dict of their means) returns
   host values. Entries of a ``torch.load`` result are loaded data, not a pending computation.
+  Which calls give host values is ``host_calls.HostCalls``, the mixin this class extends.
 - Syncs: right after the script's own ``torch_xla.sync()`` / ``xm.mark_step()``, a tensor the
   step computed holds its value; reading it as it is (no op on it in between) runs no graph.
 
@@ -22,8 +23,9 @@ from __future__ import annotations
 
 import ast
 
+from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
 from .model import ScriptModel, method_name, receiver
-from .node_helpers import const_str, dotted, keyword
+from .node_helpers import dotted, keyword
 from .params import parameter_of
 from .reaching import (
     UNKNOWN,
@@ -34,25 +36,13 @@ from .reaching import (
     walk_back,
     whole_bindings,
 )
-from .tensors import CONVENTIONAL, HOST_METHODS, TensorNames, scope_of
+from .tensors import CONVENTIONAL, TensorNames, scope_of
 
-HOST_CONSTRUCTORS = frozenset(
-    f"torch.{n}"
-    for n in ("zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace")
-)
-LIKE_CONSTRUCTORS = frozenset(f"torch.{n}_like" for n in ("zeros", "ones", "empty", "full"))
-DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
-LOADERS = frozenset({"torch.load"})
-HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
-# Methods that move a value to a device (or may: ``type`` takes a CUDA tensor type).
-MOVES = frozenset({"to", "cuda", "xpu", "npu", "mps", "type", "new_tensor", "new"})
 # Calls that make the pending graph of every live tensor run (a statement of their own).
 SYNCS = frozenset({"torch_xla.sync", "torch_xla.core.xla_model.mark_step"})
 STEP_CONTEXTS = frozenset({"torch_xla.step"})
 OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 MAX_DEPTH = 6
-PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
-ARGUMENT_TYPES = frozenset({"int", "float", "str", "bool"})
 
 
 def host_values(model: ScriptModel) -> HostValues:
@@ -64,7 +54,7 @@ def _is_conventional(name: str) -> bool:
     return name in CONVENTIONAL or name.endswith(("_loss", "_logits"))
 
 
-class HostValues:
+class HostValues(HostCalls):
     def __init__(self, model: ScriptModel) -> None:
         self.model = model
         self.tensors = TensorNames(model)
@@ -273,70 +263,6 @@ class HostValues:
             and barrier.value.value is True
         )
 
-    def _is_host_call(self, call: ast.Call, depth: int) -> bool:
-        model = self.model
-        func = call.func
-        name = method_name(call)
-        recv = receiver(call)
-        if name in HOST_METHODS and recv is not None:
-            return True  # ``.item()`` gives a number, ``.cpu()`` a CPU tensor
-        if isinstance(func, ast.Name) and model.qualname(func) is None:
-            if func.id in HOST_BUILTINS:
-                return True
-            fn = model.functions.get(func.id)
-            return fn is not None and self._returns_host(fn)
-        if recv is not None and isinstance(recv, ast.Name) and recv.id == "self":
-            method = model.functions.get(name or "")
-            owner = model.parent(method) if method is not None else None
-            if isinstance(owner, ast.ClassDef) and any(a is owner for a in model.ancestors(call)):
-                return self._returns_host(method)  # type: ignore[arg-type]
-        qualname = model.call_name(call)
-        if qualname in LOADERS or self._parsed_arguments(call):
-            return True
-        if qualname in HOST_CONSTRUCTORS | LIKE_CONSTRUCTORS:
-            return self._host_constructor(call, qualname, depth)
-        if recv is not None and name not in MOVES and self.is_host(recv, depth):
-            return not any(self.is_device(a, depth) for a in arguments(call))
-        return False
-
-    def _parsed_arguments(self, call: ast.Call) -> bool:
-        """``parser.parse_args()`` (``parse_known_args()``) of an ``argparse.ArgumentParser``
-        whose every argument is converted by a builtin (``type=int``) or kept as a string,
-        with a host default: command-line values, never a device tensor."""
-        recv = receiver(call)
-        if method_name(call) not in PARSE_METHODS or not isinstance(recv, ast.Name):
-            return False
-        model = self.model
-        if not any(
-            isinstance(v, ast.Call) and model.call_name(v) == "argparse.ArgumentParser"
-            for v in model.assigned_from(recv.id)
-        ):
-            return False
-        return model.memo(
-            (_parsed_arguments_host, recv.id), lambda: _parsed_arguments_host(self, recv.id)
-        )
-
-    def _host_constructor(self, call: ast.Call, qualname: str, depth: int) -> bool:
-        if self._default_device or _inside_device_context(self.model, call):
-            return False
-        device = keyword(call, "device")
-        if device is not None and not _names_cpu(self.model, device.value):
-            return False
-        if qualname in LIKE_CONSTRUCTORS:
-            return bool(call.args) and self.is_host(call.args[0], depth)
-        return not any(self.is_device(a, depth) for a in arguments(call))
-
-    def _returns_host(self, fn: ast.AST) -> bool:
-        known = self._host_fns.get(fn)
-        if known is None:
-            self._host_fns[fn] = False  # recursion: not proven while being proven
-            returns = [n for n in self.model.walk_scope(fn) if isinstance(n, ast.Return)]
-            known = bool(returns) and all(
-                r.value is not None and self.is_host(r.value) for r in returns
-            )
-            self._host_fns[fn] = known
-        return known
-
     def _fed_device(self, obj: ast.AST, depth: int) -> bool:
         """``meter`` of ``meter.avg`` when its frame calls ``meter.update(<device tensor>)``."""
         path = dotted(obj)
@@ -356,35 +282,6 @@ class HostValues:
         return self._fed[key]
 
 
-def _parsed_arguments_host(values: HostValues, parser: str) -> bool:
-    model = values.model
-    for call in model.calls:
-        recv = receiver(call)
-        if not (isinstance(recv, ast.Name) and recv.id == parser):
-            continue
-        name = method_name(call)
-        if name == "set_defaults" and not all(values.is_host(k.value) for k in call.keywords):
-            return False
-        if name != "add_argument":
-            continue
-        kind = keyword(call, "type")
-        converter = kind.value if kind is not None else None
-        if converter is not None and not (
-            isinstance(converter, ast.Name)
-            and model.qualname(converter) is None
-            and (
-                converter.id in ARGUMENT_TYPES
-                if converter.id not in model.functions
-                else values._returns_host(model.functions[converter.id])
-            )
-        ):
-            return False
-        default = keyword(call, "default")
-        if default is not None and not values.is_host(default.value):
-            return False
-    return True
-
-
 def _used_as_value(model: ScriptModel, name: ast.Name) -> bool:
     """``n`` in ``v / n``, not ``self`` in ``self.model(x)`` (an object, not a number)."""
     parent = model.parent(name)
@@ -392,26 +289,3 @@ def _used_as_value(model: ScriptModel, name: ast.Name) -> bool:
         (isinstance(parent, ast.Attribute) and parent.value is name)
         or (isinstance(parent, ast.Call) and parent.func is name)
     )
-
-
-def _names_cpu(model: ScriptModel, node: ast.expr) -> bool:
-    if const_str(node) == "cpu":
-        return True
-    return (
-        isinstance(node, ast.Call)
-        and model.call_name(node) == "torch.device"
-        and len(node.args) == 1
-        and const_str(node.args[0]) == "cpu"
-    )
-
-
-def _inside_device_context(model: ScriptModel, node: ast.AST) -> bool:
-    """Inside ``with torch.device(d):``, which sends bare constructors to ``d``."""
-    for a in model.ancestors(node):
-        if isinstance(a, ast.With | ast.AsyncWith) and any(
-            isinstance(i.context_expr, ast.Call)
-            and model.call_name(i.context_expr) == "torch.device"
-            for i in a.items
-        ):
-            return True
-    return False

@@ -1,0 +1,164 @@
+"""Which calls provably give host values (Python numbers, CPU tensors, loaded data): the
+"host tensors" fact of ``host_values.py``, as a mixin of ``HostValues``.
+
+``torch.zeros(n)`` (``ones``/``empty``/``full``/``tensor``..., no device or ``device='cpu'``,
+no default device set by the script, not inside ``with torch.device(d):``) is a CPU tensor;
+``x.item()`` / ``x.cpu()`` give host values; a function of the script whose every ``return``
+is a host value returns one; ``torch.load`` gives loaded data, not a pending computation;
+``parser.parse_args()`` of an argparse parser whose every option is converted by a builtin
+gives command-line values. What the arguments of such calls are is asked back of
+``HostValues.is_host`` / ``is_device``, so the two judge each other recursively.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from .model import ScriptModel, method_name, receiver
+from .node_helpers import const_str, keyword
+from .reaching import arguments
+from .tensors import HOST_METHODS
+
+HOST_CONSTRUCTORS = frozenset(
+    f"torch.{n}"
+    for n in ("zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace")
+)
+LIKE_CONSTRUCTORS = frozenset(f"torch.{n}_like" for n in ("zeros", "ones", "empty", "full"))
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+LOADERS = frozenset({"torch.load"})
+HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
+# Methods that move a value to a device (or may: ``type`` takes a CUDA tensor type).
+MOVES = frozenset({"to", "cuda", "xpu", "npu", "mps", "type", "new_tensor", "new"})
+PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
+ARGUMENT_TYPES = frozenset({"int", "float", "str", "bool"})
+
+
+class HostCalls:
+    """The call half of ``HostValues``: whether a call gives a host value."""
+
+    model: ScriptModel
+    _default_device: bool  # the script sets a default device: bare constructors follow it
+    _host_fns: dict[ast.AST, bool]
+
+    if TYPE_CHECKING:
+
+        def is_host(self, expr: ast.AST, depth: int = 0) -> bool: ...
+
+        def is_device(self, expr: ast.AST, depth: int = 0) -> bool: ...
+
+    def _is_host_call(self, call: ast.Call, depth: int) -> bool:
+        model = self.model
+        func = call.func
+        name = method_name(call)
+        recv = receiver(call)
+        if name in HOST_METHODS and recv is not None:
+            return True  # ``.item()`` gives a number, ``.cpu()`` a CPU tensor
+        if isinstance(func, ast.Name) and model.qualname(func) is None:
+            if func.id in HOST_BUILTINS:
+                return True
+            fn = model.functions.get(func.id)
+            return fn is not None and self._returns_host(fn)
+        if recv is not None and isinstance(recv, ast.Name) and recv.id == "self":
+            method = model.functions.get(name or "")
+            owner = model.parent(method) if method is not None else None
+            if isinstance(owner, ast.ClassDef) and any(a is owner for a in model.ancestors(call)):
+                return self._returns_host(method)  # type: ignore[arg-type]
+        qualname = model.call_name(call)
+        if qualname in LOADERS or self._parsed_arguments(call):
+            return True
+        if qualname in HOST_CONSTRUCTORS | LIKE_CONSTRUCTORS:
+            return self._host_constructor(call, qualname, depth)
+        if recv is not None and name not in MOVES and self.is_host(recv, depth):
+            return not any(self.is_device(a, depth) for a in arguments(call))
+        return False
+
+    def _parsed_arguments(self, call: ast.Call) -> bool:
+        """``parser.parse_args()`` (``parse_known_args()``) of an ``argparse.ArgumentParser``
+        whose every argument is converted by a builtin (``type=int``) or kept as a string,
+        with a host default: command-line values, never a device tensor."""
+        recv = receiver(call)
+        if method_name(call) not in PARSE_METHODS or not isinstance(recv, ast.Name):
+            return False
+        model = self.model
+        if not any(
+            isinstance(v, ast.Call) and model.call_name(v) == "argparse.ArgumentParser"
+            for v in model.assigned_from(recv.id)
+        ):
+            return False
+        return model.memo(
+            (_parsed_arguments_host, recv.id), lambda: _parsed_arguments_host(self, recv.id)
+        )
+
+    def _host_constructor(self, call: ast.Call, qualname: str, depth: int) -> bool:
+        if self._default_device or _inside_device_context(self.model, call):
+            return False
+        device = keyword(call, "device")
+        if device is not None and not _names_cpu(self.model, device.value):
+            return False
+        if qualname in LIKE_CONSTRUCTORS:
+            return bool(call.args) and self.is_host(call.args[0], depth)
+        return not any(self.is_device(a, depth) for a in arguments(call))
+
+    def _returns_host(self, fn: ast.AST) -> bool:
+        known = self._host_fns.get(fn)
+        if known is None:
+            self._host_fns[fn] = False  # recursion: not proven while being proven
+            returns = [n for n in self.model.walk_scope(fn) if isinstance(n, ast.Return)]
+            known = bool(returns) and all(
+                r.value is not None and self.is_host(r.value) for r in returns
+            )
+            self._host_fns[fn] = known
+        return known
+
+
+def _parsed_arguments_host(values: HostCalls, parser: str) -> bool:
+    model = values.model
+    for call in model.calls:
+        recv = receiver(call)
+        if not (isinstance(recv, ast.Name) and recv.id == parser):
+            continue
+        name = method_name(call)
+        if name == "set_defaults" and not all(values.is_host(k.value) for k in call.keywords):
+            return False
+        if name != "add_argument":
+            continue
+        kind = keyword(call, "type")
+        converter = kind.value if kind is not None else None
+        if converter is not None and not (
+            isinstance(converter, ast.Name)
+            and model.qualname(converter) is None
+            and (
+                converter.id in ARGUMENT_TYPES
+                if converter.id not in model.functions
+                else values._returns_host(model.functions[converter.id])
+            )
+        ):
+            return False
+        default = keyword(call, "default")
+        if default is not None and not values.is_host(default.value):
+            return False
+    return True
+
+
+def _names_cpu(model: ScriptModel, node: ast.expr) -> bool:
+    if const_str(node) == "cpu":
+        return True
+    return (
+        isinstance(node, ast.Call)
+        and model.call_name(node) == "torch.device"
+        and len(node.args) == 1
+        and const_str(node.args[0]) == "cpu"
+    )
+
+
+def _inside_device_context(model: ScriptModel, node: ast.AST) -> bool:
+    """Inside ``with torch.device(d):``, which sends bare constructors to ``d``."""
+    for a in model.ancestors(node):
+        if isinstance(a, ast.With | ast.AsyncWith) and any(
+            isinstance(i.context_expr, ast.Call)
+            and model.call_name(i.context_expr) == "torch.device"
+            for i in a.items
+        ):
+            return True
+    return False
