@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from ..semantic import xla_api
 from ..semantic.model import Emitter, ScriptModel, const_str
+from ..semantic.torchrun_env import TORCHRUN_KEYS, loop_env_keys, runs_under_torchrun_on_xla
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 
 CODE = "XLA202"
@@ -188,7 +189,99 @@ def _sentinel_finding(model: ScriptModel, node: ast.AST, distributed: bool, targ
     return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
 
 
+def _truth_tested(model: ScriptModel, node: ast.AST) -> bool:
+    """Only the truth of ``node`` is used: ``if os.environ.get("WORLD_SIZE"):``, ``not ...``,
+    an ``and``/``or`` that is itself only truth-tested (``x = env.get(K) or "0"`` uses the
+    value, so it is not)."""
+    child, parent = node, model.parent(node)
+    while isinstance(parent, ast.BoolOp):
+        child, parent = parent, model.parent(parent)
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        return True
+    if isinstance(parent, ast.If | ast.While | ast.IfExp | ast.Assert):
+        return parent.test is child
+    if isinstance(parent, ast.comprehension):
+        return child in parent.ifs
+    return (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "bool"
+        and "bool" not in model.imports
+    )
+
+
+# An unset variable read with these defaults is falsy, a set one (torchrun sets them, never
+# empty) truthy: the truth of the read answers "launched by torchrun?".
+FALSY_DEFAULTS = (None, "")
+
+
+def _review_reason(model: ScriptModel, node: ast.AST, key: str, unwrapped: bool) -> str:
+    """Why replacing this env read by the runtime's answer needs review ("" when it does not)."""
+    default = _env_default(model, node)
+    if default in SENTINELS and (key != "WORLD_SIZE" or (default is None and unwrapped)):
+        # -1 / None means "not launched distributed"; an ordinal or world size is never that.
+        return (
+            f"the default {default!r} marks a run without torchrun; the XLA ordinal is 0 "
+            "there (the world size 1), so checks against the default change meaning"
+        )
+    raw = _raw_default(model, node)
+    if unwrapped and isinstance(raw, ast.Constant) and isinstance(raw.value, int | float):
+        # The original value is a str under torchrun and this number without it; the rewrite
+        # is a str everywhere, so a use that compares with the number changes there.
+        return (
+            f"the default {raw.value!r} is a number while a set variable is a string: the "
+            f"rewrite is always a string, so a use such as `== {raw.value!r}` changes in runs "
+            "without torchrun"
+        )
+    return ""
+
+
+def _raw_default(model: ScriptModel, node: ast.AST) -> ast.expr | None:
+    if isinstance(node, ast.Call) and model.call_name(node) in ENV_GETTERS:
+        if len(node.args) > 1:
+            return node.args[1]
+        return next((k.value for k in node.keywords if k.arg == "default"), None)
+    return None
+
+
+def _loop_read_finding(model: ScriptModel, node: ast.AST, keys: list[str], target) -> Finding:
+    e = Emitter(model)
+    answers = {
+        "RANK": xla_api.global_ordinal(e, target),
+        "LOCAL_RANK": xla_api.local_ordinal(e, target),
+        "WORLD_SIZE": xla_api.world_size(e, target),
+    }
+    if target != "legacy":
+        answers["LOCAL_WORLD_SIZE"] = f"{e.xr}.local_process_count()"
+    torchrun = [k for k in keys if k in TORCHRUN_KEYS]
+    mapped = "; ".join(f"{k} -> {answers[k]}" for k in torchrun if k in answers)
+    rendezvous = [k for k in torchrun if k not in answers]
+    manual = f"Read each value where it is used from the XLA runtime ({mapped})"
+    if rendezvous:
+        manual += (
+            f'; {"/".join(rendezvous)} need no replacement: init_process_group("xla", '
+            'init_method="xla://") finds its peers itself'
+        )
+    unset = "KeyError" if isinstance(node, ast.Subscript) else "the defaults on every replica"
+    return Finding(
+        CODE,
+        f"`{model.segment(node)}` reads torchrun's {', '.join(torchrun)} by a loop key: the "
+        f"XLA launcher sets none of them ({unset}); no automatic fix: the values go into one "
+        "collection whose uses a rewrite cannot follow key by key",
+        model.span(node),
+        Severity.WARNING,
+        manual=manual + ".",
+    )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    if not runs_under_torchrun_on_xla(model):
+        # Otherwise torchrun starts it and sets the variables (xla:// reads them too).
+        yield from _env_reads(model, ctx)
+    yield from _dist_calls(model, ctx)
+
+
+def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     for node in model.nodes_of(ast.Compare):
         found = _sentinel_test(model, node)
@@ -199,30 +292,39 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if id(node) in handled:
             continue
         key = _env_key(model, node)
-        if key is not None and key in ENV_KEYS:
-            wrapper = _int_wrapper(model, node)
-            finding = _finding(
-                model,
-                wrapper or node,
-                f"the {key} env var is not set by the XLA launcher",
-                ENV_KEYS[key],
-                ctx.target,
-                keep_str=wrapper is None,
+        if key is None:
+            keys = loop_env_keys(model, node)
+            if any(k in ENV_KEYS for k in keys):
+                yield _loop_read_finding(model, node, keys, ctx.target)
+            continue
+        if key not in ENV_KEYS:
+            continue
+        if _env_default(model, node) in FALSY_DEFAULTS and _truth_tested(model, node):
+            # ``if os.environ.get("WORLD_SIZE"):`` asks "launched by torchrun?" like a sentinel.
+            yield _sentinel_finding(model, node, True, ctx.target)
+            continue
+        wrapper = _int_wrapper(model, node)
+        finding = _finding(
+            model,
+            wrapper or node,
+            f"the {key} env var is not set by the XLA launcher",
+            ENV_KEYS[key],
+            ctx.target,
+            keep_str=wrapper is None,
+        )
+        reason = _review_reason(model, node, key, unwrapped=wrapper is None)
+        if reason:
+            fix = finding.fix
+            assert fix is not None
+            finding = replace(
+                finding,
+                message=f"{finding.message} (fix needs review: {reason})",
+                fix=replace(fix, safe=False, review_reason=reason),
             )
-            if _env_default(model, node) in SENTINELS and key != "WORLD_SIZE":
-                # -1 / None means "not launched distributed"; an ordinal is never that.
-                reason = (
-                    f"the default {_env_default(model, node)!r} marks a run without torchrun; "
-                    "the XLA ordinal is 0 there, so checks against the default change meaning"
-                )
-                fix = finding.fix
-                assert fix is not None
-                finding = replace(
-                    finding,
-                    message=f"{finding.message} (fix needs review: {reason})",
-                    fix=replace(fix, safe=False, review_reason=reason),
-                )
-            yield finding
+        yield finding
+
+
+def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # With a process group (DDP kept, backend "xla") torch.distributed answers correctly.
     has_group = any(True for _ in model.calls_to("torch.distributed.init_process_group"))
     for call in model.calls:
