@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from ..semantic.accelerate_prepare import is_prepare_move, stale_optimizers
 from ..semantic.model import ScriptModel, dotted
-from ..semantic.ordering import Event
+from ..semantic.optimizer_events import Event
 from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
 
 CODE = "XLA109"

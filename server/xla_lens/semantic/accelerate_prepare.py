@@ -19,7 +19,8 @@ import ast
 from functools import cached_property
 
 from .model import ScriptModel, dotted, method_name, receiver
-from .ordering import Event, Ordering
+from .optimizer_events import Event
+from .ordering import Ordering
 
 ACCELERATOR_CLASSES = {"accelerate.Accelerator", "accelerate.accelerator.Accelerator"}
 PREPARE_METHODS = {"prepare", "prepare_model"}
