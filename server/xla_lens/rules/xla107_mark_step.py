@@ -15,6 +15,7 @@ from ..semantic.device_intent import finished_on_xla
 from ..semantic.loaders import Source, creates_xla_loader, loop_source, passed_in_loader
 from ..semantic.loop_syncs import loop_syncs, sub_step_loop, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
+from ..semantic.prepared_loaders import prepared_feed
 from ..semantic.steps import trailing_exit_guard
 from .base import (
     AppendToBody,
@@ -41,12 +42,17 @@ def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop, target: Target) -
     will: XLA106 wraps one of its loops) is taken to be fed by that loader. So is a loader
     handed in as a parameter from another module in a file written for XLA (the pytorch/xla
     examples pass their subclasses a pl.MpDeviceLoader from a base class in a sibling file).
+    So is a loop that fetches a batch every iteration from a DataLoader that went through
+    accelerate's ``prepare`` (``prepared_loaders``), directly or through a generator.
 
     Never evidence: what the other fixes write (``xm.optimizer_step``, which does not sync,
     ``torch_xla.device()``, a step closure, the imports). A finding that vanished when XLA105's
     fix was applied first would leave the converted loop without any sync."""
     source, expr = loop_source(model, loop)
     if source is Source.XLA:
+        return True
+    if prepared_feed(model, loop) is not None:
+        # accelerate's prepare wrapped the loader in an MpDeviceLoader: each fetch syncs.
         return True
     if source is Source.UNKNOWN and passed_in_loader(model, expr):
         # The loader comes from code out of this file's reach (the pytorch/xla examples'

@@ -13,6 +13,7 @@ from ...semantic.loaders import Source, classify, loop_source
 from ...semantic.loop_syncs import loop_syncs
 from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, method_name
 from ...semantic.params import parameter_of
+from ...semantic.prepared_loaders import Feed, prepared_feed
 from ...semantic.steps import trailing_exit_guard
 from .. import xla106_device_loader, xla107_mark_step
 from ..base import Pos, RuleContext, Span, Target
@@ -185,19 +186,23 @@ def _applied_starts(model: ScriptModel, rule: ModuleType, target: Target) -> fro
 def sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[str, str]:
     """How this loop syncs after the safe fixes: ``fed`` (its loader marks every step),
     ``calls`` (a sync it already makes, here or in a helper), ``added`` (XLA107's fix),
-    or ``never`` with why."""
+    ``next_fetch`` (``next()`` on accelerate's prepared loader: the sync comes with the next
+    batch, none after the last step), or ``never`` with why."""
     source, expr = loop_source(model, loop)
     as_is = accelerate_leaves_as_is(model, expr) if source is Source.XLA else None
     loop_span = model.span(loop.node)
     wrapped = will_wrap(model, loop.node, target) and _applied_within(
         model, xla106_device_loader, target, loop_span
     )
-    if (source is Source.XLA and as_is is None) or wrapped:
+    feed = prepared_feed(model, loop)
+    if (source is Source.XLA and as_is is None) or wrapped or feed is Feed.ITERATES:
         return "fed", ""
     if loop_syncs(model, loop):
         return "calls", ""
     if loop_span.start in _applied_starts(model, xla107_mark_step, target):
         return "added", ""
+    if feed is Feed.DRAWS:
+        return "next_fetch", ""
     if as_is is not None:
         why = f"accelerate's `prepare` hands {as_is} back as it is, not an MpDeviceLoader"
     else:
@@ -212,6 +217,12 @@ def sync_runs_after(
     plan, why = sync_plan(model, loop, target)
     if plan == "never":
         return NEVER_SYNCS.format(why=why)
+    if plan == "next_fetch":
+        why = (
+            "the loop syncs only when it fetches the next batch from accelerate's prepared "
+            "loader, and nothing syncs after the last step"
+        )
+        return REVIEW_LOST.format(why=why, what="report")
     fed = plan == "fed"
     syncs = _loop_syncs(model, loop)
     lost = REVIEW_LOST.format
