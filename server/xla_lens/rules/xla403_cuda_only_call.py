@@ -29,9 +29,9 @@ from .base import (
     Severity,
 )
 from .parts.cuda_asserts import cuda_availability_asserts
+from .parts.cuda_gates import AVAILABILITY, stop_gates
 
 CODE = "XLA403"
-IS_AVAILABLE = "torch.cuda.is_available"
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 # Calls with no effect worth keeping on XLA: the statement can go.
 REMOVABLE = {
@@ -58,6 +58,7 @@ MEMORY_QUERIES = {
     "torch.cuda.memory_stats",
     "torch.cuda.mem_get_info",
 }
+COUNTS = {"torch.cuda.device_count", "torch.accelerator.device_count"}
 DEVICE_QUERIES = {
     "torch.cuda.device_count",
     "torch.accelerator.device_count",
@@ -68,8 +69,9 @@ BACKEND_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
 
 
 def _guard_of(model: ScriptModel, node: ast.AST) -> ast.If | None:
-    """The ``if torch.cuda.is_available():`` (possibly ``and``-ed with other conditions) whose
-    body holds ``node``: it never runs on an XLA host. ``not``/``or`` tests do not count."""
+    """The ``if torch.cuda.is_available():`` (or ``torch.accelerator.is_available()``, which
+    knows no XLA device; possibly ``and``-ed with other conditions) whose body holds ``node``:
+    it never runs on an XLA host. ``not``/``or`` tests do not count."""
     child = node
     for a in model.ancestors(node):
         if isinstance(a, ast.If) and child in a.body and _requires_cuda(model, a.test):
@@ -80,7 +82,7 @@ def _guard_of(model: ScriptModel, node: ast.AST) -> ast.If | None:
 
 def _requires_cuda(model: ScriptModel, test: ast.expr) -> bool:
     if isinstance(test, ast.Call):
-        return model.call_name(test) == IS_AVAILABLE
+        return model.call_name(test) in AVAILABILITY
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return any(_requires_cuda(model, v) for v in test.values)
     return False
@@ -116,7 +118,7 @@ def _pure_cuda_test(model: ScriptModel, test: ast.expr) -> bool:
     """``torch.cuda.is_available()``, alone or ``and``-ed with conditions that call nothing."""
     calls = [n for n in ast.walk(test) if isinstance(n, ast.Call)]
     return _requires_cuda(model, test) and all(
-        model.call_name(c) == IS_AVAILABLE and not c.args and not c.keywords for c in calls
+        model.call_name(c) in AVAILABILITY and not c.args and not c.keywords for c in calls
     )
 
 
@@ -158,16 +160,16 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
             elif q in SEEDS:
                 # The guard is False on an XLA host: the XLA device then stays unseeded.
                 yield from _guarded_seed(model, call, q, target)
-            elif q == "torch.cuda.device_count":
+            elif q in COUNTS:
                 ws = xla_api.world_size(Emitter(model), target)  # type: ignore[arg-type]
                 yield _finding(
                     model,
                     call,
-                    f"{q}() runs only when CUDA is available: on an XLA host this branch is "
-                    "skipped, so what it sets from the device count (replica count, per-device "
+                    f"{q}() runs only when `{model.segment(guard.test)[:50]}` is true: on an "
+                    "XLA host this branch is skipped, so what it sets from the device count (replica count, per-device "
                     "batch size) keeps its non-CUDA value",
-                    manual=f"Count XLA replicas with `{ws}` outside the torch.cuda.is_available() "
-                    "check.",
+                    manual=f"Count XLA replicas with `{ws}` outside the "
+                    f"`{model.segment(guard.test)[:50]}` check.",
                 )
             continue
         stmt = model.enclosing_statement(call)
@@ -362,6 +364,7 @@ def _display_path(script: str, module: str) -> str:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _calls(model, ctx.target)
     yield from cuda_availability_asserts(model, CODE, lambda node: _guarded(model, node))
+    yield from stop_gates(model, CODE, lambda node: _guarded(model, node))
     yield from _helper_calls(model)
     yield from _backend_settings(model)
     yield from _pin_memory(model)
@@ -381,6 +384,7 @@ device they do nothing or fail (no CUDA driver on TPU/Trainium hosts).
 | `torch.accelerator.set_device_index()`, `synchronize()` (raise on XLA) | remove |
 | `if torch.cuda.is_available(): torch.cuda.empty_cache()` | remove the block (False on XLA) |
 | `assert torch.cuda.is_available()` (fails on an XLA host) | remove |
+| `if not torch.cuda.is_available(): sys.exit()` (a requirement gate) | remove |
 | `torch.backends.cudnn.benchmark = ...` | remove |
 | `DataLoader(pin_memory=True)` | drop `pin_memory` |
 | `torch.cuda.manual_seed(s)` | modern `torch_xla.manual_seed(s)`, legacy `xm.set_rng_state(s)` |

@@ -21,19 +21,10 @@ from collections.abc import Callable, Iterator
 
 from ...semantic.model import ScriptModel
 from ..base import Finding, Fix, RemoveStatement, Severity
+from .cuda_gates import is_availability_call, why_false_on_xla
 
-IS_AVAILABLE = "torch.cuda.is_available"
 # Handlers that catch an AssertionError (a bare ``except:`` too).
 CATCHING = ("AssertionError", "Exception", "BaseException")
-
-
-def _is_availability_call(model: ScriptModel, node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and model.call_name(node) == IS_AVAILABLE
-        and not node.args
-        and not node.keywords
-    )
 
 
 def _conjuncts(test: ast.expr) -> list[ast.expr]:
@@ -66,14 +57,15 @@ def cuda_availability_asserts(
     for node in model.nodes_of(ast.Assert):
         assert isinstance(node, ast.Assert)
         parts = _conjuncts(node.test)
-        cuda = [p for p in parts if _is_availability_call(model, p)]
+        cuda = [p for p in parts if is_availability_call(model, p)]
         if not cuda or never_runs_on_xla(node):
             continue
         message = (
-            f"`assert {model.segment(node.test)}` fails on an XLA host, which has no CUDA: the "
-            "converted script stops here with an AssertionError"
+            f"`assert {model.segment(node.test)}` fails on an XLA host ("
+            f"{why_false_on_xla(model, cuda[0])}): the converted script stops here with an "
+            "AssertionError"
         )
-        rest = [p for p in parts if not _is_availability_call(model, p)]
+        rest = [p for p in parts if not is_availability_call(model, p)]
         if rest:
             kept = " and ".join(model.segment(p) for p in rest)
             yield Finding(
@@ -81,7 +73,7 @@ def cuda_availability_asserts(
                 message,
                 model.span(node),
                 Severity.WARNING,
-                manual=f"Drop the torch.cuda.is_available() check and keep the other "
+                manual=f"Drop the {model.segment(cuda[0])} check and keep the other "
                 f"conditions: assert {kept}",
             )
             continue

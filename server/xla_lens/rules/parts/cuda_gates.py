@@ -1,0 +1,219 @@
+"""Availability gates that stop a script without CUDA: ``if not torch.cuda.is_available():
+sys.exit("needs a GPU")``, the same through a flag (``has_gpu = torch.accelerator.
+is_available()``) or through a helper (``if not verify_min_gpu_count(2): sys.exit()`` where the
+helper returns ``torch.accelerator.is_available() and count >= n``).
+
+Both ``torch.cuda.is_available()`` and ``torch.accelerator.is_available()`` are False on an XLA
+host (no CUDA there, and torch.accelerator knows no XLA device), so such a gate stops the
+converted script before it trains, with nothing else left to report.
+
+Removing ``if not <available>: <stop>`` is meaning-preserving by the argument the CUDA assert's
+removal rests on (cuda_asserts.py): on every host where the original went past the gate the test
+was False and the block did nothing, so those runs are unchanged; only the runs it stopped (the
+XLA host the conversion is for) go on. That holds only when the test is the availability answer
+alone (``not avail() or n < 2`` also stops a one-GPU host, which the removal would let through),
+the block always stops (ends in ``raise``/``sys.exit()``), has no ``else``, and no ``try`` around
+it can catch the stop. A helper's answer gets no fix: other callers may use it, and its device
+count has no XLA answer before the launcher starts.
+
+A fallback (``if not torch.cuda.is_available(): print("using CPU")``) stops nothing and is not
+reported here: that is a device choice, not a requirement.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from ...semantic.model import ScriptModel
+from ..base import Finding, Fix, RemoveStatement, Severity
+
+AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+STOP_CALLS = frozenset({"sys.exit", "os._exit", "os.abort"})
+BUILTIN_STOPS = frozenset({"exit", "quit"})
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def is_availability_call(model: ScriptModel, node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and model.call_name(node) in AVAILABILITY
+        and not node.args
+        and not node.keywords
+    )
+
+
+def why_false_on_xla(model: ScriptModel, call: ast.Call) -> str:
+    """Why the availability answer is False on an XLA host."""
+    if model.call_name(call) == "torch.accelerator.is_available":
+        return "torch.accelerator knows no XLA device"
+    return "an XLA host has no CUDA"
+
+
+def _stops(model: ScriptModel, stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Raise):
+        return True
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    if isinstance(func, ast.Name) and func.id in BUILTIN_STOPS:
+        return func.id not in model.imports and func.id not in model.functions
+    return model.call_name(stmt.value) in STOP_CALLS
+
+
+def _scope(model: ScriptModel, node: ast.AST) -> ast.AST:
+    for a in model.ancestors(node):
+        if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return a
+    return model.tree
+
+
+def _single_binding(model: ScriptModel, scope: ast.AST, name: str) -> ast.expr | None:
+    """The value of the one binding of ``name`` in ``scope`` (nested functions excluded)."""
+    values: list[ast.expr | None] = []
+    for n in model.walk_scope(scope):
+        if isinstance(n, ast.Assign):
+            targets = n.targets
+        elif isinstance(n, ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For | ast.AsyncFor):
+            targets = [n.target]
+        elif isinstance(n, ast.withitem) and n.optional_vars is not None:
+            targets = [n.optional_vars]
+        else:
+            continue
+        for t in targets:
+            if any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(t)):
+                plain = isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr)
+                values.append(n.value if plain else None)
+    return values[0] if len(values) == 1 else None
+
+
+def _answer(model: ScriptModel, node: ast.expr, scope: ast.AST) -> ast.Call | None:
+    """The availability call ``node`` is: the call, or a name bound once to it."""
+    if is_availability_call(model, node):
+        return node  # type: ignore[return-value]
+    if isinstance(node, ast.Name):
+        value = _single_binding(model, scope, node.id)
+        if value is not None and is_availability_call(model, value):
+            return value  # type: ignore[return-value]
+    return None
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [c for v in test.values for c in _conjuncts(v)]
+    return [test]
+
+
+def _helper_answer(model: ScriptModel, call: ast.Call) -> ast.Call | None:
+    """``verify_min_gpu_count(2)`` of this file whose returned value needs the availability
+    answer: ``return has_gpu and count >= n`` with ``has_gpu = torch.accelerator...()``."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    fn = model.steps.module_functions.get(call.func.id)
+    if fn is None:
+        return None
+    for ret in (n for n in model.walk_scope(fn) if isinstance(n, ast.Return)):
+        for part in _conjuncts(ret.value) if ret.value is not None else []:
+            found = _answer(model, part, fn)
+            if found is not None:
+                return found
+    return None
+
+
+def _enclosing_try(model: ScriptModel, node: ast.stmt) -> ast.Try | None:
+    child: ast.AST = node
+    for a in model.ancestors(node):
+        if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            return None
+        if isinstance(a, ast.Try | ast.TryStar) and child in a.body and a.handlers:
+            return a  # type: ignore[return-value]
+        child = a
+    return None
+
+
+def _negated(test: ast.expr) -> list[ast.expr]:
+    """What ``test`` asks to be False to stop: ``not X`` -> [X]; ``not X or Y`` -> [X, ...]."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return [test.operand]
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return [n for v in test.values for n in _negated(v)]
+    return []
+
+
+def stop_gates(
+    model: ScriptModel, code: str, never_runs_on_xla: Callable[[ast.AST], bool]
+) -> Iterator[Finding]:
+    for gate in model.nodes_of(ast.If):
+        assert isinstance(gate, ast.If)
+        if not gate.body or not _stops(model, gate.body[-1]) or never_runs_on_xla(gate):
+            continue
+        scope = _scope(model, gate)
+        test = model.segment(gate.test)
+        for asked in _negated(gate.test):
+            parts = _conjuncts(asked)
+            answer = next((a for a in (_answer(model, p, scope) for p in parts) if a), None)
+            if answer is not None:
+                alone = isinstance(gate.test, ast.UnaryOp) and len(parts) == 1
+                yield _gate_finding(model, code, gate, answer, alone)
+                break
+            helper = parts[0] if len(parts) == 1 and isinstance(parts[0], ast.Call) else None
+            answer = _helper_answer(model, helper) if helper is not None else None
+            if answer is not None:
+                yield Finding(
+                    code,
+                    f"`{model.segment(answer)}` is False on an XLA host ("
+                    f"{why_false_on_xla(model, answer)}): {model.segment(helper.func)}() then "
+                    f"answers False and `if {test[:60]}:` "
+                    f"(line {gate.lineno}) stops the script before it trains",
+                    model.span(answer),
+                    Severity.WARNING,
+                    manual=f"Drop the GPU requirement at line {gate.lineno}: the XLA launcher "
+                    "starts one process per XLA device (count them inside a replica with "
+                    "xr.world_size(), never before the launch).",
+                )
+                break
+
+
+def _gate_finding(
+    model: ScriptModel, code: str, gate: ast.If, answer: ast.Call, alone: bool
+) -> Finding:
+    test = model.segment(gate.test)
+    message = (
+        f"`if {test}:` stops the script when `{model.segment(answer)}` is False, as it is on "
+        f"an XLA host ({why_false_on_xla(model, answer)}): the converted script would stop here"
+    )
+    parent = model.parent(gate)
+    if not alone or gate.orelse or (isinstance(parent, ast.If) and gate in parent.orelse):
+        what = (
+            "the test asks more than the availability (a one-GPU host would pass without it)"
+            if not alone
+            else "the gate has an else branch or is an elif, which a removal would take along"
+        )
+        return Finding(
+            code,
+            message,
+            model.span(gate.test),
+            Severity.WARNING,
+            manual=f"Drop the availability check by hand ({what}); keep the other conditions.",
+        )
+    handler = _enclosing_try(model, gate)
+    reason = (
+        f"the try at line {handler.lineno} may catch the stop: the gate may choose a branch "
+        "there, and without it the try's body always goes on"
+        if handler is not None
+        else ""
+    )
+    if reason:
+        message = f"{message} (fix needs review: {reason})"
+    return Finding(
+        code,
+        message,
+        model.span(gate.test),
+        Severity.WARNING,
+        fix=Fix(
+            "Remove the availability gate",
+            (RemoveStatement(model.span(gate)),),
+            safe=not reason,
+            review_reason=reason,
+        ),
+    )

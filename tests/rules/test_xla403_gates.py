@@ -1,0 +1,158 @@
+"""XLA403 on availability requirements: gates that stop a script without CUDA (directly,
+through a flag, through a helper), and torch.accelerator's forms of the torch.cuda idioms."""
+
+from __future__ import annotations
+
+from tests.helpers import findings, fixed, src
+
+
+def _gates(code: str):
+    return [f for f in findings(code, "XLA403") if "stops the script" in f.message]
+
+
+def test_direct_gates_are_removed_safely():
+    code = """
+    import sys
+    import torch
+
+    def main():
+        # GPUs only
+        if not torch.cuda.is_available():
+            raise RuntimeError("this trainer needs a GPU")
+        if not torch.accelerator.is_available():
+            print("no accelerator found")
+            sys.exit(1)
+        train()
+    """
+    found = _gates(code)
+    assert [f.span.start.line + 1 for f in found] == [6, 8]
+    assert all(f.fix is not None and f.fix.safe for f in found)
+    assert "torch.accelerator knows no XLA device" in found[1].message
+    assert fixed(code, "XLA403") == src(
+        """
+        import sys
+        import torch
+
+        def main():
+            # GPUs only
+            train()
+        """
+    )
+
+
+def test_a_flag_bound_once_counts_as_the_answer():
+    code = """
+    import torch
+
+    has_gpu = torch.cuda.is_available()
+    if not has_gpu:
+        exit("CUDA required")
+    flag = torch.cuda.is_available()
+    flag = flag and fast_mode
+    if not flag:
+        exit()
+    """
+    (f,) = _gates(code)
+    assert f.span.start.line + 1 == 4 and f.fix.safe
+
+
+def test_gates_that_ask_more_or_carry_an_else_get_no_fix():
+    code = """
+    import sys
+    import torch
+
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        sys.exit("needs two GPUs")
+    if not torch.accelerator.is_available():
+        raise SystemExit("no accelerator")
+    else:
+        print("accelerator found")
+    """
+    found = _gates(code)
+    assert [f.span.start.line + 1 for f in found] == [4, 6]
+    assert all(f.fix is None and f.manual for f in found)
+    assert "one-GPU host" in found[0].manual and "else" in found[1].manual
+
+
+def test_a_gate_inside_a_try_is_for_review():
+    code = """
+    import sys
+    import torch
+
+    try:
+        if not torch.cuda.is_available():
+            sys.exit(2)
+        use_gpu = True
+    except SystemExit:
+        use_gpu = False
+    """
+    (f,) = _gates(code)
+    assert not f.fix.safe and "line 4" in f.fix.review_reason
+
+
+def test_a_helper_answering_with_availability_is_reported_in_the_helper():
+    code = """
+    import sys
+    import torch
+
+    def enough_devices(minimum=2):
+        usable = torch.accelerator.is_available()
+        return usable and torch.accelerator.device_count() >= minimum
+
+    if __name__ == "__main__":
+        if not enough_devices(minimum=2):
+            print("not enough devices")
+            sys.exit()
+        run()
+    """
+    by_line = {f.span.start.line + 1: f for f in findings(code, "XLA403")}
+    gate = by_line[5]
+    assert gate.fix is None and "line 9" in gate.message and "enough_devices()" in gate.message
+    assert "Drop the GPU requirement at line 9" in gate.manual
+    assert "device_count" in by_line[6].message  # the count, reported as before
+
+
+def test_fallbacks_and_returns_are_not_requirements():
+    code = """
+    import torch
+
+    def exit():
+        print("bye")
+
+    def pick():
+        if not torch.cuda.is_available():
+            print("using CPU, this will be slow")
+        if not torch.cuda.is_available():
+            return None
+        if not torch.cuda.is_available():
+            exit()
+        if torch.cuda.is_available():
+            if not torch.cuda.is_available():
+                raise RuntimeError("unreachable")
+        return "cuda"
+    """
+    assert _gates(code) == []
+
+
+def test_accelerator_forms_match_the_cuda_ones():
+    code = """
+    import torch
+
+    assert torch.accelerator.is_available(), "needs an accelerator"
+    if torch.accelerator.is_available():
+        torch.accelerator.synchronize()
+    if torch.accelerator.is_available():
+        replicas = torch.accelerator.device_count()
+    """
+    by_line = {f.span.start.line + 1: f for f in findings(code, "XLA403")}
+    assert by_line[3].fix.safe and "torch.accelerator knows no XLA device" in by_line[3].message
+    assert by_line[4].fix.safe and "block" in by_line[4].fix.title
+    assert by_line[7].fix is None and "runs only when" in by_line[7].message
+    assert fixed(code, "XLA403") == src(
+        """
+        import torch
+
+        if torch.accelerator.is_available():
+            replicas = torch.accelerator.device_count()
+        """
+    )
