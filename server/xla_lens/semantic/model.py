@@ -31,14 +31,10 @@ from .node_helpers import (
     receiver,
     split_lines,
 )
+from .script_facts import OPTIMIZER_CLASSES, ScriptFacts
 from .source_positions import SourcePositions
-from .steps import StepIndex
-from .training_loops import (
-    TrainingLoop,
-    find_training_loops,
-    iter_loop_body_nodes,
-    training_loop_of,
-)
+from .step_calls import StepCalls
+from .training_loops import TrainingLoop
 from .tree_index import child_nodes, index_tree
 
 _CACHED_WALK_ROOTS = (*SCOPE_TYPES, ast.Module)
@@ -51,21 +47,6 @@ def _position(node: ast.AST) -> int:
     return (node.lineno << 32) + node.col_offset  # type: ignore[attr-defined]
 
 
-OPTIMIZER_CLASSES = {
-    "torch.optim.SGD",
-    "torch.optim.Adam",
-    "torch.optim.AdamW",
-    "torch.optim.RMSprop",
-    "torch.optim.Adagrad",
-    "torch.optim.Adadelta",
-    "torch.optim.Adamax",
-    "torch.optim.NAdam",
-    "torch.optim.RAdam",
-    "torch.optim.LBFGS",
-    "torch_xla.amp.syncfree.SGD",
-    "torch_xla.amp.syncfree.Adam",
-    "torch_xla.amp.syncfree.AdamW",
-}
 XLA_LOADERS = {
     "torch_xla.distributed.parallel_loader.MpDeviceLoader",
     "torch_xla.distributed.parallel_loader.ParallelLoader",
@@ -77,8 +58,10 @@ def _never_silenced(code: str, first_line: int, last_line: int) -> bool:
     return False
 
 
-class ScriptModel(SourcePositions):
-    """Everything rules need to know about one parsed script."""
+class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
+    """Everything rules need to know about one parsed script: the index and name, structure
+    and scope queries here; training steps in ``StepCalls``, script-wide facts in
+    ``ScriptFacts``."""
 
     def __init__(self, source: str, tree: ast.Module, path: str = "<script>") -> None:
         self.source = source
@@ -202,10 +185,6 @@ class ScriptModel(SourcePositions):
                 found = local
         return found
 
-    @cached_property
-    def uses_torch_xla(self) -> bool:
-        return any(t.split(".")[0] == "torch_xla" for t in self.imports.values())
-
     def assigned_from(self, name: str) -> list[ast.expr]:
         # Asked per use of a name: each name's values are listed once per parse (a copy is
         # handed out, so a caller may change its list).
@@ -223,23 +202,6 @@ class ScriptModel(SourcePositions):
                 if isinstance(a.value, ast.Call) and self.call_name(a.value) in qualnames:
                     out.add(name)
         return out
-
-    @cached_property
-    def optimizer_names(self) -> set[str]:
-        names = self.names_assigned_from_calls(OPTIMIZER_CLASSES)
-        # Optimizers built through a helper we cannot follow still show up by name.
-        for name in self.assignments:
-            if name in {"optimizer", "optim", "opt"} or name.endswith("_optimizer"):
-                names.add(name)
-        return names
-
-    def is_optimizer(self, node: ast.AST | None) -> bool:
-        if isinstance(node, ast.Name):
-            # Also a parameter named like one (``def train(model, loader, optimizer)``).
-            return node.id in self.optimizer_names or optimizer_like(node.id)
-        if isinstance(node, ast.Attribute):
-            return optimizer_like(node.attr)
-        return False
 
     # --- structure -------------------------------------------------------------------
     def parent(self, node: ast.AST) -> ast.AST | None:
@@ -332,140 +294,6 @@ class ScriptModel(SourcePositions):
         except KeyError:
             value = self._memo[key] = compute()
             return value
-
-    def _is_step_call(self, call: ast.Call) -> bool:
-        # Asked of every call by the step classification and again by the loop search.
-        key = id(call)
-        try:
-            return self._step_calls[key]
-        except KeyError:
-            found = self._step_calls[key] = self._classify_step_call(call)
-            return found
-
-    def _classify_step_call(self, call: ast.Call) -> bool:
-        name = method_name(call)
-        if name == "backward":
-            return True
-        if name == "step" and (
-            self.is_optimizer(receiver(call)) or self._is_scaler(receiver(call))
-        ):
-            return True
-        if self.call_name(call) == "torch_xla.core.xla_model.optimizer_step":
-            return True
-        return self._is_passed_in_loss_scaler(call)
-
-    def _is_passed_in_loss_scaler(self, call: ast.Call) -> bool:
-        """``loss_scaler(loss, optimizer, parameters=...)`` where ``loss_scaler`` is a parameter
-        of the function (timm/MAE/DeiT's NativeScaler): it runs backward and the optimizer
-        step out of sight, so the loop around it is a training-step loop."""
-        func = call.func
-        if not isinstance(func, ast.Name) or len(call.args) < 2:
-            return False
-        fn = self.enclosing_function(call)
-        if fn is None or func.id not in {a.arg for a in (*fn.args.posonlyargs, *fn.args.args)}:
-            return False
-        first, second = call.args[0], call.args[1]
-        return (
-            isinstance(first, ast.Name) and "loss" in first.id.lower() and self.is_optimizer(second)
-        )
-
-    def _is_scaler(self, node: ast.AST | None) -> bool:
-        return isinstance(node, ast.Name) and node.id in self.scaler_names
-
-    @cached_property
-    def scaler_names(self) -> set[str]:
-        return self.names_assigned_from_calls(
-            {
-                "torch.cuda.amp.GradScaler",
-                "torch.amp.GradScaler",
-                "torch.GradScaler",
-                "torch_xla.amp.GradScaler",
-                "torch.cuda.amp.grad_scaler.GradScaler",
-            }
-        )
-
-    @cached_property
-    def steps(self) -> StepIndex:
-        return StepIndex(self)
-
-    @cached_property
-    def step_functions(self) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
-        """Functions and methods of this script that run one training step per call."""
-        return {fn.name: fn for fn in self.steps.step_functions}
-
-    @cached_property
-    def training_loops(self) -> list[TrainingLoop]:
-        """Innermost loops that run a training step, in source order (``training_loops.py``
-        says which loops those are)."""
-        return find_training_loops(self)
-
-    def in_training_loop(self, node: ast.AST) -> TrainingLoop | None:
-        return training_loop_of(self, node)
-
-    def nodes_in_training_loops(self) -> Iterator[tuple[TrainingLoop, ast.AST]]:
-        # Several rules walk every loop body: list the nodes once per parse.
-        return iter(
-            self.memo(ScriptModel.nodes_in_training_loops, lambda: list(iter_loop_body_nodes(self)))
-        )
-
-    # --- script-wide facts --------------------------------------------------------------
-    @cached_property
-    def is_distributed(self) -> bool:
-        markers = {
-            "torch.distributed.init_process_group",
-            "torch.nn.parallel.DistributedDataParallel",
-            "torch.utils.data.DistributedSampler",
-            "torch.utils.data.distributed.DistributedSampler",
-            "torch_xla.distributed.xla_multiprocessing.spawn",
-            "torch_xla.launch",
-            "torch.multiprocessing.spawn",
-        }
-        if any(self.call_name(c) in markers for c in self.calls):
-            return True
-        if "_mp_fn" in self.functions:
-            return True
-        return any(
-            t.startswith("torch_xla.distributed.xla_multiprocessing") for t in self.imports.values()
-        )
-
-    @cached_property
-    def uses_grad_scaler(self) -> bool:
-        return bool(self.scaler_names)
-
-    @cached_property
-    def uses_amp(self) -> bool:
-        amp_calls = {
-            "torch.cuda.amp.autocast",
-            "torch.autocast",
-            "torch.amp.autocast",
-            "torch_xla.amp.autocast",
-            "torch.cpu.amp.autocast",
-        }
-        return self.uses_grad_scaler or any(self.call_name(c) in amp_calls for c in self.calls)
-
-    @cached_property
-    def uses_trainer(self) -> bool:
-        return any(
-            (self.call_name(c) or "").startswith("transformers.")
-            and (self.call_name(c) or "").endswith(("Trainer", "TrainingArguments"))
-            for c in self.calls
-        )
-
-    @cached_property
-    def device_variable(self) -> str | None:
-        """The name the script keeps its device in (``device = ...``), if any."""
-        for name in ("device", "dev", "xla_device"):
-            if name in self.assignments:
-                return name
-        for name, assigns in self.assignments.items():
-            for a in assigns:
-                if isinstance(a.value, ast.Call) and self.call_name(a.value) in {
-                    "torch.device",
-                    "torch_xla.core.xla_model.xla_device",
-                    "torch_xla.device",
-                }:
-                    return name
-        return None
 
 
 __all__ = [

@@ -1,0 +1,138 @@
+"""Facts about a whole script that many rules ask: which names hold its optimizers and loss
+scalers, whether it runs distributed, uses AMP or Hugging Face's ``Trainer``, and which
+name keeps its device. Each is computed once per parse (``cached_property``).
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from .node_helpers import optimizer_like
+
+OPTIMIZER_CLASSES = {
+    "torch.optim.SGD",
+    "torch.optim.Adam",
+    "torch.optim.AdamW",
+    "torch.optim.RMSprop",
+    "torch.optim.Adagrad",
+    "torch.optim.Adadelta",
+    "torch.optim.Adamax",
+    "torch.optim.NAdam",
+    "torch.optim.RAdam",
+    "torch.optim.LBFGS",
+    "torch_xla.amp.syncfree.SGD",
+    "torch_xla.amp.syncfree.Adam",
+    "torch_xla.amp.syncfree.AdamW",
+}
+
+
+class ScriptFacts:
+    """Script-wide facts, for a class that has the script's ``imports``, ``calls``,
+    ``functions`` and ``assignments`` and resolves call names (``ScriptModel``)."""
+
+    imports: dict[str, str]
+    calls: list[ast.Call]
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    assignments: dict[str, list[ast.Assign | ast.AnnAssign]]
+
+    if TYPE_CHECKING:  # provided by ScriptModel
+
+        def call_name(self, call: ast.Call) -> str | None: ...
+
+        def names_assigned_from_calls(self, qualnames: set[str]) -> set[str]: ...
+
+    @cached_property
+    def uses_torch_xla(self) -> bool:
+        return any(t.split(".")[0] == "torch_xla" for t in self.imports.values())
+
+    @cached_property
+    def optimizer_names(self) -> set[str]:
+        names = self.names_assigned_from_calls(OPTIMIZER_CLASSES)
+        # Optimizers built through a helper we cannot follow still show up by name.
+        for name in self.assignments:
+            if name in {"optimizer", "optim", "opt"} or name.endswith("_optimizer"):
+                names.add(name)
+        return names
+
+    def is_optimizer(self, node: ast.AST | None) -> bool:
+        if isinstance(node, ast.Name):
+            # Also a parameter named like one (``def train(model, loader, optimizer)``).
+            return node.id in self.optimizer_names or optimizer_like(node.id)
+        if isinstance(node, ast.Attribute):
+            return optimizer_like(node.attr)
+        return False
+
+    def _is_scaler(self, node: ast.AST | None) -> bool:
+        return isinstance(node, ast.Name) and node.id in self.scaler_names
+
+    @cached_property
+    def scaler_names(self) -> set[str]:
+        return self.names_assigned_from_calls(
+            {
+                "torch.cuda.amp.GradScaler",
+                "torch.amp.GradScaler",
+                "torch.GradScaler",
+                "torch_xla.amp.GradScaler",
+                "torch.cuda.amp.grad_scaler.GradScaler",
+            }
+        )
+
+    @cached_property
+    def is_distributed(self) -> bool:
+        markers = {
+            "torch.distributed.init_process_group",
+            "torch.nn.parallel.DistributedDataParallel",
+            "torch.utils.data.DistributedSampler",
+            "torch.utils.data.distributed.DistributedSampler",
+            "torch_xla.distributed.xla_multiprocessing.spawn",
+            "torch_xla.launch",
+            "torch.multiprocessing.spawn",
+        }
+        if any(self.call_name(c) in markers for c in self.calls):
+            return True
+        if "_mp_fn" in self.functions:
+            return True
+        return any(
+            t.startswith("torch_xla.distributed.xla_multiprocessing") for t in self.imports.values()
+        )
+
+    @cached_property
+    def uses_grad_scaler(self) -> bool:
+        return bool(self.scaler_names)
+
+    @cached_property
+    def uses_amp(self) -> bool:
+        amp_calls = {
+            "torch.cuda.amp.autocast",
+            "torch.autocast",
+            "torch.amp.autocast",
+            "torch_xla.amp.autocast",
+            "torch.cpu.amp.autocast",
+        }
+        return self.uses_grad_scaler or any(self.call_name(c) in amp_calls for c in self.calls)
+
+    @cached_property
+    def uses_trainer(self) -> bool:
+        return any(
+            (self.call_name(c) or "").startswith("transformers.")
+            and (self.call_name(c) or "").endswith(("Trainer", "TrainingArguments"))
+            for c in self.calls
+        )
+
+    @cached_property
+    def device_variable(self) -> str | None:
+        """The name the script keeps its device in (``device = ...``), if any."""
+        for name in ("device", "dev", "xla_device"):
+            if name in self.assignments:
+                return name
+        for name, assigns in self.assignments.items():
+            for a in assigns:
+                if isinstance(a.value, ast.Call) and self.call_name(a.value) in {
+                    "torch.device",
+                    "torch_xla.core.xla_model.xla_device",
+                    "torch_xla.device",
+                }:
+                    return name
+        return None
