@@ -153,8 +153,9 @@ def test_ddp_device_ids_in_a_helper_of_a_subpackage(tmp_path: Path):
         "import torch\nimport torch_xla\ndef add(a, b):\n    return torch.device('cuda')\n",
         # silenced in the helper's file
         "import torch\ndef add(a, b):\n    torch.cuda.set_device(a)  # xla-lens: ignore[XLA403]\n",
-        # a class, not a function
-        "import torch\nclass add:\n    def __init__(self):\n        torch.cuda.set_device(0)\n",
+        # a class whose CUDA setup is in a method the script never calls
+        "import torch\nclass add:\n    def __init__(self, a, b):\n        self.a = a\n"
+        "    def bind(self):\n        torch.cuda.set_device(0)\n",
         # a type named, never run
         "import torch.nn as nn\ndef add(m):\n    return isinstance(m, (nn.BatchNorm2d, nn.SyncBatchNorm))\n",
     ],
@@ -337,3 +338,306 @@ def test_still_said_after_fix_converted_the_script(tmp_path: Path):
     (f,) = _found(script)
     assert f.span.start.line == 3
     assert "1 item needs a change by hand" in leftover(_found(script, None)).statement("x")
+
+
+# --- classes of workspace modules: constructors, methods on their instances, bases ---------
+
+TRAINER = """
+import os
+import torch
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, loader):
+        self.device = torch.device("cuda")
+        self.local_rank = int(os.environ["LOCAL_RANK"])
+        self.model = DDP(model.cuda(), device_ids=[self.local_rank])
+        self.scaler = torch.cuda.amp.GradScaler()
+        self.opt = torch.optim.AdamW(self.model.parameters())
+        self.loader = loader
+
+    def train(self, epochs):
+        for _ in range(epochs):
+            self._epoch()
+
+    def _epoch(self):
+        for x, y in self.loader:
+            with torch.cuda.amp.autocast():
+                loss = nn.functional.cross_entropy(self.model(x.to(self.device)), y)
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.opt)
+            self.scaler.update()
+
+    def evaluate(self):
+        return len(self.loader)
+"""
+
+
+def _trainer_script(tmp_path: Path, body: str) -> Path:
+    _write(tmp_path / "pyproject.toml", "")
+    _write(tmp_path / "trainer.py", TRAINER)
+    return _write(tmp_path / "train.py", body)
+
+
+def test_a_constructor_and_the_methods_called_on_its_instance_are_followed(tmp_path: Path):
+    script = _trainer_script(
+        tmp_path,
+        """
+        import torch
+        from trainer import Trainer
+
+        def main():
+            model = torch.nn.Linear(4, 2)
+            trainer = Trainer(model, loader=[])
+            trainer.train(3)
+            print(trainer.evaluate())
+
+        main()
+        """,
+    )
+    init, train = _found(script)
+    assert (init.span.start.line, train.span.start.line) == (5, 6)
+    assert init.fix is None and train.fix is None
+    assert init.message.startswith("Trainer() runs code in trainer.py that needs converting")
+    # What __init__ needs: the CUDA device, .cuda() and DDP device_ids first ...
+    assert "line 9:" in init.message and "(XLA101)" in init.message
+    assert "line 11:" in init.message and "(XLA205)" in init.message
+    assert "and 2 more there" in init.message  # ... the GradScaler and the env read counted
+    assert "it chooses the device there" in init.message
+    # train() runs _epoch() through self: its CUDA autocast is named at the call.
+    assert train.message.startswith("trainer.train() (Trainer.train) runs code in trainer.py")
+    assert "line 22:" in train.message and "(XLA102)" in train.message
+    assert "trainer.py" in train.manual
+    # Convert / fix: the device is left for a person to check.
+    assert leftover(_found(script, None)).device_by_hand == [init]
+
+
+def test_a_class_reexported_by_a_package_init_and_a_chained_call(tmp_path: Path):
+    _write(tmp_path / "setup.py", "")
+    _write(tmp_path / "models" / "__init__.py", "from .darknet import *\nfrom . import util\n")
+    _write(
+        tmp_path / "models" / "darknet.py",
+        """
+        import torch
+        import torch.nn as nn
+        __all__ = ["Darknet"]
+
+        class Darknet(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.anchors = torch.tensor(cfg).cuda()
+
+            def load_weights(self, path):
+                return torch.load(path, map_location="cuda:0")
+        """,
+    )
+    _write(tmp_path / "models" / "util.py", "")
+    script = _write(
+        tmp_path / "tools" / "train.py",
+        """
+        import models
+        from models import Darknet
+        net = Darknet([1, 2])
+        models.Darknet([3]).load_weights("w.pt")
+        """,
+    )
+    first, chained = _found(script)
+    assert first.span.start.line == 2 and "Darknet() runs code in models/darknet.py" in (
+        first.message
+    )
+    assert "line 8:" in first.message and "(XLA101)" in first.message
+    # The constructor is said once (at its first call); the method is its own finding.
+    assert chained.span.start.line == 3
+    assert chained.message.startswith("models.Darknet(...).load_weights() (Darknet.load_weights)")
+
+
+def test_base_classes_of_other_modules_and_overrides(tmp_path: Path):
+    _write(tmp_path / "pyproject.toml", "")
+    _write(tmp_path / "base" / "__init__.py", "from .base_trainer import BaseTrainer\n")
+    _write(
+        tmp_path / "base" / "base_trainer.py",
+        """
+        import torch
+        import torch.distributed as dist
+
+        class BaseTrainer:
+            def __init__(self, model):
+                self.model = model
+                self._setup()
+
+            def _setup(self):
+                dist.init_process_group("nccl")
+                torch.cuda.set_device(0)
+
+            def train(self):
+                for epoch in range(3):
+                    self._train_epoch(epoch)
+                    self._save(epoch)
+
+            def _train_epoch(self, epoch):
+                torch.cuda.manual_seed(epoch)
+
+            def _save(self, epoch):
+                torch.save(self.model.state_dict(), f"e{epoch}.pt")
+        """,
+    )
+    _write(
+        tmp_path / "trainer" / "__init__.py",
+        "from .trainer import *\n",
+    )
+    _write(
+        tmp_path / "trainer" / "trainer.py",
+        """
+        import torch
+        from base import BaseTrainer
+
+        class Trainer(BaseTrainer):
+            def _train_epoch(self, epoch):
+                self.model.to(torch.device("cuda:0"))
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from base import BaseTrainer
+        from trainer import Trainer
+
+        class MyTrainer(BaseTrainer):
+            def _save(self, epoch):
+                pass
+
+            def fit(self):
+                self.train()
+
+        t = Trainer(None)
+        t.train()
+        MyTrainer(None).fit()
+        """,
+    )
+    fit, init, train = _found(script)  # in source order
+    # Trainer() runs BaseTrainer.__init__ (inherited), which calls _setup on self.
+    assert init.span.start.line == 10
+    assert init.message.startswith(
+        "Trainer() (BaseTrainer.__init__) runs code in base/base_trainer.py"
+    )
+    assert "(XLA205)" in init.message and "torch.cuda.set_device()" in init.message
+    # t.train(): BaseTrainer.train, with Trainer's override of _train_epoch (another file).
+    assert train.message.startswith(
+        "t.train() (BaseTrainer.train) runs code in base/base_trainer.py and trainer/trainer.py"
+    )
+    assert "trainer/trainer.py line 6:" in train.message and "(XLA101)" in train.message
+    assert "base/base_trainer.py line 22:" in train.message  # BaseTrainer._save (XLA108)
+    assert "line 19" not in train.message  # the overridden base method does not run
+    assert "xla-lens check base/base_trainer.py trainer/trainer.py" in train.manual
+    # A class of the script on a workspace base: self.train() runs the base's method, where
+    # BaseTrainer._train_epoch (not overridden here) seeds CUDA; its own _save is its own.
+    # MyTrainer(None).fit() adds nothing: its lines were named at self.train() already.
+    assert fit.span.start.line == 8
+    assert fit.message.startswith("self.train() (BaseTrainer.train) runs code in base/")
+    assert "line 19:" in fit.message and "line 22" not in fit.message
+
+
+@pytest.mark.parametrize(
+    "trainer",
+    [
+        # the device comes from the script; nothing CUDA-only runs in the called methods
+        "import torch\nclass Trainer:\n    def __init__(self, model, device):\n"
+        "        self.model = model.to(device)\n    def train(self, n):\n        return n\n"
+        "    def bind(self):\n        torch.cuda.set_device(0)\n",
+        # already converted: the module uses torch_xla
+        "import torch\nimport torch_xla\nclass Trainer:\n    def __init__(self, model, device):\n"
+        "        self.model = model.cuda()\n    def train(self, n):\n"
+        "        torch.cuda.manual_seed(n)\n",
+        # silenced in its file
+        "import torch\nclass Trainer:\n    def __init__(self, model, device):\n"
+        "        self.model = model.cuda()  # xla-lens: ignore[XLA101]\n"
+        "    def train(self, n):\n        return n\n",
+    ],
+)
+def test_quiet_when_the_class_has_nothing_to_convert(tmp_path: Path, trainer: str):
+    (tmp_path / "trainer.py").write_text(trainer, encoding="utf-8")
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom trainer import Trainer\nt = Trainer(m, torch.device('cpu'))\n"
+        "t.train(3)\n",
+    )
+    assert _found(script) == []
+
+
+def test_quiet_for_library_classes_unknown_instances_and_xla_scripts(tmp_path: Path):
+    _trainer_script(tmp_path, "")
+    # A library's class, a name bound to two different things, a class out of reach.
+    other = _write(
+        tmp_path / "other.py",
+        """
+        import torch
+        from transformers import Trainer as HFTrainer
+        from missing import Trainer as Missing
+        from trainer import Trainer
+        lin = torch.nn.Linear(2, 2)
+        lin.train()
+        hf = HFTrainer(model=lin)
+        hf.train()
+        Missing().train()
+        t = make()
+        t = Trainer if False else None
+        t.train(3)
+        """,
+    )
+    assert _found(other) == []
+    # Written for XLA by a person: quiet, as for functions.
+    xla = _write(
+        tmp_path / "xla.py",
+        "import torch_xla.debug.metrics as met\nfrom trainer import Trainer\nTrainer(m, [])\n",
+    )
+    assert _found(xla) == []
+    # An unsaved buffer: what is in reach is unknown.
+    buffer = analyze("from trainer import Trainer\nTrainer(m, [])\n")
+    assert [f for f in buffer.findings if f.code == CODE] == []
+
+
+def test_each_line_of_a_class_is_named_once_and_modules_stay_bounded(tmp_path: Path):
+    _write(tmp_path / "pyproject.toml", "")
+    body = ["import torch"]
+    for i in range(10):
+        _write(
+            tmp_path / f"t{i}.py",
+            f"import torch\nclass T{i}:\n    def __init__(self):\n        self.run()\n"
+            f"    def run(self):\n        torch.cuda.set_device({i})\n",
+        )
+        body.append(f"from t{i} import T{i}")
+    body += [f"x{i} = T{i}()\nx{i}.run()" for i in range(10)]
+    script = _write(tmp_path / "train.py", "\n".join(body) + "\n")
+    found = _found(script)
+    # x0.run() adds nothing to T0() (which already runs run()); eight modules at most.
+    assert len(found) == rule.MAX_MODULES
+    assert all(f.message.startswith(f"T{i}() runs code in t{i}.py") for i, f in enumerate(found))
+
+
+def test_the_class_module_is_read_not_run_and_cached(tmp_path: Path, monkeypatch):
+    marker = tmp_path / "ran"
+    _write(
+        tmp_path / "trainer.py",
+        f"""
+        import torch
+        open({str(marker)!r}, "w").write("ran")
+        class Trainer:
+            def __init__(self):
+                self.device = torch.device("cuda")
+        """,
+    )
+    script = _write(tmp_path / "train.py", "from trainer import Trainer\nTrainer()\n")
+    calls = []
+    real = rule._analyse
+    monkeypatch.setattr(rule, "_analyse", lambda *a: calls.append(a) or real(*a))
+    assert len(_found(script)) == 1
+    assert len(_found(script)) == 1
+    assert len(calls) == 1 and not marker.exists()
+    (tmp_path / "trainer.py").write_text(
+        "import torch\nclass Trainer:\n    def __init__(self, device='cpu'):\n"
+        "        self.device = device\n",
+        encoding="utf-8",
+    )
+    assert _found(script) == []

@@ -7,8 +7,11 @@ script shows it and converting the script alone leaves it on CUDA. The helper's 
 found through the script's imports (``semantic/workspace_calls.py``: read from disk, never
 imported or run), and the conversion rules run over it; the findings inside the called
 function (and the functions of its module it calls) are named at the call, with no fix: the
-fix belongs in that file. Each module's findings are cached by path, size and mtime, so the
-editor pays for a module once.
+fix belongs in that file. Classes are followed too (``semantic/workspace_classes.py``):
+``t = Trainer(model)`` names what ``Trainer.__init__`` runs, ``t.train()`` what the method runs
+(an override in a subclass, ``super()``, the methods it calls on ``self``, in whichever files
+they are). Each module's findings are cached by path, size and mtime, so the editor pays for
+a module once.
 """
 
 from __future__ import annotations
@@ -22,14 +25,10 @@ from pathlib import Path
 from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import ScriptModel
 from ..semantic.workspace import FunctionFacts
-from ..semantic.workspace_calls import (
-    HelperTarget,
-    LibraryOrigin,
-    helper_target,
-    library_origin,
-    parsed_module,
-)
+from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
+from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots, regions
 from .base import Category, Finding, Rule, RuleContext, Severity
+from .parts.library_autocast import display_path, library_autocasts
 
 CODE = "XLA118"
 # Rules whose findings in a helper mean the helper must change for the script to run on XLA.
@@ -71,10 +70,6 @@ PRIORITY = ("XLA205", "XLA403", "XLA101", "XLA102", "XLA110", "XLA108", "XLA405"
 _CACHE_LIMIT = 64
 _IGNORE = re.compile(r"#\s*xla-lens:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 DEVICE_NOTE = "it chooses the device there"
-# Libraries whose autocast helpers know the XLA device (or that XLA102 reads itself).
-XLA_AWARE = frozenset(
-    {"torch", "torch_xla", "accelerate", "lightning", "pytorch_lightning", "lightning_fabric"}
-)
 
 
 @dataclass(frozen=True)
@@ -85,8 +80,15 @@ class Evidence:
     rank: int = 0  # which the message names first (lowest)
 
 
-# (path, size, mtime, target) -> function name -> its evidence, in line order
-_cache: dict[tuple[str, int, int, str], dict[str, tuple[Evidence, ...]]] = {}
+@dataclass(frozen=True)
+class ModuleEvidence:
+    lines: tuple[Evidence, ...]  # all of the module's evidence, in line order
+    functions: dict[str, tuple[Evidence, ...]]  # each top-level function's (with its callees)
+
+
+_NONE = ModuleEvidence((), {})
+# (path, size, mtime, target) -> the module's evidence
+_cache: dict[tuple[str, int, int, str], ModuleEvidence] = {}
 
 
 def clear_cache() -> None:
@@ -112,17 +114,17 @@ def _silenced_in_file(lines: list[str], f: Finding) -> bool:
     return codes is None or any(f.code.startswith(c.strip().upper()) for c in codes.split(","))
 
 
-def _analyse(path: Path, target: str) -> dict[str, tuple[Evidence, ...]]:
-    """The evidence of each top-level function of the module ``path``."""
+def _analyse(path: Path, target: str) -> ModuleEvidence:
+    """The evidence of the module ``path``, and of each of its top-level functions."""
     from .registry import all_rules  # the registry imports every rule, this one too
 
     parsed = parsed_module(path)
     if parsed is None:
-        return {}
+        return _NONE
     # "<sibling>": the rules follow no further imports from the helper's module.
     model = ScriptModel(parsed.source, parsed.tree, "<sibling>")
     if model.uses_torch_xla:
-        return {}  # converted (or written for XLA) already: its own file's business
+        return _NONE  # converted (or written for XLA) already: its own file's business
     ctx = RuleContext(target=target)  # type: ignore[arg-type]
     found: list[Finding] = []
     for rule in all_rules():
@@ -148,15 +150,14 @@ def _analyse(path: Path, target: str) -> dict[str, tuple[Evidence, ...]]:
             rank = PRIORITY.index("XLA405")  # a count, not a setup that fails
         what = _short(f.message)
         evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, what, rank))
+    lines = tuple(e for _, e in sorted(evidence.items()))
     out = {}
     for name, fn in parsed.functions.items():
         ranges = [(r.lineno, r.end_lineno or r.lineno) for r in _closure(model, fn)]
-        mine = tuple(
-            e for _, e in sorted(evidence.items()) if any(a <= e.line <= b for a, b in ranges)
-        )
+        mine = tuple(e for e in lines if any(a <= e.line <= b for a, b in ranges))
         if any(e.code not in SUPPORTING for e in mine):
             out[name] = mine
-    return out
+    return ModuleEvidence(lines, out)
 
 
 def _closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
@@ -175,20 +176,25 @@ def _closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
     return out
 
 
-def helper_evidence(helper: HelperTarget, target: str) -> tuple[Evidence, ...]:
-    """What needs converting in ``helper`` (cached per file version and target)."""
+def module_evidence(path: Path, target: str) -> ModuleEvidence:
+    """What needs converting in the module ``path`` (cached per file version and target)."""
     try:
-        st = helper.path.stat()
+        st = path.stat()
     except OSError:
-        return ()
-    key = (str(helper.path), st.st_size, st.st_mtime_ns, target)
-    per_function = _cache.get(key)
-    if per_function is None:
-        per_function = _analyse(helper.path, target)
+        return _NONE
+    key = (str(path), st.st_size, st.st_mtime_ns, target)
+    found = _cache.get(key)
+    if found is None:
+        found = _analyse(path, target)
         if len(_cache) >= _CACHE_LIMIT:
             _cache.clear()
-        _cache[key] = per_function
-    return per_function.get(helper.function, ())
+        _cache[key] = found
+    return found
+
+
+def helper_evidence(helper: HelperTarget, target: str) -> tuple[Evidence, ...]:
+    """What needs converting in ``helper`` (cached per file version and target)."""
+    return module_evidence(helper.path, target).functions.get(helper.function, ())
 
 
 def _reported_by_script_rules(
@@ -224,30 +230,25 @@ def _reported_by_script_rules(
     return lines
 
 
-def _display_path(script: str, module: Path) -> str:
-    """``utils/util.py`` for a module beside or above the script, else the full path."""
-    try:
-        here = Path(script).resolve().parent
-        target = module.resolve()
-        for base in (here, *list(here.parents)[:3]):
-            if target.is_relative_to(base):
-                return target.relative_to(base).as_posix()
-    except (ValueError, OSError):
-        pass
-    return str(module)
-
-
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # A script a person wrote for XLA (torch_xla API the fixes never write) is quiet. Importing
     # torch_xla is not enough: after ``fix`` the script imports it too, and its helpers still
     # need converting (the summary of what is left must say so).
     if hand_written_xla(model) or not model.path or model.path.startswith("<"):
         return
-    seen: set[tuple[str, str]] = set()
+    seen: set[object] = set()
     modules: set[str] = set()
+    said: set[tuple[Path, int]] = set()  # lines of class code already named at a call
+    roots = class_roots(model)  # most calls start with no name that reaches a class
     for call in model.calls:
         helper = helper_target(model, call)
         if helper is None:
+            if not roots or call_root(call.func) not in roots:
+                continue
+            found = class_call(model, call)
+            if found is not None and (id(found.chain[0].node), id(found.method)) not in seen:
+                seen.add((id(found.chain[0].node), id(found.method)))
+                yield from _class_finding(model, call, found, ctx.target, modules, said)
             continue
         key = (str(helper.path), helper.function)
         if key in seen:
@@ -262,61 +263,81 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         already = _reported_by_script_rules(model, call, ctx, evidence)
         evidence = tuple(e for e in evidence if e.line not in already)
         if any(e.code not in SUPPORTING for e in evidence):
-            yield _finding(model, call, helper, evidence)
-    yield from _library_autocasts(model)
+            defined = helper.function if helper.function != helper.shown.rsplit(".", 1)[-1] else ""
+            sited = [(helper.path, e) for e in evidence]
+            yield _finding(model, call, helper.shown, defined, sited)
+    yield from library_autocasts(model, CODE)
 
 
-def _library_autocasts(model: ScriptModel) -> Iterator[Finding]:
-    """``with smart_amp_autocast(amp):`` where the name is a library's autocast helper
-    (imported straight, or re-exported by a workspace module): its body is out of reach, and
-    such helpers autocast on CUDA unless told otherwise. Said, with no fix."""
-    for node in model.nodes_of(ast.With, ast.AsyncWith):
-        for item in node.items:  # type: ignore[attr-defined]
-            call = item.context_expr
-            if not isinstance(call, ast.Call):
-                continue
-            origin = library_origin(model, call)
-            if origin is None or "autocast" not in origin.name.lower():
-                continue
-            if origin.module.split(".")[0] in XLA_AWARE:
-                continue
-            yield _library_finding(model, call, origin)
-
-
-def _library_finding(model: ScriptModel, call: ast.Call, origin: LibraryOrigin) -> Finding:
-    shown = call.func.id if isinstance(call.func, ast.Name) else origin.name
-    source = f"`{origin.module}.{origin.name}`"
-    if origin.via is not None:
-        source += f", re-exported by {_display_path(model.path, origin.via)}"
-    message = (
-        f"{shown}() is {source}: an autocast helper outside the files xla-lens can read; such "
-        "helpers usually autocast on CUDA unless given the device type, a silent no-op on XLA "
-        "tensors (the step then runs in full precision)"
-    )
-    manual = (
-        "Check which device type it autocasts; on XLA use "
-        '`torch.autocast("xla", dtype=torch.bfloat16)` (or pass the helper the XLA device type).'
-    )
-    return Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
+def _class_finding(
+    model: ScriptModel,
+    call: ast.Call,
+    target: ClassCall,
+    conversion: str,
+    modules: set[str],
+    said: set[tuple[Path, int]],
+) -> Iterator[Finding]:
+    """``Trainer(...)`` / ``trainer.train()``: the evidence in the bodies the call runs in
+    other files (the method, what it calls on ``self`` and ``super()``, its module's
+    functions), each line named at its first call only."""
+    try:
+        script = Path(model.path).resolve()
+    except OSError:
+        return
+    ranges: dict[Path, list[tuple[int, int]]] = {}
+    for path, region in regions(target):
+        ranges.setdefault(path, []).append((region.lineno, region.end_lineno or region.lineno))  # type: ignore[attr-defined]
+    sited: list[tuple[Path, Evidence]] = []
+    for path, spans in ranges.items():
+        try:
+            if path.resolve() == script:
+                continue  # the script's own code: its own rules read it
+        except OSError:
+            continue
+        if str(path) not in modules and len(modules) >= MAX_MODULES:
+            continue
+        modules.add(str(path))
+        for e in module_evidence(path, conversion).lines:
+            if (path, e.line) not in said and any(a <= e.line <= b for a, b in spans):
+                sited.append((path, e))
+    if not any(e.code not in SUPPORTING for _, e in sited):
+        return
+    said.update((path, e.line) for path, e in sited)
+    method = target.method.name
+    if method == "__init__":
+        defined = "" if target.owner is target.chain[0] else f"{target.owner.name}.__init__"
+    else:
+        defined = f"{target.owner.name}.{method}"
+    yield _finding(model, call, target.shown, defined, sited)
 
 
 def _finding(
-    model: ScriptModel, call: ast.Call, helper: HelperTarget, evidence: tuple[Evidence, ...]
+    model: ScriptModel,
+    call: ast.Call,
+    shown_as: str,
+    defined: str,
+    sited: list[tuple[Path, Evidence]],
 ) -> Finding:
-    where = _display_path(model.path, helper.path)
-    first = sorted(evidence, key=lambda e: (e.rank, e.line))[:SHOWN]
-    first.sort(key=lambda e: e.line)
-    shown = "; ".join(f"line {e.line}: {e.what} ({e.code})" for e in first)
-    more = f"; and {len(evidence) - SHOWN} more there" if len(evidence) > SHOWN else ""
-    device = f"; {DEVICE_NOTE}" if any(e.code == "XLA101" for e in evidence) else ""
-    defined = "" if helper.function == helper.shown.rsplit(".", 1)[-1] else f" ({helper.function})"
-    message = (
-        f"{helper.shown}(){defined} runs code in {where} that needs converting for XLA: "
-        f"{shown}{more}{device}"
+    files = list(dict.fromkeys(path for path, _ in sited))
+    names = [display_path(model.path, path) for path in files]
+    where = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    first = sorted(sited, key=lambda s: (s[1].rank, files.index(s[0]), s[1].line))[:SHOWN]
+    first.sort(key=lambda s: (files.index(s[0]), s[1].line))
+    shown = "; ".join(
+        ("" if len(files) == 1 else f"{names[files.index(path)]} ")
+        + f"line {e.line}: {e.what} ({e.code})"
+        for path, e in first
     )
+    more = f"; and {len(sited) - SHOWN} more there" if len(sited) > SHOWN else ""
+    device = f"; {DEVICE_NOTE}" if any(e.code == "XLA101" for _, e in sited) else ""
+    message = (
+        f"{shown_as}(){f' ({defined})' if defined else ''} runs code in {where} that needs "
+        f"converting for XLA: {shown}{more}{device}"
+    )
+    them = "itself" if len(files) == 1 else "themselves"
     manual = (
-        f"Convert {where} itself (`xla-lens check {where}` lists each site with its fix): "
-        "the change belongs in that file, not at this call."
+        f"Convert {where} {them} (`xla-lens check {' '.join(names)}` lists each site with its "
+        "fix): the change belongs in that file, not at this call."
     )
     return Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
 
@@ -330,7 +351,8 @@ def leaves_device_by_hand(f: Finding) -> bool:
 HOVER = """\
 **XLA118 · workspace helper needs converting**
 
-The called function lives in another file of the project and does CUDA-only setup there
+The called function (or class: its `__init__`, the method called) lives in another file of
+the project and does CUDA-only setup there
 (NCCL, `torch.cuda.set_device`, DDP `device_ids`, a CUDA device picker, ...). Convert that
 file too: `xla-lens check path/to/helper.py`.
 """
@@ -339,8 +361,9 @@ RULE = Rule(
     code=CODE,
     name="workspace-helper",
     category=Category.CONVERSION,
-    summary="a call into a helper of another workspace module whose body needs converting "
-    "(NCCL, set_device, DDP device_ids, a CUDA picker) → named at the call, converted in its file",
+    summary="a call into a helper or class of another workspace module whose body needs "
+    "converting (NCCL, set_device, DDP device_ids, a CUDA picker) → named at the call, converted "
+    "in its file",
     severity=Severity.WARNING,
     check=check,
     has_fix=False,

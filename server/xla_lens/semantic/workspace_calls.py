@@ -48,9 +48,12 @@ class ParsedModule:
     source: str
     tree: ast.Module
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
     # name -> (module, level, name there) of ``from module import name [as alias]``
     reexports: dict[str, tuple[str, int, str]] = field(default_factory=dict)
     star_imports: list[tuple[str, int]] = field(default_factory=list)
+    # name -> module of ``import module`` (``import a.b`` binds ``a``; ``import a.b as c``: c)
+    imports: dict[str, str] = field(default_factory=dict)
 
 
 _modules: dict[tuple[str, int, int], ParsedModule | None] = {}
@@ -82,18 +85,30 @@ def parsed_module(path: Path) -> ParsedModule | None:
 def _index(path: Path, text: str, tree: ast.Module) -> ParsedModule:
     out = ParsedModule(path, text, tree)
     for stmt in tree.body:  # top level only: what ``module.f`` can name
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-            out.functions[stmt.name] = stmt
-            out.reexports.pop(stmt.name, None)
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            _forget(out, stmt.name)
+            table = out.classes if isinstance(stmt, ast.ClassDef) else out.functions
+            table[stmt.name] = stmt  # type: ignore[index]
         elif isinstance(stmt, ast.ImportFrom):
             for alias in stmt.names:
                 if alias.name == "*":
                     out.star_imports.append((stmt.module or "", stmt.level))
                 else:
                     local = alias.asname or alias.name
+                    _forget(out, local)
                     out.reexports[local] = (stmt.module or "", stmt.level, alias.name)
-                    out.functions.pop(local, None)
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                local = alias.asname or alias.name.split(".")[0]
+                _forget(out, local)
+                out.imports[local] = alias.name if alias.asname else local
     return out
+
+
+def _forget(module: ParsedModule, name: str) -> None:
+    """A later top-level binding of ``name`` replaces whatever bound it before."""
+    for table in (module.functions, module.classes, module.reexports, module.imports):
+        table.pop(name, None)  # type: ignore[attr-defined]
 
 
 def clear_cache() -> None:
@@ -105,14 +120,23 @@ def _is_library(module: str, level: int) -> bool:
     return level == 0 and (top in NOT_WORKSPACE or top in sys.stdlib_module_names)
 
 
-def definition(path: Path, name: str, hops: int = MAX_HOPS) -> tuple[Path, str] | None:
-    """The file and name of the top-level function ``name`` of module ``path``, following
-    re-exports in it; None when it is not a function of the workspace (a class, a library's
-    function, a file that cannot be read)."""
+def definition(
+    path: Path, name: str, hops: int = MAX_HOPS, *, kind: str = "function"
+) -> tuple[Path, str] | None:
+    """The file and name of the top-level function (``kind="class"``: class) ``name`` of
+    module ``path``, following re-exports in it; None when it is not one of the workspace
+    (the other kind, a library's, a file that cannot be read)."""
     module = parsed_module(path)
     if module is None:
         return None
-    if name in module.functions:
+    return _definition_in(module, name, hops, kind)
+
+
+def _definition_in(
+    module: ParsedModule, name: str, hops: int, kind: str
+) -> tuple[Path, str] | None:
+    path = module.path
+    if name in (module.classes if kind == "class" else module.functions):
         return path, name
     if hops <= 0:
         return None
@@ -122,16 +146,44 @@ def definition(path: Path, name: str, hops: int = MAX_HOPS) -> tuple[Path, str] 
             return None
         # ``from .util import f`` in a package's __init__: relative to that file.
         target = module_file(str(path), source, level)
-        return definition(target, original, hops - 1) if target is not None else None
+        if target is None:
+            return None
+        return definition(target, original, hops - 1, kind=kind)
     for source, level in module.star_imports:
         if _is_library(source, level):
             continue
         target = module_file(str(path), source, level)
         if target is not None and target != path:
-            found = definition(target, name, hops - 1)
+            found = definition(target, name, hops - 1, kind=kind)
             if found is not None:
                 return found
     return None
+
+
+def class_in_module(module: ParsedModule, expr: ast.expr) -> tuple[Path, str] | None:
+    """The workspace class ``expr`` names in ``module`` (a base class, a constructor):
+    ``Base`` defined or imported there, ``pkg.mod.Base`` of an ``import pkg.mod``, ``mod.Base``
+    of a ``from pkg import mod``."""
+    name = dotted(expr)
+    if name is None:
+        return None
+    root, _, rest = name.partition(".")
+    if not rest:
+        return _definition_in(module, root, MAX_HOPS, "class")
+    *middle, attr = rest.split(".")
+    if root in module.imports:
+        full, level = ".".join([module.imports[root], *middle]), 0
+    elif root in module.reexports:  # ``from pkg import mod`` then ``mod.Base``
+        source, level, original = module.reexports[root]
+        full = ".".join(p for p in (source, original, *middle) if p)
+    else:
+        return None
+    if _is_library(full, level):
+        return None
+    target = module_file(str(module.path), full, level)
+    if target is None or target == module.path:
+        return None
+    return definition(target, attr, kind="class")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,307 @@
+"""Which methods of a workspace class a call of the script runs, found on disk (never
+imported or run).
+
+``from trainer import Trainer; t = Trainer(model, cfg); t.train()`` runs ``Trainer.__init__``
+and ``Trainer.train`` (or ``BaseTrainer.train`` of ``base/base_trainer.py`` when the class
+inherits it), whose bodies are in other files of the project. ``class_call`` says which
+class and method a call runs: a constructor (``Trainer(...)``, ``pkg.mod.Trainer(...)``,
+re-exported by a package's ``__init__.py`` or not), a method called on a name every
+assignment of which constructs that class (``t.train()``), and ``self.m()`` in a class of
+the script whose bases come from the workspace. ``regions`` lists the function bodies the
+call runs: the method, the methods it calls on ``self`` (resolved from the constructed
+class, so an override in a subclass is the one that runs), ``super().m()``, and functions
+of the same module it calls, ``CLOSURE_DEPTH`` deep. Modules are read through
+``workspace_calls.parsed_module`` (cached per file, size and mtime).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .node_helpers import dotted
+from .workspace import module_file
+from .workspace_calls import (
+    ParsedModule,
+    _bindings,
+    _index,
+    _is_library,
+    class_in_module,
+    parsed_module,
+)
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+# Base classes followed above the constructed class (Trainer -> BaseTrainer -> ...).
+MAX_BASE_DEPTH = 3
+MAX_CHAIN = 8
+# Calls followed from the called method (train -> _train_epoch -> _save_checkpoint).
+CLOSURE_DEPTH = 2
+SELF_NAMES = frozenset({"self", "cls"})
+
+
+@dataclass(frozen=True, eq=False)
+class ClassRef:
+    path: Path  # the file that defines it (the script's own path for a class of the script)
+    node: ast.ClassDef
+    module: ParsedModule
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+
+@dataclass(frozen=True)
+class ClassCall:
+    chain: tuple[ClassRef, ...]  # the constructed class, then its workspace bases (MRO-ish)
+    owner: ClassRef  # the class that defines the method run
+    method: FunctionNode
+    shown: str  # how the script names the call: ``Trainer``, ``trainer.train``
+
+
+def script_module(model: ScriptModel) -> ParsedModule:
+    """The script itself as a module (its text as analysed, not as saved), every import
+    of it bound (also those inside functions and ``try``)."""
+
+    def build() -> ParsedModule:
+        module = _index(Path(model.path), model.source, model.tree)  # type: ignore[arg-type]
+        bindings = model.memo(("workspace_calls", "bindings"), lambda: _bindings(model))
+        for local, (source, level, imported) in bindings.items():
+            if local in module.classes:
+                continue
+            if imported is None:
+                module.imports[local] = source
+            else:
+                module.reexports[local] = (source, level, imported)
+        return module
+
+    return model.memo(("workspace_classes", "module"), build)
+
+
+def _class_ref(module: ParsedModule, expr: ast.expr) -> ClassRef | None:
+    if isinstance(expr, ast.Name) and expr.id in module.classes:
+        return ClassRef(module.path, module.classes[expr.id], module)
+    found = class_in_module(module, expr)
+    if found is None:
+        return None
+    other = parsed_module(found[0])
+    if other is None or found[1] not in other.classes:
+        return None
+    return ClassRef(found[0], other.classes[found[1]], other)
+
+
+def chain(cls: ClassRef) -> tuple[ClassRef, ...]:
+    """``cls`` and the bases it inherits from, depth first, left to right (Python's MRO
+    for the single and simple multiple inheritance training code uses), workspace classes
+    only: a library base (``nn.Module``) ends its branch."""
+    out: list[ClassRef] = []
+
+    def visit(c: ClassRef, depth: int) -> None:
+        if len(out) >= MAX_CHAIN or any(o.node is c.node for o in out):
+            return
+        out.append(c)
+        if depth >= MAX_BASE_DEPTH:
+            return
+        for base in c.node.bases:
+            found = _class_ref(c.module, base)
+            if found is not None:
+                visit(found, depth + 1)
+
+    visit(cls, 0)
+    return tuple(out)
+
+
+def find_method(
+    classes: tuple[ClassRef, ...], name: str, after: ClassRef | None = None
+) -> tuple[ClassRef, FunctionNode] | None:
+    """The first class of ``classes`` (past ``after``: ``super()``) defining ``name``."""
+    start = 0
+    if after is not None:
+        start = next((i + 1 for i, c in enumerate(classes) if c.node is after.node), len(classes))
+    for c in classes[start:]:
+        for stmt in c.node.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == name:
+                return c, stmt
+    return None
+
+
+def _script_class(model: ScriptModel, expr: ast.expr) -> ClassRef | None:
+    """The class a constructor call's callee names, when it or a base is in the workspace
+    (a class of the script with only library bases is the script's own business)."""
+    cls = _class_ref(script_module(model), expr)
+    if cls is None:
+        return None
+    if cls.path == Path(model.path) and len(chain(cls)) < 2:
+        return None
+    return cls
+
+
+def _constructed(model: ScriptModel, call: ast.Call) -> ClassRef | None:
+    name = dotted(call.func)
+    if name is None:
+        return None
+    memo: dict[str, ClassRef | None] = model.memo(("workspace_classes", "constructed"), dict)
+    if name not in memo:
+        memo[name] = _script_class(model, call.func)
+    return memo[name]
+
+
+def _instance_class(model: ScriptModel, name: str) -> ClassRef | None:
+    """The workspace class every assignment of ``name`` in the script constructs."""
+    memo: dict[str, ClassRef | None] = model.memo(("workspace_classes", "instances"), dict)
+    if name not in memo:
+        found: ClassRef | None = None
+        values = model.assigned_from(name)
+        for value in values:
+            cls = _constructed(model, value) if isinstance(value, ast.Call) else None
+            if cls is None or (found is not None and cls.node is not found.node):
+                found = None
+                break
+            found = cls
+        memo[name] = found
+    return memo[name]
+
+
+def call_root(node: ast.expr) -> str | None:
+    """``a`` of ``a.b.c`` and of ``a.B(...).m``."""
+    while isinstance(node, _CHAINS):
+        node = node.value if isinstance(node, ast.Attribute) else node.func  # type: ignore[union-attr]
+    return node.id if isinstance(node, ast.Name) else None
+
+
+_CHAINS = (ast.Attribute, ast.Call)
+
+
+def class_roots(model: ScriptModel) -> frozenset[str]:
+    """The names a call's callee must start with to reach a workspace class: bound by an
+    import of a workspace module, a class of the script deriving from one, ``self`` in
+    such a class, or a name assigned from a call of one of those. Asked of every call, so
+    the rest (reading modules) is for the few calls that pass."""
+    return model.memo(("workspace_classes", "roots"), lambda: _roots(model))
+
+
+def _roots(model: ScriptModel) -> frozenset[str]:
+    found: dict[tuple[str, int], bool] = {}
+
+    def in_workspace(source: str, level: int) -> bool:
+        key = (source, level)
+        if key not in found:  # one look on disk per imported module, not per call
+            found[key] = not _is_library(source, level) and (
+                module_file(model.path, source, level) is not None
+            )
+        return found[key]
+
+    bindings = model.memo(("workspace_calls", "bindings"), lambda: _bindings(model))
+    bound = {n for n, (src, lvl, _) in bindings.items() if in_workspace(src, lvl)}
+    if not bound:
+        return frozenset()  # a script of library imports only: the usual case
+    module = script_module(model)
+    local: set[str] = set()
+    for _ in range(MAX_BASE_DEPTH):  # ``class B(A)`` where ``class A(Imported)``
+        local |= {
+            n
+            for n, c in module.classes.items()
+            if any(call_root(b) in bound or call_root(b) in local for b in c.bases)
+        }
+    ctor = bound | local
+    out = set(ctor) | (SELF_NAMES if local else set())
+    for name, assigns in model.assignments.items():
+        if any(isinstance(a.value, ast.Call) and call_root(a.value.func) in ctor for a in assigns):
+            out.add(name)
+    return frozenset(out)
+
+
+def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
+    """The workspace class and method ``call`` runs (see the module's docstring), or None."""
+    if not model.path or model.path.startswith("<"):
+        return None
+    func = call.func
+    if call_root(func) not in class_roots(model):
+        return None
+    cls = _constructed(model, call)
+    if cls is not None:  # ``Trainer(...)``: its ``__init__`` (or an inherited one)
+        return _target(chain(cls), "__init__", dotted(func) or cls.name)
+    if not isinstance(func, ast.Attribute):
+        return None
+    receiver = func.value
+    shown = f"{dotted(receiver) or '...'}.{func.attr}"
+    if isinstance(receiver, ast.Call):  # ``Trainer(...).train()``
+        cls = _constructed(model, receiver)
+        shown = f"{dotted(receiver.func)}(...).{func.attr}"
+    elif isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES:
+        cls = _enclosing_class(model, call)
+        found = _target(chain(cls), func.attr, shown) if cls is not None else None
+        # A method of the script itself: its own rules read it.
+        return found if found is not None and found.owner.path != cls.path else None  # type: ignore[union-attr]
+    elif isinstance(receiver, ast.Name):  # ``t = Trainer(...)`` then ``t.train()``
+        cls = _instance_class(model, receiver.id)
+    return _target(chain(cls), func.attr, shown) if cls is not None else None
+
+
+def _target(classes: tuple[ClassRef, ...], method: str, shown: str) -> ClassCall | None:
+    found = find_method(classes, method)
+    return ClassCall(classes, found[0], found[1], shown) if found is not None else None
+
+
+def _enclosing_class(model: ScriptModel, node: ast.AST) -> ClassRef | None:
+    for a in model.ancestors(node):
+        if isinstance(a, ast.ClassDef):
+            module = script_module(model)
+            if module.classes.get(a.name) is not a:
+                return None  # a nested class: out of scope
+            cls = ClassRef(module.path, a, module)
+            return cls if len(chain(cls)) >= 2 else None
+    return None
+
+
+def regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
+    """The bodies ``target`` runs: its method, then what it calls on ``self`` and
+    ``super()`` and the functions of the same module it calls, ``CLOSURE_DEPTH`` deep."""
+    seen: set[int] = {id(target.method)}
+    out: list[tuple[Path, ast.AST]] = [(target.owner.path, target.method)]
+    frontier: list[tuple[ClassRef | None, ParsedModule, Path, ast.AST]] = [
+        (target.owner, target.owner.module, target.owner.path, target.method)
+    ]
+    for _ in range(CLOSURE_DEPTH):
+        found: list[tuple[ClassRef | None, ParsedModule, Path, ast.AST]] = []
+        for owner, module, _path, region in frontier:
+            for n in ast.walk(region):
+                if not isinstance(n, ast.Call):
+                    continue
+                step = _callee(target.chain, owner, module, n)
+                if step is None or id(step[3]) in seen:
+                    continue
+                seen.add(id(step[3]))
+                out.append((step[2], step[3]))
+                found.append(step)
+        frontier = found
+    return out
+
+
+def _callee(
+    classes: tuple[ClassRef, ...], owner: ClassRef | None, module: ParsedModule, call: ast.Call
+) -> tuple[ClassRef | None, ParsedModule, Path, ast.AST] | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        fn = module.functions.get(func.id)
+        return (None, module, module.path, fn) if fn is not None else None
+    if not isinstance(func, ast.Attribute) or owner is None:
+        return None
+    receiver = func.value
+    if isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES:
+        found = find_method(classes, func.attr)  # the override of the constructed class
+    elif (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "super"
+    ):
+        found = find_method(classes, func.attr, after=owner)
+    else:
+        return None
+    if found is None:
+        return None
+    return found[0], found[0].module, found[0].path, found[1]
