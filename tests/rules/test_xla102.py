@@ -159,11 +159,34 @@ def test_device_type_variables_that_can_be_cuda_become_xla():
     found = [f for f in findings(code, "XLA102") if "looks for" not in f.message]
     assert len(found) == 4
     # Pickers with a CPU fallback: right only once the picker is converted (review).
-    assert [f.fix.safe for f in found] == [False, False, False, True]
+    assert [f.fix.safe for f in found] == [False, False, False, False]
     assert "can be cpu, cuda" in found[0].fix.review_reason
-    out = fixed(code, "XLA102")
+    # `gpu` can only be CUDA, but XLA101 leaves its move to the XLA device for review (it
+    # goes together with the picker's): "xla" alone would switch the CUDA autocast off.
+    assert "once `gpu` is the XLA device" in found[3].fix.review_reason
+    assert "line 6" in found[3].fix.review_reason
+    assert fixed(code, "XLA102").count('torch.autocast("xla"') == 0
+    out = fixed(code, "XLA102", unsafe=True)
     assert 'with torch.autocast("xla", dtype=torch.bfloat16):\n        d = model(x)' in out
-    assert out.count('torch.autocast("xla"') == 1
+
+
+def test_autocast_of_a_cuda_only_device_follows_its_device_fix():
+    code = """
+    import torch
+
+    device = torch.device("cuda")
+    model = model.to(device)
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+        loss = model(x)
+    """
+    (found,) = findings(code, "XLA102")
+    assert found.fix.safe  # XLA101 makes `device` the XLA device with a safe fix
+    assert 'with torch.autocast("xla", dtype=torch.bfloat16):' in fixed(code, "XLA102")
+    # The same device compared with "cuda" elsewhere: XLA101 waits for review, so does this.
+    held = code + '    use_amp = device.type == "cuda"\n'
+    (found,) = findings(held, "XLA102")
+    assert not found.fix.safe
+    assert "XLA101's fix, which is left for review" in found.fix.review_reason
 
 
 def test_converted_picker_needs_no_autocast_change():

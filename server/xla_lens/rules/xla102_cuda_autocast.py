@@ -10,6 +10,7 @@ from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_strin
 from ..semantic.precision import ACCELERATORS, device_strings
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.autocast_device_type import derivation_findings
+from .parts.device_after_fixes import device_not_xla
 
 CODE = "XLA102"
 
@@ -27,7 +28,7 @@ MESSAGE = (
 
 
 def _is_cuda_autocast(
-    model: ScriptModel, call: ast.Call
+    model: ScriptModel, call: ast.Call, target: Target
 ) -> tuple[bool, tuple[str, ...], str | None]:
     """(found, parameter names, why the fix needs review or None)."""
     name = model.call_name(call)
@@ -46,7 +47,9 @@ def _is_cuda_autocast(
     values = device_strings(model, device)
     if values is not None:
         if values == {"cuda"}:
-            return True, DEVICE_PARAMS, None  # the script can only run on the accelerator
+            # The script can only run on the accelerator; "xla" is right once that device
+            # is the XLA device.
+            return True, DEVICE_PARAMS, _device_stays(model, device, call, target)
         if "cuda" in values and values <= ACCELERATORS:
             # A picker with a CPU/MPS fallback: "xla" is right only once the picker itself
             # is converted (XLA101); left on the CPU, "xla" would switch autocast off.
@@ -66,6 +69,28 @@ def _is_cuda_autocast(
         'follow: "xla" is right once the script\'s device is the XLA device'
     )
     return True, DEVICE_PARAMS, reason
+
+
+def _device_stays(
+    model: ScriptModel, device_type: ast.AST, call: ast.Call, target: Target
+) -> str | None:
+    """Why ``device.type`` may still be CUDA after the safe fixes (None when the device
+    becomes the XLA device): a CUDA autocast made "xla" while the tensors stay on CUDA
+    would silently switch the original's mixed precision off."""
+    if not (
+        isinstance(device_type, ast.Attribute)
+        and device_type.attr == "type"
+        and isinstance(device_type.value, ast.Name)
+    ):
+        return None
+    name = device_type.value.id
+    why = device_not_xla(model, target, name, call)
+    if not why:
+        return None
+    return (
+        f'"xla" is right once `{name}` is the XLA device, but {why}: with `{name}` still '
+        "CUDA the autocast would be switched off"
+    )
 
 
 def _names_a_device(node: ast.AST) -> bool:
@@ -124,7 +149,7 @@ def _target_api(target: Target) -> str:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls:
-        found, params, review = _is_cuda_autocast(model, call)
+        found, params, review = _is_cuda_autocast(model, call, ctx.target)
         if not found:
             continue
         args = _arguments(model, call, params)
