@@ -5,18 +5,21 @@ a name is tensor-valued when its scope binds it from a model/criterion call, a `
 function, a method/attribute/index of another tensor, or the for-target of a training loop
 (the batch), or when it is conventionally named (``loss``, ``logits``, ``outputs``...) and not
 visibly bound to a host value such as ``0.0`` or ``loss.item()``. Shared by XLA401 and XLA404.
+Which frame binds a name and what a loop binds come from ``loop_frames.py``; what an
+assignment binds and which values are visibly host values, from ``assigned_values.py``.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Container, Iterator
+from collections.abc import Container
 
-from .model import SCOPE_TYPES, ScriptModel, TrainingLoop, method_name, receiver
+# Re-exported: rules import HOST_METHODS, scope_of and loop_nodes from here.
+from .assigned_values import HOST_METHODS, is_host_value, target_names
+from .loop_frames import batch_names, for_loops_by_scope, loop_nodes, scope_of
+from .model import ScriptModel, method_name, receiver
 from .node_helpers import dotted
 
-# Methods that hand the value to Python: the point where XLA must run the graph.
-HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
 # Methods and attributes of a tensor that are static metadata, not device data.
 META_METHODS = frozenset(
     {
@@ -37,8 +40,6 @@ META_ATTRS = frozenset(
 CONVENTIONAL = frozenset({"loss", "logits", "outputs", "output", "preds", "pred", "predictions"})
 CALLABLE_HINTS = ("model", "net", "criterion", "loss")
 FACTORY_PREFIXES = ("get_", "build_", "create_", "make_", "load_", "init_")
-RANGE_FUNCTIONS = frozenset({"range", "trange"})
-COUNTERS = frozenset({"itertools.count", "tqdm.trange", "tqdm.auto.trange"})
 NOT_TENSOR_TORCH_PREFIXES = (
     "torch.cuda.",
     "torch.backends.",
@@ -73,54 +74,6 @@ NOT_TENSOR_TORCH = frozenset(
         "torch.typename",
     }
 )
-HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
-
-
-def scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
-    """The function, lambda or class whose frame runs ``node`` (the module at top level)."""
-    # Asked for every node of every training loop by several rules: once per node.
-    cache: dict[ast.AST, ast.AST] = model.memo(scope_of, dict)
-    found = cache.get(node)
-    if found is None:
-        found = cache[node] = _scope_of(model, node)
-    return found
-
-
-def _for_loops_by_scope(model: ScriptModel) -> dict[ast.AST, list[ast.For | ast.AsyncFor]]:
-    """The ``for`` training loops of each frame: every scope asks for its own, and a big
-    script has as many scopes as loops."""
-
-    def index() -> dict[ast.AST, list[ast.For | ast.AsyncFor]]:
-        out: dict[ast.AST, list[ast.For | ast.AsyncFor]] = {}
-        for loop in model.training_loops:
-            if isinstance(loop.node, ast.For | ast.AsyncFor):
-                out.setdefault(scope_of(model, loop.node), []).append(loop.node)
-        return out
-
-    return model.memo(_for_loops_by_scope, index)
-
-
-def _scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
-    for a in model.ancestors(node):
-        if isinstance(a, SCOPE_TYPES):
-            return a
-    return model.tree
-
-
-def loop_nodes(model: ScriptModel) -> Iterator[tuple[TrainingLoop, ast.AST]]:
-    """Nodes a training loop runs every iteration, in its own frame or a step function's.
-
-    Nested functions and lambdas written inside the loop are left out: they run whenever
-    they are called (a step closure, a ``sort`` key), not necessarily in this step.
-    """
-    return iter(model.memo(loop_nodes, lambda: list(_loop_nodes(model))))
-
-
-def _loop_nodes(model: ScriptModel) -> Iterator[tuple[TrainingLoop, ast.AST]]:
-    for loop, node in model.nodes_in_training_loops():
-        scope = scope_of(model, node)
-        if scope is scope_of(model, loop.node) or scope in loop.step_functions:
-            yield loop, node
 
 
 def is_torch_tensor_function(qualname: str | None) -> bool:
@@ -139,73 +92,6 @@ def _identifier(node: ast.AST) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return None
-
-
-def _target_names(target: ast.AST) -> list[str]:
-    """What an assignment target binds: a name; ``self.loss`` as that dotted path (not
-    ``self``: a tensor attribute does not make ``self.iter_num`` a tensor); for ``buf[i]`` the
-    container (``buf`` holds a tensor now), not the index."""
-    if isinstance(target, ast.Name):  # the common case
-        return [target.id]
-    if isinstance(target, ast.Tuple | ast.List):
-        return [n for t in target.elts for n in _target_names(t)]
-    if isinstance(target, ast.Starred):
-        return _target_names(target.value)
-    if isinstance(target, ast.Attribute):
-        path = dotted(target)
-        return [path] if path is not None else []
-    if isinstance(target, ast.Subscript):
-        return _target_names(target.value)
-    return []
-
-
-def _is_host_value(
-    model: ScriptModel, value: ast.AST | None, host_functions: Container[str] = frozenset()
-) -> bool:
-    """Values visibly on the host: numbers, strings, ``x.item()``, ``float(x)``, or the
-    result of a function of this script that never returns a tensor (``host_functions``)."""
-    if value is None:
-        return False
-    if isinstance(value, ast.Constant | ast.JoinedStr):
-        return True
-    if isinstance(value, ast.Call):
-        if method_name(value) in HOST_METHODS - {"cpu"}:
-            return True
-        if isinstance(value.func, ast.Name) and value.func.id in HOST_BUILTINS:
-            return model.qualname(value.func) is None
-        if isinstance(value.func, ast.Name) and value.func.id in host_functions:
-            return True
-        if _is_own_host_method(model, value, host_functions):
-            return True
-    if isinstance(value, ast.BinOp):
-        return _is_host_value(model, value.left, host_functions) and _is_host_value(
-            model, value.right, host_functions
-        )
-    return False
-
-
-def _class_of(model: ScriptModel, node: ast.AST) -> ast.ClassDef | None:
-    for a in model.ancestors(node):
-        if isinstance(a, ast.ClassDef):
-            return a
-    return None
-
-
-def _is_own_host_method(model: ScriptModel, call: ast.Call, host_functions: Container[str]) -> bool:
-    """``self.run_batch(x)`` where ``run_batch`` is a method of the calling class that
-    returns host values (``return loss.item()``): its result is a Python number."""
-    func = call.func
-    if not (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Name)
-        and func.value.id == "self"
-        and func.attr in host_functions
-    ):
-        return False
-    # ``functions`` keeps one def per name: only trust it when it is this class's method.
-    method = model.functions.get(func.attr)
-    cls = model.parent(method) if method is not None else None
-    return isinstance(cls, ast.ClassDef) and cls is _class_of(model, call)
 
 
 class TensorNames:
@@ -287,7 +173,7 @@ class TensorNames:
             elif isinstance(n, ast.AugAssign | ast.AnnAssign) and n.value is not None:
                 pairs.append((n.target, n.value))
         for t, v in pairs:
-            for name in _target_names(t):
+            for name in target_names(t):
                 bindings.setdefault(name, []).append(v)
         found = self._assignments[id(scope)] = (pairs, bindings)
         return found
@@ -296,14 +182,14 @@ class TensorNames:
         model = self.model
         pairs, bindings = self._assignments_of(scope)
         names: set[str] = set()
-        for loop in _for_loops_by_scope(model).get(scope, ()):
-            names.update(_batch_names(model, loop))
+        for loop in for_loops_by_scope(model).get(scope, ()):
+            names.update(batch_names(model, loop))
 
         def host(value: ast.AST | None, depth: int = 0) -> bool:
             # ``best_loss = test_loss`` is a host value when ``test_loss`` is one.
             if isinstance(value, ast.Name) and depth < 3 and bindings.get(value.id):
                 return all(host(v, depth + 1) for v in bindings[value.id])
-            return _is_host_value(model, value, host_fns)
+            return is_host_value(model, value, host_fns)
 
         for name in CONVENTIONAL | {b for b in bindings if b.endswith(("_loss", "_logits"))}:
             values = bindings.get(name)
@@ -330,7 +216,7 @@ class TensorNames:
             for t, v in zip(target.elts, value.elts, strict=True):
                 out.extend(self._bound_tensors(t, v, names))
             return out
-        return _target_names(target) if self._is_tensor(value, names) else []
+        return target_names(target) if self._is_tensor(value, names) else []
 
     # --- expressions --------------------------------------------------------------------
     def is_tensor(self, expr: ast.AST) -> bool:
@@ -400,25 +286,13 @@ class _SharedTensorFacts:
         self.host = _HostFunctions(first)
 
 
-def _is_counter(model: ScriptModel, call: ast.Call) -> bool:
-    if model.call_name(call) in COUNTERS:
-        return True
-    return isinstance(call.func, ast.Name) and call.func.id in RANGE_FUNCTIONS
-
-
-def _batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
-    """Names the loop binds to data from a loader (not ``enumerate``'s index, not ``range``)."""
-    it, target = loop.iter, loop.target
-    if isinstance(it, ast.List | ast.Tuple | ast.Constant):
-        return []
-    if any(isinstance(n, ast.Call) and _is_counter(model, n) for n in model.walk(it)):
-        return []  # ``tqdm(range(n))``, ``itertools.count()``: step counters, not data
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "enumerate"
-        and isinstance(target, ast.Tuple)
-        and target.elts
-    ):
-        return [n for t in target.elts[1:] for n in _target_names(t)]
-    return _target_names(target)
+__all__ = [
+    "CONVENTIONAL",
+    "HOST_METHODS",
+    "META_ATTRS",
+    "META_METHODS",
+    "TensorNames",
+    "is_torch_tensor_function",
+    "loop_nodes",
+    "scope_of",
+]

@@ -1,0 +1,86 @@
+"""What an assignment binds, and whether the value it binds is visibly a host value.
+
+``TensorNames`` reads each frame's assignments: the names a target binds (``self.loss`` as
+that path, ``buf[i]`` as ``buf``) and whether the bound value is a Python number or string
+rather than a device tensor (``x.item()``, ``float(x)``, a function of the script that
+returns host values).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Container
+
+from .model import ScriptModel, method_name
+from .node_helpers import dotted
+
+# Methods that hand the value to Python: the point where XLA must run the graph.
+HOST_METHODS = frozenset({"item", "tolist", "numpy", "cpu"})
+HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
+
+
+def target_names(target: ast.AST) -> list[str]:
+    """What an assignment target binds: a name; ``self.loss`` as that dotted path (not
+    ``self``: a tensor attribute does not make ``self.iter_num`` a tensor); for ``buf[i]`` the
+    container (``buf`` holds a tensor now), not the index."""
+    if isinstance(target, ast.Name):  # the common case
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for t in target.elts for n in target_names(t)]
+    if isinstance(target, ast.Starred):
+        return target_names(target.value)
+    if isinstance(target, ast.Attribute):
+        path = dotted(target)
+        return [path] if path is not None else []
+    if isinstance(target, ast.Subscript):
+        return target_names(target.value)
+    return []
+
+
+def is_host_value(
+    model: ScriptModel, value: ast.AST | None, host_functions: Container[str] = frozenset()
+) -> bool:
+    """Values visibly on the host: numbers, strings, ``x.item()``, ``float(x)``, or the
+    result of a function of this script that never returns a tensor (``host_functions``)."""
+    if value is None:
+        return False
+    if isinstance(value, ast.Constant | ast.JoinedStr):
+        return True
+    if isinstance(value, ast.Call):
+        if method_name(value) in HOST_METHODS - {"cpu"}:
+            return True
+        if isinstance(value.func, ast.Name) and value.func.id in HOST_BUILTINS:
+            return model.qualname(value.func) is None
+        if isinstance(value.func, ast.Name) and value.func.id in host_functions:
+            return True
+        if _is_own_host_method(model, value, host_functions):
+            return True
+    if isinstance(value, ast.BinOp):
+        return is_host_value(model, value.left, host_functions) and is_host_value(
+            model, value.right, host_functions
+        )
+    return False
+
+
+def _class_of(model: ScriptModel, node: ast.AST) -> ast.ClassDef | None:
+    for a in model.ancestors(node):
+        if isinstance(a, ast.ClassDef):
+            return a
+    return None
+
+
+def _is_own_host_method(model: ScriptModel, call: ast.Call, host_functions: Container[str]) -> bool:
+    """``self.run_batch(x)`` where ``run_batch`` is a method of the calling class that
+    returns host values (``return loss.item()``): its result is a Python number."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+        and func.attr in host_functions
+    ):
+        return False
+    # ``functions`` keeps one def per name: only trust it when it is this class's method.
+    method = model.functions.get(func.attr)
+    cls = model.parent(method) if method is not None else None
+    return isinstance(cls, ast.ClassDef) and cls is _class_of(model, call)

@@ -1,0 +1,89 @@
+"""Which frame runs a node, and what the training loops of a frame run and bind.
+
+A name's value belongs to the frame (function, lambda, class or module) that binds it, so
+``TensorNames`` judges names per frame; a training loop's body runs in its own frame and in
+the step functions it calls; the target of a ``for`` training loop holds the batch. Shared
+by ``tensors.py`` and the rules that read tensors in loops (XLA112, XLA401, XLA402, XLA404).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from .assigned_values import target_names
+from .model import SCOPE_TYPES, ScriptModel, TrainingLoop
+
+RANGE_FUNCTIONS = frozenset({"range", "trange"})
+COUNTERS = frozenset({"itertools.count", "tqdm.trange", "tqdm.auto.trange"})
+
+
+def scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
+    """The function, lambda or class whose frame runs ``node`` (the module at top level)."""
+    # Asked for every node of every training loop by several rules: once per node.
+    cache: dict[ast.AST, ast.AST] = model.memo(scope_of, dict)
+    found = cache.get(node)
+    if found is None:
+        found = cache[node] = _scope_of(model, node)
+    return found
+
+
+def for_loops_by_scope(model: ScriptModel) -> dict[ast.AST, list[ast.For | ast.AsyncFor]]:
+    """The ``for`` training loops of each frame: every scope asks for its own, and a big
+    script has as many scopes as loops."""
+
+    def index() -> dict[ast.AST, list[ast.For | ast.AsyncFor]]:
+        out: dict[ast.AST, list[ast.For | ast.AsyncFor]] = {}
+        for loop in model.training_loops:
+            if isinstance(loop.node, ast.For | ast.AsyncFor):
+                out.setdefault(scope_of(model, loop.node), []).append(loop.node)
+        return out
+
+    return model.memo(for_loops_by_scope, index)
+
+
+def _scope_of(model: ScriptModel, node: ast.AST) -> ast.AST:
+    for a in model.ancestors(node):
+        if isinstance(a, SCOPE_TYPES):
+            return a
+    return model.tree
+
+
+def loop_nodes(model: ScriptModel) -> Iterator[tuple[TrainingLoop, ast.AST]]:
+    """Nodes a training loop runs every iteration, in its own frame or a step function's.
+
+    Nested functions and lambdas written inside the loop are left out: they run whenever
+    they are called (a step closure, a ``sort`` key), not necessarily in this step.
+    """
+    return iter(model.memo(loop_nodes, lambda: list(_loop_nodes(model))))
+
+
+def _loop_nodes(model: ScriptModel) -> Iterator[tuple[TrainingLoop, ast.AST]]:
+    for loop, node in model.nodes_in_training_loops():
+        scope = scope_of(model, node)
+        if scope is scope_of(model, loop.node) or scope in loop.step_functions:
+            yield loop, node
+
+
+def _is_counter(model: ScriptModel, call: ast.Call) -> bool:
+    if model.call_name(call) in COUNTERS:
+        return True
+    return isinstance(call.func, ast.Name) and call.func.id in RANGE_FUNCTIONS
+
+
+def batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
+    """Names the loop binds to data from a loader (not ``enumerate``'s index, not ``range``)."""
+    it, target = loop.iter, loop.target
+    if isinstance(it, ast.List | ast.Tuple | ast.Constant):
+        return []
+    if any(isinstance(n, ast.Call) and _is_counter(model, n) for n in model.walk(it)):
+        return []  # ``tqdm(range(n))``, ``itertools.count()``: step counters, not data
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+    ):
+        return [n for t in target.elts[1:] for n in target_names(t)]
+    return target_names(target)
