@@ -6,7 +6,7 @@ import pytest
 from xla_lens.engine import analyze
 from xla_lens.engine.leftover import leftover
 from xla_lens.rules import xla118_workspace_helper as rule
-from xla_lens.semantic import workspace, workspace_calls
+from xla_lens.semantic import workspace, workspace_calls, workspace_classes
 
 from tests.helpers import src
 
@@ -52,6 +52,7 @@ def _fresh_caches():
     rule.clear_cache()
     workspace_calls.clear_cache()
     workspace.clear_cache()
+    workspace_classes.clear_cache()
     yield
 
 

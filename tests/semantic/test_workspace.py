@@ -88,6 +88,18 @@ def test_the_climb_stops_at_the_project_root(tmp_path: Path, project: Path):
     assert module_file(script, "other", 0) is None
 
 
+def test_the_project_root_answer_is_cached_until_its_folder_changes(project: Path):
+    assert search_folders(project / "scripts") == [project / "scripts", project]
+    assert search_folders(project / "scripts") == [project / "scripts", project]
+    # The marker goes: the folder's mtime changes, and the climb goes on above it.
+    (project / "pyproject.toml").unlink()
+    assert search_folders(project / "scripts")[:3] == [
+        project / "scripts",
+        project,
+        project.parent,
+    ]
+
+
 def test_the_climb_is_bounded_without_a_project_root(tmp_path: Path):
     deep = tmp_path.joinpath(*[f"d{i}" for i in range(MAX_ASCENT + 2)])
     folders = search_folders(deep)

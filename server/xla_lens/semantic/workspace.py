@@ -65,11 +65,27 @@ def _package_root(folder: Path) -> Path:
     return root
 
 
+# folder -> (its mtime, whether it holds a project marker)
+_root_cache: dict[str, tuple[int, bool]] = {}
+
+
 def _is_project_root(folder: Path) -> bool:
+    # Asked for every import looked up, for each folder climbed: one stat of the folder
+    # instead of one per marker. Adding or removing a marker changes the folder's mtime,
+    # which the cached answer is checked against.
     try:
-        return any((folder / marker).exists() for marker in PROJECT_MARKERS)
+        mtime = folder.stat().st_mtime_ns
+        key = str(folder)
+        hit = _root_cache.get(key)
+        if hit is not None and hit[0] == mtime:
+            return hit[1]
+        found = any((folder / marker).exists() for marker in PROJECT_MARKERS)
     except OSError:
         return False
+    if len(_root_cache) >= _CACHE_LIMIT:
+        _root_cache.clear()
+    _root_cache[key] = (mtime, found)
+    return found
 
 
 def search_folders(script_folder: Path) -> list[Path]:
@@ -217,3 +233,4 @@ def imported_function_facts(
 
 def clear_cache() -> None:
     _cache.clear()
+    _root_cache.clear()

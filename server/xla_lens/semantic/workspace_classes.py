@@ -258,9 +258,31 @@ def _enclosing_class(model: ScriptModel, node: ast.AST) -> ClassRef | None:
     return None
 
 
+# (the chain's class nodes, the method node) -> its regions. The nodes of a module come from
+# ``parsed_module``'s cache, the same objects while the file is unchanged; held here, so an id
+# is never reused for another node.
+_regions: dict[tuple[ast.AST, ...], list[tuple[Path, ast.AST]]] = {}
+_CACHE_LIMIT = 64
+
+
 def regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
     """The bodies ``target`` runs: its method, then what it calls on ``self`` and
     ``super()`` and the functions of the same module it calls, ``CLOSURE_DEPTH`` deep."""
+    key = (*(c.node for c in target.chain), target.method)
+    found = _regions.get(key)
+    if found is None:
+        found = _walk_regions(target)
+        if len(_regions) >= _CACHE_LIMIT:
+            _regions.clear()
+        _regions[key] = found
+    return found
+
+
+def clear_cache() -> None:
+    _regions.clear()
+
+
+def _walk_regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
     seen: set[int] = {id(target.method)}
     out: list[tuple[Path, ast.AST]] = [(target.owner.path, target.method)]
     frontier: list[tuple[ClassRef | None, ParsedModule, Path, ast.AST]] = [
