@@ -1,4 +1,9 @@
-"""Fixing: one finding's fix, or every safe fix to a fixpoint (so fix(fix(x)) == fix(x))."""
+"""Fixing: one finding's fix, or every safe fix to a fixpoint (so fix(fix(x)) == fix(x)).
+
+``engine.apply`` (libcst, ~170 ms to import) is imported on first use: the language server
+imports this module at start but needs fixes only for codeAction/resolve, fixAll and
+Convert, so its first diagnostics do not wait for libcst.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ from dataclasses import dataclass, field
 
 from ..rules.base import EditOp, Finding, Target
 from .analysis import BOM, analyze
-from .apply import FixError, apply_ops
 from .config import Settings, resolve_target
 
 MAX_ROUNDS = 8
@@ -33,6 +37,8 @@ def _split_bom(source: str) -> tuple[str, str]:
 
 def apply_fix(source: str, finding: Finding) -> str:
     """The source with one finding's fix applied. Raises FixError."""
+    from .apply import FixError, apply_ops
+
     if finding.fix is None:
         raise FixError(f"{finding.code} has no automatic fix")
     bom, body = _split_bom(source)
@@ -49,6 +55,8 @@ def fix_source(
 ) -> FixOutcome:
     """Apply every safe fix (those ``accept`` allows) until nothing more changes.
     With ``unsafe``, fixes marked for review are applied too (ruff's ``--unsafe-fixes``)."""
+    from .apply import FixError, apply_ops
+
     settings = settings or Settings()
     target = target or resolve_target(settings)
     bom, text = _split_bom(source)
@@ -85,6 +93,8 @@ def fix_source(
 def _apply_one_by_one(text: str, findings: list[Finding]) -> str:
     """Fallback when the combined edit fails: apply the first fix that works on its own
     (spans are only valid for the current text, so the next round re-analyses)."""
+    from .apply import FixError, apply_ops
+
     for f in findings:
         try:
             return apply_ops(text, f.fix.ops).code  # type: ignore[union-attr]

@@ -11,7 +11,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..engine.apply import FixError
 from ..rules.base import Span
 from . import fixes
 from .core import XlaLensServer
@@ -172,6 +171,8 @@ def run_problem_actions(entry: Entry, params: types.CodeActionParams) -> list[ty
 
 def new_source(entry: Entry, action: str, index: int | None) -> str | None:
     """The text after the action, or None when it has nothing to do."""
+    from ..engine.apply import FixError  # libcst: loaded on the first fix, not at start
+
     compute: dict[str, Callable[[], str | None]] = {
         "fix": lambda: fixes.quick_fix(entry, index),  # type: ignore[arg-type]
         "ignore": lambda: fixes.ignore_on_line(entry, index),  # type: ignore[arg-type]
