@@ -51,3 +51,42 @@ def test_tuned_collector_never_starts_a_full_collection_by_itself():
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+class _Node:
+    """A container that can sit in a reference cycle and be watched by a weakref."""
+
+    def __init__(self) -> None:
+        self.other: object = None
+
+
+def test_no_collection_inside_an_analysis_and_what_it_built_frozen_after():
+    assert gc.isenabled()
+    try:
+        with memory.collector_paused_for_analysis():
+            with memory.collector_paused_for_analysis():  # two documents analysed at once
+                assert not gc.isenabled()
+                built = [[] for _ in range(1000)]
+            assert not gc.isenabled()  # the other analysis still runs
+        assert gc.isenabled()
+        assert gc.get_count()[0] < 100  # the young generation starts from nothing again
+        assert gc.get_freeze_count() >= len(built)
+    finally:
+        gc.unfreeze()
+
+
+def test_full_collection_frees_the_cycles_an_analysis_left_frozen():
+    import weakref
+
+    try:
+        with memory.collector_paused_for_analysis():
+            a, b = _Node(), _Node()
+            a.other, b.other = b, a  # a replaced model and its cached facts
+            watch = weakref.ref(a)
+        del a, b
+        gc.collect()  # an ordinary collection does not look at the frozen generation
+        assert watch() is not None
+        assert memory.collect_everything() >= 2
+        assert watch() is None
+    finally:
+        gc.unfreeze()

@@ -84,11 +84,14 @@ async def _analyse_now(
     def work() -> tuple[Entry, Resolved]:
         # One hop to the worker thread for settings, analysis and diagnostics: each hop
         # back and forth costs the event loop a wake-up and a wait for the GIL.
-        resolved = resolve_blocking(uri, editor)
-        analysis = analyze(source, _path(uri), resolved.settings, resolved.target, previous)
-        entry = Entry(uri, version, source, analysis, resolved.settings, resolved.target, encoding)
-        entry.generation = generation
-        entry.diagnostics = diagnostics_for(entry)
+        with memory.collector_paused_for_analysis():
+            resolved = resolve_blocking(uri, editor)
+            analysis = analyze(source, _path(uri), resolved.settings, resolved.target, previous)
+            entry = Entry(
+                uri, version, source, analysis, resolved.settings, resolved.target, encoding
+            )
+            entry.generation = generation
+            entry.diagnostics = diagnostics_for(entry)
         return entry, resolved
 
     entry, resolved = await asyncio.to_thread(work)

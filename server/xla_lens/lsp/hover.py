@@ -20,7 +20,7 @@ from ..rules.registry import all_rules, fix_safety, get_rule, short_doc
 from ..semantic.model import ScriptModel
 from .core import XlaLensServer
 from .documents import current_entry, is_open
-from .state import Entry, LineMap, text_line_map
+from .state import Entry, LineMap
 
 
 @cache
@@ -220,9 +220,8 @@ def stale_hover(
     last = state.last_good if state else None
     if last is None or last.generation != ls.generation:
         return False, None
-    mapping = text_line_map(
-        last.source, len(last.lines), ls.workspace.get_text_document(uri).source
-    )
+    doc = ls.workspace.get_text_document(uri)
+    mapping = last.line_map_to(doc.version, doc.source)
     old_line = mapping.to_old(position.line)
     if old_line is None:
         return True, _edited_line_hover(last, mapping, position)
@@ -246,7 +245,12 @@ def _edited_line_hover(
     first_changed = mapping.prefix
     last_changed = mapping.old_count - mapping.suffix - 1
     enclosing = []
+    line_count = len(last.lines)
     for f in last.analysis.findings:
+        # The range's lines are the span's (clamped to the text): skip the findings that
+        # cannot enclose the edit before converting columns (a 10,000-line file has ~1,000).
+        if f.span.end.line <= last_changed or min(f.span.start.line, line_count) >= first_changed:
+            continue
         old = last.range(f.span)
         if old.start.line < first_changed and old.end.line > last_changed:
             new = types.Range(

@@ -85,6 +85,22 @@ class Entry:
                 ok.add(i)
         return frozenset(ok)
 
+    def line_map_to(self, version: int | None, newer: str) -> LineMap:
+        """``text_line_map`` from this entry's text to the document's text at ``version``,
+        kept for that version: the hovers and code actions that arrive while one edit's
+        analysis is pending (an editor sends several) compare the texts once."""
+        if version is not None and self._line_maps.get(version, (None,))[0] is newer:
+            return self._line_maps[version][1]
+        mapping = text_line_map(self.source, len(self.lines), newer)
+        if version is not None:
+            self._line_maps.clear()  # only the newest version's is asked for again
+            self._line_maps[version] = (newer, mapping)
+        return mapping
+
+    @cached_property
+    def _line_maps(self) -> dict[int, tuple[str, LineMap]]:
+        return {}
+
     def commentable(self, line: int) -> bool:
         """Whether ``line`` (0-based) may take a ``# comment``: ``line in commentable_lines``,
         tokenizing only the top-level statements on that line, not the file (a code action
