@@ -3,7 +3,9 @@
 libcst round-trips source exactly, so everything the operations do not touch stays
 byte-identical (comments, blank lines, CRLF, tabs). Operations are anchored on spans that
 come from the stdlib ``ast``; libcst's PositionProvider reports the same spans (it too
-excludes parentheses and decorators), converted here to 0-based lines.
+excludes parentheses and decorators), converted here to 0-based lines, except for a
+parenthesised tuple and a call's sole generator (``apply_anchors``). An operation that
+matches no node makes the whole fix not applicable (FixError): a fix is never applied in part.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..rules.base import (
     SetKeyword,
     Span,
 )
+from . import apply_anchors as anchors
 
 
 class FixError(Exception):
@@ -94,6 +97,11 @@ class _Applier(cst.CSTTransformer):
                 self.expr_ops[op.span].append(op)
         self.applied: set[EditOp] = set()
         self.used_imports: list[AddImport] = []
+        # The original nodes from the module down to the one being visited: a replacement
+        # needs the node that holds it (does it need parentheses there?).
+        self.path: list[cst.CSTNode] = []
+        # id(generator) -> the span ``ast`` gives a call's sole generator argument.
+        self.generator_spans: dict[int, Span] = {}
 
     def _span(self, node: cst.CSTNode) -> Span | None:
         try:
@@ -105,12 +113,35 @@ class _Applier(cst.CSTTransformer):
         self.applied.add(op)
 
     # --- expressions ----------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.path.append(node)
+        if isinstance(node, cst.Call) and self.expr_ops:
+            found = anchors.sole_generator_span(node, self._span)
+            if found is not None:
+                self.generator_spans[id(found[0])] = found[1]
+        return super().on_visit(node)
+
+    def _expr_ops_at(self, node: cst.CSTNode) -> tuple[list[EditOp], bool]:
+        """The operations anchored on ``node``, and whether their span took its innermost
+        parentheses (a parenthesised tuple as ``ast`` spans it)."""
+        span = self._span(node)
+        ops = self.expr_ops.get(span) if span is not None else None
+        if ops:
+            return ops, False
+        if isinstance(node, cst.Tuple | cst.GeneratorExp):
+            span = anchors.paren_span(node, self._span)
+            ops = self.expr_ops.get(span) if span is not None else None
+            if ops:
+                return ops, True
+        span = self.generator_spans.get(id(node))
+        return (self.expr_ops.get(span) or [] if span is not None else []), False
+
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        self.path.pop()
         updated = super().on_leave(original_node, updated_node)
         if not isinstance(original_node, cst.BaseExpression) or not self.expr_ops:
             return updated
-        span = self._span(original_node)
-        ops = self.expr_ops.get(span) if span is not None else None
+        ops, took_parens = self._expr_ops_at(original_node)
         if not ops:
             return updated
         # Argument edits first; a whole-node replacement wins over them.
@@ -122,16 +153,37 @@ class _Applier(cst.CSTTransformer):
                 self._mark(op)
         for op in ops:
             if isinstance(op, Replace):
-                new = _expression(op.code, self.config)
-                if isinstance(updated, cst.BaseExpression) and (updated.lpar or updated.rpar):
-                    try:
-                        new = new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
-                    except TypeError:
-                        pass
-                updated = new
+                updated = self._replacement(original_node, updated, op, took_parens)
                 self._mark(op)
                 break
         return updated
+
+    def _replacement(
+        self, original: cst.CSTNode, updated: cst.CSTNode, op: Replace, took_parens: bool
+    ) -> cst.CSTNode:
+        """``op.code`` in place of ``updated``: inside the parentheses that stay around it
+        (the ones outside the span), parenthesised when it binds more loosely than its
+        place needs, and an element of its tuple/list when it replaces ``*xs`` there."""
+        new = _expression(op.code, self.config)
+        lpar = list(getattr(updated, "lpar", ()))
+        rpar = list(getattr(updated, "rpar", ()))
+        if took_parens:
+            lpar, rpar = lpar[:-1], rpar[1:]
+        if lpar or rpar:
+            try:
+                new = new.with_changes(lpar=lpar, rpar=rpar)
+            except TypeError:
+                pass
+        elif _bare_generator(original) and isinstance(new, cst.GeneratorExp):
+            new = new.with_changes(lpar=[], rpar=[])  # the call's parentheses hold it
+        elif not getattr(new, "lpar", None):
+            parent = self.path[-1] if self.path else None
+            stood = anchors.ATOM if took_parens else anchors.precedence(original)
+            if not anchors.fits(parent, original, stood, new):
+                new = anchors.parenthesised(new)
+        if isinstance(original, cst.StarredElement) and not isinstance(new, cst.StarredElement):
+            return cst.Element(value=new, comma=updated.comma)  # type: ignore[attr-defined]
+        return new
 
     def _edit_call(self, call: cst.Call, op: EditOp) -> cst.Call:
         args = list(call.args)
@@ -398,9 +450,15 @@ def _apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
     applier = _Applier(ops, module.config_for_parsing)
     try:
         new_module = wrapper.visit(applier)
+        dropped = [op for op in ops if op not in applier.applied]
+        if dropped:
+            raise FixError(_not_applicable(dropped[0]))
+        code = new_module.code
     except cst.ParserSyntaxError as exc:
         raise FixError(f"a fix produced code that does not parse: {exc.message}") from exc
-    code = new_module.code
+    except (TypeError, ValueError) as exc:
+        # libcst refuses a node in a place it cannot stand (its validation, its codegen).
+        raise FixError(f"a fix produced code that cannot be written: {exc}") from exc
     if source.endswith("\r") and not code.endswith(("\r", "\n")):
         # libcst drops the last line end of a file whose lines end in a bare CR.
         code += "\r"
@@ -409,5 +467,17 @@ def _apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
             compile(code, "<fixed>", "exec", dont_inherit=True, flags=0x400)  # ast only
         except SyntaxError as exc:
             raise FixError(f"a fix produced invalid Python: {exc.msg}") from exc
-    dropped = [op for op in ops if op not in applier.applied]
-    return ApplyResult(code, len(ops) - len(dropped), dropped)
+    return ApplyResult(code, len(ops), [])
+
+
+def _bare_generator(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.GeneratorExp) and not node.lpar
+
+
+def _not_applicable(op: EditOp) -> str:
+    where = getattr(op, "span", None)
+    line = f" at line {where.start.line + 1}" if isinstance(where, Span) else ""
+    return (
+        f"the fix is not applicable: its {type(op).__name__} edit{line} matches no node of "
+        "the code (nothing was changed)"
+    )
