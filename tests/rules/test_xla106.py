@@ -23,7 +23,10 @@ def test_loader_through_enumerate_and_tqdm_is_wrapped_modern():
         src(DISTRIBUTED).splitlines()[f.span.start.line][f.span.start.col : f.span.end.col]
         == "loader"
     )
-    out = fixed(DISTRIBUTED, "XLA106")
+    # The training sits at module level: its device picker runs in the launcher's parent,
+    # where XLA101's fix waits for review, and so does the wrap (it needs the XLA device).
+    assert "XLA101's fix, which is left for review" in f.fix.review_reason
+    out = fixed(DISTRIBUTED, "XLA106", unsafe=True)
     assert out == src(DISTRIBUTED).replace(
         "from tqdm import tqdm\n",
         "from tqdm import tqdm\nimport torch_xla.distributed.parallel_loader as pl\n",
@@ -31,7 +34,7 @@ def test_loader_through_enumerate_and_tqdm_is_wrapped_modern():
 
 
 def test_legacy_target_wraps_the_same_way_and_reports_nothing_after():
-    out = fixed(DISTRIBUTED, "XLA106", target="legacy")
+    out = fixed(DISTRIBUTED, "XLA106", target="legacy", unsafe=True)
     assert "enumerate(tqdm(pl.MpDeviceLoader(loader, device)))" in out
     assert findings(out, "XLA106", target="legacy") == []
 
@@ -213,19 +216,23 @@ def test_device_that_stays_on_the_cpu_or_cannot_be_followed_makes_the_wrap_revie
     import torch.distributed as dist
     from torch.utils.data import DataLoader
 
-    args = argparse.ArgumentParser().parse_args()
-    use_accel = not args.no_accel and torch.accelerator.is_available()
-    if use_accel:
-        device = torch.accelerator.current_accelerator()
-    else:
-        device = torch.device("cpu")
-    dist.init_process_group("xla")
-    for x in DataLoader(ds):
-        model(x.to(device)).sum().backward()
-        opt.step()
+    def train():
+        args = argparse.ArgumentParser().parse_args()
+        use_accel = not args.no_accel and torch.accelerator.is_available()
+        if use_accel:
+            device = torch.accelerator.current_accelerator()
+        else:
+            device = torch.device("cpu")
+        dist.init_process_group("xla")
+        for x in DataLoader(ds):
+            model(x.to(device)).sum().backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        train()
     """
     (f,) = findings(flag, "XLA106")
-    assert not f.fix.safe and "line 11" in f.fix.review_reason
+    assert not f.fix.safe and "line 12" in f.fix.review_reason
     # A device parameter nobody in this file passes.
     orphan = """
     import torch.distributed as dist
@@ -308,3 +315,31 @@ def test_a_device_fix_the_user_silenced_is_not_counted_on():
     disabled = analyze(src(PICKED.format(extra="")), settings=Settings(ignore=("XLA101",)))
     (f,) = [g for g in disabled.findings if g.code == "XLA106"]
     assert not f.fix.safe
+
+
+def test_loader_wrap_waits_when_launch_safety_holds_the_device_fix_back():
+    # A distributed script with its training at module level: the device picker runs in the
+    # launcher's parent, so the engine leaves XLA101's fix for review; the loader wrap must
+    # not count on it (MpDeviceLoader with the CUDA device fails at the first batch).
+    code = """
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    device = torch.device("cuda")
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    model = model.to(device)
+    for epoch in range(2):
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """
+    device_fix = next(f for f in findings(code) if f.code == "XLA101")
+    assert not device_fix.fix.safe and "launcher's parent" in device_fix.fix.review_reason
+    (wrap,) = findings(code, "XLA106")
+    assert not wrap.fix.safe
+    assert "XLA101's fix, which is left for review" in wrap.fix.review_reason
+    assert "MpDeviceLoader" not in fixed(code)

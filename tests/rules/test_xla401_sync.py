@@ -134,19 +134,27 @@ def test_a_sync_in_a_helper_the_loop_calls_keeps_the_safe_closure():
     assert f.fix.safe
 
 
+# The training runs in the function the launcher will start (module-level code would be the
+# launcher's parent, where the device fix, and so the loader wrap, waits for review).
 DISTRIBUTED = """
 import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader
 
-dist.init_process_group("xla")
-device = torch.device("cuda")
-loader = DataLoader(ds, batch_size=8)
-for x in loader:
-    loss = model(x.to(device)).sum()
-    loss.backward()
-    optimizer.step()
-    print(f"loss {loss.item()}")
+
+def train():
+    dist.init_process_group("xla")
+    device = torch.device("cuda")
+    loader = DataLoader(ds, batch_size=8)
+    for x in loader:
+        loss = model(x.to(device)).sum()
+        loss.backward()
+        optimizer.step()
+        print(f"loss {loss.item()}")
+
+
+if __name__ == "__main__":
+    train()
 """
 
 

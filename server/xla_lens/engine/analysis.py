@@ -9,12 +9,12 @@ import warnings
 from dataclasses import dataclass, field, replace
 
 from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
+from ..rules.parts.launch_safety import review_parent_runtime_fixes
 from ..rules.registry import all_rules
 from ..semantic.chunked_parse import parse_in_chunks
 from ..semantic.model import ScriptModel
 from .config import Settings, resolve_target
 from .incremental import ParsedText, reparse
-from .launch_safety import review_parent_runtime_fixes
 
 log = logging.getLogger("xla_lens")
 

@@ -22,6 +22,8 @@ from ...semantic.params import argument_values
 from ...semantic.precision import device_strings
 from ..base import Replace, ReplaceStatement, RuleContext, Span, Target
 from ..xla101_cuda_device import check as device_check
+from ..xla204_mp_fn import check as launch_check
+from .launch_safety import review_parent_runtime_fixes
 
 MAX_DEPTH = 4
 
@@ -34,12 +36,22 @@ def _device_edits(
 
     def compute() -> list[tuple[bool, Replace | ReplaceStatement]]:
         out = []
+        ctx = RuleContext(target)
         try:
-            findings = list(device_check(model, RuleContext(target)))
+            findings = list(device_check(model, ctx))
+            # The launcher XLA204 may add decides which code is the launcher's parent, where
+            # the engine holds a device fix back for review (launch_safety): count on it only
+            # as the engine will apply it.
+            launcher = [
+                f
+                for f in launch_check(model, ctx)
+                if not model.silenced(f.code, f.span.start.line, f.span.end.line)
+            ]
         except Exception:
             # The engine reports XLA101's crash itself; here it only means nothing is
             # proven about the device, so every fix that depends on it waits for review.
             return []
+        findings = review_parent_runtime_fixes(model, findings + launcher)[: len(findings)]
         for f in findings:
             if f.fix is None:
                 continue

@@ -6,7 +6,9 @@ Each is right where a replica runs it, and fatal where the parent runs it before
 is parent code depends on the launcher the whole conversion ends up with (XLA204 may add
 one), so this check runs once over all findings instead of in every rule: a safe fix that
 would put a runtime call in parent code of a launched script becomes a fix for review (for
-a rule whose fix only reads the runtime, no fix).
+a rule whose fix only reads the runtime, no fix). The engine runs it over every finding; a
+rule whose fix is safe only once XLA101's fix makes the device XLA (``device_after_fixes``)
+runs it over XLA101's and XLA204's, so it never counts on a device fix this check holds back.
 """
 
 from __future__ import annotations
@@ -14,9 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from ..rules.base import Finding, Fix, ReplaceStatement
-from ..rules.xla204_mp_fn import guard_entry
-from ..semantic.launch import (
+from ...semantic.launch import (
     PARENT_REVIEW,
     FunctionNode,
     awaits_launcher,
@@ -27,7 +27,9 @@ from ..semantic.launch import (
     replica_functions,
     runs_in_parent,
 )
-from ..semantic.model import ScriptModel
+from ...semantic.model import ScriptModel
+from ..base import Finding, Fix, ReplaceStatement
+from ..xla204_mp_fn import guard_entry
 
 LAUNCHER_RULE = "XLA204"
 # Rules whose fix only reads the runtime (XLA202's xr.world_size()): in parent code no version
