@@ -20,6 +20,7 @@ from .settings import Resolved, resolve_blocking
 from .state import Entry
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
+TURNS_BEFORE_ANALYSIS = 3
 STATS = "xla-lens/stats"
 
 
@@ -134,6 +135,13 @@ def publish(ls: XlaLensServer, entry: Entry) -> None:
 async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False) -> None:
     if delay:
         await asyncio.sleep(delay)
+    else:
+        # An editor sends requests right behind a keystroke (code actions at the cursor, a
+        # hover): a few turns of the event loop first let those that have arrived be
+        # answered from the last analysis before this one takes the GIL (no waiting: each
+        # turn only runs what is ready).
+        for _ in range(TURNS_BEFORE_ANALYSIS):
+            await asyncio.sleep(0)
     entry = await analyse(ls, uri, force)
     if entry is None:
         return
