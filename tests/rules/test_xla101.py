@@ -403,8 +403,10 @@ def test_int_device_from_device_count():
         device = rank % torch.cuda.device_count()
         model = torch.nn.Linear(2, 2).to(device)
     """
-    f = _only(code)
-    assert f.fix.safe
+    index, move = findings(code, "XLA101")
+    assert index.fix.safe and (index.span.start.line, move.span.start.line) == (2, 3)
+    # The model's placement is reported too, with the index's own fix (one edit).
+    assert move.fix.ops == index.fix.ops and move.fix.safe
     assert "    device = torch_xla.device()\n" in fixed(code, "XLA101")
 
 

@@ -170,7 +170,9 @@ def _assignment_advice(model, target: Target, handled) -> Iterator[Advice]:
             what = f"{model.segment(targets[0])} is a CUDA device number"
             numeric = _read_as_number(model, value)
             if not numeric:
-                yield pf.value_advice(model, target, value, what)
+                yield sites.reviewed_if_displayed(
+                    model, value, pf.value_advice(model, target, value, what)
+                )
                 continue
             # ``args.gpu = gpu`` then ``f"cuda:{args.gpu}"`` / ``if args.gpu is not None``: a
             # device object in its place breaks those reads, so no rewrite is offered.
@@ -311,9 +313,12 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         )
     )
     moves = list(pf.respect_guards(model, _call_advice(model, target, handled)))
+    placed = _in_step(choices, moves)
+    definitions = list(pf.respect_guards(model, _assignment_advice(model, target, handled)))
     advice = itertools.chain(
-        _in_step(choices, moves),
-        pf.respect_guards(model, _assignment_advice(model, target, handled)),
+        placed,
+        definitions,
+        pf.int_device_move_advice(model, target, definitions),
         flag_idioms.flag_findings(model, handled),
         flag_idioms.tensor_type_findings(model, target),
         flag_idioms.device_flag_findings(model),

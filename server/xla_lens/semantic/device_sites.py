@@ -10,12 +10,14 @@ import ast
 import io
 import re
 import tokenize
+from dataclasses import replace
 
 from . import pickers
+from .advice import Advice
 from .edits import Replace
 from .model import ScriptModel, const_str, method_name
 from .span import Span
-from .values import DeviceFlow, Use, option_dest
+from .values import DISPLAY_FUNCTIONS, DISPLAY_METHODS, DeviceFlow, Use, option_dest
 
 RANK_NAME = re.compile(r"(^|_)(local_rank|rank|gpu|gpu_id|device_id|local_device)$")
 
@@ -302,3 +304,103 @@ def availability_flags(
         if tests:
             out.append((node, name, tests))
     return out
+
+
+def int_device_binding(model: ScriptModel, arg: ast.AST) -> ast.AST | None:
+    """``device`` in ``.to(device)`` after ``device = rank % torch.cuda.device_count()``: the
+    value of its one binding, when that binding is an integer CUDA index and comes first in
+    the same function (or the module, with no binding in the function). None when the name
+    is a parameter or bound in any other way: the index might not be the one reaching here."""
+    if not isinstance(arg, ast.Name) or not isinstance(arg.ctx, ast.Load):
+        return None
+    fn = model.enclosing_function(arg)
+    if fn is not None and arg.id in {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}:
+        return None
+    stores = _stores(model, arg.id, fn)
+    if not stores and fn is not None:
+        stores = _stores(model, arg.id, None)
+    elif stores and (stores[0].lineno, stores[0].col_offset) > (arg.lineno, arg.col_offset):
+        return None
+    if len(stores) != 1:
+        return None
+    assign = model.parent(stores[0])
+    if not (isinstance(assign, ast.Assign) and assign.targets == [stores[0]]):
+        return None
+    return assign.value if is_int_cuda_device(model, assign.value) else None
+
+
+def _stores(model: ScriptModel, name: str, fn: ast.AST | None) -> list[ast.Name]:
+    """Every binding of ``name`` in ``fn`` (None: the module), in source order."""
+    out = [
+        n
+        for n in model.name_nodes(name)
+        if not isinstance(n.ctx, ast.Load) and model.enclosing_function(n) is fn
+    ]
+    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+
+
+# Calls of a module's own that only a module (or its wrapper) answers.
+MODULE_METHODS = frozenset(
+    {"parameters", "named_parameters", "state_dict", "load_state_dict", "modules", "eval"}
+)
+COPIES = frozenset({"copy.deepcopy", "copy.copy"})
+
+
+def places_a_module(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
+    """``node`` is an ``nn.Module`` by what the script does with it: a copy of one
+    (``deepcopy(model)``), one built by ``from_pretrained`` / ``torch.nn`` / a class, or a
+    name whose parameters or state the script reads. A batch or a tensor is none of these."""
+    if node is None or depth > 2:
+        return False
+    if isinstance(node, ast.Call):
+        name = model.call_name(node) or ""
+        if name in COPIES:
+            return bool(node.args) and places_a_module(model, node.args[0], depth + 1)
+        if name.startswith("torch.nn.") or method_name(node) == "from_pretrained":
+            return True
+        # ``Net()``, ``models.ResNet()``: a class; ``torch.Tensor(...)`` and kin are tensors.
+        last = name.rpartition(".")[2] or (node.func.id if isinstance(node.func, ast.Name) else "")
+        return last[:1].isupper() and not name.startswith("torch.")
+    if not isinstance(node, ast.Name):
+        return False
+    for call in model.method_calls(*MODULE_METHODS):
+        recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+        if isinstance(recv, ast.Name) and recv.id == node.id:
+            return True
+    return any(
+        isinstance(a.value, ast.Call) and places_a_module(model, a.value, depth + 1)
+        for a in model.assignments.get(node.id, ())
+    )
+
+
+def reviewed_if_displayed(model: ScriptModel, value: ast.AST, advice: Advice) -> Advice:
+    """An integer index made the XLA device: a device use of it works the same, but one that
+    prints it (``print(f"gpu {device}")``, ``logger.info(device)``) now shows ``xla:0``
+    instead of the number. Such a fix is offered for review, naming those lines."""
+    if advice.fix is None or not advice.fix.safe:
+        return advice
+    shown = [u for u in uses_of_site(model, value) if u.ok and _displays(model, u.node)]
+    if not shown:
+        return advice
+    reason = (
+        "the index is also printed, which would show the XLA device instead of the number: "
+        + ", ".join(f"line {u.node.lineno}" for u in shown[:3])  # type: ignore[attr-defined]
+    )
+    return replace(
+        advice,
+        message=f"{advice.message} (fix needs review: {reason})",
+        fix=replace(advice.fix, safe=False, review_reason=reason),
+    )
+
+
+def _displays(model: ScriptModel, node: ast.AST) -> bool:
+    for a in model.ancestors(node):
+        if isinstance(a, ast.FormattedValue):
+            return True
+        if isinstance(a, ast.Call):
+            if isinstance(a.func, ast.Name) and a.func.id in DISPLAY_FUNCTIONS:
+                return True
+            return method_name(a) in DISPLAY_METHODS
+        if isinstance(a, ast.stmt):
+            return False
+    return False

@@ -338,3 +338,47 @@ def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[A
                     fix=replace(f.fix, safe=False, review_reason=reason),
                 )
         yield f
+
+
+def int_device_move_advice(
+    model: ScriptModel, target_api: Target, definitions: list[Advice]
+) -> Iterator[Advice]:
+    """``ema = deepcopy(model).to(device)`` after ``device = rank % torch.cuda.device_count()``:
+    a model placed on a CUDA device number. Said where the model is placed (that is where a
+    reader looks), with the fix of the index's own finding (``definitions``, by the span of
+    the value): converting the index is what moves the model, and it is exactly as safe."""
+    by_span = {a.span: a for a in definitions}
+    for call in model.method_calls("to"):
+        target = (
+            call.args[0]
+            if call.args
+            else next((k.value for k in call.keywords if k.arg == "device"), None)
+        )
+        if target is None:
+            continue
+        value = sites.int_device_binding(model, target)
+        if value is None or not sites.places_a_module(model, receiver_of(call)):
+            continue
+        definition = by_span.get(model.span(value))
+        if definition is None:
+            continue  # the index is not reported (a guard decided it): nothing to point at
+        name, line = model.segment(target), value.lineno
+        dev = xla_api.device(Emitter(model), target_api)
+        base = (
+            f".to({name}) places {model.segment(receiver_of(call))} on a CUDA device number "
+            f"(`{name} = {model.segment(value)}`, line {line}): on XLA the model goes to {dev}"
+        )
+        plan = definition.fix
+        if plan is None:
+            yield advice(model, target, base, manual=definition.manual)
+            continue
+        yield advice(
+            model,
+            target,
+            message(base, plan.safe, plan.review_reason),
+            replace(plan, title=f"{plan.title} for {name} at line {line}"),
+        )
+
+
+def receiver_of(call: ast.Call) -> ast.AST | None:
+    return call.func.value if isinstance(call.func, ast.Attribute) else None

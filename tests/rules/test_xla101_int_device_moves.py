@@ -1,0 +1,91 @@
+"""XLA101 at a model placed on an integer CUDA index held in a variable
+(``ema = deepcopy(model).to(device)`` after ``device = rank % torch.cuda.device_count()``):
+reported where the model is placed, with the index's own fix, exactly as safe as it is."""
+
+from tests.helpers import findings, fixed
+
+HEAD = """
+import torch
+from copy import deepcopy
+from torch import nn
+from transformers import AutoModel
+
+def main(rank):
+    device = rank % torch.cuda.device_count()
+    model = nn.Linear(4, 4)
+"""
+
+
+def _xla101(body: str):
+    return findings(HEAD + body, "XLA101")
+
+
+def _lines(fs):
+    return [f.span.start.line + 1 for f in fs]
+
+
+def test_an_ema_copy_placed_on_the_index_is_reported_with_the_index_fix():
+    index, ema = _xla101("    ema = deepcopy(model).to(device)\n")
+    assert _lines([index, ema]) == [7, 9]
+    assert "places deepcopy(model) on a CUDA device number" in ema.message
+    assert "line 7" in ema.message
+    assert ema.fix.ops == index.fix.ops and ema.fix.safe
+    out = fixed(HEAD + "    ema = deepcopy(model).to(device)\n", "XLA101")
+    assert "    device = torch_xla.device()\n" in out
+    assert "ema = deepcopy(model).to(device)" in out
+
+
+def test_pretrained_and_class_built_models_are_placements_too():
+    fs = _xla101(
+        "    vae = AutoModel.from_pretrained('x').to(device)\n"
+        "    net = nn.Sequential(model).to(device)\n"
+    )
+    assert _lines(fs) == [7, 9, 10]
+
+
+def test_batches_moved_with_the_index_are_left_to_the_index_finding():
+    fs = _xla101(
+        "    x = torch.randn(2, 4).to(device)\n"
+        "    for batch in range(3):\n"
+        "        y = torch.tensor([batch]).to(device)\n"
+    )
+    assert _lines(fs) == [7]
+
+
+def test_a_printed_index_makes_both_fixes_wait_for_review():
+    fs = _xla101("    ema = deepcopy(model).to(device)\n    print(f'training on gpu {device}')\n")
+    assert len(fs) == 2
+    for f in fs:
+        assert not f.fix.safe and "printed" in f.fix.review_reason
+        assert "line 10" in f.fix.review_reason
+
+
+def test_a_cuda_only_use_makes_both_fixes_wait_for_review():
+    fs = _xla101("    torch.cuda.set_device(device)\n    ema = deepcopy(model).to(device)\n")
+    assert len(fs) == 2
+    assert all(not f.fix.safe and "torch.cuda.set_device" in f.fix.review_reason for f in fs)
+
+
+def test_an_index_read_as_a_number_gets_no_fix_at_either_place():
+    fs = _xla101(
+        "    ema = deepcopy(model).to(device)\n    if device == 0:\n        print('first')\n"
+    )
+    assert len(fs) == 2 and all(f.fix is None and f.manual for f in fs)
+
+
+def test_a_device_parameter_or_a_rebound_name_is_not_followed():
+    code = """
+import torch
+from copy import deepcopy
+
+def place(model, device):
+    return deepcopy(model).to(device)
+
+def main(rank, model):
+    device = rank % torch.cuda.device_count()
+    if rank:
+        device = 0
+    ema = deepcopy(model).to(device)
+"""
+    # Only the index itself: ``place``'s parameter and the rebound name are not followed.
+    assert _lines(findings(code, "XLA101")) == [8]
