@@ -18,6 +18,7 @@ from ...semantic.model import ScriptModel, keyword
 from ..base import EditOp, Finding, Fix, RemoveKeyword, SetArgs, SetKeyword, Severity
 from .ddp_cpu_input import cpu_input_findings
 from .ddp_inputs import CpuInput, unmoved_input
+from .ddp_kwargs import kwargs_review_reason
 
 
 def ddp_findings(model: ScriptModel, call: ast.Call, code: str) -> Iterator[Finding]:
@@ -42,9 +43,9 @@ def _names_cuda_device(node: ast.expr | None) -> bool:
 
 
 def _ddp_finding(model: ScriptModel, call: ast.Call, code: str) -> Finding | None:
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(
-        kw.arg is None for kw in call.keywords
-    ):
+    # ``**kw`` cannot un-name an explicit device_ids (a second one is a TypeError); a
+    # ``*args`` may shift what the positional ones mean.
+    if any(isinstance(a, ast.Starred) for a in call.args):
         return None
     # DistributedDataParallel(module, device_ids=None, output_device=None, dim=0, ...)
     positional = call.args[1:3]
@@ -80,6 +81,8 @@ def _ddp_finding(model: ScriptModel, call: ast.Call, code: str) -> Finding | Non
         message += (
             f"; but device_ids also moved each forward's inputs onto the device (line {cpu.line})"
         )
+    reasons = [r for r in (cpu.reason if cpu else None, kwargs_review_reason(model, call)) if r]
+    reason = "; ".join(reasons)
     return Finding(
         code,
         message,
@@ -88,10 +91,10 @@ def _ddp_finding(model: ScriptModel, call: ast.Call, code: str) -> Finding | Non
         fix=Fix(
             "Keep DDP, drop device_ids/output_device",
             ops,
-            safe=cpu is None,
-            review_reason=cpu.reason if cpu else "",
+            safe=not reasons,
+            review_reason=reason,
         ),
-        manual=f"review: {cpu.reason}" if cpu else None,
+        manual=f"review: {reason}" if reasons else None,
     )
 
 
