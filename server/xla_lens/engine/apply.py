@@ -34,6 +34,7 @@ from ..rules.base import (
     Span,
 )
 from . import apply_anchors as anchors
+from .apply_calls import edit_call, expression
 
 
 class FixError(Exception):
@@ -56,20 +57,6 @@ def _statements(
 ) -> list[cst.BaseStatement]:
     mod = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=config)
     return list(mod.body)
-
-
-def _expression(code: str, config: cst.PartialParserConfig | None = None) -> cst.BaseExpression:
-    try:
-        return cst.parse_expression(code, config=config)
-    except cst.ParserSyntaxError:
-        # A multi-line receiver segment parses once parenthesised.
-        return cst.parse_expression(f"({code})", config=config)
-
-
-def _args(code: str) -> list[cst.Arg]:
-    call = cst.parse_expression(f"f({code})")
-    assert isinstance(call, cst.Call)
-    return list(call.args)
 
 
 class _Applier(cst.CSTTransformer):
@@ -149,7 +136,7 @@ class _Applier(cst.CSTTransformer):
             if isinstance(op, SetKeyword | RemoveKeyword | SetArgs) and isinstance(
                 updated, cst.Call
             ):
-                updated = self._edit_call(updated, op)
+                updated = edit_call(updated, op, self.config)
                 self._mark(op)
         for op in ops:
             if isinstance(op, Replace):
@@ -161,74 +148,9 @@ class _Applier(cst.CSTTransformer):
     def _replacement(
         self, original: cst.CSTNode, updated: cst.CSTNode, op: Replace, took_parens: bool
     ) -> cst.CSTNode:
-        """``op.code`` in place of ``updated``: inside the parentheses that stay around it
-        (the ones outside the span), parenthesised when it binds more loosely than its
-        place needs, and an element of its tuple/list when it replaces ``*xs`` there."""
-        new = _expression(op.code, self.config)
-        lpar = list(getattr(updated, "lpar", ()))
-        rpar = list(getattr(updated, "rpar", ()))
-        if took_parens:
-            lpar, rpar = lpar[:-1], rpar[1:]
-        if lpar or rpar:
-            try:
-                new = new.with_changes(lpar=lpar, rpar=rpar)
-            except TypeError:
-                pass
-        elif _bare_generator(original) and isinstance(new, cst.GeneratorExp):
-            new = new.with_changes(lpar=[], rpar=[])  # the call's parentheses hold it
-        elif not getattr(new, "lpar", None):
-            parent = self.path[-1] if self.path else None
-            stood = anchors.ATOM if took_parens else anchors.precedence(original)
-            if not anchors.fits(parent, original, stood, new):
-                new = anchors.parenthesised(new)
-        if isinstance(original, cst.StarredElement) and not isinstance(new, cst.StarredElement):
-            return cst.Element(value=new, comma=updated.comma)  # type: ignore[attr-defined]
-        return new
-
-    def _edit_call(self, call: cst.Call, op: EditOp) -> cst.Call:
-        args = list(call.args)
-        if isinstance(op, SetArgs):
-            return call.with_changes(args=_args(op.code))
-        index = next(
-            (i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == op.name),
-            None,
-        )
-        if isinstance(op, RemoveKeyword):
-            if index is None:
-                return call
-            removed = args.pop(index)
-            if index == len(args) and args:
-                # The new last argument takes over the removed one's trailing comma
-                # (or lack of it), so multi-line layouts stay as they were.
-                args[-1] = args[-1].with_changes(comma=removed.comma)
-            return call.with_changes(args=args)
-        assert isinstance(op, SetKeyword)
-        value = _expression(op.code, self.config)
-        if index is not None:
-            args[index] = args[index].with_changes(value=value)
-            return call.with_changes(args=args)
-        new_arg = cst.Arg(
-            value=value,
-            keyword=cst.Name(op.name),
-            equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""),
-                whitespace_after=cst.SimpleWhitespace(""),
-            ),
-        )
-        if args and isinstance(args[-1].comma, cst.Comma):
-            last = args[-1]
-            separator = (
-                args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
-            )
-            new_arg = new_arg.with_changes(comma=last.comma)
-            if separator is not None:
-                args[-1] = last.with_changes(comma=separator)
-            else:
-                args[-1] = last.with_changes(
-                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                )
-        args.append(new_arg)
-        return call.with_changes(args=args)
+        new = expression(op.code, self.config)
+        parent = self.path[-1] if self.path else None
+        return anchors.in_place(original, updated, parent, new, took_parens)
 
     # --- statements -----------------------------------------------------------------
     def _rewrite_body(
@@ -468,10 +390,6 @@ def _apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
         except SyntaxError as exc:
             raise FixError(f"a fix produced invalid Python: {exc.msg}") from exc
     return ApplyResult(code, len(ops), [])
-
-
-def _bare_generator(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.GeneratorExp) and not node.lpar
 
 
 def _not_applicable(op: EditOp) -> str:

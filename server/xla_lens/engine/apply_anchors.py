@@ -154,3 +154,38 @@ def paren_span(
     if left is None or right is None:
         return None
     return Span(left.start, right.end)
+
+
+def in_place(
+    original: cst.CSTNode,
+    updated: cst.CSTNode,
+    parent: cst.CSTNode | None,
+    new: cst.BaseExpression,
+    took_parens: bool,
+) -> cst.CSTNode:
+    """``new`` in place of ``updated`` (``original`` before its children's edits, held by
+    ``parent``): inside the parentheses that stay around it (those outside the span; with
+    ``took_parens`` the innermost pair was inside it), parenthesised when it binds more
+    loosely than its place needs, and an element of its tuple/list when it replaces ``*xs``."""
+    lpar = list(getattr(updated, "lpar", ()))
+    rpar = list(getattr(updated, "rpar", ()))
+    if took_parens:
+        lpar, rpar = lpar[:-1], rpar[1:]
+    if lpar or rpar:
+        try:
+            new = new.with_changes(lpar=lpar, rpar=rpar)
+        except TypeError:
+            pass
+    elif _bare_generator(original) and isinstance(new, cst.GeneratorExp):
+        new = new.with_changes(lpar=[], rpar=[])  # the call's parentheses hold it
+    elif not getattr(new, "lpar", None):
+        stood = ATOM if took_parens else precedence(original)
+        if not fits(parent, original, stood, new):
+            new = parenthesised(new)
+    if isinstance(original, cst.StarredElement) and not isinstance(new, cst.StarredElement):
+        return cst.Element(value=new, comma=updated.comma)  # type: ignore[attr-defined]
+    return new
+
+
+def _bare_generator(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.GeneratorExp) and not node.lpar
