@@ -165,5 +165,13 @@ def test_a_loader_xla106_wraps_syncs_unless_the_wrap_is_silenced():
     silenced = DISTRIBUTED.replace(
         "for x in loader:", "for x in loader:  # xla-lens: ignore[XLA106]"
     )
+    # Without the wrap, XLA107 syncs the loop, and the closure runs at that sync.
+    (sync,) = findings(silenced, "XLA107")
+    assert sync.fix.safe
     (f,) = findings(silenced, "XLA401")
+    assert f.fix.safe
+    neither = DISTRIBUTED.replace(
+        "for x in loader:", "for x in loader:  # xla-lens: ignore[XLA106, XLA107]"
+    )
+    (f,) = findings(neither, "XLA401")
     assert not f.fix.safe and "nothing in this loop syncs" in f.fix.review_reason

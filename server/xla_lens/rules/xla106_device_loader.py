@@ -20,6 +20,7 @@ from ..semantic.loop_syncs import loop_syncs, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.device_after_fixes import device_not_xla
+from .parts.final_fixes import applied_spans
 
 CODE = "XLA106"
 REVIEW_PARAMETER = (
@@ -83,10 +84,14 @@ def _plans(model: ScriptModel, target: Target) -> dict[int, Wrap | None]:
 
 
 def will_wrap(model: ScriptModel, loop: ast.AST, target: Target = "modern") -> bool:
-    """True when XLA106 wraps this loop's loader with a safe fix (XLA107 then leaves the
-    sync to the loader). Safety does not depend on the target: both name the XLA device."""
+    """True when Convert wraps this loop's loader (XLA107 then leaves the sync to the loader):
+    the fix is safe and the engine applies it, i.e. the user did not silence it and launch
+    safety does not hold it back (``final_fixes``; a wrap it holds back left the loop with no
+    sync at all). Safety does not depend on the target: both name the XLA device."""
     plan = _plans(model, target).get(id(loop))
-    return plan is not None and plan.safe
+    if plan is None or not plan.safe:
+        return False
+    return model.span(plan.loader) in applied_spans(model, CODE, check, target)
 
 
 def device_ref_at(model: ScriptModel, e: Emitter, target: Target, node: ast.AST) -> str:

@@ -16,8 +16,9 @@ from ...semantic.params import parameter_of
 from ...semantic.prepared_loaders import Feed, prepared_feed
 from ...semantic.steps import trailing_exit_guard
 from .. import xla106_device_loader, xla107_mark_step
-from ..base import Pos, RuleContext, Span, Target
+from ..base import Pos, Span, Target
 from ..xla106_device_loader import will_wrap
+from .final_fixes import applied_spans
 
 EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
 REVIEW_LOST = (
@@ -141,18 +142,9 @@ def code_text(model: ScriptModel, node: ast.AST) -> str:
 
 
 def applied_at(model: ScriptModel, rule: ModuleType, target: Target) -> frozenset[Span]:
-    """Spans of ``rule``'s findings whose safe fix is applied (not silenced by the user)."""
-
-    def compute() -> frozenset[Span]:
-        out = set()
-        for f in rule.check(model, RuleContext(target)):
-            if f.fix is None or not f.fix.safe:
-                continue
-            if not model.silenced(f.code, f.span.start.line, f.span.end.line):
-                out.add(f.span)
-        return frozenset(out)
-
-    return model.memo((applied_at, rule.__name__, target), compute)
+    """Spans of ``rule``'s findings whose safe fix Convert applies: not silenced by the user,
+    not held back by the engine's launch safety (``final_fixes``)."""
+    return applied_spans(model, rule.CODE, rule.check, target)
 
 
 def _applied_by_start(model: ScriptModel, rule: ModuleType, target: Target) -> list[Span]:
