@@ -315,6 +315,8 @@ async def main() -> None:
     args = parser.parse_args()
     import tempfile
 
+    # The machine is shared: latencies under load say more about the scheduler than the server.
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         rows = [await bench_size(int(n), args.edits, Path(tmp)) for n in args.sizes.split(",")]
         big = await bench_big(args.big_mb, Path(tmp)) if args.big_mb else None
@@ -332,8 +334,9 @@ async def main() -> None:
     for r in rows:
         print(
             f"{r['lines']:>6} lines: pending hover p95 on a line the edit left alone "
-            f"{r['pending_other_hover_p95']:.1f} ms (on the edited line it waits for the analysis)"
+            f"{r['pending_other_hover_p95']:.1f} ms (the other column: on the edited line)"
         )
+    print(f"load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     for r in rows:
         target = TARGETS_MS.get(r["lines"])
         if target is not None:
