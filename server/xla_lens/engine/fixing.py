@@ -79,7 +79,7 @@ def fix_source(
         try:
             new_text = apply_ops(text, ops).code
         except FixError:
-            new_text = _apply_one_by_one(text, chosen)
+            new_text, chosen = _apply_one_by_one(text, chosen)
         if new_text == text:
             break
         outcome.applied.extend(f.code for f in chosen)
@@ -90,14 +90,15 @@ def fix_source(
     return outcome
 
 
-def _apply_one_by_one(text: str, findings: list[Finding]) -> str:
+def _apply_one_by_one(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]:
     """Fallback when the combined edit fails: apply the first fix that works on its own
-    (spans are only valid for the current text, so the next round re-analyses)."""
+    (spans are only valid for the current text, so the next round re-analyses). Returns the
+    new text and the finding whose fix it applied (none when no fix applies)."""
     from .apply import FixError, apply_ops
 
     for f in findings:
         try:
-            return apply_ops(text, f.fix.ops).code  # type: ignore[union-attr]
+            return apply_ops(text, f.fix.ops).code, [f]  # type: ignore[union-attr]
         except FixError:
             continue
-    return text
+    return text, []
