@@ -22,13 +22,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..semantic.arguments import literal_sources
 from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import ScriptModel
+from ..semantic.node_helpers import const_str
 from ..semantic.workspace import FunctionFacts
+from ..semantic.workspace_backend import backend_parameter
 from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
 from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots, regions
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.library_autocast import display_path, library_autocasts
+from .xla205_ddp_backend import CUDA_BACKENDS
 
 CODE = "XLA118"
 # Rules whose findings in a helper mean the helper must change for the script to run on XLA.
@@ -168,11 +172,26 @@ def _closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
         for region in frontier:
             for n in model.walk_scope(region):
                 if isinstance(n, ast.Call):
-                    callee = model.steps.callee(n)
-                    if callee is not None and callee not in out and callee not in found:
-                        found.append(callee)
+                    for callee in _runs(model, n):
+                        if callee not in out and callee not in found:
+                            found.append(callee)
         out.extend(found)
         frontier = found
+    return out
+
+
+def _runs(model: ScriptModel, call: ast.Call) -> list[ast.AST]:
+    """The module's functions ``call`` runs: its callee, and a function of the module handed
+    to it (``mp.spawn(_worker, ...)``, ``Process(target=_worker)``: a launcher's worker)."""
+    out: list[ast.AST] = []
+    callee = model.steps.callee(call)
+    if callee is not None:
+        out.append(callee)
+    for arg in (*call.args, *(k.value for k in call.keywords)):
+        if isinstance(arg, ast.Name) and arg.id not in model.imports:
+            fn = model.steps.module_functions.get(arg.id)
+            if fn is not None and fn not in out:
+                out.append(fn)
     return out
 
 
@@ -239,9 +258,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     seen: set[object] = set()
     modules: set[str] = set()
     said: set[tuple[Path, int]] = set()  # lines of class code already named at a call
+    literals: set[int] = set()  # "nccl" literals already named
     roots = class_roots(model)  # most calls start with no name that reaches a class
     for call in model.calls:
         helper = helper_target(model, call)
+        if helper is not None:
+            yield from _backend_literals(model, call, helper, literals)
         if helper is None:
             if not roots or call_root(call.func) not in roots:
                 continue
@@ -267,6 +289,39 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             sited = [(helper.path, e) for e in evidence]
             yield _finding(model, call, helper.shown, defined, sited)
     yield from library_autocasts(model, CODE)
+
+
+def _backend_literals(
+    model: ScriptModel, call: ast.Call, helper: HelperTarget, said: set[int]
+) -> Iterator[Finding]:
+    """``launch(main, n, backend=args.dist_backend)`` whose helper builds the process group
+    from that parameter: the "nccl" the script writes for it (at the call, an argparse
+    default, a config dict) is the backend there. No fix: the helper's file changes too."""
+    param = backend_parameter(helper)
+    if param is None:
+        return
+    arg = next((k.value for k in call.keywords if k.arg == param.name), None)
+    if arg is None and param.index is not None and param.index < len(call.args):
+        if not any(isinstance(a, ast.Starred) for a in call.args[: param.index + 1]):
+            arg = call.args[param.index]
+    if arg is None:
+        return
+    where = display_path(model.path, helper.path)
+    for literal in literal_sources(model, arg) or []:
+        if const_str(literal) not in CUDA_BACKENDS or id(literal) in said:
+            continue
+        said.add(id(literal))
+        yield Finding(
+            CODE,
+            f'"{const_str(literal)}" here becomes the process-group backend in {where} '
+            f"(line {param.init_line}: init_process_group(backend={param.name})) through "
+            f"`{helper.shown}(...)` at line {call.lineno}: on XLA devices the backend is "
+            '"xla"',
+            model.span(literal),
+            Severity.WARNING,
+            manual=f'make it "xla" (and import torch_xla.distributed.xla_backend) when you '
+            f"convert {where}: the process group is built there",
+        )
 
 
 def _class_finding(
