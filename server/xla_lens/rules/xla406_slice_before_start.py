@@ -22,7 +22,6 @@ MESSAGE = (
     'raises ("RuntimeError: Value out of range") when `{count}` exceeds the dimension, e.g. a '
     "prompt shorter than the context"
 )
-MANUAL = "clamp the start: `-min({count}, {receiver}.shape[{dim}])`"
 
 
 def _negated(node: ast.expr | None) -> ast.expr | None:
@@ -72,6 +71,30 @@ def _guarded(model: ScriptModel, subscript: ast.Subscript, count: ast.expr) -> b
     return False
 
 
+GROWING_CALLS = {"torch.cat", "torch.concat", "torch.concatenate", "torch.hstack"}
+
+
+def _grows_in_loop(model: ScriptModel, subscript: ast.Subscript) -> bool:
+    """The sliced name is extended by concatenation in the loop around the slice (the
+    generation loop's ``idx = torch.cat((idx, next_token), dim=1)``): it starts shorter than
+    the window it is cropped to. A slice of a value of fixed length (a model output cut to
+    its prediction horizon) is not reported."""
+    receiver = subscript.value
+    loop = model.innermost_loop(subscript)
+    if not isinstance(receiver, ast.Name) or loop is None:
+        return False
+    for node in model.walk_scope(loop):
+        if not isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not any(isinstance(t, ast.Name) and t.id == receiver.id for t in targets):
+            continue
+        value = node.value
+        if isinstance(value, ast.Call) and model.call_name(value) in GROWING_CALLS:
+            return True
+    return False
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for node in model.nodes_of(ast.Subscript):
         assert isinstance(node, ast.Subscript)
@@ -81,24 +104,19 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             count = _negated(piece.lower)
             if count is None or piece.upper is not None or piece.step is not None:
                 continue
-            if _guarded(model, node, count):
+            if not _grows_in_loop(model, node) or _guarded(model, node, count):
                 continue
             receiver = model.segment(node.value)
             count_text = model.segment(count)
             clamped = f"-min({count_text}, {receiver}.shape[{dim}])"
-            fix = None
-            if isinstance(node.value, ast.Name):
-                # The receiver is read twice: a plain name reads the same tensor both times.
-                fix = Fix(
-                    f"Clamp the start: {clamped}", (Replace(model.span(piece.lower), clamped),)
-                )
+            # The receiver is a plain name (_grows_in_loop): read twice, it is the same tensor.
+            fix = Fix(f"Clamp the start: {clamped}", (Replace(model.span(piece.lower), clamped),))
             yield Finding(
                 CODE,
                 MESSAGE.format(start=model.segment(piece.lower), count=count_text),
                 model.span(piece.lower),
                 Severity.WARNING,
                 fix=fix,
-                manual=None if fix else MANUAL.format(count=count_text, receiver=receiver, dim=dim),
             )
 
 
@@ -112,8 +130,9 @@ and keep them all. On the XLA device the same slice raises
 prompt shorter than the context.
 
 Fix: `x[:, -min(n, x.shape[1]):]` — the same slice wherever the start is inside the tensor,
-and the clamped one where it is not (safe: exactly what the CPU did). A size test around the
-slice (`idx if idx.size(1) <= n else idx[:, -n:]`) already prevents it and is not reported.
+and the clamped one where it is not (safe: exactly what the CPU did). Reported where the
+sliced tensor grows by concatenation in the same loop (the generation loop); a size test
+around the slice (`idx if idx.size(1) <= n else idx[:, -n:]`) already prevents it.
 """
 
 RULE = Rule(
