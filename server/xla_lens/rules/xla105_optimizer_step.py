@@ -20,6 +20,7 @@ from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from ..semantic.params import argument_values, parameter_of
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
+from .parts.ddp_callers import ddp_callers
 
 CODE = "XLA105"
 # ZeroRedundancyOptimizer (and any other ...Optimizer class of torch_xla.distributed).
@@ -58,9 +59,18 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         # A closure (LBFGS) goes through optimizer_args; not worth guessing here.
         if call.args or call.keywords or model.in_training_loop(call) is None:
             continue
+        reduced_by_callers, callers_reason = ddp_callers(model, call)
+        if reduced_by_callers:
+            continue  # every caller wraps the model in DDP: the plain step is right
         e = Emitter(model)
         code = xla_api.optimizer_step(e, model.segment(opt))
         wrapper = _local_wrapper(model, opt)
+        reasons = [callers_reason] if callers_reason else []
+        if wrapper is not None:
+            reasons.append(
+                f"`{model.segment(opt)}` is a `{wrapper}` (a class of this script, not a "
+                "torch optimizer): xm.optimizer_step needs its param_groups"
+            )
         yield Finding(
             CODE,
             f"optimizer step on XLA: {code} all-reduces the gradients across replicas "
@@ -70,11 +80,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix=Fix(
                 f"Replace with {code}",
                 (Replace(model.span(call), code), *e.imports),
-                safe=wrapper is None,
-                review_reason=""
-                if wrapper is None
-                else f"`{model.segment(opt)}` is a `{wrapper}` (a class of this script, not a "
-                "torch optimizer): xm.optimizer_step needs its param_groups",
+                safe=not reasons,
+                review_reason="; ".join(reasons),
             ),
         )
 

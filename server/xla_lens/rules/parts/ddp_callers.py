@@ -1,0 +1,76 @@
+"""XLA105: a training function whose callers, in other modules of the workspace, wrap the
+model in DistributedDataParallel.
+
+``train_one_epoch(model, ..., optimizer, ...)`` in ``legacy_train.py`` steps an optimizer
+built in ``legacy_main.py`` from a model wrapped there in DDP (open_clip). Over the ``xla``
+backend DDP all-reduces the gradients in backward, so the plain ``optimizer.step()`` is right
+and ``xm.optimizer_step`` would all-reduce them a second time. The function is followed to
+the functions of this file that lead to it, and those to their callers in the workspace
+(``semantic/workspace_callers.py``): when every caller found reduces (and nothing in this
+file's own top-level code calls it), the step stays as it is; when only some do, the fix
+waits for review and says which caller already reduces. No caller found: as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+from ...semantic.model import ScriptModel
+from ...semantic.workspace_callers import CallerModule, workspace_callers
+
+MAX_DEPTH = 4
+
+
+def ddp_callers(model: ScriptModel, step: ast.Call) -> tuple[bool, str]:
+    """(every caller already reduces the gradients, why the fix needs review or "")."""
+    fn = model.enclosing_function(step)
+    if fn is None or not model.path or model.path.startswith("<"):
+        return False, ""
+    entries, called_here = _entries(model, fn)
+    callers: list[tuple[str, CallerModule]] = []
+    for entry in entries:
+        if isinstance(model.parent(entry), ast.Module):
+            callers += [(entry.name, c) for c in workspace_callers(model, entry.name)]
+    reducing = [(name, c) for name, c in callers if c.reducer]
+    if not reducing:
+        return False, ""
+    if len(reducing) == len(callers) and not called_here:
+        return True, ""
+    name, caller = reducing[0]
+    where = _shown(model.path, caller.path)
+    lines = ", ".join(str(line) for line in caller.lines)
+    return False, (
+        f"`{name}()` is also called from {where} (line {lines}), which wraps the model in "
+        f"{caller.reducer}: over the xla backend it already all-reduces the gradients in "
+        "backward, so xm.optimizer_step would all-reduce them a second time for that caller"
+    )
+
+
+def _entries(model: ScriptModel, fn: ast.AST) -> tuple[list[ast.AST], bool]:
+    """``fn`` and the functions of this file whose calls lead to it; whether the module's
+    own top-level code calls one of them."""
+    entries, frontier, called_here = [fn], [fn], False
+    for _ in range(MAX_DEPTH):
+        found: list[ast.AST] = []
+        for call in model.calls:
+            if model.steps.callee(call) not in frontier:
+                continue
+            outer = model.enclosing_function(call)
+            if outer is None:
+                called_here = True
+            elif outer not in entries and outer not in found:
+                found.append(outer)
+        if not found:
+            break
+        entries += found
+        frontier = found
+    return entries, called_here
+
+
+def _shown(script: str, path: Path) -> str:
+    try:
+        return os.path.relpath(path, Path(script).resolve().parent)
+    except (OSError, ValueError):
+        return str(path)

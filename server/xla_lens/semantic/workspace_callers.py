@@ -1,0 +1,166 @@
+"""Which other modules of the workspace call a function of this file, and whether they wrap
+the model in DistributedDataParallel.
+
+``from open_clip_train.legacy_train import train_one_epoch`` in ``legacy_main.py``: the
+training step lives in ``legacy_train.py``, while the model is wrapped in DDP by its caller.
+Converting ``legacy_train.py`` alone, a rule must know that its optimizer's gradients are
+already all-reduced in backward (DDP over the ``xla`` backend), or ``xm.optimizer_step``
+would all-reduce them a second time. ``workspace_callers`` looks for the callers in the
+file's folder (and, when the folder is a package, the folder above it, where scripts sit):
+modules that import the function (``from x import f``, ``import x`` then ``x.f(...)``, ``from
+pkg import x``) and resolve that import to this very file (``workspace.module_file``). Each
+caller module is classified by ``frameworks.ownership`` (DDP/FSDP/SPMD, accelerate or
+Lightning own the all-reduce there). Read from disk, never imported or run; bounded and
+cached per file version.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .diskread import read_regular
+from .workspace import MAX_BYTES, module_file
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+MAX_FILES = 64  # .py files looked at per search
+_CACHE_LIMIT = 256
+
+
+@dataclass(frozen=True)
+class CallerModule:
+    path: Path
+    lines: tuple[int, ...]  # 1-based lines of its calls of the function
+    reducer: str | None  # what all-reduces the gradients there (``DistributedDataParallel``)
+
+
+# (path, size, mtime) -> (text, the caller summary per function name asked)
+_texts: dict[tuple[str, int, int], str | None] = {}
+_summaries: dict[tuple[str, int, int, str, str], CallerModule | None] = {}
+
+
+def clear_cache() -> None:
+    _texts.clear()
+    _summaries.clear()
+
+
+def _folders(path: Path) -> list[Path]:
+    here = path.parent
+    out = [here]
+    if (here / "__init__.py").is_file():
+        out.append(here.parent)
+    return out
+
+
+def workspace_callers(model: ScriptModel, function: str) -> list[CallerModule]:
+    """The modules of the workspace (other than this file) that call ``function`` of it."""
+    if not model.path or model.path.startswith("<"):
+        return []
+    return model.memo(("workspace_callers", function), lambda: _search(model, function))
+
+
+def _search(model: ScriptModel, function: str) -> list[CallerModule]:
+    try:
+        me = Path(model.path).resolve()
+        folders = _folders(me)
+    except OSError:
+        return []
+    out: list[CallerModule] = []
+    seen = 0
+    for folder in folders:
+        try:
+            files = sorted(p for p in folder.iterdir() if p.suffix == ".py")
+        except OSError:
+            continue
+        for path in files:
+            if seen >= MAX_FILES:
+                return out
+            seen += 1
+            if path == me:
+                continue
+            found = _caller(path, me, function)
+            if found is not None:
+                out.append(found)
+    return out
+
+
+def _caller(path: Path, target: Path, function: str) -> CallerModule | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    if key not in _texts:
+        try:
+            text: str | None = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            text = None
+        if len(_texts) >= _CACHE_LIMIT:
+            _texts.clear()
+        _texts[key] = text
+    text = _texts[key]
+    # Cheap first: the caller must spell the function's name and the module's.
+    if text is None or function not in text or target.stem not in text:
+        return None
+    skey = (*key, str(target), function)
+    if skey not in _summaries:
+        if len(_summaries) >= _CACHE_LIMIT:
+            _summaries.clear()
+        _summaries[skey] = _summarise(path, text, target, function)
+    return _summaries[skey]
+
+
+def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModule | None:
+    from .frameworks import ownership  # frameworks imports the model, which imports us
+    from .model import ScriptModel
+
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    direct: set[str] = set()  # names bound to the function
+    modules: set[str] = set()  # names bound to this file as a module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                local = alias.asname or alias.name
+                if alias.name == function and _is(path, node.module or "", node.level, target):
+                    direct.add(local)
+                elif alias.name == target.stem:
+                    full = ".".join(p for p in (node.module, alias.name) if p)
+                    if _is(path, full, node.level, target):
+                        modules.add(local)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[-1] == target.stem and _is(path, alias.name, 0, target):
+                    modules.add(alias.asname or alias.name)
+    if not direct and not modules:
+        return None
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in direct:
+            lines.append(node.lineno)
+        elif isinstance(func, ast.Attribute) and func.attr == function:
+            if ast.unparse(func.value) in modules:
+                lines.append(node.lineno)
+    if not lines:
+        return None
+    caller = ScriptModel(text, tree, "<caller>")
+    owner = ownership(caller)
+    reducer = owner.framework or owner.reduced_besides_xla_steps
+    return CallerModule(path, tuple(sorted(lines)), reducer)
+
+
+def _is(importer: Path, module: str, level: int, target: Path) -> bool:
+    found = module_file(str(importer), module, level)
+    try:
+        return found is not None and found.resolve() == target
+    except OSError:
+        return False
