@@ -193,3 +193,40 @@ def test_cuda_streams_in_a_sibling_class_and_function_need_converting(tmp_path: 
     assert "line 7:" in found[4].message and "stream" in found[4].message.lower()
     assert "overlap() runs code in data/prefetch.py" in found[6].message
     assert "line 23:" in found[6].message
+
+
+def test_a_gpu_count_from_nvidia_smi_in_a_sibling_is_named_at_the_call(tmp_path: Path):
+    _write(tmp_path / "pyproject.toml", "")
+    _write(
+        tmp_path / "utils" / "dist.py",
+        """
+        import os
+        import subprocess
+
+        def get_num_devices():
+            gpu_list = os.getenv("CUDA_VISIBLE_DEVICES", None)
+            if gpu_list is not None:
+                return len(gpu_list.split(","))
+            return len(os.popen("nvidia-smi -L").read().strip().split("\\n"))
+
+        def gpu_names():
+            return subprocess.check_output(["nvidia-smi", "--query-gpu=name"]).decode()
+
+        def get_rank():
+            return int(os.environ.get("RANK", 0))
+        """,
+    )
+    _write(tmp_path / "utils" / "__init__.py", "from .dist import *\n")
+    script = _write(
+        tmp_path / "tools" / "train.py",
+        """
+        from utils import get_num_devices, get_rank, gpu_names
+        n = get_num_devices()
+        print(gpu_names(), get_rank())
+        """,
+    )
+    found = {f.span.start.line + 1: f for f in _found(script)}
+    assert "get_num_devices() runs code in utils/dist.py" in found[2].message
+    assert "line 8: `nvidia-smi`" in found[2].message
+    assert "gpu_names()" in found[3].message
+    assert sorted(found) == [2, 3]  # get_rank: an env read alone is no evidence

@@ -22,17 +22,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..semantic.arguments import literal_sources
 from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import ScriptModel
-from ..semantic.node_helpers import const_str
 from ..semantic.workspace import FunctionFacts
-from ..semantic.workspace_backend import backend_parameter
 from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
 from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots, regions
 from .base import Category, Finding, Rule, RuleContext, Severity
+from .parts.helper_backend import backend_literals
 from .parts.library_autocast import display_path, library_autocasts
-from .xla205_ddp_backend import CUDA_BACKENDS
 
 CODE = "XLA118"
 # Rules whose findings in a helper mean the helper must change for the script to run on XLA.
@@ -74,6 +71,8 @@ PRIORITY = ("XLA205", "XLA403", "XLA101", "XLA102", "XLA110", "XLA108", "XLA405"
 _CACHE_LIMIT = 64
 _IGNORE = re.compile(r"#\s*xla-lens:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 DEVICE_NOTE = "it chooses the device there"
+NVIDIA_SMI = "`nvidia-smi` queries NVIDIA GPUs, which an XLA host does not have"
+DEVICE_QUERY_RANK = PRIORITY.index("XLA405")
 
 
 @dataclass(frozen=True)
@@ -154,6 +153,8 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
             rank = PRIORITY.index("XLA405")  # a count, not a setup that fails
         what = _short(f.message)
         evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, what, rank))
+    for line in _nvidia_smi_lines(model):
+        evidence.setdefault((line, CODE), Evidence(line, CODE, NVIDIA_SMI, DEVICE_QUERY_RANK))
     lines = tuple(e for _, e in sorted(evidence.items()))
     out = {}
     for name, fn in parsed.functions.items():
@@ -162,6 +163,20 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
         if any(e.code not in SUPPORTING for e in mine):
             out[name] = mine
     return ModuleEvidence(lines, out)
+
+
+def _nvidia_smi_lines(model: ScriptModel) -> list[int]:
+    """``os.popen("nvidia-smi -L")``, ``subprocess.run(["nvidia-smi", ...])``: a GPU count or
+    query no conversion rule sees (a string, not an API)."""
+    out = []
+    for call in model.calls:
+        for arg in call.args:
+            first = arg.elts[0] if isinstance(arg, ast.List | ast.Tuple) and arg.elts else arg
+            text = first.value if isinstance(first, ast.Constant) else None
+            if isinstance(text, str) and text.split()[:1] == ["nvidia-smi"]:
+                out.append(call.lineno)
+                break
+    return out
 
 
 def _closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
@@ -263,7 +278,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls:
         helper = helper_target(model, call)
         if helper is not None:
-            yield from _backend_literals(model, call, helper, literals)
+            yield from backend_literals(model, call, helper, literals, CODE)
         if helper is None:
             if not roots or call_root(call.func) not in roots:
                 continue
@@ -289,39 +304,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             sited = [(helper.path, e) for e in evidence]
             yield _finding(model, call, helper.shown, defined, sited)
     yield from library_autocasts(model, CODE)
-
-
-def _backend_literals(
-    model: ScriptModel, call: ast.Call, helper: HelperTarget, said: set[int]
-) -> Iterator[Finding]:
-    """``launch(main, n, backend=args.dist_backend)`` whose helper builds the process group
-    from that parameter: the "nccl" the script writes for it (at the call, an argparse
-    default, a config dict) is the backend there. No fix: the helper's file changes too."""
-    param = backend_parameter(helper)
-    if param is None:
-        return
-    arg = next((k.value for k in call.keywords if k.arg == param.name), None)
-    if arg is None and param.index is not None and param.index < len(call.args):
-        if not any(isinstance(a, ast.Starred) for a in call.args[: param.index + 1]):
-            arg = call.args[param.index]
-    if arg is None:
-        return
-    where = display_path(model.path, helper.path)
-    for literal in literal_sources(model, arg) or []:
-        if const_str(literal) not in CUDA_BACKENDS or id(literal) in said:
-            continue
-        said.add(id(literal))
-        yield Finding(
-            CODE,
-            f'"{const_str(literal)}" here becomes the process-group backend in {where} '
-            f"(line {param.init_line}: init_process_group(backend={param.name})) through "
-            f"`{helper.shown}(...)` at line {call.lineno}: on XLA devices the backend is "
-            '"xla"',
-            model.span(literal),
-            Severity.WARNING,
-            manual=f'make it "xla" (and import torch_xla.distributed.xla_backend) when you '
-            f"convert {where}: the process group is built there",
-        )
 
 
 def _class_finding(
