@@ -133,3 +133,14 @@ def test_a_caller_in_a_package_above_is_found(tmp_path: Path):
         DDP_MAIN.replace("from engine import", "from mypkg.engine import"),
     )
     assert _found(lib) == []
+
+
+def test_a_fifo_or_a_blocking_link_beside_the_file_is_skipped_not_waited_on(tmp_path: Path):
+    import os
+
+    lib = _write(tmp_path / "engine.py", TRAIN_LIB)
+    os.mkfifo(tmp_path / "main.py")
+    if Path("/proc/kmsg").exists():
+        (tmp_path / "kmsg.py").symlink_to("/proc/kmsg")
+    (f,) = _found(lib)  # as with no caller at all
+    assert f.fix.safe
