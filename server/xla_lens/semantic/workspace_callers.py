@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 MAX_FILES = 64  # .py files looked at per search
 _CACHE_LIMIT = 256
+_MENTIONS_LIMIT = 4096  # small entries: one per file version and function asked
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,14 @@ class CallerModule:
     reducer: str | None  # what all-reduces the gradients there (``DistributedDataParallel``)
 
 
-# (path, size, mtime) -> (text, the caller summary per function name asked)
-_texts: dict[tuple[str, int, int], str | None] = {}
+# (path, size, mtime, function, stem) -> whether the file spells both names (only those that
+# do are read again and parsed); the summaries of those, by the same key.
+_mentions: dict[tuple[str, int, int, str, str], bool] = {}
 _summaries: dict[tuple[str, int, int, str, str], CallerModule | None] = {}
 
 
 def clear_cache() -> None:
-    _texts.clear()
+    _mentions.clear()
     _summaries.clear()
 
 
@@ -93,25 +95,26 @@ def _caller(path: Path, target: Path, function: str) -> CallerModule | None:
         st = path.stat()
     except OSError:
         return None
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _texts:
-        try:
-            text: str | None = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
-        except OSError:
-            text = None
-        if len(_texts) >= _CACHE_LIMIT:
-            _texts.clear()
-        _texts[key] = text
-    text = _texts[key]
-    # Cheap first: the caller must spell the function's name and the module's.
-    if text is None or function not in text or target.stem not in text:
+    key = (str(path), st.st_size, st.st_mtime_ns, function, str(target))
+    if _mentions.get(key) is False:
         return None
-    skey = (*key, str(target), function)
-    if skey not in _summaries:
-        if len(_summaries) >= _CACHE_LIMIT:
-            _summaries.clear()
-        _summaries[skey] = _summarise(path, text, target, function)
-    return _summaries[skey]
+    if key in _summaries:
+        return _summaries[key]
+    try:
+        text = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        text = ""
+    # Cheap first: the caller must spell the function's name and the module's.
+    mentions = function in text and target.stem in text
+    if len(_mentions) >= _MENTIONS_LIMIT:
+        _mentions.clear()
+    _mentions[key] = mentions
+    if not mentions:
+        return None
+    if len(_summaries) >= _CACHE_LIMIT:
+        _summaries.clear()
+    _summaries[key] = _summarise(path, text, target, function)
+    return _summaries[key]
 
 
 def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModule | None:
