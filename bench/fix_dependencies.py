@@ -82,6 +82,8 @@ def _added(before: list[ast.Call], after: list[ast.Call], before_src: str, after
 
 
 def _is_xla_autocast(call: ast.Call) -> bool:
+    if "torch_xla" in ast.unparse(call.func):
+        return True  # the legacy target's torch_xla.amp.autocast(device)
     first = call.args[0] if call.args else None
     for kw in call.keywords:
         if kw.arg == "device_type":
