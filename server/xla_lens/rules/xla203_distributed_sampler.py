@@ -4,6 +4,11 @@ Without ``num_replicas``/``rank`` the sampler asks ``torch.distributed``: the XL
 creates no process group, so it raises; a group the script builds itself (on the "xla"
 backend after conversion) answers with the size it was given, which code may rely on.
 A DataLoader given both a sampler and ``shuffle=True`` raises too.
+
+Quiet on a sampler of an XLA script started by torchrun whose xla process group is built
+before it (semantic/xla_process_group.py): each process is one replica and the group numbers
+them. Under the XLA launcher the replicas may be threads of one process sharing the default
+group (TPU v2/v3, PJRT CPU), so there the finding stays and says so.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ import re
 from collections.abc import Iterator
 
 from ..semantic import xla_api
+from ..semantic.device_intent import being_converted
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, keyword
+from ..semantic.torchrun_env import runs_under_torchrun_on_xla
+from ..semantic.xla_process_group import makes_xla_group, xla_group_exists_before
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 
 CODE = "XLA203"
@@ -108,6 +116,55 @@ def _message_and_review(model: ScriptModel, missing: list[str]) -> tuple[str, st
     return message, reason
 
 
+XLA_LAUNCHERS = ("torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn")
+THREADED_REPLICAS = (
+    "{lacks}: it takes them from the xla:// process group (line {line}), which numbers "
+    "the replicas as the XLA runtime does only when each replica is a process of its own; "
+    "where the runtime runs several replicas as threads of one process (TPU v2/v3, PJRT CPU "
+    "with CPU_NUM_DEVICES > 1) they share torch.distributed's default group and read the "
+    "same rank, so they read the same shard; pass the XLA world size and ordinal, which are "
+    "per replica"
+)
+
+
+def _xla_script(model: ScriptModel) -> bool:
+    return model.uses_torch_xla and not being_converted(model)
+
+
+def _torchrun_group_answers(model: ScriptModel, call: ast.Call) -> bool:
+    """An XLA script started by torchrun (no XLA launcher) whose xla process group is built
+    before the sampler: each process is one replica and the group numbers them, so the
+    sampler's defaults shard as the script's DDP all-reduces (and with xla:// they are the XLA
+    runtime's very values)."""
+    if not _xla_script(model) or not runs_under_torchrun_on_xla(model):
+        return False
+    return xla_group_exists_before(model, call, launched=False)
+
+
+def _xla_script_message(
+    model: ScriptModel, call: ast.Call, missing: list[str]
+) -> tuple[str, str] | None:
+    """The message for an XLA script that builds an xla process group (None otherwise): the
+    group is built after this sampler runs, or the launcher's threads share it."""
+    if not _xla_script(model):
+        return None
+    launched = any(True for _ in model.calls_to(*XLA_LAUNCHERS))
+    init = next(
+        (c for c in model.calls_to(GROUP_INIT) if makes_xla_group(model, c, launched)), None
+    )
+    if init is None:
+        return None
+    lacks = f"DistributedSampler without {' and '.join(missing)}"
+    if launched and xla_group_exists_before(model, call, launched=True):
+        return THREADED_REPLICAS.format(lacks=lacks, line=init.lineno), ""
+    message = (
+        f"{lacks}: it asks torch.distributed, whose xla process group (line {init.lineno}) "
+        'is not built yet where this sampler is ("Default process group has not been '
+        'initialized"); pass the XLA world size and ordinal'
+    )
+    return message, ""
+
+
 def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Iterator[Finding]:
     if _opaque(call):
         return
@@ -116,7 +173,7 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
         for i, name in ((1, "num_replicas"), (2, "rank"))
         if arg_or_keyword(call, i, name) is None
     ]
-    if not missing:
+    if not missing or _torchrun_group_answers(model, call):
         return
     e = Emitter(model)
     values = {
@@ -127,7 +184,9 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
     ops: list[EditOp] = [SetKeyword(span, name, values[name]) for name in missing]
     if arg_or_keyword(call, 3, "shuffle") is None:
         ops.append(SetKeyword(span, "shuffle", "True"))
-    message, reason = _message_and_review(model, missing)
+    message, reason = _xla_script_message(model, call, missing) or _message_and_review(
+        model, missing
+    )
     if reason:
         message = f"{message} (fix needs review: {reason})"
     yield Finding(
@@ -179,7 +238,9 @@ HOVER_SAMPLER = """\
 **XLA203 · DistributedSampler on XLA replicas**
 
 Each XLA replica must read its own shard: pass the XLA world size and ordinal explicitly
-(the sampler's defaults ask `torch.distributed`, which the XLA launcher does not set up).
+(the sampler's defaults ask `torch.distributed`, which the XLA launcher does not set up,
+and replicas run as threads of one process share its default group; an XLA script started by
+torchrun that builds its `xla` process group first needs nothing).
 `pl.MpDeviceLoader` does not shard by itself.
 
 | target | code |
