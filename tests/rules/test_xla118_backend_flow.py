@@ -230,3 +230,27 @@ def test_a_gpu_count_from_nvidia_smi_in_a_sibling_is_named_at_the_call(tmp_path:
     assert "line 8: `nvidia-smi`" in found[2].message
     assert "gpu_names()" in found[3].message
     assert sorted(found) == [2, 3]  # get_rank: an env read alone is no evidence
+
+
+def test_a_default_the_script_itself_also_inits_with_is_left_to_xla205(tmp_path: Path):
+    _package(tmp_path)
+    script = _write(
+        tmp_path / "tools" / "train.py",
+        """
+        import argparse
+        import torch.distributed as dist
+        from detkit.core import launch
+
+        p = argparse.ArgumentParser()
+        p.add_argument("--dist-backend", default="nccl")
+
+        def main(args):
+            dist.init_process_group(backend=args.dist_backend)
+
+        args = p.parse_args()
+        launch(main, 2, backend=args.dist_backend, args=(args,))
+        """,
+    )
+    assert [f for f in _found(script) if "init_process_group" in f.message] == []
+    result = analyze(script.read_text(), str(script))
+    assert any(f.code == "XLA205" and f.span.start.line == 5 for f in result.findings)

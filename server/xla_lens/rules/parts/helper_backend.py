@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from ...semantic.arguments import literal_sources
-from ...semantic.model import ScriptModel
+from ...semantic.model import ScriptModel, arg_or_keyword
 from ...semantic.node_helpers import const_str
 from ...semantic.workspace_backend import backend_parameter
 from ...semantic.workspace_calls import HelperTarget
@@ -40,6 +40,8 @@ def backend_literals(
     for literal in literal_sources(model, arg) or []:
         if const_str(literal) not in CUDA_BACKENDS or id(literal) in said:
             continue
+        if id(literal) in _read_by_own_inits(model):
+            continue  # the script's own init_process_group reads it: XLA205 says it, with a fix
         said.add(id(literal))
         yield Finding(
             code,
@@ -52,3 +54,17 @@ def backend_literals(
             manual=f'make it "xla" (and import torch_xla.distributed.xla_backend) when you '
             f"convert {where}: the process group is built there",
         )
+
+
+def _read_by_own_inits(model: ScriptModel) -> set[int]:
+    """The backend literals the script's own ``init_process_group`` calls read."""
+
+    def build() -> set[int]:
+        out: set[int] = set()
+        for init in model.calls_to("torch.distributed.init_process_group"):
+            backend = arg_or_keyword(init, 0, "backend")
+            if backend is not None:
+                out.update(id(s) for s in literal_sources(model, backend) or [])
+        return out
+
+    return model.memo(("XLA118", "own init backends"), build)
