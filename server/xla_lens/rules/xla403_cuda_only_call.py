@@ -7,21 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..semantic import xla_api
-from ..semantic.kwargs_dicts import (
-    DictEntry,
-    entries_reaching,
-    has_key,
-    only_unpacked_into,
-    without_entry,
-)
-from ..semantic.model import Emitter, ScriptModel, keyword
+from ..semantic.model import Emitter, ScriptModel
 from ..semantic.workspace import FunctionFacts
 from .base import (
     Category,
-    EditOp,
     Finding,
     Fix,
-    RemoveKeyword,
     RemoveStatement,
     Replace,
     Rule,
@@ -30,9 +21,9 @@ from .base import (
 )
 from .parts.cuda_asserts import cuda_availability_asserts
 from .parts.cuda_gates import AVAILABILITY, stop_gates
+from .parts.pin_memory import pin_memory_findings
 
 CODE = "XLA403"
-DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 # Calls with no effect worth keeping on XLA: the statement can go.
 REMOVABLE = {
     "torch.cuda.synchronize": "to wait for the XLA device (e.g. for timing) use xm.wait_device_ops()",
@@ -243,67 +234,6 @@ def _backend_settings(model: ScriptModel) -> Iterator[Finding]:
         )
 
 
-def _pin_memory(model: ScriptModel) -> Iterator[Finding]:
-    for call in model.calls_to(*DATALOADERS):
-        kw = keyword(call, "pin_memory")
-        if kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
-            continue
-        span = model.span(call)
-        ops = [RemoveKeyword(span, "pin_memory")]
-        if keyword(call, "pin_memory_device") is not None:
-            ops.append(RemoveKeyword(span, "pin_memory_device"))
-        yield _finding(model, kw.value, PIN_MESSAGE, fix=Fix("Remove pin_memory=True", tuple(ops)))
-
-
-PIN_MESSAGE = (
-    "pin_memory=True pins host memory for CUDA copies: XLA transfers do not use it "
-    "(MpDeviceLoader overlaps the copies instead)"
-)
-REVIEW_PIN_DICT = (
-    "the dict `{holder}` is used for more than DataLoader keywords (read, copied or passed "
-    "on elsewhere): removing its entry may change that other use"
-)
-
-
-def _pin_memory_in_kwargs(model: ScriptModel) -> Iterator[Finding]:
-    """``kw = {"num_workers": 1, "pin_memory": True}; DataLoader(ds, **kw)``, also built
-    with ``kw.update({...})`` or ``{...} if use_cuda else {}``."""
-    seen: set[int] = set()
-    for call in model.calls_to(*DATALOADERS):
-        for kw in call.keywords:
-            if kw.arg is not None or not isinstance(kw.value, ast.Name):
-                continue
-            for entry in entries_reaching(model, kw.value, "pin_memory"):
-                value = entry.value
-                if id(value) in seen or not (
-                    isinstance(value, ast.Constant) and value.value is True
-                ):
-                    continue
-                seen.add(id(value))
-                message = f"{PIN_MESSAGE}; it reaches the DataLoader through `**{entry.holder}`"
-                fix = _pin_dict_fix(model, entry)
-                manual = None if fix else f"Remove the pin_memory entry of `{entry.holder}`."
-                yield _finding(model, value, message, fix=fix, manual=manual)
-
-
-def _pin_dict_fix(model: ScriptModel, entry: DictEntry) -> Fix | None:
-    container = entry.container
-    reason = ""
-    if has_key(container, "pin_memory_device"):
-        reason = "the dict also sets pin_memory_device, which only means something with pinning"
-    elif not only_unpacked_into(model, entry, lambda c: model.call_name(c) in DATALOADERS):
-        reason = REVIEW_PIN_DICT.format(holder=entry.holder)
-    if isinstance(container, ast.Call):
-        ops: tuple[EditOp, ...] = (RemoveKeyword(model.span(container), "pin_memory"),)
-    else:
-        code = without_entry(model, entry)
-        if code is None:
-            return None  # a layout the edit cannot keep: by hand
-        ops = (Replace(model.span(container), code),)
-    title = f"Remove the pin_memory entry of `{entry.holder}`"
-    return Fix(title, ops, safe=not reason, review_reason=reason)
-
-
 # A workspace helper is reported at its call when it sets up the CUDA device or an NCCL
 # process group: that is where the script's device setup happens. Its CUDA seeds are named
 # too; other CUDA-only calls in it (empty_cache, memory queries) are reported in its file.
@@ -367,8 +297,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from stop_gates(model, CODE, lambda node: _guarded(model, node))
     yield from _helper_calls(model)
     yield from _backend_settings(model)
-    yield from _pin_memory(model)
-    yield from _pin_memory_in_kwargs(model)
+    yield from pin_memory_findings(model, CODE)
 
 
 HOVER = """\

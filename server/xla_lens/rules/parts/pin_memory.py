@@ -1,0 +1,96 @@
+"""``pin_memory=True`` on a DataLoader (XLA403): pinned host memory serves CUDA copies only;
+XLA transfers do not use it (MpDeviceLoader overlaps the copies instead). Reported at the
+keyword, or at the dict entry that reaches the loader through ``**kwargs``, and removed; the
+dict entry's removal needs review when the dict is used for anything but DataLoader keywords.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic.kwargs_dicts import (
+    DictEntry,
+    entries_reaching,
+    has_key,
+    only_unpacked_into,
+    without_entry,
+)
+from ...semantic.model import ScriptModel, keyword
+from ..base import EditOp, Finding, Fix, RemoveKeyword, Replace, Severity
+
+DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+
+
+def pin_memory_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """``DataLoader(..., pin_memory=True)`` and the dict entries that pass it in."""
+    yield from _pin_memory(model, code)
+    yield from _pin_memory_in_kwargs(model, code)
+
+
+def _finding(
+    model: ScriptModel, code: str, node: ast.AST, message: str, fix: Fix | None, manual: str | None
+) -> Finding:
+    return Finding(code, message, model.span(node), Severity.WARNING, fix=fix, manual=manual)
+
+
+def _pin_memory(model: ScriptModel, code: str) -> Iterator[Finding]:
+    for call in model.calls_to(*DATALOADERS):
+        kw = keyword(call, "pin_memory")
+        if kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
+            continue
+        span = model.span(call)
+        ops = [RemoveKeyword(span, "pin_memory")]
+        if keyword(call, "pin_memory_device") is not None:
+            ops.append(RemoveKeyword(span, "pin_memory_device"))
+        fix = Fix("Remove pin_memory=True", tuple(ops))
+        yield _finding(model, code, kw.value, PIN_MESSAGE, fix, None)
+
+
+PIN_MESSAGE = (
+    "pin_memory=True pins host memory for CUDA copies: XLA transfers do not use it "
+    "(MpDeviceLoader overlaps the copies instead)"
+)
+REVIEW_PIN_DICT = (
+    "the dict `{holder}` is used for more than DataLoader keywords (read, copied or passed "
+    "on elsewhere): removing its entry may change that other use"
+)
+
+
+def _pin_memory_in_kwargs(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """``kw = {"num_workers": 1, "pin_memory": True}; DataLoader(ds, **kw)``, also built
+    with ``kw.update({...})`` or ``{...} if use_cuda else {}``."""
+    seen: set[int] = set()
+    for call in model.calls_to(*DATALOADERS):
+        for kw in call.keywords:
+            if kw.arg is not None or not isinstance(kw.value, ast.Name):
+                continue
+            for entry in entries_reaching(model, kw.value, "pin_memory"):
+                value = entry.value
+                if id(value) in seen or not (
+                    isinstance(value, ast.Constant) and value.value is True
+                ):
+                    continue
+                seen.add(id(value))
+                message = f"{PIN_MESSAGE}; it reaches the DataLoader through `**{entry.holder}`"
+                fix = _pin_dict_fix(model, entry)
+                manual = None if fix else f"Remove the pin_memory entry of `{entry.holder}`."
+                yield _finding(model, code, value, message, fix, manual)
+
+
+def _pin_dict_fix(model: ScriptModel, entry: DictEntry) -> Fix | None:
+    container = entry.container
+    reason = ""
+    if has_key(container, "pin_memory_device"):
+        reason = "the dict also sets pin_memory_device, which only means something with pinning"
+    elif not only_unpacked_into(model, entry, lambda c: model.call_name(c) in DATALOADERS):
+        reason = REVIEW_PIN_DICT.format(holder=entry.holder)
+    if isinstance(container, ast.Call):
+        ops: tuple[EditOp, ...] = (RemoveKeyword(model.span(container), "pin_memory"),)
+    else:
+        code = without_entry(model, entry)
+        if code is None:
+            return None  # a layout the edit cannot keep: by hand
+        ops = (Replace(model.span(container), code),)
+    title = f"Remove the pin_memory entry of `{entry.holder}`"
+    return Fix(title, ops, safe=not reason, review_reason=reason)
