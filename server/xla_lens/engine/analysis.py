@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
 from ..rules.parts.launch_safety import review_parent_runtime_fixes
+from ..rules.parts.xla_branch_filter import leave_non_xla_code
 from ..rules.registry import all_rules
 from ..semantic.chunked_parse import parse_in_chunks
 from ..semantic.model import ScriptModel
@@ -156,7 +157,8 @@ def analyze(
                 f = replace(f, severity=severity)
             result.findings.append(f)
     result.findings = [
-        with_review_note(f) for f in review_parent_runtime_fixes(model, result.findings)
+        with_review_note(f)
+        for f in review_parent_runtime_fixes(model, leave_non_xla_code(model, result.findings))
     ]
     result.findings.sort(key=lambda f: (f.span.start, f.code))
     return result

@@ -1,0 +1,130 @@
+"""Leave alone the code a conversion must not touch: what never runs on the XLA device.
+
+The engine runs this once over every finding (semantic/xla_branches.py finds the code):
+
+* On the CUDA side of a switch the script already makes between XLA and CUDA, no conversion
+  finding: that side runs only when the user asks for CUDA, and converting it would erase the
+  script's CUDA mode (``torch_xla.device() if use_xla else torch_xla.device()``). A safe fix
+  elsewhere that would edit that side waits for review.
+* Under a guard that is False on an XLA host (``if use_cuda:`` with ``use_cuda = device.type ==
+  "cuda"``, ``if torch.cuda.is_available():``), no finding on a CUDA-only call: it never runs on
+  XLA, and removing it would break the CUDA run (a synchronize the timing there needs). A seed
+  a device count or a data-parallel split there still matters (what it sets stays unset
+  on XLA, the run stays on one device), and so does a placement (the model never reaches XLA): those stay reported.
+* In a script with such a switch, a conversion fix to code both modes run is no longer safe:
+  an autocast rewritten for XLA takes AMP away from the CUDA mode, an ``xm.optimizer_step``
+  puts the CUDA mode's step through the XLA runtime.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ...semantic.model import ScriptModel
+from ...semantic.span import Span
+from ...semantic.xla_branches import Regions, regions
+from ..base import Finding
+from ..xla403_cuda_only_call import COUNTS, SEEDS
+
+CONVERSION_PREFIXES = ("XLA1", "XLA2", "XLA3", "XLA403", "XLA405")
+# What never runs on XLA under a False guard and only matters there: CUDA-only calls, prints.
+CUDA_ONLY_CODES = frozenset({"XLA403", "XLA405", "XLA113"})
+LAUNCHER = "XLA204"
+# What makes a script multi-process: when all of it is on the CUDA side, the XLA side is a
+# single-device run and needs no launcher.
+DISTRIBUTED_CALLS = frozenset(
+    {
+        "torch.distributed.init_process_group",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.multiprocessing.spawn",
+    }
+)
+# Skipped on XLA, these still matter: a seed or count leaves its value unset, a data-parallel
+# split over CUDA devices leaves the XLA run on one device.
+KEPT_UNDER_GUARD = (
+    SEEDS
+    | COUNTS
+    | {
+        "torch.nn.parallel.data_parallel",
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+    }
+)
+SHARED_AUTOCAST = "XLA102"
+XLA_CODE = re.compile(r"xla|\bx[mr]p?\.|\bpl\.")
+
+
+def _call_at(model: ScriptModel, span: Span) -> str | None:
+    """The call the finding is at (its span is the call or the called name)."""
+    for call in model.calls:
+        if model.span(call) == span or model.span(call.func) == span:
+            return model.call_name(call)
+    return None
+
+
+def _op_spans(finding: Finding) -> list[Span]:
+    if finding.fix is None:
+        return []
+    return [s for op in finding.fix.ops if isinstance(s := getattr(op, "span", None), Span)]
+
+
+def _distributed_only_off_xla(model: ScriptModel, found: Regions) -> bool:
+    calls = [c for c in model.calls if model.call_name(c) in DISTRIBUTED_CALLS]
+    return bool(calls) and all(found.not_xla_at(model.span(c)) is not None for c in calls)
+
+
+def _writes_xla(finding: Finding) -> bool:
+    """Whether the fix writes XLA code (a removal such as ``pin_memory`` means the same in
+    both modes; ``xm.optimizer_step`` does not)."""
+    assert finding.fix is not None
+    return any(XLA_CODE.search(str(getattr(op, "code", ""))) for op in finding.fix.ops)
+
+
+def _dead_on_xla(model: ScriptModel, found: Regions, f: Finding) -> bool:
+    if f.code.startswith(CONVERSION_PREFIXES) and found.not_xla_at(f.span) is not None:
+        return True
+    if f.code == LAUNCHER and found.switch_line is not None:
+        return _distributed_only_off_xla(model, found)
+    if f.code in CUDA_ONLY_CODES and found.cuda_only_at(f.span) is not None:
+        return _call_at(model, f.span) not in KEPT_UNDER_GUARD
+    return False
+
+
+def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
+    found = regions(model)
+    if not (found.not_xla or found.cuda_only):
+        return findings
+    out = []
+    for f in findings:
+        if _dead_on_xla(model, found, f):
+            continue
+        if f.fix is not None and f.fix.safe and found.switch_line is not None:
+            touched = next(
+                (r for s in _op_spans(f) if (r := found.not_xla_at(s)) is not None), None
+            )
+            if touched is not None:
+                reason = (
+                    f"it edits the CUDA side of the script's own XLA/CUDA switch (line "
+                    f"{touched.line}), which runs only when the script is not on XLA"
+                )
+                f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
+            elif f.code == SHARED_AUTOCAST or (
+                f.code.startswith(CONVERSION_PREFIXES) and _writes_xla(f)
+            ):
+                reason = (
+                    f"the script already switches between XLA and CUDA (line "
+                    f"{found.switch_line}) and this code serves both modes: rewritten for XLA, "
+                    "its CUDA mode changes"
+                )
+                if f.code == SHARED_AUTOCAST:
+                    reason += (
+                        " (the CUDA autocast would be lost; keep it, or use the device's type, "
+                        "torch.autocast(device.type, ...), after checking the XLA mode's dtype)"
+                    )
+                f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
+        out.append(f)
+    return out
+
+
+__all__ = ["leave_non_xla_code"]

@@ -1,0 +1,244 @@
+"""Code that never runs on the XLA device, for the conversion rules to leave alone.
+
+Two kinds, both decided from the source alone:
+
+* **The other side of an XLA switch.** A script that already picks between XLA and CUDA
+  (``device = xm.xla_device() if use_xla else torch.device("cuda")``, ``if is_xla(): ...
+  else: DDP(...)``, a helper that returns early for XLA) is converted already: its CUDA side
+  runs only when the user asks for CUDA, and rewriting it for XLA erases the script's CUDA
+  mode. A switch is an ``if``/conditional one side of which calls torch_xla (or names an
+  ``"xla"`` device) and the other side of which is CUDA code (a ``torch.cuda`` call, a
+  ``.cuda()``, a ``"cuda..."``/``"nccl"`` string) and whose test does not ask about CUDA (the
+  conversion's own ``"cuda" if "cuda" in d else "xla"`` is a CUDA picker); every other ``if`` on the same test (or its
+  ``not``) splits the same way. A switch whose XLA side always leaves the block (``return``,
+  ``raise``) makes the rest of the block the CUDA side.
+* **Code under a guard that is False on an XLA host.** ``if torch.cuda.is_available():``,
+  ``torch.cuda.device_count() > 0``, ``device.type == "cuda"`` (the device the conversion makes
+  XLA), ``x.is_cuda``, or a flag bound once to one of them (``use_cuda = device.type ==
+  "cuda"``). A flag the user sets (``if args.cuda:``) is not such a guard: the user may pass it
+  on an XLA host. What such a guard skips on XLA still matters when it places the model (the
+  model then never reaches XLA), so only CUDA-only calls there are harmless.
+
+Pure analysis: ``regions(model)`` returns both lists of spans, computed once per model.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .model import ScriptModel, method_name
+from .span import Span
+
+AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+CUDA_COUNTS = frozenset({"torch.cuda.device_count"})
+CUDA_STRINGS = ("cuda", "nccl")
+STOPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+@dataclass(frozen=True)
+class Region:
+    """Source that runs only off XLA: ``span``, and the line (1-based) of the decision."""
+
+    span: Span
+    line: int
+
+
+@dataclass(frozen=True)
+class Regions:
+    not_xla: tuple[Region, ...] = ()  # the CUDA side of an XLA switch
+    cuda_only: tuple[Region, ...] = ()  # under a guard False on an XLA host
+    switch_line: int | None = None  # the first XLA switch (1-based), if the script has one
+
+    def not_xla_at(self, span: Span) -> Region | None:
+        return next((r for r in self.not_xla if r.span.contains(span)), None)
+
+    def cuda_only_at(self, span: Span) -> Region | None:
+        return next((r for r in self.cuda_only if r.span.contains(span)), None)
+
+
+def regions(model: ScriptModel) -> Regions:
+    cached = getattr(model, "_xla_lens_xla_branches", None)
+    if cached is None:
+        cached = _compute(model)
+        model._xla_lens_xla_branches = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _is_xla_code(model: ScriptModel, nodes: list[ast.AST]) -> bool:
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Call):
+                name = model.call_name(n) or ""
+                if name.split(".")[0] == "torch_xla":
+                    return True
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                if n.value == "xla" or n.value.startswith("xla:"):
+                    return True
+    return False
+
+
+def _is_cuda_code(model: ScriptModel, nodes: list[ast.AST]) -> bool:
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Call):
+                name = model.call_name(n) or ""
+                if name.startswith("torch.cuda.") or method_name(n) == "cuda":
+                    return True
+            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                if n.value.startswith(CUDA_STRINGS):
+                    return True
+            elif isinstance(n, ast.JoinedStr) and n.values:
+                first = n.values[0]
+                if isinstance(first, ast.Constant) and str(first.value).startswith("cuda"):
+                    return True
+    return False
+
+
+def _key(test: ast.expr) -> tuple[str, bool]:
+    """The test's identity and polarity: ``not X`` is X, negated."""
+    negated = False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    return ast.dump(test), negated
+
+
+def _block_span(model: ScriptModel, stmts: list[ast.stmt]) -> Span | None:
+    if not stmts:
+        return None
+    return Span(model.span(stmts[0]).start, model.span(stmts[-1]).end)
+
+
+def _siblings(model: ScriptModel, node: ast.If) -> list[ast.stmt]:
+    """The statements after ``node`` in its block."""
+    parent = model.parent(node)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and node in block:
+            return block[block.index(node) + 1 :]
+    return []
+
+
+def _compute(model: ScriptModel) -> Regions:
+    branches = list(model.nodes_of(ast.If, ast.IfExp))
+    switch_keys: dict[tuple[str, bool], int] = {}  # (test, polarity of the XLA side) -> line
+    not_xla: list[Region] = []
+    for node in branches:
+        body = node.body if isinstance(node.body, list) else [node.body]
+        orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+        xla_body, xla_else = _is_xla_code(model, body), _is_xla_code(model, orelse)
+        if xla_body == xla_else or _is_cuda_code(model, [node.test]):
+            # A test that asks about CUDA (``"cuda" in args.device``, the conversion's own
+            # autocast device type) picks CUDA or not; a switch asks for XLA.
+            continue
+        xla_side, other = (body, orelse) if xla_body else (orelse, body)
+        rest: list[ast.stmt] = []
+        if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
+            rest = _siblings(model, node)
+            other = rest
+        if not other or _is_xla_code(model, other) or not _is_cuda_code(model, other):
+            continue
+        test, negated = _key(node.test)
+        switch_keys.setdefault((test, negated != xla_else), node.lineno)
+        span = (
+            _block_span(model, other)
+            if isinstance(node, ast.If)
+            else model.span(node.orelse if xla_body else node.body)
+        )  # type: ignore[arg-type]
+        if span is not None:
+            not_xla.append(Region(span, node.lineno))
+    if switch_keys:
+        for node in branches:
+            test, negated = _key(node.test)
+            for (key, xla_negated), line in switch_keys.items():
+                if key != test:
+                    continue
+                body = node.body if isinstance(node.body, list) else [node.body]
+                orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+                other = body if negated != xla_negated else orelse
+                if isinstance(node, ast.If):
+                    span = _block_span(model, other)  # type: ignore[arg-type]
+                else:
+                    span = model.span(other[0]) if other else None
+                if span is not None:
+                    not_xla.append(Region(span, line))
+    cuda_only = [
+        Region(span, node.lineno)
+        for node in model.nodes_of(ast.If)
+        if isinstance(node, ast.If) and _false_on_xla(model, node, node.test)
+        for span in [_block_span(model, node.body)]
+        if span is not None
+    ]
+    first = min(switch_keys.values()) if switch_keys else None
+    return Regions(tuple(not_xla), tuple(cuda_only), first)
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [c for v in test.values for c in _conjuncts(v)]
+    return [test]
+
+
+def _false_on_xla(model: ScriptModel, at: ast.AST, test: ast.expr, depth: int = 0) -> bool:
+    """Whether ``test`` is provably False on an XLA host (one false conjunct is enough)."""
+    for part in _conjuncts(test):
+        if _false_part(model, at, part, depth):
+            return True
+    return False
+
+
+def _false_part(model: ScriptModel, at: ast.AST, part: ast.expr, depth: int) -> bool:
+    if isinstance(part, ast.Call):
+        return model.call_name(part) in AVAILABILITY and not part.args and not part.keywords
+    if isinstance(part, ast.Attribute) and part.attr == "is_cuda":
+        return True
+    if isinstance(part, ast.Compare) and len(part.ops) == 1:
+        left, op, right = part.left, part.ops[0], part.comparators[0]
+        if isinstance(op, ast.Eq):
+            for a, b in ((left, right), (right, left)):
+                if (
+                    isinstance(a, ast.Attribute)
+                    and a.attr == "type"
+                    and isinstance(b, ast.Constant)
+                    and b.value == "cuda"
+                ):
+                    return True
+        if isinstance(left, ast.Call) and model.call_name(left) in CUDA_COUNTS:
+            bound = right.value if isinstance(right, ast.Constant) else None
+            if isinstance(bound, int) and not isinstance(bound, bool):
+                return (isinstance(op, ast.Gt) and bound >= 0) or (
+                    isinstance(op, ast.GtE) and bound >= 1
+                )
+        return False
+    if isinstance(part, ast.Name) and depth < 2:
+        value = _single_binding(model, at, part.id)
+        return value is not None and _false_on_xla(model, value, value, depth + 1)
+    return False
+
+
+def _single_binding(model: ScriptModel, at: ast.AST, name: str) -> ast.expr | None:
+    """The value of the one plain binding of ``name`` in the function around ``at`` (or, when
+    that function binds it nowhere, at module level)."""
+    fn = model.enclosing_function(at)
+    if fn is not None and any(
+        a.arg == name for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs
+    ):
+        return None  # a parameter: its value comes from the callers
+    for scope in ([fn] if fn is not None else []) + [model.tree]:
+        values: list[ast.expr | None] = []
+        for n in model.walk_scope(scope):
+            targets: list[ast.expr] = []
+            if isinstance(n, ast.Assign):
+                targets = n.targets
+            elif isinstance(n, ast.AnnAssign | ast.AugAssign | ast.NamedExpr | ast.For):
+                targets = [n.target]
+            for t in targets:
+                if any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(t)):
+                    plain = isinstance(n, ast.Assign | ast.AnnAssign) and isinstance(t, ast.Name)
+                    values.append(n.value if plain else None)  # type: ignore[union-attr]
+        if values:
+            return values[0] if len(values) == 1 else None
+    return None
+
+
+__all__ = ["Region", "Regions", "regions"]

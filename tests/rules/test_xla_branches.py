@@ -1,0 +1,124 @@
+"""Code that never runs on XLA gets no conversion finding (semantic/xla_branches.py and
+rules/parts/xla_branch_filter.py): the CUDA side of a script's own XLA/CUDA switch, and
+CUDA-only calls under a guard that is False on an XLA host. Placements under such a guard and
+flags the user sets stay reported."""
+
+from __future__ import annotations
+
+from tests.helpers import findings, fixed
+
+DUAL_AUTOCAST = """
+import torch, torch_xla.core.xla_model as xm
+def train(model, loader, opt, use_xla, amp):
+    device = xm.xla_device() if use_xla else torch.device("cuda")
+    model.to(device)
+    for x in loader:
+        with torch.cuda.amp.autocast(enabled=amp):
+            loss = model(x.to(device)).sum()
+        loss.backward(); opt.step(); xm.mark_step()
+"""
+
+
+def test_cuda_side_of_a_conditional_switch_is_left_alone():
+    assert findings(DUAL_AUTOCAST, "XLA101") == []
+    assert 'torch.device("cuda")' in fixed(DUAL_AUTOCAST)
+
+
+def test_shared_autocast_in_a_dual_mode_script_waits_for_review():
+    (autocast,) = findings(DUAL_AUTOCAST, "XLA102")
+    assert autocast.fix is not None and not autocast.fix.safe
+    assert "switches between XLA and CUDA (line 3)" in autocast.fix.review_reason
+    assert "torch.cuda.amp.autocast(enabled=amp)" in fixed(DUAL_AUTOCAST)
+
+
+def test_shared_optimizer_step_in_a_dual_mode_script_waits_for_review():
+    assert all(not f.fix.safe for f in findings(DUAL_AUTOCAST, "XLA105") if f.fix)
+
+
+EARLY_RETURN = """
+import torch, torch_xla.core.xla_model as xm
+from torch.nn.parallel import DistributedDataParallel as DDP
+def setup(model, use_xla, gpu):
+    if use_xla:
+        return model.to(xm.xla_device())
+    return DDP(model.to(torch.device(f"cuda:{gpu}")), device_ids=[gpu])
+"""
+
+
+def test_code_after_an_early_xla_return_is_left_alone():
+    assert [f.code for f in findings(EARLY_RETURN) if f.code != "XLA501"] == []
+    assert "cuda:{gpu}" in fixed(EARLY_RETURN)
+
+
+SAME_TEST_ELSEWHERE = """
+import torch, torch_xla.core.xla_model as xm
+def main(args):
+    if args.tpu:
+        device = xm.xla_device()
+    else:
+        device = torch.device("cuda")
+    model = torch.nn.Linear(2, 2).to(device)
+    if not args.tpu:
+        torch.cuda.set_device(0)
+        torch.backends.cudnn.benchmark = True
+"""
+
+
+def test_other_ifs_on_the_same_test_split_the_same_way():
+    assert findings(SAME_TEST_ELSEWHERE, "XLA101") == []
+    assert findings(SAME_TEST_ELSEWHERE, "XLA403") == []
+
+
+GUARDED_TIMING = """
+import torch
+def train(model, loader, opt, device):
+    use_cuda = device.type == "cuda"
+    if use_cuda:
+        t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0.record()
+    for x in loader:
+        opt.zero_grad(); model(x.to(device)).sum().backward(); opt.step()
+    if use_cuda:
+        t1.record(); torch.cuda.synchronize(); print(t0.elapsed_time(t1))
+    if torch.cuda.is_available():
+        print(torch.cuda.max_memory_allocated(), torch.cuda.get_device_capability())
+    if torch.cuda.device_count() > 0:
+        torch.cuda.synchronize()
+"""
+
+
+def test_cuda_only_calls_under_a_guard_false_on_xla_are_not_reported():
+    # The count in the last guard's own test runs on XLA (0 there): it stays reported.
+    assert [f.span.start.line for f in findings(GUARDED_TIMING, "XLA403")] == [12]
+    assert findings(GUARDED_TIMING, "XLA405") == []
+    assert "torch.cuda.synchronize(); print" in fixed(GUARDED_TIMING)
+
+
+USER_FLAG_AND_PLACEMENT = """
+import torch
+def train(model, loader, args):
+    if torch.cuda.is_available():
+        model.cuda()
+        torch.cuda.manual_seed(args.seed)
+    if args.cuda:
+        torch.cuda.synchronize()
+    for x in loader:
+        model(x).sum().backward()
+"""
+
+
+def test_placements_seeds_and_user_flags_stay_reported():
+    assert [f.span.start.line for f in findings(USER_FLAG_AND_PLACEMENT, "XLA101")] == [3]
+    lines = [f.span.start.line for f in findings(USER_FLAG_AND_PLACEMENT, "XLA403")]
+    assert 4 in lines and 6 in lines
+
+
+CUDA_ONLY_SCRIPT = """
+import torch
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(2, 2).to(device)
+"""
+
+
+def test_a_cuda_or_cpu_picker_is_no_xla_switch():
+    assert findings(CUDA_ONLY_SCRIPT, "XLA101")
