@@ -198,3 +198,13 @@ def test_shuffle_with_a_sampler_is_still_reported_on_an_xla_script():
     )
     (f,) = findings(code, "XLA203")
     assert "shuffle=True raises ValueError" in f.message
+
+
+def test_group_before_the_sampler_under_another_launcher_keeps_the_usual_message():
+    code = (
+        TORCHRUN_XLA.replace("{init_args}", '"xla"')
+        .replace("    main()\n", "    torch.multiprocessing.spawn(main, nprocs=2)\n")
+        .replace("def main():", "def main(index):")
+    )
+    (f,) = _sampler_findings(code)
+    assert "not built yet" not in f.message and "process group (line 12)" in f.message

@@ -155,7 +155,9 @@ def _xla_script_message(
     if init is None:
         return None
     lacks = f"DistributedSampler without {' and '.join(missing)}"
-    if launched and xla_group_exists_before(model, call, launched=True):
+    if xla_group_exists_before(model, call, launched):
+        if not launched:
+            return None  # another launcher (torch.multiprocessing.spawn): the usual message
         return THREADED_REPLICAS.format(lacks=lacks, line=init.lineno), ""
     message = (
         f"{lacks}: it asks torch.distributed, whose xla process group (line {init.lineno}) "
