@@ -65,34 +65,52 @@ def regions(model: ScriptModel) -> Regions:
     return cached
 
 
-def _is_xla_code(model: ScriptModel, nodes: list[ast.AST]) -> bool:
-    for root in nodes:
-        for n in ast.walk(root):
-            if isinstance(n, ast.Call):
-                name = model.call_name(n) or ""
-                if name.split(".")[0] == "torch_xla":
-                    return True
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-                if n.value == "xla" or n.value.startswith("xla:"):
-                    return True
+def _xla_leaf(model: ScriptModel, n: ast.AST) -> bool:
+    if isinstance(n, ast.Call):
+        return (model.call_name(n) or "").split(".")[0] == "torch_xla"
+    return (
+        isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and (n.value == "xla" or n.value.startswith("xla:"))
+    )
+
+
+def _cuda_leaf(model: ScriptModel, n: ast.AST) -> bool:
+    if isinstance(n, ast.Call):
+        name = model.call_name(n) or ""
+        return name.startswith("torch.cuda.") or method_name(n) == "cuda"
+    if isinstance(n, ast.Constant) and isinstance(n.value, str):
+        return n.value.startswith(CUDA_STRINGS)
+    if isinstance(n, ast.JoinedStr) and n.values:
+        first = n.values[0]
+        return isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
     return False
 
 
-def _is_cuda_code(model: ScriptModel, nodes: list[ast.AST]) -> bool:
-    for root in nodes:
-        for n in ast.walk(root):
-            if isinstance(n, ast.Call):
-                name = model.call_name(n) or ""
-                if name.startswith("torch.cuda.") or method_name(n) == "cuda":
-                    return True
-            elif isinstance(n, ast.Constant) and isinstance(n.value, str):
-                if n.value.startswith(CUDA_STRINGS):
-                    return True
-            elif isinstance(n, ast.JoinedStr) and n.values:
-                first = n.values[0]
-                if isinstance(first, ast.Constant) and str(first.value).startswith("cuda"):
-                    return True
-    return False
+def _marks(model: ScriptModel, leaf) -> set[int]:  # noqa: ANN001 - a private predicate
+    """Ids of the nodes that hold a ``leaf`` (one pass, so each branch test is a lookup)."""
+    marked: set[int] = set()
+    for n in model.nodes_of(ast.Call, ast.Constant, ast.JoinedStr):
+        if id(n) in marked or not leaf(model, n):
+            continue
+        marked.add(id(n))
+        for a in model.ancestors(n):
+            if id(a) in marked:
+                break
+            marked.add(id(a))
+    return marked
+
+
+class _Code:
+    def __init__(self, model: ScriptModel) -> None:
+        self.xla = _marks(model, _xla_leaf)
+        self.cuda = _marks(model, _cuda_leaf)
+
+    def is_xla(self, nodes: list) -> bool:  # noqa: ANN001
+        return any(id(n) in self.xla for n in nodes)
+
+    def is_cuda(self, nodes: list) -> bool:  # noqa: ANN001
+        return any(id(n) in self.cuda for n in nodes)
 
 
 def _key(test: ast.expr) -> tuple[str, bool]:
@@ -121,13 +139,14 @@ def _siblings(model: ScriptModel, node: ast.If) -> list[ast.stmt]:
 
 def _compute(model: ScriptModel) -> Regions:
     branches = list(model.nodes_of(ast.If, ast.IfExp))
+    code = _Code(model)
     switch_keys: dict[tuple[str, bool], int] = {}  # (test, polarity of the XLA side) -> line
     not_xla: list[Region] = []
     for node in branches:
         body = node.body if isinstance(node.body, list) else [node.body]
         orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
-        xla_body, xla_else = _is_xla_code(model, body), _is_xla_code(model, orelse)
-        if xla_body == xla_else or _is_cuda_code(model, [node.test]):
+        xla_body, xla_else = code.is_xla(body), code.is_xla(orelse)
+        if xla_body == xla_else or code.is_cuda([node.test]):
             # A test that asks about CUDA (``"cuda" in args.device``, the conversion's own
             # autocast device type) picks CUDA or not; a switch asks for XLA.
             continue
@@ -136,7 +155,7 @@ def _compute(model: ScriptModel) -> Regions:
         if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
             rest = _siblings(model, node)
             other = rest
-        if not other or _is_xla_code(model, other) or not _is_cuda_code(model, other):
+        if not other or code.is_xla(other) or not code.is_cuda(other):
             continue
         test, negated = _key(node.test)
         switch_keys.setdefault((test, negated != xla_else), node.lineno)
@@ -224,7 +243,13 @@ def _single_binding(model: ScriptModel, at: ast.AST, name: str) -> ast.expr | No
         a.arg == name for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs
     ):
         return None  # a parameter: its value comes from the callers
+    cache = model.__dict__.setdefault("_xla_lens_branch_bindings", {})
     for scope in ([fn] if fn is not None else []) + [model.tree]:
+        if (id(scope), name) in cache:
+            found = cache[id(scope), name]
+            if found is not _UNBOUND:
+                return found
+            continue
         values: list[ast.expr | None] = []
         for n in model.walk_scope(scope):
             targets: list[ast.expr] = []
@@ -236,9 +261,13 @@ def _single_binding(model: ScriptModel, at: ast.AST, name: str) -> ast.expr | No
                 if any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(t)):
                     plain = isinstance(n, ast.Assign | ast.AnnAssign) and isinstance(t, ast.Name)
                     values.append(n.value if plain else None)  # type: ignore[union-attr]
+        cache[id(scope), name] = (values[0] if len(values) == 1 else None) if values else _UNBOUND
         if values:
-            return values[0] if len(values) == 1 else None
+            return cache[id(scope), name]
     return None
+
+
+_UNBOUND = object()
 
 
 __all__ = ["Region", "Regions", "regions"]
