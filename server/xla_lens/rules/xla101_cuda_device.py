@@ -45,6 +45,7 @@ from .base import (
     Severity,
     Target,
 )
+from .parts import device_arguments
 
 CODE = "XLA101"
 RANK_NAME = re.compile(r"(^|_)(local_rank|rank|gpu|gpu_id|device_id|local_device)$")
@@ -92,6 +93,11 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             continue
         if method_name(call) == "to":
             yield from _to_advice(model, target, call, handled)
+        default = device_arguments.default_device_advice(model, target, call, handled)
+        if default is not None:
+            yield default
+            continue
+        yield from device_arguments.int_argument_advice(model, target, call, handled)
         kw = keyword(call, "device")
         if kw is not None and id(kw.value) not in handled and is_cuda_string(kw.value):
             e = Emitter(model)
@@ -304,6 +310,8 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     target = ctx.target
     # In this order: each kind marks the nodes it reported in ``handled`` for the next ones.
+    # Generators first: a picker inside ``torch.Generator(...)`` becomes the CPU, not XLA.
+    generators = list(pf.respect_guards(model, device_arguments.generator_advice(model, handled)))
     choices = list(
         itertools.chain(
             pf.respect_guards(model, pf.if_picker_advice(model, target, handled)),
@@ -316,6 +324,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     placed = _in_step(choices, moves)
     definitions = list(pf.respect_guards(model, _assignment_advice(model, target, handled)))
     advice = itertools.chain(
+        generators,
         placed,
         definitions,
         pf.int_device_move_advice(model, target, definitions),

@@ -14,6 +14,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import replace
 
+from . import device_refusals as refusals
 from . import device_sites as sites
 from . import pickers, placement_guards, xla_api
 from .advice import Advice, FixPlan
@@ -31,19 +32,39 @@ def advice(model, node, message, fix=None, manual=None) -> Advice:
 
 def choose(
     model: ScriptModel, e: Emitter, target: Target, uses: list[Use], str_typed: bool
-) -> tuple[str, bool, str]:
-    """Replacement code, whether it is safe, and why not: the XLA device when every use
-    takes a device; else (for review) the string ``"xla"`` where a string was expected."""
+) -> tuple[str, bool, str, tuple]:
+    """Replacement code, whether it is safe, why not, and the edits of uses that change
+    with it: the XLA device when every use takes a device; else (for review) the string
+    ``"xla"`` where a string was expected."""
+    follow, uses = _generators_follow(model, uses)
     bad = [u for u in uses if not u.ok]
     if not bad:
-        return xla_api.device(e, target), True, ""
+        return xla_api.device(e, target), True, "", follow
     reason = "the device value is used where the original matters: " + sites.device_flow(
         model
     ).describe(bad)
     if str_typed:
         e._add(AddImport("import torch_xla"))
-        return XLA_STRING, False, reason
-    return xla_api.device(e, target), False, reason
+        return XLA_STRING, False, reason, follow
+    return xla_api.device(e, target), False, reason, follow
+
+
+def _generators_follow(model: ScriptModel, uses: list[Use]) -> tuple[tuple, list[Use]]:
+    """``torch.Generator(device=device)`` refuses the XLA device: the same fix makes it a CPU
+    generator (``device_refusals``), and the use needs review only if the script reads the
+    generator's device or restores a state into it."""
+    follow: list[Replace] = []
+    kept: list[Use] = []
+    for u in uses:
+        gen = None if u.ok else refusals.generator_call(model, u.node)
+        if gen is None:
+            kept.append(u)
+            continue
+        op, why = refusals.cpu_generator(model, gen, u.node)
+        follow.append(op)
+        if why:
+            kept.append(Use(u.node, False, why))
+    return tuple(follow), kept
 
 
 def fix_plan(title: str, ops: tuple, e: Emitter, safe: bool, reason: str) -> FixPlan:
@@ -92,7 +113,7 @@ def if_picker_advice(model, target: Target, handled) -> Iterator[Advice]:
         ]
         str_typed = all(sites.is_str_valued(model, v) for v in values)
         uses = flow._store_uses(ip.target, 4, set())
-        code, safe, reason = choose(model, e, target, uses, str_typed)
+        code, safe, reason, follow = choose(model, e, target, uses, str_typed)
         extras = [s for s in ip.extras if not pickers.is_harmless_extra(model, s)]
         if extras:
             safe = False
@@ -107,7 +128,7 @@ def if_picker_advice(model, target: Target, handled) -> Iterator[Advice]:
             handled,
             node,
             node.test,
-            (ReplaceStatement(model.span(node), statement),),
+            (ReplaceStatement(model.span(node), statement), *follow),
             safe,
             reason,
         )
@@ -148,7 +169,9 @@ def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:
         handled.update(id(n) for n in ast.walk(stmt))
         e = Emitter(model)
         uses = sites.device_flow(model)._store_uses(stmt.targets[0], 4, set())
-        code, safe, reason = choose(model, e, target, uses, sites.is_str_valued(model, stmt.value))
+        code, safe, reason, follow = choose(
+            model, e, target, uses, sites.is_str_valued(model, stmt.value)
+        )
         if named:
             assert isinstance(node.test, ast.Name)
             flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
@@ -175,7 +198,7 @@ def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:
             handled,
             node,
             node.test,
-            (Replace(model.span(stmt.value), code), *flag_ops),
+            (Replace(model.span(stmt.value), code), *flag_ops, *follow),
             safe,
             reason,
             kept,
@@ -222,17 +245,23 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
             )
             continue
         if pk.test_kind == "availability":
-            code, safe, reason = choose(model, e, target, uses, str_typed)
+            code, safe, reason, follow = choose(model, e, target, uses, str_typed)
             if option:
                 code = XLA_STRING
                 e._add(AddImport("import torch_xla"))
             ops, safe, reason, note = _with_guards(
-                model, handled, site, node.test, (Replace(model.span(site), code),), safe, reason
+                model,
+                handled,
+                site,
+                node.test,
+                (Replace(model.span(site), code), *follow),
+                safe,
+                reason,
             )
             title = f"Use the XLA device: {code}"
         else:
             branch_str = sites.is_str_valued(model, pk.device_branch)
-            code, safe, reason = choose(model, e, target, uses, branch_str or option)
+            code, safe, reason, follow = choose(model, e, target, uses, branch_str or option)
             if branch_str or option:
                 code = XLA_STRING
                 e._add(AddImport("import torch_xla"))
@@ -242,7 +271,7 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                 edit = Replace(model.span(node), new)
             else:
                 edit = Replace(model.span(pk.device_branch), code)
-            ops, note = (edit,), ""
+            ops, note = (edit, *follow), ""
             if pk.test_kind == "mixed":
                 ops, safe, reason, note = _with_guards(
                     model, handled, site, node.test, ops, safe, reason
@@ -256,7 +285,7 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                     handled,
                     site,
                     node.test,
-                    (edit, *flag_ops),
+                    (edit, *flag_ops, *follow),
                     safe,
                     reason,
                     frozenset({node.test.id}),
@@ -293,7 +322,9 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
     e = Emitter(model)
     option = sites.option_call(model, site) is not None
     uses = sites.uses_of_site(model, site)
-    code, safe, reason = choose(model, e, target, uses, option or sites.is_str_valued(model, site))
+    code, safe, reason, follow = choose(
+        model, e, target, uses, option or sites.is_str_valued(model, site)
+    )
     if option:
         code = XLA_STRING
         e._add(AddImport("import torch_xla"))
@@ -305,7 +336,7 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
             safe,
             reason,
         ),
-        fix_plan(f"Use {code}", (Replace(model.span(site), code),), e, safe, reason),
+        fix_plan(f"Use {code}", (Replace(model.span(site), code), *follow), e, safe, reason),
     )
 
 

@@ -19,7 +19,7 @@ import ast
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
-from . import calls
+from . import calls, device_refusals
 from .model import SCOPE_TYPES, ScriptModel, const_str, method_name
 
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map", "output_device"})
@@ -340,6 +340,9 @@ class DeviceFlow:
         meth = method_name(call)
         if name in STRING_CALLS or kw in STRING_KEYWORDS:
             return [Use(node, False, "needs a device-type string")]
+        refused = device_refusals.refusal(name, meth)
+        if refused:
+            return [Use(node, False, refused)]
         if meth in {"to", "cuda", "type"} or name == "torch.device":
             return [Use(node, True)]
         if name is not None and name.startswith("torch.cuda."):

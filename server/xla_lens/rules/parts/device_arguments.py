@@ -1,0 +1,147 @@
+"""XLA101's device arguments that are neither ``.to(...)`` nor ``device=`` on a torch call:
+
+- ``torch.Generator(device="cuda")``: XLA has no generator ("XLA device type not an
+  accelerator"), so the fix makes it a CPU generator, which draws on the XLA device accept
+  (``semantic.device_refusals``);
+- ``torch.set_default_device("cuda")``: every new tensor lands on CUDA;
+- ``evaluate(model, loader, device=rank)``: an integer CUDA index handed to this script's own
+  function as the device it moves batches to, reported at the argument like ``.to(rank)``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic import calls, pickers, xla_api
+from ...semantic import device_refusals as refusals
+from ...semantic import device_sites as sites
+from ...semantic import picker_fixes as pf
+from ...semantic.advice import Advice
+from ...semantic.edits import Replace
+from ...semantic.model import Emitter, ScriptModel, is_cuda_string, method_name
+from ...semantic.xla_api import Target
+
+
+def generator_advice(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
+    """Runs before the picker passes: a picker written inside ``torch.Generator(...)`` is
+    rewritten to the CPU here, not to the XLA device there."""
+    for call in model.calls:
+        arg = refusals.device_argument(model, call)
+        if arg is None or id(arg) in handled or not _names_cuda(model, arg):
+            continue
+        handled.update(id(n) for n in ast.walk(arg))
+        op, reason = refusals.cpu_generator(model, call, arg)
+        safe = not reason
+        yield pf.advice(
+            model,
+            arg,
+            pf.message(
+                f"this generator is made on a CUDA device ({model.segment(arg)}), and XLA has "
+                "none (torch.Generator(device=torch_xla.device()) raises): a CPU generator "
+                "works for draws on the XLA device (drawn on the CPU, then moved; its numbers "
+                "differ from CUDA's, as every CUDA random stream does on XLA)",
+                safe,
+                reason,
+            ),
+            pf.fix_plan("Use a CPU generator", (op,), Emitter(model), safe, reason),
+        )
+
+
+def _names_cuda(model: ScriptModel, arg: ast.AST) -> bool:
+    if is_cuda_string(arg) or pickers.is_accelerator_value(model, arg):
+        return True
+    if isinstance(arg, ast.IfExp):
+        return pickers.picker(model, arg) is not None
+    return (
+        isinstance(arg, ast.Call)
+        and model.call_name(arg) == "torch.device"
+        and pickers.is_device_value(model, arg)
+    )
+
+
+def default_device_advice(
+    model: ScriptModel, target: Target, call: ast.Call, handled: set[int]
+) -> Advice | None:
+    """``torch.set_default_device("cuda")``: new tensors land on CUDA."""
+    if model.call_name(call) != "torch.set_default_device" or not call.args:
+        return None
+    arg = call.args[0]
+    if id(arg) in handled or not is_cuda_string(arg):
+        return None
+    handled.add(id(arg))
+    e = Emitter(model)
+    dev = sites.device_ref_at(model, call) or xla_api.device(e, target)
+    return pf.advice(
+        model,
+        arg,
+        f"torch.set_default_device({model.segment(arg)}) makes new tensors land on a CUDA "
+        f"device: use torch.set_default_device({dev})",
+        pf.fix_plan(f"Default to {dev}", (Replace(model.span(arg), dev),), e, True, ""),
+    )
+
+
+def int_argument_advice(
+    model: ScriptModel, target: Target, call: ast.Call, handled: set[int]
+) -> Iterator[Advice]:
+    """``evaluate(model, loader, device=rank)`` where ``evaluate`` moves tensors with its
+    ``device`` parameter: the CUDA index becomes the device, as ``.to(rank)`` does; the fix
+    waits for review when another use of the parameter needs the number."""
+    found = calls.callee(model, call)
+    if found is None:
+        return
+    fn, bound = found
+    given = [(i, None, a) for i, a in enumerate(call.args)] + [
+        (None, k.arg, k.value) for k in call.keywords if k.arg
+    ]
+    for index, kw, arg in given:
+        if id(arg) in handled or isinstance(arg, ast.Starred):
+            continue
+        if not (sites.rank_index(arg) or sites.is_int_cuda_device(model, arg)):
+            continue
+        param = calls.parameter_for(fn, bound, index, kw)
+        # A parameter named like an index (``train(rank)`` moving with ``.to(rank)``) is
+        # reported inside the function, where the move is.
+        if param is None or sites.rank_index(ast.Name(param)) or not _moves_with(model, fn, param):
+            continue
+        handled.add(id(arg))
+        e = Emitter(model)
+        var = sites.device_ref_at(model, call)
+        dev = var or xla_api.device(e, target)
+        reasons = (
+            [] if var else ["no device variable is bound here; check the index is the CUDA device"]
+        )
+        flow = sites.device_flow(model)
+        bad = [u for u in flow.uses_of_name(param, fn) if not u.ok]
+        if bad:
+            reasons.append(
+                f"{fn.name}() also uses {param} where the number matters: {flow.describe(bad)}"
+            )
+        reason = "; ".join(reasons)
+        shown = model.segment(arg)
+        yield pf.advice(
+            model,
+            arg,
+            pf.message(
+                f"{fn.name}() moves tensors to its {param} parameter, and {shown} is a CUDA "
+                f"device number: pass {dev}",
+                not reason,
+                reason,
+            ),
+            pf.fix_plan(
+                f"Pass {dev} instead", (Replace(model.span(arg), dev),), e, not reason, reason
+            ),
+        )
+
+
+def _moves_with(model: ScriptModel, fn: ast.AST, param: str) -> bool:
+    """``param`` is a device inside ``fn``: ``x.to(param)``, ``device=param``, ``.cuda(param)``."""
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Name) and node.id == param):
+            continue
+        p = model.parent(node)
+        if isinstance(p, ast.keyword) and p.arg == "device":
+            return True
+        if isinstance(p, ast.Call) and method_name(p) in {"to", "cuda"} and node in p.args:
+            return True
+    return False
