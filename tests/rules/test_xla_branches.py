@@ -5,7 +5,12 @@ flags the user sets stay reported."""
 
 from __future__ import annotations
 
-from tests.helpers import findings, fixed
+from pathlib import Path
+
+from xla_lens.engine import analyze
+from xla_lens.semantic.workspace import clear_cache
+
+from tests.helpers import findings, fixed, src
 
 DUAL_AUTOCAST = """
 import torch, torch_xla.core.xla_model as xm
@@ -122,3 +127,45 @@ model = torch.nn.Linear(2, 2).to(device)
 
 def test_a_cuda_or_cpu_picker_is_no_xla_switch():
     assert findings(CUDA_ONLY_SCRIPT, "XLA101")
+
+
+def _write(path: Path, code: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(src(code), encoding="utf-8")
+    return path
+
+
+HELPERS = """
+import torch
+import torch.distributed as dist
+import torch_xla.runtime as xr
+
+def init(cfg, rank):
+    if cfg.use_xla:
+        cfg.world_size = xr.world_size()
+        return
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(rank)
+
+def init_cuda(rank):
+    dist.init_process_group("nccl")
+    torch.cuda.set_device(rank)
+"""
+
+
+def test_a_helper_that_returns_early_for_xla_is_converted_already(tmp_path: Path):
+    clear_cache()
+    root = tmp_path / "proj"
+    _write(root / "setup.py", "")
+    _write(root / "lib" / "dist.py", HELPERS)
+    script = _write(
+        root / "train.py",
+        """
+        from lib.dist import init, init_cuda
+        init(cfg, 0)
+        init_cuda(0)
+        """,
+    )
+    found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == "XLA403"]
+    assert [f.span.start.line for f in found] == [2]
+    assert "init_cuda() is defined in lib/dist.py" in found[0].message

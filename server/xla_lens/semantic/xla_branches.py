@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from .model import ScriptModel, method_name
 from .span import Span
+from .workspace_calls import parsed_module
 
 AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 CUDA_COUNTS = frozenset({"torch.cuda.device_count"})
@@ -270,4 +271,29 @@ def _single_binding(model: ScriptModel, at: ast.AST, name: str) -> ast.expr | No
 _UNBOUND = object()
 
 
-__all__ = ["Region", "Regions", "regions"]
+_helper_models: dict[int, tuple[object, ScriptModel]] = {}
+
+
+def lines_off_xla(path: str, lines: list[int]) -> bool:
+    """Whether every one of ``lines`` (1-based) of the workspace file ``path`` is the CUDA side
+    of that file's own XLA switch (a helper that sets up XLA and returns before its NCCL and
+    ``torch.cuda`` setup): the helper handles XLA already."""
+    from pathlib import Path
+
+    parsed = parsed_module(Path(path))
+    if parsed is None or not lines:
+        return False
+    cached = _helper_models.get(id(parsed))
+    if cached is None or cached[0] is not parsed:
+        if len(_helper_models) >= 32:
+            _helper_models.clear()
+        cached = (parsed, ScriptModel(parsed.source, parsed.tree, str(path)))
+        _helper_models[id(parsed)] = cached
+    found = regions(cached[1])
+    return all(
+        any(r.span.start.line <= line - 1 <= r.span.end.line for r in found.not_xla)
+        for line in lines
+    )
+
+
+__all__ = ["Region", "Regions", "lines_off_xla", "regions"]

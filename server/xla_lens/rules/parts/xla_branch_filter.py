@@ -18,12 +18,13 @@ The engine runs this once over every finding (semantic/xla_branches.py finds the
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import replace
 
 from ...semantic.model import ScriptModel
 from ...semantic.span import Span
-from ...semantic.xla_branches import Regions, regions
+from ...semantic.xla_branches import Regions, lines_off_xla, regions
 from ..base import Finding
 from ..xla403_cuda_only_call import COUNTS, SEEDS
 
@@ -52,6 +53,7 @@ KEPT_UNDER_GUARD = (
     }
 )
 SHARED_AUTOCAST = "XLA102"
+HELPER_CODE = "XLA403"
 XLA_CODE = re.compile(r"xla|\bx[mr]p?\.|\bpl\.")
 
 
@@ -81,7 +83,23 @@ def _writes_xla(finding: Finding) -> bool:
     return any(XLA_CODE.search(str(getattr(op, "code", ""))) for op in finding.fix.ops)
 
 
+def _helper_handles_xla(model: ScriptModel, f: Finding) -> bool:
+    """XLA403's finding at a workspace helper call whose CUDA setup all sits after the
+    helper's own XLA branch returned (``if is_xla(): ...; return``)."""
+    for call in model.calls:
+        if model.span(call) != f.span or not isinstance(call.func, ast.Name):
+            continue
+        facts = model.steps.external(call)
+        if facts is None:
+            return False
+        lines = [line for _, line in facts.cuda_calls] + [facts.nccl_line] * bool(facts.nccl_line)
+        return lines_off_xla(facts.module, lines)
+    return False
+
+
 def _dead_on_xla(model: ScriptModel, found: Regions, f: Finding) -> bool:
+    if f.code == HELPER_CODE and f.fix is None and _helper_handles_xla(model, f):
+        return True
     if f.code.startswith(CONVERSION_PREFIXES) and found.not_xla_at(f.span) is not None:
         return True
     if f.code == LAUNCHER and found.switch_line is not None:
@@ -93,7 +111,7 @@ def _dead_on_xla(model: ScriptModel, found: Regions, f: Finding) -> bool:
 
 def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
     found = regions(model)
-    if not (found.not_xla or found.cuda_only):
+    if not (found.not_xla or found.cuda_only or any(f.code == HELPER_CODE for f in findings)):
         return findings
     out = []
     for f in findings:
