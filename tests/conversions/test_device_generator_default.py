@@ -29,3 +29,14 @@ def test_generator_default_device_and_int_argument_convert_and_train_on_xla(tmp_
     assert "    torch.set_default_device(device)  # every new tensor on the GPU\n" in src
     assert "evaluate(model, held_out, device=device)" in src
     assert "XLA101" not in result.remaining
+
+
+def test_a_cuda_device_context_becomes_the_xla_device_context(tmp_path):
+    fixture = FIXTURES / "device_context.py"
+    baseline = tmp_path / "baseline.py"
+    baseline.write_text(fixture.read_text().replace('torch.device("cuda")', 'torch.device("cpu")'))
+    result = prove(fixture, steps=3, baseline=baseline)
+    assert_proven(result)
+    assert [d.split(":")[0] for d in result.converted.param_devices] == ["xla"]
+    assert "    with torch_xla.device():  # parameters" in result.converted_source
+    assert "XLA101" not in result.remaining

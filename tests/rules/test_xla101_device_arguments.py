@@ -174,3 +174,54 @@ def test_the_same_through_an_alias_of_torch_distributed():
     """
     (f,) = findings(text, "XLA101")
     assert not f.fix.safe and "get_default_backend_for_device" in f.fix.review_reason
+
+
+def test_a_positional_device_variable_and_a_stored_generator_attribute():
+    text = """
+    import torch
+    class Sampler:
+        def __init__(self):
+            self.device = torch.device("cuda")
+            self.gen = torch.Generator(self.device)
+        def draw(self):
+            return torch.randn(2, device=self.device, generator=self.gen)
+    """
+    (f,) = findings(text, "XLA101")
+    assert f.fix.safe
+    assert 'self.gen = torch.Generator("cpu")\n' in fixed(text, "XLA101")
+
+
+def test_a_stored_generator_whose_device_is_read_waits_for_review():
+    text = """
+    import torch
+    class Sampler:
+        def __init__(self):
+            self.gen = torch.Generator(device="cuda")
+        def draw(self):
+            return torch.randn(2, device=self.gen.device, generator=self.gen)
+    """
+    (f,) = findings(text, "XLA101")
+    assert not f.fix.safe and "line 6 `.device`" in f.fix.review_reason
+
+
+def test_a_positional_rank_for_a_device_parameter_is_reported():
+    text = """
+    import torch
+    def evaluate(model, batch, device):
+        return model(batch.to(device))
+    def main(local_rank, model, batch):
+        return evaluate(model, batch, local_rank)
+    """
+    (f,) = findings(text, "XLA101")
+    assert f.span.start.line + 1 == 5 and "evaluate()" in f.message and not f.fix.safe
+
+
+def test_a_cuda_device_context_becomes_the_xla_device_context():
+    text = """
+    import torch
+    with torch.device("cuda"):
+        model = torch.nn.Linear(2, 2)
+    """
+    (f,) = findings(text, "XLA101")
+    assert f.fix.safe
+    assert "with torch_xla.device():\n" in fixed(text, "XLA101")

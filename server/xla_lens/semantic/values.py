@@ -291,6 +291,8 @@ class DeviceFlow:
             return self._result_uses(fn, depth - 1, seen)
         if isinstance(p, ast.Expr):
             return [Use(node, True)]
+        if isinstance(p, ast.withitem) and p.context_expr is node and p.optional_vars is None:
+            return [Use(node, True)]  # ``with torch.device(d):`` makes d the default device
         if isinstance(p, ast.BinOp):
             return [Use(node, False, "used in an expression")]
         if isinstance(p, ast.Subscript):

@@ -87,18 +87,19 @@ def int_argument_advice(
     """``evaluate(model, loader, device=rank)`` where ``evaluate`` moves tensors with its
     ``device`` parameter: the CUDA index becomes the device, as ``.to(rank)`` does; the fix
     waits for review when another use of the parameter needs the number."""
-    found = calls.callee(model, call)
+    given = [
+        (index, kw, arg)
+        for index, kw, arg in [(i, None, a) for i, a in enumerate(call.args)]
+        + [(None, k.arg, k.value) for k in call.keywords if k.arg]
+        if id(arg) not in handled
+        and (sites.rank_index(arg) or sites.is_int_cuda_device(model, arg))
+    ]
+    # The cheap test first: few calls pass a CUDA index at all.
+    found = calls.callee(model, call) if given else None
     if found is None:
         return
     fn, bound = found
-    given = [(i, None, a) for i, a in enumerate(call.args)] + [
-        (None, k.arg, k.value) for k in call.keywords if k.arg
-    ]
     for index, kw, arg in given:
-        if id(arg) in handled or isinstance(arg, ast.Starred):
-            continue
-        if not (sites.rank_index(arg) or sites.is_int_cuda_device(model, arg)):
-            continue
         param = calls.parameter_for(fn, bound, index, kw)
         # A parameter named like an index (``train(rank)`` moving with ``.to(rank)``) is
         # reported inside the function, where the move is.
