@@ -225,3 +225,15 @@ def test_a_cuda_device_context_becomes_the_xla_device_context():
     (f,) = findings(text, "XLA101")
     assert f.fix.safe
     assert "with torch_xla.device():\n" in fixed(text, "XLA101")
+
+
+def test_a_generator_drawn_with_by_exponential_waits_for_review():
+    # On an XLA tensor exponential_ & co. refuse any generator (torch's decomposition asserts
+    # there is none): converted, that draw raises whatever the generator.
+    text = """
+    import torch
+    g = torch.Generator(device="cuda")
+    t = torch.empty(4, device="cuda").exponential_(generator=g)
+    """
+    gen = findings(text, "XLA101")[0]
+    assert not gen.fix.safe and "`.exponential_`" in gen.fix.review_reason

@@ -33,6 +33,7 @@ REFUSING_METHODS = {"pin_memory": "pin_memory() refuses the XLA device"}
 # What of a generator changes when it becomes a CPU one: where it says it lives, and the
 # states it accepts.
 GENERATOR_READS = frozenset({"device", "set_state", "graphsafe_set_state", "clone_state"})
+NO_GENERATOR_ON_XLA = ("exponential_", "geometric_", "cauchy_", "log_normal_")
 
 
 def refusal(name: str | None, meth: str | None) -> str:
@@ -66,8 +67,9 @@ def device_argument(model: ScriptModel, call: ast.Call) -> ast.AST | None:
     return call.args[0] if call.args else None
 
 
-def generator_reads(model: ScriptModel, call: ast.Call) -> list[ast.Attribute]:
-    """Reads of the generator's device or restores of a state into it, for the name (or
+def generator_reads(model: ScriptModel, call: ast.Call) -> list[ast.AST]:
+    """Reads of the generator's device or restores of a state into it (and draws that take
+    no generator on XLA), for the name (or
     attribute) the generator is stored in, through ``.manual_seed(...)`` which returns it.
     A generator not stored (passed straight on) has none."""
     node: ast.AST = call
@@ -82,11 +84,18 @@ def generator_reads(model: ScriptModel, call: ast.Call) -> list[ast.Attribute]:
     if not (isinstance(parent, ast.Assign) and parent.value is node):
         return []
     keys = {_key(t) for t in parent.targets} - {None}
-    return [
+    reads: list[ast.AST] = [
         a
         for a in model.nodes_of(ast.Attribute)
         if isinstance(a, ast.Attribute) and a.attr in GENERATOR_READS and _key(a.value) in keys
     ]
+    # ``x.exponential_(generator=g)`` raises on an XLA tensor whatever the generator (torch's
+    # decomposition asserts there is none): the draw itself needs rewriting.
+    for c in model.method_calls(*NO_GENERATOR_ON_XLA):
+        kw = keyword(c, "generator")
+        if kw is not None and _key(kw.value) in keys:
+            reads.append(c.func)
+    return reads
 
 
 def _key(node: ast.AST) -> str | None:
@@ -102,9 +111,10 @@ def cpu_generator(model: ScriptModel, call: ast.Call, arg: ast.AST) -> tuple[Rep
     reads = generator_reads(model, call)
     reason = ""
     if reads:
-        lines = ", ".join(f"line {a.lineno} `.{a.attr}`" for a in reads[:3])
+        lines = ", ".join(f"line {a.lineno} `.{a.attr}`" for a in reads[:3])  # type: ignore[attr-defined]
         reason = (
-            f"the generator becomes a CPU one and the script reads its device or restores a "
-            f"state into it ({lines}): that now says cpu / needs a CPU state"
+            f"the generator becomes a CPU one and the script reads its device, restores a "
+            f"state into it or draws with it where XLA takes no generator ({lines}): that "
+            "now says cpu / needs a CPU state / raises (exponential_ & co.)"
         )
     return Replace(model.span(arg), CPU_DEVICE), reason
