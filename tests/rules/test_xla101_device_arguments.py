@@ -237,3 +237,37 @@ def test_a_generator_drawn_with_by_exponential_waits_for_review():
     """
     gen = findings(text, "XLA101")[0]
     assert not gen.fix.safe and "`.exponential_`" in gen.fix.review_reason
+
+
+def test_a_generator_on_a_device_taken_from_an_object_is_offered_for_review():
+    text = """
+    import torch
+    from accelerate import Accelerator
+    accelerator = Accelerator()
+    device = accelerator.device
+    def sample(pipeline):
+        g = torch.Generator(device=pipeline.device).manual_seed(0)
+        return pipeline(generator=g)
+    noise_gen = torch.Generator(device)
+    """
+    fs = findings(text, "XLA101")
+    assert [f.span.start.line + 1 for f in fs] == [6, 8]
+    for f in fs:
+        assert "raises when" in f.message and not f.fix.safe
+        assert "also on a CUDA host" in f.fix.review_reason
+    out = fixed(text, "XLA101", unsafe=True)
+    assert 'torch.Generator(device="cpu").manual_seed(0)' in out
+    assert 'noise_gen = torch.Generator("cpu")' in out
+
+
+def test_a_cpu_generator_and_a_device_fix_covering_the_generator_are_not_reported_again():
+    text = """
+    import torch
+    class Sampler:
+        def __init__(self):
+            self.device = torch.device("cuda")
+            self.gen = torch.Generator(device=self.device)
+            self.cpu_gen = torch.Generator(device="cpu")
+    """
+    (f,) = findings(text, "XLA101")
+    assert f.span.start.line + 1 == 4

@@ -323,17 +323,20 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     moves = list(pf.respect_guards(model, _call_advice(model, target, handled)))
     placed = _in_step(choices, moves)
     definitions = list(pf.respect_guards(model, _assignment_advice(model, target, handled)))
-    advice = itertools.chain(
-        generators,
-        placed,
-        definitions,
-        pf.int_device_move_advice(model, target, definitions),
-        flag_idioms.flag_findings(model, handled),
-        flag_idioms.tensor_type_findings(model, target),
-        flag_idioms.device_flag_findings(model),
-        _helper_advice(model),
-        _external_picker_advice(model),
+    advice = list(
+        itertools.chain(
+            generators,
+            placed,
+            definitions,
+            pf.int_device_move_advice(model, target, definitions),
+            flag_idioms.flag_findings(model, handled),
+            flag_idioms.tensor_type_findings(model, target),
+            flag_idioms.device_flag_findings(model),
+            _helper_advice(model),
+            _external_picker_advice(model),
+        )
     )
+    advice.extend(device_arguments.inherited_generator_advice(model, advice, handled))
     for a in advice:
         fix = a.fix and Fix(a.fix.title, a.fix.ops, a.fix.safe, a.fix.review_reason)
         severity = Severity.INFORMATION if a.info else Severity.WARNING

@@ -48,6 +48,63 @@ def generator_advice(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
         )
 
 
+def inherited_generator_advice(
+    model: ScriptModel, advice: list[Advice], handled: set[int]
+) -> Iterator[Advice]:
+    """``torch.Generator(device=pipeline.device)`` / ``device=accelerator.device``: a device the
+    script takes from an object (accelerate, a pipeline, a model), which is the XLA device on an
+    XLA host, where the generator then raises. Asked after every other finding: a generator
+    whose device a device fix already rewrites (``picker_fixes``) is not said twice. Review:
+    on a CUDA host the script would draw from a CPU generator too (other numbers)."""
+    covered = {
+        op.span for a in advice if a.fix is not None for op in a.fix.ops if isinstance(op, Replace)
+    }
+    for call in model.calls:
+        arg = refusals.device_argument(model, call)
+        if arg is None or id(arg) in handled or model.span(arg) in covered:
+            continue
+        if not _inherited_device(model, arg):
+            continue
+        handled.add(id(arg))
+        op, why = refusals.cpu_generator(model, call, arg)
+        reason = "; ".join(
+            r
+            for r in (
+                "the generator is a CPU one on every host then, also on a CUDA host (other "
+                "random numbers there)",
+                why,
+            )
+            if r
+        )
+        shown = model.segment(arg)
+        yield pf.advice(
+            model,
+            arg,
+            pf.message(
+                f"torch.Generator(device={shown}) raises when {shown} is the XLA device (XLA "
+                "has no generator of its own): a CPU generator works for draws on the XLA "
+                "device (drawn on the CPU, then moved)",
+                False,
+                reason,
+            ),
+            pf.fix_plan("Use a CPU generator", (op,), Emitter(model), False, reason),
+        )
+
+
+def _inherited_device(model: ScriptModel, arg: ast.AST) -> bool:
+    """``x.device``, or a name bound only to ``x.device`` values."""
+    if isinstance(arg, ast.Attribute):
+        return arg.attr == "device"
+    if not isinstance(arg, ast.Name):
+        return False
+    bound = [
+        a.value
+        for a in model.assignments.get(arg.id, ())
+        if isinstance(a, ast.Assign) and a.value is not None
+    ]
+    return bool(bound) and all(isinstance(v, ast.Attribute) and v.attr == "device" for v in bound)
+
+
 def _names_cuda(model: ScriptModel, arg: ast.AST) -> bool:
     if is_cuda_string(arg) or pickers.is_accelerator_value(model, arg):
         return True
