@@ -308,3 +308,29 @@ def test_from_torch_cuda_import_amp_with_a_custom_decorator():
         "through `cuda_amp` the script uses torch.cuda.amp.custom_fwd (line 3), which does not"
         in f.message
     )
+
+
+def test_a_cuda_autocast_waits_while_the_script_stays_on_cuda():
+    # The device is also compared with "cuda": XLA101 waits for review, so the tensors stay on
+    # CUDA after Convert, where an "xla" autocast would switch the original's autocast off.
+    code = """
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = model.to(device)
+    scaler = torch.cuda.amp.GradScaler(enabled=device == "cuda")
+    for x in loader:
+        with torch.cuda.amp.autocast():
+            loss = model(x.to(device)).sum()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    """
+    (autocast,) = [f for f in findings(code, "XLA102") if f.fix is not None]
+    assert not autocast.fix.safe
+    assert "XLA101's change at line 3" in autocast.fix.review_reason
+    # The scaler that autocast relies on stays with it.
+    (scaler,) = findings(code, "XLA103")
+    assert not scaler.fix.safe and "CUDA autocast at line 7 stays" in scaler.fix.review_reason
+    out = fixed(code)
+    assert "torch.cuda.amp.autocast()" in out and "scaler.step(optimizer)" in out

@@ -27,9 +27,14 @@ from .base import (
     SetArgs,
     Severity,
 )
+from .parts.final_fixes import final_findings
 from .parts.manual_loss_scaling import manual_loss_scaling
+from .xla102_cuda_autocast import CODE as AUTOCAST_RULE
+from .xla102_cuda_autocast import MESSAGE as AUTOCAST_MESSAGE
+from .xla102_cuda_autocast import check as autocast_check
 
 CODE = "XLA103"
+AUTOCAST_MESSAGE_START = AUTOCAST_MESSAGE.split("{", 1)[0]
 
 CUDA_SCALERS = {"torch.cuda.amp.GradScaler", "torch.cuda.amp.grad_scaler.GradScaler"}
 # torch.amp.GradScaler(device="cuda", init_scale=..., ...): "cuda" is the default.
@@ -161,6 +166,15 @@ def _use_op(model: ScriptModel, node: ast.Name) -> EditOp | None:
     return None
 
 
+def _cuda_autocast_kept(model: ScriptModel) -> int | None:
+    """The line of a CUDA autocast that Convert leaves as it is (XLA102's fix needs review or
+    is silenced): the scaler it relies on must then stay too."""
+    for f in final_findings(model, AUTOCAST_RULE, autocast_check, "modern"):
+        if f.message.startswith(AUTOCAST_MESSAGE_START) and (f.fix is None or not f.fix.safe):
+            return f.span.start.line + 1
+    return None
+
+
 def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]:
     """The removal fix, or (the GradScaler("xla") quick fix, why removal is not safe)."""
     bound = _scaler_statement(model, call)
@@ -185,6 +199,19 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
                 "switch the autocast to bfloat16 and remove the scaler"
             )
             return fix, manual
+        kept = _cuda_autocast_kept(model) if blocker is None else None
+        if kept is not None:
+            reason = (
+                f"the CUDA autocast at line {kept} stays (XLA102's change there is not applied "
+                "automatically): on CUDA its float16 gradients need the scaler"
+            )
+            fix = Fix(
+                "Remove the GradScaler: bf16 needs no loss scaling",
+                tuple(ops),
+                safe=False,
+                review_reason=reason,
+            )
+            return fix, f"review: {reason}"
         if blocker is None:
             return Fix("Remove the GradScaler: bf16 needs no loss scaling", tuple(ops)), None
         why = (
