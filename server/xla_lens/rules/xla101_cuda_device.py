@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -45,7 +44,8 @@ from .base import (
     Severity,
     Target,
 )
-from .parts import device_arguments
+from .parts import device_arguments, external_devices
+from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
 
 CODE = "XLA101"
 RANK_NAME = re.compile(r"(^|_)(local_rank|rank|gpu|gpu_id|device_id|local_device)$")
@@ -261,46 +261,6 @@ def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
             )
 
 
-def _external_picker_advice(model: ScriptModel) -> Iterator[Advice]:
-    """``device_type = autodetect_device_type()``: a helper in another module of the workspace
-    picks CUDA when it is available, else another device (the CPU on an XLA host). The fix
-    belongs in that module, out of reach here: say where to look."""
-    if model.uses_torch_xla:
-        return
-    for call in model.calls:
-        if not isinstance(call.func, ast.Name) or call.func.id in model.functions:
-            continue
-        if not _gives_the_device(model, call):
-            continue  # ``model = load_model(...)`` places inside: not a device it returns
-        facts = model.steps.external(call)
-        if facts is None or not facts.cuda_picker_line:
-            continue
-        module = os.path.relpath(facts.module, os.path.dirname(os.path.abspath(model.path)))
-        where = f"{module}:{facts.cuda_picker_line}"
-        yield pf.advice(
-            model,
-            call,
-            f"{call.func.id}() picks the device in another module ({where}): CUDA when it is "
-            "available, else another device, so on an XLA host it returns the CPU",
-            manual=f"Make {call.func.id}() choose the XLA device (torch_xla.device(), device "
-            f'type "xla") on an XLA host, in {module}.',
-        )
-
-
-def _gives_the_device(model: ScriptModel, call: ast.Call) -> bool:
-    """The call's value is the device: stored in a device name (through ``x if c else y``),
-    or passed to ``.to(...)`` / ``device=``."""
-    node: ast.AST = call
-    parent = model.parent(node)
-    while isinstance(parent, ast.IfExp | ast.BoolOp) and node is not getattr(parent, "test", None):
-        node, parent = parent, model.parent(parent)
-    if isinstance(parent, ast.Assign):
-        return any(sites.is_device_name(t) for t in parent.targets)
-    if isinstance(parent, ast.keyword):
-        return parent.arg == "device"
-    return isinstance(parent, ast.Call) and method_name(parent) == "to"
-
-
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # XLA106 (device_after_fixes) asks for these findings again: computed once per parse.
     return iter(model.memo(("XLA101", ctx.target), lambda: list(_check(model, ctx))))
@@ -332,8 +292,8 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             flag_idioms.flag_findings(model, handled),
             flag_idioms.tensor_type_findings(model, target),
             flag_idioms.device_flag_findings(model),
-            _helper_advice(model),
-            _external_picker_advice(model),
+            external_devices.helper_advice(model),
+            external_devices.external_picker_advice(model),
         )
     )
     advice.extend(device_arguments.inherited_generator_advice(model, advice, handled))
@@ -373,31 +333,6 @@ def _in_step(choices: list[Advice], moves: list[Advice]) -> list[Advice]:
         else a
         for a in placements
     ]
-
-
-DEVICE_HELPER = re.compile(r"^(get_|select_|pick_|choose_)?dev(ice)?$")
-
-
-def _helper_advice(model: ScriptModel) -> Iterator[Advice]:
-    """``x.to(dist_util.dev())``: the device comes from a helper in another module of the
-    workspace, out of reach here; say where to look instead of guessing a fix."""
-    if model.uses_torch_xla:
-        return
-    for call in model.calls:
-        # The cheap test first: few calls are the argument of a ``.to(...)``.
-        parent = model.parent(call)
-        if not (isinstance(parent, ast.Call) and method_name(parent) == "to"):
-            continue
-        name = sites.out_of_file_helper(model, call)
-        if name is None or not DEVICE_HELPER.match(name.rpartition(".")[2]):
-            continue
-        yield pf.advice(
-            model,
-            call,
-            f"the device comes from {name}(), defined outside this file: on an XLA host it must "
-            "return the XLA device (a CUDA picker there trains on the CPU or fails)",
-            manual=f"make {name}() return torch_xla.device() (or pass the XLA device here)",
-        )
 
 
 HOVER_DEVICE = """\
