@@ -243,3 +243,21 @@ def test_incremental_analysis_finds_what_a_fresh_one_finds(sample: str) -> None:
         assert _findings(text, previous) == _findings(text)
         if incremental.model is not None:
             previous = incremental.model
+
+
+def test_a_line_count_change_in_a_long_file_reparses_the_tail_in_slices() -> None:
+    # 3,000 lines: the tail after an edit that adds a line is parsed 500 lines at a time
+    # (``REPARSE_SLICE_LINES``); the tree must still be a full parse's, positions included.
+    functions = [
+        f"def step_{i}(x):\n    y = x * {i}  # ü\n    if y:\n        return [y,\n            {i}]\n    return y\n\n"
+        for i in range(430)
+    ]
+    old = "import torch\n\n" + "".join(functions)
+    assert old.count("\n") > 3000
+    at = old.index("def step_5(")
+    new = old[:at] + "# a new comment line\n" + old[at:]
+    tree = reparse(ParsedText(old, ast.parse(old)), new)
+    assert tree is not None
+    assert ast.dump(tree, include_attributes=True) == ast.dump(
+        ast.parse(new), include_attributes=True
+    )

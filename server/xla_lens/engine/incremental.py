@@ -34,6 +34,8 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
+from ..semantic.chunked_parse import parse_in_chunks
+
 _LINE_START = re.compile(r"\r\n|\r|\n")
 
 
@@ -94,10 +96,16 @@ def common_suffix(a: str, b: str, limit: int) -> int:
     return lo
 
 
+# An edit that changes the line count re-parses the rest of the file. In one piece that holds
+# the GIL for ~50 ms at 10,000 lines while the language server's event loop waits to answer
+# hovers; in slices of 500 lines each holds it ~5 ms, for ~13 % more parsing time.
+REPARSE_SLICE_LINES = 500
+
+
 def _parse(text: str) -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(text)
+        return parse_in_chunks(text, "<unknown>", REPARSE_SLICE_LINES)
 
 
 def reparse(previous: ParsedText, text: str) -> ast.Module | None:
