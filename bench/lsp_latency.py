@@ -3,7 +3,8 @@
 Drives `python -m xla_lens serve` over stdio with a minimal JSON-RPC client (no editor in
 the loop) and prints, for 200, 2,000 and 10,000-line scripts generated from the samples:
 cold start to first diagnostics, didChange -> publishDiagnostics after small incremental
-edits (p50/p95), hover and codeAction sent right after the edit, while its analysis is
+edits (p50/p95; alternately a new comment line, which moves every later line, and typing at
+the end of a code line, which keeps the line count), hover and codeAction sent right after the edit, while its analysis is
 pending (p95), codeAction once the diagnostics are in (p50/p95), and the server's RSS.
 With --big-mb it also opens a generated file of that size in a fresh server: time to first
 diagnostics, peak RSS, and RSS after closing it against the RSS before opening it.
@@ -220,25 +221,40 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
     pending_action_ms: list[float] = []
     # A hover two lines above the edit (a line the edit left alone), also while pending.
     pending_other_hover_ms: list[float] = []
-    line_count = text.count("\n")
+    doc_lines = text.split("\n")
     for i in range(edits):
         version = i + 2
-        # Type a comment at the end of a line in the middle of the file: a realistic keystroke.
+        line_count = len(doc_lines) - 1
         row = (line_count // 2 + i * 7) % line_count
+        if i % 2 == 0:
+            # Enter a comment line in the middle of the file: every later line moves.
+            change = {
+                "range": {
+                    "start": {"line": row, "character": 0},
+                    "end": {"line": row, "character": 0},
+                },
+                "text": f"# edited {i}\n",
+            }
+            doc_lines[row:row] = [f"# edited {i}"]
+        else:
+            # Type at the end of a code line: the line count stays (a keystroke's edit).
+            while not doc_lines[row].strip() or doc_lines[row].rstrip().endswith("\\"):
+                row += 1
+            end = len(doc_lines[row].encode("utf-16-le")) // 2
+            change = {
+                "range": {
+                    "start": {"line": row, "character": end},
+                    "end": {"line": row, "character": end},
+                },
+                "text": f"  # typed {i}",
+            }
+            doc_lines[row] += f"  # typed {i}"
         start = time.perf_counter()
         await client.notify(
             "textDocument/didChange",
             {
                 "textDocument": {"uri": uri, "version": version},
-                "contentChanges": [
-                    {
-                        "range": {
-                            "start": {"line": row, "character": 0},
-                            "end": {"line": row, "character": 0},
-                        },
-                        "text": "# edited\n" if i % 2 == 0 else "",
-                    }
-                ],
+                "contentChanges": [change],
             },
         )
         # Hover and code action arriving while this edit's analysis is pending.
