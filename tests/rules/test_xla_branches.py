@@ -169,3 +169,26 @@ def test_a_helper_that_returns_early_for_xla_is_converted_already(tmp_path: Path
     found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == "XLA403"]
     assert [f.span.start.line for f in found] == [2]
     assert "init_cuda() is defined in lib/dist.py" in found[0].message
+
+
+PICKER_FLAG = """
+import torch
+use_cuda = torch.cuda.is_available()
+device = torch.device("cuda" if use_cuda else "cpu")
+model = torch.nn.Linear(2, 2)
+if use_cuda:
+    model = model.to(device)
+for x in loader:
+    model(x.to(device)).sum().backward()
+if use_cuda:
+    torch.cuda.synchronize()
+"""
+
+
+def test_a_flag_the_picker_reads_is_no_guard_false_on_xla():
+    # The picker fix rewrites the flag (use_cuda = True): the guarded block then runs on XLA,
+    # so the CUDA-only call there must still go.
+    (sync,) = findings(PICKER_FLAG, "XLA403")
+    assert sync.span.start.line == 9 and sync.fix is not None and sync.fix.safe
+    out = fixed(PICKER_FLAG)
+    assert "use_cuda = True" in out and "torch.cuda.synchronize()" not in out

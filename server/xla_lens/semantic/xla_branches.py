@@ -17,7 +17,10 @@ Two kinds, both decided from the source alone:
   XLA), ``x.is_cuda``, or a flag bound once to one of them (``use_cuda = device.type ==
   "cuda"``). A flag the user sets (``if args.cuda:``) is not such a guard: the user may pass it
   on an XLA host. What such a guard skips on XLA still matters when it places the model (the
-  model then never reaches XLA), so only CUDA-only calls there are harmless.
+  model then never reaches XLA), so only CUDA-only calls there are harmless. A guard that
+  itself decides a device or a placement, or reads a flag that one does (``device = "cuda" if
+  use_cuda else "cpu"``), is no such guard: the conversion rewrites those tests with the
+  device picker (placement_guards: ``use_cuda = True``), and its block may then run on XLA.
 
 Pure analysis: ``regions(model)`` returns both lists of spans, computed once per model.
 """
@@ -34,6 +37,8 @@ from .workspace_calls import parsed_module
 AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
 CUDA_COUNTS = frozenset({"torch.cuda.device_count"})
 CUDA_STRINGS = ("cuda", "nccl")
+DEVICE_CHOICES = frozenset({"torch.device", "torch.accelerator.current_accelerator"})
+PLACING_METHODS = frozenset({"to", "cuda"})
 STOPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
@@ -102,10 +107,23 @@ def _marks(model: ScriptModel, leaf) -> set[int]:  # noqa: ANN001 - a private pr
     return marked
 
 
+def _device_leaf(model: ScriptModel, n: ast.AST) -> bool:
+    """A device choice or a placement: what a conversion rewrites, test and all."""
+    if isinstance(n, ast.Call):
+        return model.call_name(n) in DEVICE_CHOICES or method_name(n) in PLACING_METHODS
+    if isinstance(n, ast.Constant) and isinstance(n.value, str):
+        return n.value.startswith("cuda")
+    return isinstance(n, ast.JoinedStr) and _cuda_leaf(model, n)
+
+
 class _Code:
     def __init__(self, model: ScriptModel) -> None:
         self.xla = _marks(model, _xla_leaf)
         self.cuda = _marks(model, _cuda_leaf)
+        self.device = _marks(model, _device_leaf)
+
+    def is_device(self, nodes: list) -> bool:  # noqa: ANN001
+        return any(id(n) in self.device for n in nodes)
 
     def is_xla(self, nodes: list) -> bool:  # noqa: ANN001
         return any(id(n) in self.xla for n in nodes)
@@ -182,15 +200,40 @@ def _compute(model: ScriptModel) -> Regions:
                     span = model.span(other[0]) if other else None
                 if span is not None:
                     not_xla.append(Region(span, line))
+    # A test that decides a device or a placement is rewritten with the device picker
+    # (placement_guards: ``use_cuda = True``), so what it guards may run on XLA after all.
+    deciding: set[int] = set()
+    flags: set[str] = set()
+    for node in branches:
+        body = node.body if isinstance(node.body, list) else [node.body]
+        orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+        if code.is_device(body) or code.is_device(orelse):
+            deciding.add(id(node))
+            flags.update(_flags(node.test))
     cuda_only = [
         Region(span, node.lineno)
         for node in model.nodes_of(ast.If)
-        if isinstance(node, ast.If) and _false_on_xla(model, node, node.test)
+        if isinstance(node, ast.If)
+        and id(node) not in deciding
+        and not flags.intersection(_flags(node.test))
+        and _false_on_xla(model, node, node.test)
         for span in [_block_span(model, node.body)]
         if span is not None
     ]
     first = min(switch_keys.values()) if switch_keys else None
     return Regions(tuple(not_xla), tuple(cuda_only), first)
+
+
+def _flags(test: ast.expr) -> set[str]:
+    """The plain names a test reads as conditions (``use_cuda and not cpu``), not ``args`` of
+    ``args.xla``."""
+    if isinstance(test, ast.Name):
+        return {test.id}
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _flags(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return {name for v in test.values for name in _flags(v)}
+    return set()
 
 
 def _conjuncts(test: ast.expr) -> list[ast.expr]:
