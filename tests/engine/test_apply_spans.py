@@ -152,3 +152,13 @@ def test_a_replacement_keeps_binding_to_its_place(source, target, code, expected
         if isinstance(n, ast.expr) and ast.get_source_segment(source, n) == target
     )
     assert apply_ops(source, [Replace(_span(node), code)]).code == expected
+
+
+def test_a_comparison_under_not_keeps_its_parentheses():
+    # ``not a > 1`` means ``not (a > 1)`` but reads as ``(not a) > 1``: written as meant.
+    source = "single = not flag\n"
+    flag = _first(source, ast.Name, 1)
+    assert _replace_first(source, ast.Name, "xr.world_size() > 1", nth=1) == (
+        "single = not (xr.world_size() > 1)\n"
+    )
+    assert flag.id == "flag"

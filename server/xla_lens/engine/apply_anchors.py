@@ -90,6 +90,13 @@ def fits(
     strength = precedence(new)
     if isinstance(parent, _ANY):
         return True
+    if (
+        isinstance(parent, cst.UnaryOperation)
+        and isinstance(parent.operator, cst.Not)
+        and isinstance(new, cst.Comparison)
+    ):
+        # ``not a > 1`` is ``not (a > 1)``, but reads as ``(not a) > 1``: written as meant.
+        return False
     if strength == 0:
         # A bare tuple for a bare tuple (``for i in a, b``), a generator for the generator
         # that is a call's sole argument; a bare tuple there would pass several arguments.
