@@ -153,7 +153,7 @@ def test_a_guard_that_is_the_only_statement_leaves_a_valid_block():
     import torch
     for x in range(3):
         if use_gpu and torch.cuda.is_available():
-            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
     """
     assert fixed(code, "XLA403") == src(
         """
@@ -181,6 +181,40 @@ def test_a_guard_that_is_the_only_statement_leaves_a_valid_block():
 )
 def test_guarded_blocks_that_are_not_only_cuda_no_ops_are_left_alone(block: str):
     assert findings("import gc\nimport torch\n" + block, "XLA403") == []
+
+
+GUARDED_EVENT_TIMING = """
+import torch
+def timed(model, x):
+    t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0.record()
+    model(x)
+    t1.record()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return t0.elapsed_time(t1)
+"""
+
+
+def test_a_guarded_synchronize_stays_for_the_cuda_run():
+    # Dead on XLA, but on the CUDA host elapsed_time() raises "Both events must be completed"
+    # without it: removing the block would change the CUDA run.
+    assert findings(GUARDED_EVENT_TIMING, "XLA403") == []
+    assert fixed(GUARDED_EVENT_TIMING) == src(GUARDED_EVENT_TIMING)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "torch.cuda.synchronize()",
+        "torch.cuda.set_device(0)",
+        "torch.cuda.reset_peak_memory_stats()",  # a later max_memory_allocated() reads it
+        "torch.accelerator.synchronize()",
+        "torch.cuda.empty_cache()\n    torch.cuda.synchronize()",
+    ],
+)
+def test_a_guarded_block_with_a_call_the_cuda_run_may_need_is_left_alone(body: str):
+    assert findings(f"import torch\nif torch.cuda.is_available():\n    {body}\n", "XLA403") == []
 
 
 def test_a_negated_or_alternative_availability_test_is_no_guard():

@@ -39,6 +39,11 @@ REMOVABLE = {
     "torch.accelerator.synchronize": "to wait for the XLA device (e.g. for timing) use "
     "xm.wait_device_ops()",
 }
+# The removable calls that change nothing a CUDA run can observe either (they only hand cached
+# memory back to the driver): a guarded block of only these can go. A guarded synchronize,
+# set_device or stats reset does matter on the CUDA host (event timing needs the synchronize),
+# and the block never runs on XLA: it is left alone.
+FREES_CACHED_MEMORY = {"torch.cuda.empty_cache", "torch.cuda.ipc_collect"}
 SEEDS = {"torch.cuda.manual_seed", "torch.cuda.manual_seed_all"}
 MEMORY_QUERIES = {
     "torch.cuda.memory_allocated",
@@ -86,9 +91,10 @@ def _guarded(model: ScriptModel, node: ast.AST) -> bool:
 
 def _dead_cuda_block(model: ScriptModel, guard: ast.If) -> list[str] | None:
     """The names of the calls when ``guard`` is ``if torch.cuda.is_available():`` with only
-    CUDA-only no-op calls in it (``torch.cuda.empty_cache()``) and no else: the whole block
-    can go. None for anything else (other statements, an else, an elif, a test that calls
-    something besides the availability check)."""
+    calls that free cached CUDA memory in it (``torch.cuda.empty_cache()``) and no else: the
+    whole block can go, on XLA and CUDA hosts alike. None for anything else (other statements,
+    another CUDA call the CUDA run may need, an else, an elif, a test that calls something
+    besides the availability check)."""
     if guard.orelse or not _pure_cuda_test(model, guard.test):
         return None
     parent = model.parent(guard)
@@ -99,7 +105,7 @@ def _dead_cuda_block(model: ScriptModel, guard: ast.If) -> list[str] | None:
         if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
             return None
         q = model.call_name(stmt.value)
-        if q not in REMOVABLE:
+        if q not in FREES_CACHED_MEMORY:
             return None
         names.append(q)
     return names
@@ -119,8 +125,8 @@ def _dead_block_finding(model: ScriptModel, guard: ast.If, names: list[str]) -> 
     return _finding(
         model,
         guard,
-        f"`if {test}:` only runs CUDA-only calls ({shown}): on an XLA host the test is False "
-        f"and the block silently does nothing; {REMOVABLE[names[0]]}",
+        f"`if {test}:` only frees cached CUDA memory ({shown}): on an XLA host the test is "
+        f"False and the block silently does nothing; {REMOVABLE[names[0]]}",
         fix=Fix(f"Remove the CUDA-only `if {test}:` block", (RemoveStatement(model.span(guard)),)),
     )
 
@@ -143,7 +149,7 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
             continue
         guard = _guard_of(model, call)
         if guard is not None:
-            if q in REMOVABLE and id(guard) not in dead_blocks:
+            if q in FREES_CACHED_MEMORY and id(guard) not in dead_blocks:
                 names = _dead_cuda_block(model, guard)
                 if names is not None:
                     dead_blocks.add(id(guard))
