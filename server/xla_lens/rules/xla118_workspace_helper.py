@@ -29,6 +29,7 @@ from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_modul
 from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots, regions
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.helper_backend import backend_literals
+from .parts.helper_reach import reached_functions
 from .parts.library_autocast import display_path, library_autocasts
 
 CODE = "XLA118"
@@ -61,8 +62,6 @@ DEVICE_QUERIES = frozenset(
         "torch.cuda.get_device_properties", "torch.accelerator.device_count",
     }
 )  # fmt: skip
-# Functions of the helper's module it calls, followed this deep (setup -> get_dist_info).
-CLOSURE_DEPTH = 2
 # Distinct helper modules analysed for one script: the editor's cost stays bounded.
 MAX_MODULES = 8
 SHOWN = 3  # evidence lines named in the message; the rest are counted
@@ -158,7 +157,7 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
     lines = tuple(e for _, e in sorted(evidence.items()))
     out = {}
     for name, fn in parsed.functions.items():
-        ranges = [(r.lineno, r.end_lineno or r.lineno) for r in _closure(model, fn)]
+        ranges = [(r.lineno, r.end_lineno or r.lineno) for r in reached_functions(model, fn)]
         mine = tuple(e for e in lines if any(a <= e.line <= b for a, b in ranges))
         if any(e.code not in SUPPORTING for e in mine):
             out[name] = mine
@@ -176,37 +175,6 @@ def _nvidia_smi_lines(model: ScriptModel) -> list[int]:
             if isinstance(text, str) and text.split()[:1] == ["nvidia-smi"]:
                 out.append(call.lineno)
                 break
-    return out
-
-
-def _closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
-    """``fn`` and the functions of its module it calls, ``CLOSURE_DEPTH`` deep."""
-    out, frontier = [fn], [fn]
-    for _ in range(CLOSURE_DEPTH):
-        found = []
-        for region in frontier:
-            for n in model.walk_scope(region):
-                if isinstance(n, ast.Call):
-                    for callee in _runs(model, n):
-                        if callee not in out and callee not in found:
-                            found.append(callee)
-        out.extend(found)
-        frontier = found
-    return out
-
-
-def _runs(model: ScriptModel, call: ast.Call) -> list[ast.AST]:
-    """The module's functions ``call`` runs: its callee, and a function of the module handed
-    to it (``mp.spawn(_worker, ...)``, ``Process(target=_worker)``: a launcher's worker)."""
-    out: list[ast.AST] = []
-    callee = model.steps.callee(call)
-    if callee is not None:
-        out.append(callee)
-    for arg in (*call.args, *(k.value for k in call.keywords)):
-        if isinstance(arg, ast.Name) and arg.id not in model.imports:
-            fn = model.steps.module_functions.get(arg.id)
-            if fn is not None and fn not in out:
-                out.append(fn)
     return out
 
 
