@@ -139,15 +139,8 @@ class PrepareOrdering(Ordering):
         known = {id(e.node) for e in self._base_builds}
         out = []
         for call in self.model.calls:
-            if id(call) in known or not self._is_factory(call):
-                continue
-            scope = self.scope_of(call)
-            stmt = self.model.enclosing_statement(call)
-            if stmt is None:
-                continue
-            for path in sorted(self._param_paths(call, scope)):
-                out.append(Event(call, stmt, scope, path))
-                out.extend(Event(call, stmt, scope, a) for a in self._self_aliases(scope, path))
+            if id(call) not in known and self._is_factory(call):
+                out.extend(self.build_events(call))
         return out
 
     @cached_property

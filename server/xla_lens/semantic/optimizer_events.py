@@ -133,17 +133,21 @@ class OptimizerEvents:
     def _direct_builds(self) -> list[Event]:
         out = []
         for call in self.model.calls:
-            if not _is_optimizer_class(self.model, call):
-                continue
-            scope = self.scope_of(call)
-            stmt = self.model.enclosing_statement(call)
-            if stmt is None:
-                continue
-            for path in sorted(self._param_paths(call, scope)):
-                out.append(Event(call, stmt, scope, path))
-                out.extend(
-                    Event(call, stmt, scope, alias) for alias in self._self_aliases(scope, path)
-                )
+            if _is_optimizer_class(self.model, call):
+                out.extend(self.build_events(call))
+        return out
+
+    def build_events(self, call: ast.Call) -> list[Event]:
+        """One event per parameter path the optimizer built by ``call`` reads (and per
+        ``self.`` alias of it in ``__init__``)."""
+        scope = self.scope_of(call)
+        stmt = self.model.enclosing_statement(call)
+        if stmt is None:
+            return []
+        out = []
+        for path in sorted(self._param_paths(call, scope)):
+            out.append(Event(call, stmt, scope, path))
+            out.extend(Event(call, stmt, scope, alias) for alias in self._self_aliases(scope, path))
         return out
 
     def _self_aliases(self, scope: ast.AST, path: str) -> list[str]:
