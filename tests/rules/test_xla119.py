@@ -59,3 +59,26 @@ def test_hover_speaks_about_the_keyword():
 
     rule = get_rule("XLA119")
     assert rule is not None and "torch.optim.AdamW(fused=)" in rule.hover
+
+
+def test_low_precision_weights_or_a_device_left_on_cuda_make_it_review():
+    bf16 = """
+    import torch
+
+    device = "cuda"
+    model = GPT(cfg).to(device).to(torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, fused=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        pass
+    """
+    (f,) = findings(bf16, "XLA119")
+    assert not f.fix.safe and "line 4 keeps tensors in torch.bfloat16" in f.fix.review_reason
+    # An autocast's bf16 alone keeps fp32 weights: safe.
+    fp32 = bf16.replace(".to(torch.bfloat16)", "")
+    (f,) = findings(fp32, "XLA119")
+    assert f.fix.safe
+    # The device picker waits for review (the device is also compared with "cuda"): the
+    # parameters stay on CUDA after Convert, where the fused kernel still runs.
+    held = fp32 + '    use_amp = device == "cuda"\n'
+    (f,) = findings(held, "XLA119")
+    assert not f.fix.safe and "XLA101's change at line 3" in f.fix.review_reason

@@ -11,11 +11,9 @@ from ..semantic.precision import ACCELERATORS, device_strings
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.autocast_device_type import derivation_findings
 from .parts.device_after_fixes import device_not_xla
-from .parts.final_fixes import final_findings
-from .xla101_cuda_device import check as device_check
+from .parts.device_held import device_held
 
 CODE = "XLA102"
-DEVICE_RULE = "XLA101"
 
 # torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)
 CUDA_AUTOCAST = {"torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"}
@@ -36,14 +34,14 @@ def _is_cuda_autocast(
     """(found, parameter names, why the fix needs review or None)."""
     name = model.call_name(call)
     if name in CUDA_AUTOCAST:
-        return True, CUDA_PARAMS, _script_device_held(model, target)
+        return True, CUDA_PARAMS, _with_autocast_off(device_held(model, target))
     if name not in DEVICE_AUTOCAST:
         return False, (), None
     device = arg_or_keyword(call, 0, "device_type")
     if device is None:
         return False, (), None
     if is_cuda_string(device):
-        return True, DEVICE_PARAMS, _script_device_held(model, target)
+        return True, DEVICE_PARAMS, _with_autocast_off(device_held(model, target))
     if isinstance(device, ast.Constant):
         return False, (), None
     # ``device_type=device_type`` / ``device.type``: follow it to the strings it can be.
@@ -74,23 +72,10 @@ def _is_cuda_autocast(
     return True, DEVICE_PARAMS, reason
 
 
-def _script_device_held(model: ScriptModel, target: Target) -> str | None:
-    """Why the script's tensors may stay on CUDA after Convert (None when every CUDA
-    placement XLA101 reports is converted by a fix Convert applies). A CUDA autocast made
-    "xla" over tensors that stay on CUDA would silently switch the original's autocast off;
-    the two conversions go together."""
-
-    def compute() -> str | None:
-        for f in final_findings(model, DEVICE_RULE, device_check, target):
-            if f.fix is None or not f.fix.safe:
-                return (
-                    f"the script's tensors reach the XLA device only through XLA101's change at "
-                    f"line {f.span.start.line + 1}, which is not applied automatically: with them "
-                    "still on CUDA the XLA autocast would switch the CUDA autocast off"
-                )
+def _with_autocast_off(held: str | None) -> str | None:
+    if held is None:
         return None
-
-    return model.memo(("xla102 device held", target), compute)
+    return f"{held}: with them still on CUDA the XLA autocast would switch the CUDA autocast off"
 
 
 def _device_stays(

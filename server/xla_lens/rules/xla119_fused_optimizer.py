@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..semantic.model import ScriptModel, keyword
+from ..semantic.precision import autocast_calls
 from .base import (
     Category,
     Finding,
@@ -23,6 +25,7 @@ from .base import (
     RuleContext,
     Severity,
 )
+from .parts.device_held import device_held
 
 CODE = "XLA119"
 FUSED_OPTIMIZERS = (
@@ -60,7 +63,51 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         name = (model.call_name(call) or "torch.optim").replace("torch.optim.", "", 1)
         span = model.span(call)
         fix = Fix("Drop fused=True", (RemoveKeyword(span, "fused"),))
+        review = _review_reason(model, ctx)
+        if review is not None:
+            fix = replace(fix, safe=False, review_reason=review)
         yield Finding(CODE, MESSAGE.format(name=name), span, Severity.ERROR, fix=fix)
+
+
+def _review_reason(model: ScriptModel, ctx: RuleContext) -> str | None:
+    """Why dropping fused=True may change the numbers: the parameters stay on CUDA after
+    Convert (the fused kernel would still run there), or they are kept in bfloat16/float16,
+    where the fused kernel (fp32 math inside) and the default one round differently."""
+    held = device_held(model, ctx.target)
+    if held is not None:
+        return f"{held}: on CUDA the fused kernel still runs and rounds differently"
+    low = low_precision_weights(model)
+    if low is not None:
+        return (
+            f"line {low.lineno} keeps tensors in {model.segment(low)[:40]}: in low precision "  # type: ignore[attr-defined]
+            "the default optimizer rounds differently from the fused one (the update is the "
+            "same in exact arithmetic)"
+        )
+    return None
+
+
+LOW_PRECISION = {"torch.bfloat16", "torch.float16", "torch.half"}
+
+
+def low_precision_weights(model: ScriptModel) -> ast.AST | None:
+    """The first place the script may keep weights in bfloat16/float16 (``.half()``,
+    ``.bfloat16()``, a low-precision dtype anywhere but an autocast's)."""
+    in_autocast = {
+        id(n)
+        for call in autocast_calls(model)
+        for kw in call.keywords
+        if kw.arg == "dtype"
+        for n in ast.walk(kw.value)
+    }
+    found: list[ast.AST] = [
+        call for call in model.method_calls("half", "bfloat16") if not call.args
+    ]
+    found += [
+        node
+        for node in model.nodes_of(ast.Attribute)
+        if id(node) not in in_autocast and model.qualname(node) in LOW_PRECISION
+    ]
+    return min(found, key=lambda n: (n.lineno, n.col_offset), default=None)  # type: ignore[attr-defined]
 
 
 HOVER = """\
