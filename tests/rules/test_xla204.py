@@ -222,3 +222,25 @@ def test_module_level_rank_reads_make_the_launcher_a_reviewed_fix():
     """
     (f,) = findings(code, "XLA204")
     assert not f.fix.safe and "line 4" in f.fix.review_reason
+
+
+def test_a_seed_left_in_the_launching_process_is_named_in_the_review_reason():
+    code = """
+    import os
+    import torch
+    import torch.distributed as dist
+
+
+    def main(rank):
+        dist.init_process_group("nccl")
+
+
+    if __name__ == "__main__":
+        world_size = int(os.environ["WORLD_SIZE"])
+        torch.manual_seed(123)
+        main(int(os.environ.get("LOCAL_RANK", 0)))
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe
+    assert "line 11: world_size" in f.fix.review_reason
+    assert "the seed at line 12 would seed only the launching process" in f.fix.review_reason

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..rules.base import EditOp, Finding, Target
+from ..rules.base import (
+    EditOp,
+    Finding,
+    RemoveStatement,
+    Replace,
+    ReplaceStatement,
+    Span,
+    Target,
+)
 from .analysis import BOM, analyze
 from .config import Settings, resolve_target
 
@@ -75,6 +83,7 @@ def fix_source(
         ]
         if not chosen:
             break
+        chosen = without_nested_fixes(chosen)
         ops: list[EditOp] = [op for f in chosen for op in f.fix.ops]  # type: ignore[union-attr]
         try:
             new_text = apply_ops(text, ops).code
@@ -88,6 +97,36 @@ def fix_source(
     outcome.remaining = [f for f in final.findings if f.fix is None or not (f.fix.safe or unsafe)]
     outcome.source = bom + text
     return outcome
+
+
+# Edits that rewrite a whole span: another fix's edit inside that span would be overwritten
+# (libcst applies both, the outer one last) and lost while counted as applied.
+_WHOLE_SPAN_EDITS = (ReplaceStatement, RemoveStatement, Replace)
+
+
+def without_nested_fixes(findings: list[Finding]) -> list[Finding]:
+    """The fixes of one round minus those with an edit inside a span another fix rewrites
+    whole (XLA204 rebuilding the ``__main__`` block around XLA116's seed line): they wait
+    for the next round, which analyses the rewritten text again."""
+    outer = [
+        (f, op.span)
+        for f in findings
+        for op in f.fix.ops  # type: ignore[union-attr]
+        if isinstance(op, _WHOLE_SPAN_EDITS)
+    ]
+    if not outer:
+        return findings
+    kept = []
+    for f in findings:
+        spans = [op.span for op in f.fix.ops if isinstance(getattr(op, "span", None), Span)]  # type: ignore[union-attr]
+        if any(
+            g is not f and span != whole and whole.contains(span)
+            for g, whole in outer
+            for span in spans
+        ):
+            continue
+        kept.append(f)
+    return kept
 
 
 def _apply_one_by_one(text: str, findings: list[Finding]) -> tuple[str, list[Finding]]:

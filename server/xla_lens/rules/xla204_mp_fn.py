@@ -122,6 +122,29 @@ def _process_setup(model: ScriptModel, guard: ast.If, call: ast.Call) -> list[as
     return found
 
 
+def _setup_reason(model: ScriptModel, setup: list[ast.AST], entry: str) -> str:
+    lines = sorted({_line(n) for n in setup})
+    shown = "; ".join(f"line {ln}: {model.line_text(ln - 1).strip()[:50]}" for ln in lines[:3]) + (
+        "; ..." if len(lines) > 3 else ""
+    )
+    seeds = [
+        n
+        for n in setup
+        if isinstance(n, ast.Call) and "seed" in (model.call_name(n) or "").rpartition(".")[2]
+    ]
+    unseeded = (
+        f" (the seed at line {_line(seeds[0])} would seed only the launching process: the "
+        "replicas would start unseeded)"
+        if seeds
+        else ""
+    )
+    return (
+        f"the script also sets up process state outside {entry}() ({shown}); it runs in the "
+        "launching process, where it starts CUDA or the XLA runtime before the launcher does: "
+        f"move it into the entry function{unseeded}"
+    )
+
+
 def _line(node: ast.AST) -> int:
     return getattr(node, "lineno", 1)
 
@@ -249,9 +272,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             launch, e = _launch_code(model, ctx, call)
             setup = _process_setup(model, guard, call)
             reason = (
-                f"the script also sets up process state outside {name}() (line "
-                f"{_line(setup[0])}: {model.line_text(_line(setup[0]) - 1).strip()[:50]}); "
-                "it runs in the launching process, where it starts CUDA or the XLA runtime before the launcher does: move it into the entry function"
+                _setup_reason(model, setup, name)
                 if setup
                 else independent_replicas(model, model.functions[name]) or ""
             )
