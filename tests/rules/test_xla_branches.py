@@ -192,3 +192,36 @@ def test_a_flag_the_picker_reads_is_no_guard_false_on_xla():
     assert sync.span.start.line == 9 and sync.fix is not None and sync.fix.safe
     out = fixed(PICKER_FLAG)
     assert "use_cuda = True" in out and "torch.cuda.synchronize()" not in out
+
+
+def test_a_cuda_branch_placement_does_not_hold_back_a_fix_that_depends_on_the_device():
+    # XLA101's finding in the CUDA side of the script's own switch is left alone by the
+    # engine; a fix that goes with the device (XLA102 via device_held) must see the same.
+    code = """
+    import torch
+    import torch_xla.core.xla_model as xm
+    import torch_xla.distributed.parallel_loader as pl
+
+
+    def is_xla():
+        return True
+
+
+    def train(cfg, model, loader, opt):
+        if is_xla():
+            device = xm.xla_device()
+            loader = pl.MpDeviceLoader(loader, device)
+            model = model.to(device)
+        else:
+            device = torch.device(f"cuda:{cfg.device_id}")
+            model = model.to(device)
+        for x in loader:
+            opt.zero_grad()
+            with torch.cuda.amp.autocast():
+                loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """
+    (f,) = [f for f in findings(code, "XLA102") if f.fix is not None]
+    assert "XLA101's change" not in f.fix.review_reason
+    assert "switches between XLA and CUDA" in f.fix.review_reason

@@ -4,8 +4,9 @@ A fix that is safe only because another rule's fix is applied too (XLA107 leavin
 sync to XLA106's ``pl.MpDeviceLoader`` wrap; XLA401's step closure counting on that wrap or
 on XLA107's sync) must ask whether that fix is *applied*, not whether the rule offers it as
 safe: the engine drops what the user silenced (settings, ``# xla-lens: ignore``) and then
-holds back, for review, every safe fix that writes an XLA runtime call into the launcher's
-parent process (``launch_safety``). Counting on the raw rule output wrote, for instance, a
+leaves alone code that never runs on XLA (``xla_branch_filter``) and holds back, for
+review, every safe fix that writes an XLA runtime call into the launcher's parent process
+(``launch_safety``). Counting on the raw rule output wrote, for instance, a
 step closure into a loop whose wrap the engine held back: nothing synced, the report never ran.
 """
 
@@ -17,6 +18,7 @@ from ...semantic.model import ScriptModel
 from ..base import Finding, RuleContext, Span, Target
 from ..xla204_mp_fn import check as launch_check
 from .launch_safety import review_parent_runtime_fixes
+from .xla_branch_filter import leave_non_xla_code
 
 Check = Callable[[ScriptModel, RuleContext], Iterable[Finding]]
 
@@ -43,7 +45,9 @@ def final_findings(model: ScriptModel, code: str, check: Check, target: Target) 
             launcher = [] if code == "XLA204" else _launcher(model, target)
         except Exception:
             return []
-        return review_parent_runtime_fixes(model, own + launcher)[: len(own)]
+        # The engine's order: code that never runs on XLA is left alone, then launch safety.
+        kept = leave_non_xla_code(model, own + launcher)
+        return [f for f in review_parent_runtime_fixes(model, kept) if f.code == code]
 
     return model.memo(("final_fixes", code, target), compute)
 
