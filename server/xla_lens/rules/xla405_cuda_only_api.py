@@ -17,6 +17,13 @@ from collections.abc import Iterator
 from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
+from .parts.cuda_module_holders import (
+    MESH_ADVICE,
+    MESH_CALLS,
+    MESH_MANUAL,
+    cuda_module_holders,
+    function_name,
+)
 from .parts.kbit_quantization import quantization_findings
 
 CODE = "XLA405"
@@ -294,75 +301,10 @@ def _libraries(model: ScriptModel) -> Iterator[Finding]:
                 )
 
 
-MESH_ADVICE = (
-    "torch's DeviceMesh/DTensor parallelism (FSDP2, tensor/context parallel) is not how XLA "
-    "shards: use torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP"
-)
-MESH_MANUAL = (
-    "Shard with torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP instead of "
-    "the DeviceMesh."
-)
-MESH_CALLS = frozenset(
-    {
-        "accelerate.ParallelismConfig",
-        "accelerate.parallelism_config.ParallelismConfig",
-        "accelerate.utils.ParallelismConfig",
-        "torch.distributed.device_mesh.init_device_mesh",
-        "torch.distributed.init_device_mesh",
-    }
-)
-
-
-def _function_name(call: ast.Call) -> str:
-    func = call.func
-    return (
-        func.attr
-        if isinstance(func, ast.Attribute)
-        else func.id
-        if isinstance(func, ast.Name)
-        else ""
-    )
-
-
-def _is_cuda_module(model: ScriptModel, value: ast.AST) -> bool:
-    """``torch.cuda`` itself, or a value that falls back to it: a branch of ``a if c else
-    torch.cuda`` / ``mod or torch.cuda``, the default of ``getattr(torch, name, torch.cuda)``.
-    ``torch.cuda.is_available()`` or ``torch.cuda.FloatTensor`` inside a value is not."""
-    if model.qualname(value) == "torch.cuda":
-        return True
-    if isinstance(value, ast.IfExp):
-        return _is_cuda_module(model, value.body) or _is_cuda_module(model, value.orelse)
-    if isinstance(value, ast.BoolOp):
-        return any(_is_cuda_module(model, v) for v in value.values)
-    if (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Name)
-        and value.func.id == "getattr"
-        and len(value.args) == 3
-    ):
-        return _is_cuda_module(model, value.args[2])
-    return False
-
-
-def _cuda_module_holders(model: ScriptModel) -> set[str]:
-    """Names and attributes assigned a value that is (or falls back to) ``torch.cuda``:
-    ``self.device_module = getattr(torch, device_type, torch.cuda)``."""
-    holders = set()
-    for node in model.nodes_of(ast.Assign):
-        assert isinstance(node, ast.Assign)
-        if _is_cuda_module(model, node.value):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    holders.add(t.id)
-                elif isinstance(t, ast.Attribute):
-                    holders.add(t.attr)
-    return holders
-
-
 def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
-    holders = _cuda_module_holders(model)
+    holders = cuda_module_holders(model)
     for call in model.calls:
-        name = _function_name(call)
+        name = function_name(call)
         if "xformers" in name:
             advice = CUDA_LIBRARIES["xformers"]
             yield Finding(

@@ -1,0 +1,74 @@
+"""XLA405's idioms that reach CUDA without naming ``torch.cuda`` at the call: a device module
+that falls back to ``torch.cuda`` (``self.device_module = getattr(torch, device_type,
+torch.cuda)``) and torch's DeviceMesh parallelism (FSDP2, tensor/context parallel), which is not
+how XLA shards."""
+
+from __future__ import annotations
+
+import ast
+
+from ...semantic.model import ScriptModel
+
+MESH_ADVICE = (
+    "torch's DeviceMesh/DTensor parallelism (FSDP2, tensor/context parallel) is not how XLA "
+    "shards: use torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP"
+)
+MESH_MANUAL = (
+    "Shard with torch_xla SPMD (xs.Mesh, xs.mark_sharding) or torch_xla's FSDP instead of "
+    "the DeviceMesh."
+)
+MESH_CALLS = frozenset(
+    {
+        "accelerate.ParallelismConfig",
+        "accelerate.parallelism_config.ParallelismConfig",
+        "accelerate.utils.ParallelismConfig",
+        "torch.distributed.device_mesh.init_device_mesh",
+        "torch.distributed.init_device_mesh",
+    }
+)
+
+
+def function_name(call: ast.Call) -> str:
+    func = call.func
+    return (
+        func.attr
+        if isinstance(func, ast.Attribute)
+        else func.id
+        if isinstance(func, ast.Name)
+        else ""
+    )
+
+
+def is_cuda_module(model: ScriptModel, value: ast.AST) -> bool:
+    """``torch.cuda`` itself, or a value that falls back to it: a branch of ``a if c else
+    torch.cuda`` / ``mod or torch.cuda``, the default of ``getattr(torch, name, torch.cuda)``.
+    ``torch.cuda.is_available()`` or ``torch.cuda.FloatTensor`` inside a value is not."""
+    if model.qualname(value) == "torch.cuda":
+        return True
+    if isinstance(value, ast.IfExp):
+        return is_cuda_module(model, value.body) or is_cuda_module(model, value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return any(is_cuda_module(model, v) for v in value.values)
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "getattr"
+        and len(value.args) == 3
+    ):
+        return is_cuda_module(model, value.args[2])
+    return False
+
+
+def cuda_module_holders(model: ScriptModel) -> set[str]:
+    """Names and attributes assigned a value that is (or falls back to) ``torch.cuda``:
+    ``self.device_module = getattr(torch, device_type, torch.cuda)``."""
+    holders = set()
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        if is_cuda_module(model, node.value):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    holders.add(t.id)
+                elif isinstance(t, ast.Attribute):
+                    holders.add(t.attr)
+    return holders
