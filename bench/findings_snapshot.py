@@ -1,7 +1,9 @@
 """Dump every finding of ``analyze`` for a set of files as JSON (for identity checks).
 
-Usage: findings_snapshot.py OUT.json PATH... [--skip CODE,CODE]
-A PATH may be a directory (every *.py under it). Compare two dumps with ``diff``.
+Usage: findings_snapshot.py OUT.json PATH... [--skip CODE,CODE] [--target legacy|modern]
+A PATH may be a directory (every *.py under it). Compare two dumps with ``diff``. Each finding
+carries everything a user sees or a fix applies: message, severity, manual advice, related
+spans, and the fix's title, safety, review reason and edit operations.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
 
 from xla_lens.engine.analysis import analyze  # noqa: E402
+from xla_lens.semantic.xla_api import Target  # noqa: E402
 
 
 def _files(paths: list[str]) -> list[Path]:
@@ -23,16 +26,22 @@ def _files(paths: list[str]) -> list[Path]:
     return out
 
 
-def snapshot(path: Path, skip: set[str]) -> list[dict]:
+def snapshot(path: Path, skip: set[str], target: Target | None = None) -> list[dict]:
     source = path.read_text(encoding="utf-8", errors="replace")
-    result = analyze(source, str(path))
+    result = analyze(source, str(path), target=target)
     return [
         {
             "code": f.code,
             "span": [f.span.start.line, f.span.start.col, f.span.end.line, f.span.end.col],
             "severity": int(f.severity),
             "message": f.message,
+            "manual": f.manual,
+            "deprecated": f.deprecated,
+            "related": [
+                [[s.start.line, s.start.col, s.end.line, s.end.col], text] for s, text in f.related
+            ],
             "fix": f.fix is not None,
+            "title": f.fix.title if f.fix else None,
             "safe": f.fix.safe if f.fix else None,
             "review_reason": f.fix.review_reason if f.fix else None,
             # The edit operations too (builds lazy ones): a speed-up must not change a fix.
@@ -48,9 +57,10 @@ def main() -> None:
     ap.add_argument("out")
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--skip", default="", help="comma-separated rule codes to leave out")
+    ap.add_argument("--target", choices=("legacy", "modern"), help="default: the engine's")
     args = ap.parse_args()
     skip = {c.strip() for c in args.skip.split(",") if c.strip()}
-    dump = {str(p): snapshot(p, skip) for p in _files(args.paths)}
+    dump = {str(p): snapshot(p, skip, args.target) for p in _files(args.paths)}
     Path(args.out).write_text(json.dumps(dump, indent=1, sort_keys=True))
     print(f"{len(dump)} files, {sum(map(len, dump.values()))} findings -> {args.out}")
 
