@@ -642,3 +642,41 @@ def test_the_class_module_is_read_not_run_and_cached(tmp_path: Path, monkeypatch
         encoding="utf-8",
     )
     assert _found(script) == []
+
+
+def test_a_generation_helper_that_slices_before_the_start_is_named_at_the_call(tmp_path: Path):
+    # The context crop `idx[:, -n:]` of a sibling's generation loop raises on XLA once the
+    # prompt is shorter than n (XLA406); the training script only calls the helper.
+    _write(
+        tmp_path / "chapters.py",
+        """
+        import torch
+
+        def generate(model, idx, max_new_tokens, context_size):
+            for _ in range(max_new_tokens):
+                idx_cond = idx[:, -context_size:]
+                logits = model(idx_cond)[:, -1, :]
+                idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+
+        def plain_crop(idx, n):
+            return idx[:, -n:]
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from chapters import generate, plain_crop
+
+        def sample(model, idx):
+            out = generate(model, idx, 10, 256)
+            return plain_crop(out, 4)
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 3
+    assert f.message.startswith("generate() runs code in chapters.py")
+    assert "-n" not in f.message  # a crop outside a growing loop is not XLA406's
+    assert "line 5: slice start `-context_size`" in f.message and "(XLA406)" in f.message
+    assert f.fix is None

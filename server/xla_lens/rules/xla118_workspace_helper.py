@@ -39,7 +39,7 @@ CODE = "XLA118"
 EVIDENCE_CODES = frozenset(
     {
         "XLA101", "XLA102", "XLA103", "XLA108", "XLA110", "XLA111", "XLA115", "XLA116",
-        "XLA202", "XLA203", "XLA205", "XLA403", "XLA405",
+        "XLA202", "XLA203", "XLA205", "XLA403", "XLA405", "XLA406",
     }
 )  # fmt: skip
 # Evidence that only counts beside other evidence: a rank read from torchrun's env is how
