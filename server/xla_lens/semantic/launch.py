@@ -44,6 +44,16 @@ PARENT_REVIEW = (
 def launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[FunctionNode]:
     """Functions each replica starts in: ``_mp_fn``, the targets of launch calls, and the
     function a conversion is about to wrap in ``_mp_fn`` (``will_add_entry_for``)."""
+    # Launch safety asks this per rule that counts on another's fix: scan the calls once.
+    return list(
+        model.memo(
+            (launch_targets, will_add_entry_for),
+            lambda: tuple(_launch_targets(model, will_add_entry_for)),
+        )
+    )
+
+
+def _launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[FunctionNode]:
     targets: list[FunctionNode] = []
     steps = model.steps
     if ENTRY in steps.module_functions:
@@ -85,6 +95,11 @@ def training_entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
     two calls that each train, or a last call (``print0("done")``) that reaches no training
     loop. A script whose training loops are not visible here (a Trainer, a step in another
     module) keeps its last plain call as the entry."""
+    # XLA204 and launch safety ask this again and again of the same guard.
+    return model.memo((training_entry_call, guard), lambda: _training_entry_call(model, guard))
+
+
+def _training_entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
     calls = _plain_entry_calls(model, guard)
     if not calls:
         return None
@@ -124,13 +139,22 @@ def awaits_launcher(model: ScriptModel) -> bool:
 
 
 def is_launched(model: ScriptModel) -> bool:
-    return ENTRY in model.steps.module_functions or any(
-        model.call_name(c) in LAUNCHERS for c in model.calls
+    return model.memo(
+        is_launched,
+        lambda: (
+            ENTRY in model.steps.module_functions
+            or any(model.call_name(c) in LAUNCHERS for c in model.calls)
+        ),
     )
 
 
 def replica_functions(model: ScriptModel, targets: list[FunctionNode]) -> set[FunctionNode]:
     """Every function of this script a replica may run: the targets and what they call."""
+    key = (replica_functions, tuple(targets))
+    return set(model.memo(key, lambda: frozenset(_replica_functions(model, targets))))
+
+
+def _replica_functions(model: ScriptModel, targets: list[FunctionNode]) -> set[FunctionNode]:
     seen: set[FunctionNode] = set()
     todo = list(targets)
     classes = {c.name: c for c in model.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)}
@@ -161,6 +185,12 @@ def parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNod
     function: the parent's call is the one that breaks the launch. ``wrapped`` names the entry
     whose call in the main guard a conversion turns into the launch (``_mp_fn``). Calls after
     the launch (``else: train(0)`` when not distributed) are not counted."""
+    # Asked by launch safety for every rule that counts on another's fix: walk once.
+    key = (parent_functions, wrapped)
+    return set(model.memo(key, lambda: frozenset(_parent_functions(model, wrapped))))
+
+
+def _parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNode]:
     launches_at: dict[ast.AST, int] = {}  # scope -> line of its first launching call
     launching: set[ast.Call] = set()  # its arguments run in the parent, not what it starts
     for call in model.calls:
