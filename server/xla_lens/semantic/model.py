@@ -82,6 +82,7 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
         self._children: dict[ast.AST, list[ast.AST] | tuple[ast.AST, ...]] = index.children
         self._sorted_nodes: dict[tuple[type, ...], list[ast.AST]] = {}
         self._call_names: dict[int, str | None] = {}
+        self._qualnames: dict[ast.AST, str | None] = {}
         self._step_calls: dict[int, bool] = {}
         self._enclosing_functions: dict[ast.AST, ast.AST | None] = {}
         self._assigned_values: dict[str, tuple[ast.expr, ...]] = {}
@@ -126,6 +127,14 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
     # --- names ---------------------------------------------------------------------
     def qualname(self, node: ast.AST) -> str | None:
         """Fully qualified name of a name/attribute chain rooted at an import."""
+        # Several rules ask this of every attribute: resolve each node once per parse (keyed
+        # by the node itself, which the table keeps alive, so no id is ever reused).
+        known = self._qualnames.get(node, _UNKNOWN)
+        if known is _UNKNOWN:
+            known = self._qualnames[node] = self._resolve(node)
+        return known  # type: ignore[return-value]
+
+    def _resolve(self, node: ast.AST) -> str | None:
         name = dotted(node)
         if name is None:
             return None
@@ -172,10 +181,25 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
                 yield call, q
 
     def method_calls(self, *names: str) -> Iterator[ast.Call]:
-        wanted = set(names)
+        """The calls of any of these methods (``x.to(...)``), in source order."""
+        # Many rules ask this: index every call by its method name once per parse rather
+        # than scan all calls per question.
+        by_method = self.memo(ScriptModel.method_calls, self._calls_by_method)
+        lists = [by_method[n] for n in set(names) if n in by_method]
+        if len(lists) == 1:
+            return iter(lists[0])
+        if not lists:
+            return iter(())
+        order = self._call_order
+        return iter(sorted((c for calls in lists for c in calls), key=lambda c: order[c]))
+
+    def _calls_by_method(self) -> dict[str, list[ast.Call]]:
+        by_method: dict[str, list[ast.Call]] = defaultdict(list)
         for call in self.calls:
-            if method_name(call) in wanted:
-                yield call
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                by_method[func.attr].append(call)
+        return dict(by_method)
 
     def local_alias(self, module: str) -> str | None:
         """The name this script already binds to ``module`` (``import a.b as X`` → X)."""
