@@ -155,7 +155,13 @@ def _target_api(target: Target) -> str:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    for call in model.calls:
+    # XLA103 asks for these findings again (``final_fixes``): computed once per parse.
+    return iter(model.memo((CODE, ctx.target), lambda: list(_check(model, ctx))))
+
+
+def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    # Only autocast calls can be one (``_is_cuda_autocast`` looks at nothing else).
+    for call in model.calls_to(*CUDA_AUTOCAST, *DEVICE_AUTOCAST):
         found, params, review = _is_cuda_autocast(model, call, ctx.target)
         if not found:
             continue

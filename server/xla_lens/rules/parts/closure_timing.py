@@ -180,6 +180,15 @@ def sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[s
     ``calls`` (a sync it already makes, here or in a helper), ``added`` (XLA107's fix),
     ``next_fetch`` (``next()`` on accelerate's prepared loader: the sync comes with the next
     batch, none after the last step), or ``never`` with why."""
+    # Asked for every report in the loop: worked out once per loop. Keyed by the loop's id,
+    # with the loop kept in the value (alive, so its id is never another loop's).
+    kept, plan = model.memo(
+        (sync_plan, id(loop), target), lambda: (loop, _sync_plan(model, loop, target))
+    )
+    return plan if kept is loop else _sync_plan(model, loop, target)
+
+
+def _sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[str, str]:
     source, expr = loop_source(model, loop)
     as_is = accelerate_leaves_as_is(model, expr) if source is Source.XLA else None
     loop_span = model.span(loop.node)
