@@ -257,11 +257,13 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     values = host_values(model)
     closures = _closure_functions(model)
     for loop, node in loop_nodes(model):
-        scope = scope_of(model, node)
-        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
-            continue
         what = _reads(model, values, node)
         if what is None:
+            continue
+        # Reads in a function the script already runs as a step closure are its business
+        # (asked only of reads: most loop nodes are none).
+        scope = scope_of(model, node)
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
         stmt = model.enclosing_statement(node)
         if what.startswith(MAYBE):
