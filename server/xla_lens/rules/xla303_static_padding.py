@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..semantic.bool_options import BoolSwitch, switch_deciding
 from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .parts.per_example_padding import labels_from_ids, per_example
 
 CODE = "XLA303"
 DEFAULT_MAX_LENGTH = 128
@@ -136,6 +137,25 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         review = _review_reason(call, max_length, invented, site.takes_truncation)
         switch = switch_deciding(model, call, PADDING_SWITCHES)
         message, severity = _message(how, switch)
+        if site.takes_truncation:
+            one = per_example(model, call)
+            length = model.segment(max_length) if not invented else str(DEFAULT_MAX_LENGTH)
+            labels = labels_from_ids(model, call)
+            extra = [
+                _labels_reason(model, labels, one is not None) if labels is not None else None,
+                # After the labels' reason (which gives the advice), just the why.
+                (
+                    _per_example_reason(one, length)
+                    if labels is None
+                    else f"one example per "
+                    f'call ({one}): "max_length" pads every example to {length}'
+                )
+                if one is not None
+                else None,
+            ]
+            review = "; ".join(r for r in (*extra, review) if r) or None
+            if one is not None:
+                message = _per_example_message(how, one)
         yield Finding(
             CODE,
             message,
@@ -176,6 +196,43 @@ def _message(how: str, switch: BoolSwitch | None) -> tuple[str, Severity]:
         f"{switch.default}): {recompiles}; {avoid} to avoid the recompiles, or {fixed_length} "
         "here",
         Severity.WARNING,
+    )
+
+
+COLLATOR_ADVICE = (
+    'pad in the collator instead: DataCollatorWithPadding(tokenizer, padding="max_length", '
+    "max_length=N), or pad_to_multiple_of=N to bound the number of shapes"
+)
+
+
+def _per_example_message(how: str, why: str) -> str:
+    """A call on one example pads nothing; the batches' shapes come from the collator."""
+    return (
+        f"{how}, but this call tokenizes one example ({why}), so it pads nothing here: each "
+        "batch's length comes from the collator that batches the examples, and every new "
+        f"length recompiles the XLA graph; {COLLATOR_ADVICE}"
+    )
+
+
+def _per_example_reason(why: str, length: str) -> str:
+    return (
+        f'one example per call ({why}): "longest" padded nothing, "max_length" pads every '
+        f"example to {length}, and code that reads input_ids without the attention mask "
+        "(labels, packed examples, lengths) now sees pad tokens; "
+        f"{COLLATOR_ADVICE}"
+    )
+
+
+def _labels_reason(model: ScriptModel, labels: ast.AST, one_example: bool) -> str:
+    line = getattr(labels, "lineno", 0)
+    shown = model.line_text(line - 1).strip()[:60] if line else ""
+    before = "where there were none" if one_example else "more of them than before"
+    return (
+        f"labels are derived from the tokenized ids (line {line}: `{shown}`): padded to "
+        f"max_length they include pad tokens that are not -100 ({before}), so the loss "
+        "changes; mask them (labels[labels == tokenizer.pad_token_id] = -100) or pad in the "
+        "collator (DataCollatorWithPadding(tokenizer, pad_to_multiple_of=...), or a fixed "
+        "max_length there)"
     )
 
 
