@@ -9,8 +9,9 @@ re-exported by a package's ``__init__.py`` or not), a method called on a name ev
 assignment of which constructs that class (``t.train()``), and ``self.m()`` in a class of
 the script whose bases come from the workspace. ``regions`` lists the function bodies the
 call runs: the method, the methods it calls on ``self`` (resolved from the constructed
-class, so an override in a subclass is the one that runs), ``super().m()``, and functions
-of the same module it calls, ``CLOSURE_DEPTH`` deep. Modules are read through
+class, so an override in a subclass is the one that runs), ``super().m()``, functions of
+the same module it calls, and methods called on an object whose class the code names
+(``semantic/workspace_elements.py``), ``CLOSURE_DEPTH`` deep. Modules are read through
 ``workspace_calls.parsed_module`` (cached per file, size and mtime).
 """
 
@@ -31,6 +32,7 @@ from .workspace_calls import (
     class_in_module,
     parsed_module,
 )
+from .workspace_elements import receiver_constructor
 
 if TYPE_CHECKING:
     from .model import ScriptModel
@@ -285,45 +287,60 @@ def clear_cache() -> None:
 def _walk_regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
     seen: set[int] = {id(target.method)}
     out: list[tuple[Path, ast.AST]] = [(target.owner.path, target.method)]
-    frontier: list[tuple[ClassRef | None, ParsedModule, Path, ast.AST]] = [
-        (target.owner, target.owner.module, target.owner.path, target.method)
+    frontier: list[_Step] = [
+        (target.chain, target.owner, target.owner.module, target.owner.path, target.method)
     ]
     for _ in range(CLOSURE_DEPTH):
-        found: list[tuple[ClassRef | None, ParsedModule, Path, ast.AST]] = []
-        for owner, module, _path, region in frontier:
+        found: list[_Step] = []
+        for classes, owner, module, _path, region in frontier:
             for n in ast.walk(region):
                 if not isinstance(n, ast.Call):
                     continue
-                step = _callee(target.chain, owner, module, n)
-                if step is None or id(step[3]) in seen:
+                step = _callee(classes, owner, module, region, n)
+                if step is None or id(step[4]) in seen:
                     continue
-                seen.add(id(step[3]))
-                out.append((step[2], step[3]))
+                seen.add(id(step[4]))
+                out.append((step[3], step[4]))
                 found.append(step)
         frontier = found
     return out
 
 
+# (the chain its ``self`` is, the class defining it or None, its module, its file, its body)
+_Step = tuple[tuple[ClassRef, ...], ClassRef | None, ParsedModule, Path, ast.AST]
+
+
 def _callee(
-    classes: tuple[ClassRef, ...], owner: ClassRef | None, module: ParsedModule, call: ast.Call
-) -> tuple[ClassRef | None, ParsedModule, Path, ast.AST] | None:
+    classes: tuple[ClassRef, ...],
+    owner: ClassRef | None,
+    module: ParsedModule,
+    region: ast.AST,
+    call: ast.Call,
+) -> _Step | None:
     func = call.func
     if isinstance(func, ast.Name):
         fn = module.functions.get(func.id)
-        return (None, module, module.path, fn) if fn is not None else None
-    if not isinstance(func, ast.Attribute) or owner is None:
+        return (classes, None, module, module.path, fn) if fn is not None else None
+    if not isinstance(func, ast.Attribute):
         return None
     receiver = func.value
-    if isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES:
+    if owner is not None and isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES:
         found = find_method(classes, func.attr)  # the override of the constructed class
     elif (
-        isinstance(receiver, ast.Call)
+        owner is not None
+        and isinstance(receiver, ast.Call)
         and isinstance(receiver.func, ast.Name)
         and receiver.func.id == "super"
     ):
         found = find_method(classes, func.attr, after=owner)
-    else:
-        return None
+    else:  # ``meter.sync()`` where ``for meter in self.meters.values()``
+        own = classes if owner is not None else ()
+        ctor = receiver_constructor([(c.node, c.module) for c in own], module, region, receiver)
+        cls = _class_ref(ctor[1], ctor[0]) if ctor is not None else None
+        if cls is None:
+            return None
+        classes = chain(cls)
+        found = find_method(classes, func.attr)
     if found is None:
         return None
-    return found[0], found[0].module, found[0].path, found[1]
+    return classes, found[0], found[0].module, found[0].path, found[1]
