@@ -15,6 +15,7 @@ from ..semantic.model import (
     receiver,
 )
 from ..semantic.tensors import HOST_METHODS, loop_nodes, scope_of
+from . import xla117_not_on_device
 from .base import (
     Category,
     EditOp,
@@ -253,9 +254,33 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target:
     )
 
 
+SYNC_COST = "XLA must compile and run the pending graph right here, an extra sync every step"
+CPU_SCRIPT = (
+    "nothing in this script places its tensors on a device (XLA117), so this is a CPU tensor "
+    "as written and the read costs nothing; once the model and its batches are on the XLA "
+    "device, "
+)
+
+
+def _message(what: str, on_cpu: bool) -> str:
+    if what.startswith(MAYBE):
+        head = f"{what.removeprefix(MAYBE)} may read a tensor on the host inside the training loop"
+        if on_cpu:
+            return f"{head}: {CPU_SCRIPT}if it is one, {SYNC_COST}"
+        return f"{head.replace('a tensor', 'a device tensor')}: if so, {SYNC_COST}"
+    if on_cpu:
+        return (
+            f"{what} reads a tensor on the host inside the training loop: {CPU_SCRIPT}{SYNC_COST}"
+        )
+    return f"{what} reads a device tensor on the host inside the training loop: {SYNC_COST}"
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     values = host_values(model)
     closures = _closure_functions(model)
+    # A script that places nothing on a device (XLA117's finding) keeps its tensors on the
+    # CPU as written and after conversion: its reads sync nothing until the tensors are moved.
+    on_cpu = next(iter(xla117_not_on_device.check(model, ctx)), None) is not None
     for loop, node in loop_nodes(model):
         what = _reads(model, values, node)
         if what is None:
@@ -266,17 +291,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
         stmt = model.enclosing_statement(node)
-        if what.startswith(MAYBE):
-            message = (
-                f"{what.removeprefix(MAYBE)} may read a device tensor on the host inside the "
-                "training loop: if so, XLA must compile and run the pending graph right here, "
-                "an extra sync every step"
-            )
-        else:
-            message = (
-                f"{what} reads a device tensor on the host inside the training loop: XLA must "
-                "compile and run the pending graph right here, an extra sync every step"
-            )
+        message = _message(what, on_cpu)
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
