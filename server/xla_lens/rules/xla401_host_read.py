@@ -31,6 +31,7 @@ from .base import (
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_reads import frame_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
+from .parts.numpy_reads import bare_numpy, numpy_fix, numpy_message
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -291,6 +292,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
         stmt = model.enclosing_statement(node)
+        if isinstance(node, ast.Call) and bare_numpy(model, node):
+            # A step closure would keep the crash: the copy to the host comes first.
+            message = numpy_message(model, node, on_cpu)
+            fix = numpy_fix(model, node, REPORTING_METHODS)
+            yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
+            continue
         message = _message(what, on_cpu)
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, loop, stmt, ctx.target)
@@ -311,6 +318,7 @@ Fix: report from a step closure, which runs after the step's graph has executed:
 `args`, so the closure sees this step's values). For running totals keep the sum on the
 device (`total += loss.detach()`) and read it once after the loop.
 `xm.add_step_closure` is the same on the legacy (torch_xla 1.13) and modern targets.
+`t.numpy()` raises on an XLA tensor (as on a CUDA one): copy it first, `t.cpu().numpy()`.
 """
 
 

@@ -94,7 +94,7 @@ class HostCalls:
         if self._default_device or _inside_device_context(self.model, call):
             return False
         device = keyword(call, "device")
-        if device is not None and not _names_cpu(self.model, device.value):
+        if device is not None and not names_cpu(self.model, device.value):
             return False
         if qualname in LIKE_CONSTRUCTORS:
             return bool(call.args) and self.is_host(call.args[0], depth)
@@ -141,7 +141,7 @@ def _parsed_arguments_host(values: HostCalls, parser: str) -> bool:
     return True
 
 
-def _names_cpu(model: ScriptModel, node: ast.expr) -> bool:
+def names_cpu(model: ScriptModel, node: ast.expr) -> bool:
     if const_str(node) == "cpu":
         return True
     return (
