@@ -19,7 +19,6 @@ from .base import (
     Finding,
     Fix,
     Pos,
-    Replace,
     ReplaceStatement,
     Rule,
     RuleContext,
@@ -27,6 +26,7 @@ from .base import (
     Span,
 )
 from .parts.replica_coordination import independent_replicas
+from .parts.spawn_launch import spawn_findings
 
 CODE = "XLA204"
 ENTRY = "_mp_fn"
@@ -66,9 +66,6 @@ def _header_span(model: ScriptModel, node: ast.stmt) -> Span:
 def _newline(model: ScriptModel) -> str:
     first = model.lines[0] if model.lines else "\n"
     return "\r\n" if first.endswith("\r\n") else "\n"
-
-
-SPAWN_CALLS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}
 
 
 def _entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
@@ -196,41 +193,6 @@ def _launch_code(model: ScriptModel, ctx: RuleContext, call: ast.Call) -> tuple[
     return code, e
 
 
-def _spawn_findings(model: ScriptModel, ctx: RuleContext) -> list[Finding]:
-    out = []
-    for call in model.calls:
-        if model.call_name(call) not in SPAWN_CALLS:
-            continue
-        fn = call.args[0] if call.args else None
-        fn_text = model.segment(fn) if fn is not None else "fn"
-        args_kw = next((k for k in call.keywords if k.arg == "args"), None)
-        e = Emitter(model)
-        code = xla_api.launch(e, ctx.target, fn_text)
-        if args_kw is not None:
-            code = f"{code[:-1]}, args={model.segment(args_kw.value)})"
-        reason = (
-            "the XLA launcher starts one process per XLA device, not nprocs; check the "
-            "spawned function does not derive ranks or devices from CUDA"
-        )
-        out.append(
-            Finding(
-                CODE,
-                "torch.multiprocessing.spawn starts CUDA worker processes: on XLA the launcher "
-                f"is {code.split('(')[0]} (the spawned function keeps its (index, *args) "
-                f"signature) (fix needs review: {reason})",
-                model.span(call),
-                Severity.WARNING,
-                fix=Fix(
-                    f"Launch with {code}",
-                    (Replace(model.span(call), code), *e.imports),
-                    safe=False,
-                    review_reason=reason,
-                ),
-            )
-        )
-    return out
-
-
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     distributed = model.is_distributed
     if not (distributed or model.uses_trainer):
@@ -254,7 +216,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         # CUDA is being converted: the import is a safe fix's, and the finding must not
         # vanish from what is left to do once the safe fixes are in.
         return
-    spawns = _spawn_findings(model, ctx)
+    spawns = spawn_findings(model, ctx)
     if spawns:
         # The script launches its own workers: converting that launcher is the fix; an
         # _mp_fn around it would start a second launcher.

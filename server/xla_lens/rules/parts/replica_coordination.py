@@ -145,20 +145,40 @@ def _both_branches(model: ScriptModel, parent: ast.If | ast.IfExp, name: str) ->
     )
 
 
+class _Unless(ast.UnaryOp):
+    """A gate met when its test is false: ``node`` sits in the ``else`` branch, or after an
+    ``if test: return`` (``how``). It walks like ``not test``, and its text is the test's,
+    so the reason can say which way round it is."""
+
+    def __init__(self, test: ast.expr, how: str) -> None:
+        super().__init__(op=ast.Not(), operand=test)
+        ast.copy_location(self, test)
+        self.how = how
+
+
 def _gates(model: ScriptModel, node: ast.AST, scope: ast.AST, name: str = "") -> list[ast.expr]:
     """The ``if``/conditional-expression tests ``node`` is nested under, up to ``scope``
-    (not those whose other branch runs ``name`` too)."""
+    (not those whose other branch runs ``name`` too); the ``else`` side as ``_Unless``."""
     found: list[ast.expr] = []
     child = node
     for parent in model.ancestors(node):
         if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
             if not (name and _both_branches(model, parent, name)):
-                found.append(parent.test)
+                in_else = (
+                    child in parent.orelse
+                    if isinstance(parent, ast.If)
+                    else (child is parent.orelse)
+                )
+                found.append(_Unless(parent.test, "else") if in_else else parent.test)
         # ``if not args.distributed: return`` earlier in the same block gates what follows.
         for block in ("body", "orelse", "finalbody"):
             stmts = getattr(parent, block, None)
             if isinstance(stmts, list) and child in stmts:
-                found.extend(s.test for s in stmts[: stmts.index(child)] if _bare_return(s))
+                found.extend(
+                    _Unless(s.test, "return")
+                    for s in stmts[: stmts.index(child)]
+                    if _bare_return(s)
+                )
         if parent is scope:
             break
         child = parent
@@ -253,6 +273,12 @@ def _helper_reads_env(model: ScriptModel, call: ast.Call) -> bool:
 
 def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str) -> str:
     text = model.segment(test)[:60]
+    # Which way round: `if X` holds it, or the else of `if X`, or what follows `if X: return`.
+    where = f"under `if {text}`"
+    if isinstance(test, _Unless):
+        where = (
+            f"in the `else:` of `if {text}`" if test.how == "else" else f"after `if {text}: return`"
+        )
     flags = {ast.unparse(n) for n in ast.walk(test) if isinstance(n, ast.Name | ast.Attribute)}
     flag_values = [
         n.value
@@ -261,7 +287,7 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
     ]
     if _reads_env(model, test) or any(_reads_env(model, v) for v in flag_values):
         return (
-            f"{what} runs only under `if {text}`, which depends on torchrun's environment "
+            f"{what} runs only {where}, which depends on torchrun's environment "
             "variables, and the XLA launcher sets none of them"
         )
     # A flag such as args.distributed: who sets it? A helper of another module that reads
@@ -280,11 +306,11 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
     if flag_owner is not None:
         helper = model.segment(flag_owner.func)
         return (
-            f"{what} runs only under `if {text}`, set by {helper}() (another module), which "
+            f"{what} runs only {where}, set by {helper}() (another module), which "
             "reads torchrun's environment variables, and the XLA launcher sets none of them"
         )
     return (
-        f"{what} runs only under `if {text}`, set out of the analysis's sight (such a flag "
+        f"{what} runs only {where}, set out of the analysis's sight (such a flag "
         "usually follows torchrun's environment variables, which the XLA launcher does not set)"
     )
 
