@@ -130,3 +130,17 @@ def test_masking_only_the_prompt_does_not_mask_the_pads():
     """
     (f,) = findings(code, "XLA303")
     assert not f.fix.safe and "pad tokens" in f.fix.review_reason
+
+
+def test_annotated_str_parameter_is_one_example_and_a_loop_variable_is_no_evidence():
+    code = """
+    def encode_one(tokenizer, text: str):
+        return tokenizer(text, padding=True, max_length=64, truncation=True)
+
+    def encode_chunks(tokenizer, chunks):
+        for texts in chunks:
+            yield tokenizer(texts, padding=True, max_length=64, truncation=True)
+    """
+    one, chunk = findings(code, "XLA303")
+    assert not one.fix.safe and "one example" in one.fix.review_reason
+    assert chunk.fix.safe and "one example" not in chunk.message

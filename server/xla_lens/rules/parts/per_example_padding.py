@@ -91,19 +91,10 @@ def _map_call(model: ScriptModel, scope: ast.AST) -> ast.Call | None:
     return None
 
 
-def _loop_item(scope: ast.AST, name: str) -> bool:
-    """``for text in texts: tokenizer(text, ...)``: one item per call."""
-    return any(
-        isinstance(n, ast.For | ast.AsyncFor | ast.comprehension)
-        and isinstance(n.target, ast.Name)
-        and n.target.id == name
-        for n in ast.walk(scope)
-    )
-
-
 def per_example(model: ScriptModel, call: ast.Call) -> str | None:
     """Why ``call`` may tokenize one example per call (a phrase for the message), or None
-    when nothing says so (a batch: its padding already made pad tokens)."""
+    when nothing says so (a batch: its padding already made pad tokens). A loop variable
+    (``for texts in chunks``) is no evidence either way: it may be a batch."""
     method = method_name(call)
     if method in SINGLE_TEXT_METHODS:
         return f"{method} takes one text"
@@ -122,8 +113,6 @@ def per_example(model: ScriptModel, call: ast.Call) -> str | None:
             and batched.value.value is True
         ):
             return f"it is mapped over the dataset at line {mapped.lineno} without batched=True"
-    if isinstance(text, ast.Name) and scope is not None and _loop_item(scope, text.id):
-        return f"it runs once per item `{text.id}` of a loop"
     return None
 
 
