@@ -31,6 +31,7 @@ from .base import (
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_reads import frame_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
+from .parts.closure_uses import used_before_sync
 from .parts.numpy_reads import bare_numpy, numpy_fix, numpy_message
 
 CODE = "XLA401"
@@ -233,7 +234,8 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target:
     reasons = []
     if not reporting:
         reasons.append(
-            "the call runs later, after the step: code that uses its effect in this step changes"
+            used_before_sync(model, loop, stmt)
+            or "the call runs later, after the step: code that uses its effect in this step changes"
         )
     closed = closed_resource(model, stmt)
     if closed is not None:
@@ -244,7 +246,8 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target:
         # Only for a fix that would be safe: what it reads must not change before the sync.
         reasons.append(changed_before_sync(model, loop, stmt, free_names(model, stmt)) or "")
     elif not reporting:
-        reasons.append(changed_before_sync(model, loop, stmt, free_names(model, stmt)) or "")
+        captured = free_names(model, stmt)
+        reasons.append(changed_before_sync(model, loop, stmt, captured, reporting) or "")
     reason = "; ".join(r for r in reasons if r)
     return Fix(
         title,

@@ -25,9 +25,12 @@ from .closure_reads import (
     arguments,
     bind_parameters,
     class_of,
+    frame_names,
+    key_part,
     map_path,
     method_of,
     path_of,
+    shown,
 )
 from .closure_timing import after, region_statements
 
@@ -44,7 +47,11 @@ COLLECTIVES = frozenset(
 
 
 def changed_before_sync(
-    model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, captured: list[str]
+    model: ScriptModel,
+    loop: TrainingLoop,
+    stmt: ast.Expr,
+    captured: list[str],
+    reporting: bool = True,
 ) -> str | None:
     """Why deferring ``stmt``'s call to the step's sync could change what it reports (None:
     nothing it reads changes in the rest of the iteration). ``captured``: the names the
@@ -55,17 +62,63 @@ def changed_before_sync(
     reads.of_call(call)
     if not reads.paths:
         return None
-    for node in _rest_of_iteration(model, loop, stmt):
+    for node in rest_of_iteration(model, loop, stmt):
+        if node is stmt:
+            continue  # its own later passes are deferred too, and closures run in order
         change = Changes(model, reads, class_of(model, stmt)).at(node, {}, 0)
         if change is None:
             continue
         path, line, text = change
         what = reads.paths[path]
-        shown = ".".join(path)
-        return (
-            f"the deferred call runs at the step's sync; {what} `{shown}`, and line {line} "
-            f"changes it first (`{text}`): it may report the changed value"
+        where = (
+            f"the deferred call runs at the step's sync; {what} `{shown(path)}`, and line {line}"
         )
+        kind = _kind(node, path)
+        if kind in ("removes", "may remove"):
+            would = "would" if kind == "removes" else "may"
+            return f"{where} removes it first (`{text}`): it {would} raise KeyError"
+        if kind is not None:
+            return (
+                f"{where} re-creates `{kind}` first (`{text}`): it would look `{shown(path)}` up "
+                "in the new one, a KeyError unless the key is set again before the sync, else a "
+                "later value"
+            )
+        uses = "report" if reporting else "work on"
+        return f"{where} changes it first (`{text}`): it may {uses} the changed value"
+    return None
+
+
+REMOVING = frozenset({"pop", "popitem", "clear"})
+
+
+def _kind(node: ast.AST, read: Path) -> str | None:
+    """``removes`` when ``node`` deletes the key ``read`` looks up (``del logs["loss"]``,
+    ``logs.pop("loss")``, ``logs.clear()``; ``may remove`` for a key not known here); the
+    container's text when it binds a new container the key is looked up in (``logs = {}``);
+    None for other changes."""
+    keyed = [i for i, p in enumerate(read) if p.startswith("[")]
+    if not keyed:
+        return None
+    container = read[: keyed[-1]]
+    if isinstance(node, ast.Delete):
+        for t in node.targets:
+            if isinstance(t, ast.Subscript) and path_of(t) in (read, container):
+                return "removes" if key_part(t) is not None else "may remove"
+        return None
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        if method_name(call) in REMOVING and path_of(receiver(call)) == container:
+            known = method_name(call) == "clear" or (
+                bool(call.args) and isinstance(call.args[0], ast.Constant)
+            )
+            return "removes" if known else "may remove"
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(
+            path_of(t) == container and not (isinstance(t, ast.Subscript) and key_part(t) is None)
+            for t in targets
+        ):
+            return shown(container)
     return None
 
 
@@ -75,7 +128,7 @@ def _writer_report(name: str) -> bool:
 
 
 # --- what the rest of the iteration changes ----------------------------------------------------
-def _rest_of_iteration(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> list[ast.AST]:
+def rest_of_iteration(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -> list[ast.AST]:
     """Statements that can run between ``stmt`` and the step's sync: the rest of its block
     and of the loops around it (their later passes too, up to the training loop)."""
     out: list[ast.AST] = []
@@ -102,11 +155,25 @@ def _rest_of_iteration(model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt) -
     return sorted(out, key=lambda n: (n.lineno, n.col_offset))
 
 
+# Methods that change their receiver, for ``Changes(strict=True)``.
+MUTATORS = frozenset(
+    """
+    append extend insert update add setdefault pop popitem remove clear discard appendleft
+    """.split()
+)
+
+
 class Changes:
-    def __init__(self, model: ScriptModel, reads: Reads, cls: ast.ClassDef | None) -> None:
+    """``strict``: only what provably changes a path (stores, known mutators, in-place
+    methods, bodies shown here), not every call xla-lens cannot see into."""
+
+    def __init__(
+        self, model: ScriptModel, reads: Reads, cls: ast.ClassDef | None, strict: bool = False
+    ) -> None:
         self.model = model
         self.reads = reads
         self.cls = cls
+        self.strict = strict
 
     def at(
         self, stmt: ast.AST, mapping: dict[str, Path], depth: int
@@ -161,7 +228,8 @@ class Changes:
             # Rebinding a name: the closure holds the old object (its argument) unless the
             # name is a global it reads when it runs, or ``+=`` changes a tensor or list in place.
             read = self._related(path)
-            if read is None or read != path:
+            # ``logs = {}`` rebinds what ``logs["loss"]`` looks its key up in.
+            if read is None or tuple(p for p in read if not p.startswith("[")) != path:
                 return None
             if target.id in self.reads.late_globals and self._is_global_here(target):
                 return read
@@ -230,12 +298,18 @@ class Changes:
             return None
         if rpath in self.reads.sinks and (name in SINK_REPORTS or _writer_report(name)):
             return None
-        if len(rpath) < len(read):
+        if len(rpath) < len(read) or self.strict:
             # ``self.advance()`` above ``self.step``: follow a method shown here.
             fn = method_of(self.model, self.cls or call, recv, name) if self.cls else None
             if fn is not None:
                 first = fn.args.args[0].arg
                 return self._in_body(fn, call, {first: rpath}, depth, mapping)
+            if self.cls is not None and _attribute_of(self.model, self.cls, name):
+                # ``self.model(x)``: calls the object held in ``self.model`` (it may change
+                # that object), not a method that could change the rest of ``self``.
+                return self._related(rpath + (name,))
+        if self.strict and not (name in MUTATORS or (name.endswith("_") and name[0] != "_")):
+            return None
         return read
 
     def _in_body(
@@ -249,9 +323,46 @@ class Changes:
         if depth >= MAX_DEPTH or not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             return None
         mapping = bind_parameters(fn, call, mapping, outer)
+        # The body's own names (parameters not bound to a path aside) are its objects, not
+        # the caller's: ``logs = {}`` in a step function is another dict than the loop's.
+        hidden: Path = ("_",)
+        own = {n: hidden + (n,) for n in frame_names(self.model, fn).own if n not in mapping}
+        mapping = {**own, **mapping}
         for stmt in self.model.walk_scope(fn):
             if isinstance(stmt, ast.stmt):
                 hit = self.at(stmt, mapping, depth + 1)
                 if hit is not None:
                     return hit[0]
         return None
+
+
+def _attribute_of(model: ScriptModel, cls: ast.ClassDef, name: str) -> bool:
+    """``self.<name>`` is an attribute holding an object (a model, an optimizer), not a
+    method: assigned somewhere in ``cls`` and no method of that name in it."""
+
+    def compute() -> tuple[frozenset[str], frozenset[str]]:
+        out = set()
+        for node in ast.walk(cls):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign):
+                targets = list(node.targets)
+            elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+                targets = [node.target]
+            for t in targets:
+                for part in t.elts if isinstance(t, ast.Tuple | ast.List) else [t]:
+                    if (
+                        isinstance(part, ast.Attribute)
+                        and isinstance(part.value, ast.Name)
+                        and part.value.id == "self"
+                    ):
+                        out.add(part.attr)
+        methods = {
+            s.name for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        return frozenset(out - methods), frozenset(methods)
+
+    attributes, methods = model.memo((_attribute_of, cls), compute)
+    # A class with no base but ``object`` has no method it does not show: anything else
+    # called on ``self`` is an attribute's object, assigned where this file cannot see.
+    plain = all(isinstance(b, ast.Name) and b.id == "object" for b in cls.bases)
+    return name in attributes or (plain and name not in methods)

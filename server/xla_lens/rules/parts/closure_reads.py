@@ -75,7 +75,7 @@ class Reads:
         else:
             # Further reports to it (``pbar.update(1)``) are not changes; anything else is.
             self.sinks.add(rpath)
-            self.add(rpath, f"xla-lens cannot see `{'.'.join(rpath)}.{name}`, which is handed")
+            self.add(rpath, f"xla-lens cannot see `{shown(rpath)}.{name}`, which is handed")
 
     def of_expr(self, expr: ast.AST, how: str, mapping: dict[str, Path]) -> None:
         for node in self.model.walk(expr):
@@ -94,6 +94,7 @@ class Reads:
                 path = path[:-1]
             elif isinstance(parent, ast.Call) and parent.func is node:
                 continue  # a plain function's name
+            path = with_keys(self.model, node, path)
             mapped = map_path(path, mapping)
             if mapped is not None and self._interesting(mapped, mapping):
                 self.add(mapped, how)
@@ -202,10 +203,38 @@ def frame_names(model: ScriptModel, scope: ast.AST) -> FrameNames:
     return model.memo((frame_names, scope), compute)
 
 
+def key_part(sub: ast.Subscript) -> str | None:
+    """``['loss']`` for ``logs["loss"]``: a constant key is a path part of its own, so a store
+    to ``logs["lr"]`` is no change of ``logs["loss"]`` (any other key stands for all)."""
+    key = sub.slice
+    if isinstance(key, ast.Constant) and isinstance(key.value, str | int):
+        return f"[{key.value!r}]"
+    return None
+
+
+def with_keys(model: ScriptModel, node: ast.AST, path: Path) -> Path:
+    """``path`` of ``node`` extended by the constant keys it is indexed with
+    (``logs["loss"]`` reads ``('logs', "['loss']")``)."""
+    parent = model.parent(node)
+    while isinstance(parent, ast.Subscript) and parent.value is node:
+        key = key_part(parent)
+        if key is None:
+            break
+        path, node, parent = path + (key,), parent, model.parent(parent)
+    return path
+
+
+def shown(path: Path) -> str:
+    """``logs['loss']``, ``self.step``: a path as the script writes it."""
+    return "".join(p if p.startswith("[") or i == 0 else "." + p for i, p in enumerate(path))
+
+
 def path_of(node: ast.AST | None) -> Path | None:
     text = dotted(node) if node is not None else None
     if text is None and isinstance(node, ast.Subscript):
-        return path_of(node.value)
+        base = path_of(node.value)
+        key = key_part(node)
+        return base + (key,) if base is not None and key is not None else base
     if (
         text is None
         and isinstance(node, ast.Call)

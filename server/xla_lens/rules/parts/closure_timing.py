@@ -39,15 +39,22 @@ def after(node: ast.AST, stmt: ast.stmt) -> bool:
 
 
 def ends_iteration_early(
-    model: ScriptModel, region: ast.AST, stmt: ast.stmt, sync_line: int | None = None
+    model: ScriptModel,
+    region: ast.AST,
+    stmt: ast.stmt,
+    sync_line: int | None = None,
+    returns_to_sync: bool = False,
 ) -> str | None:
     """A ``break``/``continue``/``return``/``raise``/``sys.exit()`` after ``stmt`` in the
     same iteration (and before ``sync_line``, where XLA107 puts the sync): it can skip the
-    sync that would run the closure."""
+    sync that would run the closure. ``returns_to_sync``: ``region`` is a step function with
+    no sync of its own, so a ``return`` goes back to the loop, whose sync still runs."""
     for node in _statements_and_calls(model, region):
         if not after(node, stmt):
             continue
         if sync_line is not None and node.lineno >= sync_line:
+            continue
+        if returns_to_sync and isinstance(node, ast.Return):
             continue
         if isinstance(node, ast.Break | ast.Continue | ast.Return | ast.Raise):
             return f"a `{type(node).__name__.lower()}` follows on line {node.lineno}"
@@ -235,7 +242,9 @@ def sync_runs_after(
     for region in loop.regions():
         if any(a is region for a in model.ancestors(stmt)):
             sync_line = guard.lineno if guard is not None and region is loop.node else None
-            why = ends_iteration_early(model, region, stmt, sync_line)
+            own_sync = any(any(a is region for a in model.ancestors(n)) for n in syncs)
+            back = region is not loop.node and not own_sync
+            why = ends_iteration_early(model, region, stmt, sync_line, returns_to_sync=back)
             if why is not None:
                 return lost(why=why, what="report")
     if fed:

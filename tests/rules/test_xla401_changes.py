@@ -1,0 +1,205 @@
+"""XLA401's review reasons for a deferred call name what really changes before the step's
+sync: a store to another key of a dict it reads, or a call of a model held in an attribute, is
+no change of what it reads; a dict re-created each step that the deferred call fills, and the
+rest of the step reads, is named with the KeyError it would raise."""
+
+from tests.helpers import findings, fixed
+
+OTHER_KEY = """
+import torch
+import torch_xla
+
+
+def train(model, loader, optimizer):
+    for step, (x, y) in enumerate(loader):
+        logs = {}
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        logs["loss"] = loss
+        print(step, logs["loss"].item())
+        {after}
+        torch_xla.sync()
+"""
+
+
+def _one(code: str):
+    (f,) = findings(code, "XLA401")
+    assert f.fix is not None
+    return f
+
+
+def test_a_store_to_another_key_is_no_change_of_the_key_read():
+    f = _one(OTHER_KEY.replace("{after}", 'logs["lr"] = optimizer.param_groups[0]["lr"]'))
+    assert f.fix.safe, f.fix.review_reason
+    assert "add_step_closure" in fixed(OTHER_KEY.replace("{after}", 'logs["lr"] = 0.1'), "XLA401")
+
+
+def test_a_store_to_the_key_read_or_to_the_whole_dict_is_a_change():
+    for after in ('logs["loss"] = loss * 0', "logs[name] = 0.0", "logs.update(loss=0.0)"):
+        f = _one(
+            OTHER_KEY.replace("{after}", after).replace(
+                "def train(model,", "def train(name, model,"
+            )
+        )
+        assert not f.fix.safe, after
+        assert "changes it first" in f.fix.review_reason
+
+
+def test_removing_the_key_read_names_the_key_error():
+    for after in ('del logs["loss"]', 'logs.pop("loss")', "logs.clear()"):
+        f = _one(OTHER_KEY.replace("{after}", after))
+        assert not f.fix.safe, after
+        assert "KeyError" in f.fix.review_reason, f.fix.review_reason
+
+
+RE_CREATED = """
+import torch
+import torch_xla
+
+
+class Trainer:
+    def fit(self, loader):
+        for step, (x, y) in enumerate(loader):
+            loss = self.model(x, y)
+            loss.backward()
+            self.optimizer.step()
+            self.logs["loss"] = loss
+            print(step, self.logs["loss"].item())
+            self.logs = {}
+            torch_xla.sync()
+"""
+
+
+def test_a_dict_re_created_before_the_sync_names_the_key_error():
+    # The closure takes `self` and looks `self.logs` up when it runs, in the new dict.
+    f = _one(RE_CREATED)
+    reason = f.fix.review_reason
+    assert not f.fix.safe
+    assert "re-creates `self.logs`" in reason and "line 13" in reason, reason
+    assert "KeyError" in reason and "later value" in reason
+
+
+LATE_GLOBAL = """
+import torch
+import torch_xla
+
+LOGS = {"lr": 0.1}
+
+
+def log_step(loss):
+    print(loss, LOGS["lr"])
+
+
+for step, (x, y) in enumerate(loader):
+    loss = model(x, y)
+    loss.backward()
+    optimizer.step()
+    log_step(loss.item())
+    LOGS = {}
+    torch_xla.sync()
+"""
+
+
+def test_a_global_re_created_before_the_sync_names_the_key_error():
+    # `log_step` looks the global up when the closure runs: in the new, empty dict.
+    f = _one(LATE_GLOBAL)
+    assert "re-creates `LOGS`" in f.fix.review_reason and "KeyError" in f.fix.review_reason
+
+
+# A trainer that sums each step's losses into a dict re-created per step, then prints it.
+ACCUMULATING = """
+import torch
+import torch_xla
+
+
+def accum_log(log, new_logs):
+    for key, new_value in new_logs.items():
+        log[key] = log.get(key, 0.0) + new_value
+    return log
+
+
+class Trainer:
+    def __init__(self, model, optim, accum):
+        self.model = model
+        self.optim = optim
+        self.accum = accum
+
+    def train_step(self, step, batches):
+        logs = {}
+        for x in batches:
+            loss = self.model(x)
+            loss.backward()
+            accum_log(logs, {"loss": loss.item() / self.accum})
+        self.optim.step()
+        print(f"{step}: loss {logs['loss']}")
+        return logs
+
+    def train(self, loader):
+        for step, batches in enumerate(loader):
+            logs = self.train_step(step, batches)
+            torch_xla.sync()
+"""
+
+
+def test_calling_a_model_held_in_an_attribute_changes_no_other_attribute():
+    (f,) = [f for f in findings(ACCUMULATING, "XLA401") if f.span.start.line == 21]  # 0-based
+    reason = f.fix.review_reason
+    assert "self.model(x)" not in reason and "`self.accum`" not in reason
+    # The repeated deferred call is no change of itself (the closures run in order).
+    assert "changes it first (`accum_log" not in reason
+
+
+def test_a_return_to_the_loop_before_its_sync_loses_nothing():
+    (f,) = [f for f in findings(ACCUMULATING, "XLA401") if f.span.start.line == 21]  # 0-based
+    assert "`return`" not in f.fix.review_reason
+
+
+def test_the_rest_of_the_step_reading_what_the_deferred_call_fills_is_named():
+    (f,) = [f for f in findings(ACCUMULATING, "XLA401") if f.span.start.line == 21]  # 0-based
+    reason = f.fix.review_reason
+    assert not f.fix.safe
+    assert "line 24 reads `logs['loss']`" in reason, reason
+    assert "re-created on line 18" in reason and "KeyError" in reason
+
+
+FORWARDING = """
+import torch
+import torch_xla
+
+
+class Trainer:
+    def print(self, msg):
+        self.accelerator.print(msg)
+
+    def fit(self, loader):
+        for step, (x, y) in enumerate(loader):
+            loss = self.model(x, y)
+            self.accelerator.backward(loss)
+            self.optim.step()
+            self.print(f"{step}: loss {loss}")
+            self.accelerator.log({"step": step}, step)
+            torch_xla.sync()
+"""
+
+
+def test_a_method_that_only_forwards_a_message_changes_nothing_read_later():
+    # `self.print` is not a known report, so its fix is for review, but nothing later in the
+    # step reads what it changes (it changes nothing): the generic reason, no invented line.
+    (f,) = findings(FORWARDING, "XLA401")
+    assert not f.fix.safe
+    assert "self.accelerator.log" not in f.fix.review_reason
+    assert "code that uses its effect in this step changes" in f.fix.review_reason
+
+
+def test_a_class_with_no_base_calls_attributes_not_hidden_methods():
+    code = ACCUMULATING.replace(
+        "    def __init__(self, model, optim, accum):\n"
+        "        self.model = model\n"
+        "        self.optim = optim\n"
+        "        self.accum = accum\n\n",
+        "",
+    )
+    assert "self.model = model" not in code
+    (f,) = [f for f in findings(code, "XLA401") if "accum_log" in str(f.fix.ops[0].code)]
+    assert "self.model(x)" not in f.fix.review_reason
