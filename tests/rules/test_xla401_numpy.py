@@ -82,6 +82,15 @@ def test_a_copy_to_the_host_first_is_no_crash():
     assert all("add_step_closure" in f.fix.title for f in found if f.fix is not None)
 
 
+def test_a_read_through_a_bare_numpy_gets_the_copy_too():
+    code = FALLBACK.replace(
+        'print("loss array", loss.data.numpy())', "print(loss.data.numpy().tolist())"
+    )
+    [f] = [f for f in findings(code, "XLA401") if f.span.start.line == 19]
+    assert "raises TypeError" in f.message and f.fix is not None and f.fix.safe
+    assert "print(loss.data.cpu().numpy().tolist())" in fixed(code, "XLA401")
+
+
 def test_numpy_force_copies_itself():
     code = FALLBACK.replace("loss.data.numpy()", "loss.numpy(force=True)")
     found = [f for f in findings(code, "XLA401") if f.span.start.line == 19]

@@ -89,6 +89,16 @@ def _outer_host_read(model: ScriptModel, call: ast.Call) -> bool:
         cur = outer
 
 
+def _bare_numpy_in(model: ScriptModel, node: ast.AST) -> ast.Call | None:
+    """The ``t.numpy()`` with no copy to the host that the read ``node`` is or reads through
+    (``t.numpy().tolist()`` is reported at ``.tolist()``)."""
+    while isinstance(node, ast.Call) and method_name(node) in HOST_METHODS:
+        if bare_numpy(model, node):
+            return node
+        node = receiver(node)  # type: ignore[assignment]
+    return None
+
+
 def _is_reporting(model: ScriptModel, call: ast.Call) -> bool:
     return _is_builtin_call(model, call, frozenset({"print"})) or (
         method_name(call) in REPORTING_METHODS
@@ -295,10 +305,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
         stmt = model.enclosing_statement(node)
-        if isinstance(node, ast.Call) and bare_numpy(model, node):
+        numpy = _bare_numpy_in(model, node)
+        if numpy is not None:
             # A step closure would keep the crash: the copy to the host comes first.
-            message = numpy_message(model, node, on_cpu)
-            fix = numpy_fix(model, node, REPORTING_METHODS)
+            message = numpy_message(model, numpy, on_cpu)
+            fix = numpy_fix(model, numpy, REPORTING_METHODS)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
             continue
         message = _message(what, on_cpu)
