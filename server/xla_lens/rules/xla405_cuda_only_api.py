@@ -23,6 +23,8 @@ from .parts.cuda_module_holders import (
     MESH_MANUAL,
     cuda_module_holders,
     function_name,
+    is_not_a_use,
+    patched_attributes,
 )
 from .parts.kbit_quantization import quantization_findings
 
@@ -225,9 +227,10 @@ def _api_findings(model: ScriptModel) -> Iterator[Finding]:
     reported: set[int] = set()
     # Tensor-type aliases whose every use XLA101 rewrites are reported there, with the fix.
     aliases = {id(a.cuda_type): a.blocker for a in tensor_type_aliases(model)}
+    patched = patched_attributes(model)
     for node in _outermost_chains(model):
         q = model.qualname(node)
-        if q is None or aliases.get(id(node)) == "":
+        if q is None or aliases.get(id(node)) == "" or is_not_a_use(model, node, patched):
             continue
         # Report the longest known prefix once per line: `torch.cuda.nvtx.range_push(...)`.
         advice = _advice(q)

@@ -1,7 +1,9 @@
 """XLA405's idioms that reach CUDA without naming ``torch.cuda`` at the call: a device module
 that falls back to ``torch.cuda`` (``self.device_module = getattr(torch, device_type,
 torch.cuda)``) and torch's DeviceMesh parallelism (FSDP2, tensor/context parallel), which is not
-how XLA shards."""
+how XLA shards. Also which mentions of a ``torch.cuda`` API are not uses of it: a script that
+rebinds the attribute (``torch.cuda.is_bf16_supported = lambda: True``, so library code takes
+the bf16 path on XLA) or deletes it calls nothing on CUDA."""
 
 from __future__ import annotations
 
@@ -72,3 +74,45 @@ def cuda_module_holders(model: ScriptModel) -> set[str]:
                 elif isinstance(t, ast.Attribute):
                     holders.add(t.attr)
     return holders
+
+
+# Builtins that take the module as an object to patch or inspect, not to call into.
+_PATCHERS = frozenset({"setattr", "delattr", "hasattr"})
+
+
+def patched_attributes(model: ScriptModel) -> dict[str, int]:
+    """Qualified names (``torch.cuda.is_bf16_supported``) a module-level statement of the
+    script rebinds, with the statement's line: from there on, and in every function (run
+    after the module is loaded), a call runs the script's replacement, not CUDA's. A patch
+    inside a function or branch may not run before the call, so it does not count."""
+    patched: dict[str, int] = {}
+    for stmt in model.tree.body:
+        if not isinstance(stmt, ast.Assign | ast.AnnAssign):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for t in targets:
+            q = model.qualname(t) if isinstance(t, ast.Attribute) else None
+            if q is not None and stmt.value is not None:
+                patched.setdefault(q, stmt.lineno)
+    return patched
+
+
+def is_not_a_use(model: ScriptModel, node: ast.Attribute, patched: dict[str, int]) -> bool:
+    """Whether this mention of an API neither calls it nor hands it to code that may: the
+    target of an assignment or ``del`` (Store/Del context), the object ``setattr`` /
+    ``delattr`` / ``hasattr`` patch or inspect, or a use after the script's own module-level
+    replacement of it (``patched_attributes``). A reference read as a value (an alias, a
+    callback, an ``except`` clause) is still a use."""
+    if isinstance(node.ctx, ast.Store | ast.Del):
+        return True
+    parent = model.parent(node)
+    if (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id in _PATCHERS
+        and parent.args
+        and parent.args[0] is node
+    ):
+        return True
+    line = patched.get(model.qualname(node) or "")
+    return line is not None and (node.lineno > line or model.enclosing_function(node) is not None)
