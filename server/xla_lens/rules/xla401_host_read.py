@@ -294,7 +294,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     closures = _closure_functions(model)
     # A script that places nothing on a device (XLA117's finding) keeps its tensors on the
     # CPU as written and after conversion: its reads sync nothing until the tensors are moved.
-    on_cpu = next(iter(xla117_not_on_device.check(model, ctx)), None) is not None
+    on_cpu = model.memo(
+        (CODE, xla117_not_on_device.CODE, ctx.target),
+        lambda: next(iter(xla117_not_on_device.check(model, ctx)), None) is not None,
+    )
     for loop, node in loop_nodes(model):
         what = _reads(model, values, node)
         if what is None:
