@@ -91,6 +91,27 @@ def test_a_read_through_a_bare_numpy_gets_the_copy_too():
     assert "print(loss.data.cpu().numpy().tolist())" in fixed(code, "XLA401")
 
 
+def test_a_bare_numpy_right_after_the_sync_still_raises():
+    # No graph to save (the sync computed it), but `.numpy()` of an XLA tensor still raises.
+    code = """
+    import torch
+    import torch_xla
+
+    device = torch_xla.device()
+    for x, y in loader:
+        out = model(x.to(device))
+        loss = criterion(out, y.to(device))
+        acc = (out.argmax(1) == y.to(device)).float().mean()
+        loss.backward()
+        optimizer.step()
+        torch_xla.sync()
+        print(acc.numpy(), loss.item())
+    """
+    [f] = findings(code, "XLA401")
+    assert "raises TypeError" in f.message and f.fix is not None and f.fix.safe
+    assert "print(acc.cpu().numpy(), loss.item())" in fixed(code, "XLA401")
+
+
 def test_numpy_force_copies_itself():
     code = FALLBACK.replace("loss.data.numpy()", "loss.numpy(force=True)")
     found = [f for f in findings(code, "XLA401") if f.span.start.line == 19]

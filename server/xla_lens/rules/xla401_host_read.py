@@ -121,8 +121,11 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
             # ``t.cpu().numpy()`` reads ``t``: judge the value the chain starts from.
             while isinstance(recv, ast.Call) and method_name(recv) in HOST_METHODS:
                 recv = receiver(recv)
-            if recv is not None and (values.is_host(recv) or values.materialized(recv)):
+            if recv is not None and values.is_host(recv):
                 return None
+            if recv is not None and values.materialized(recv):
+                # Computed already (no sync to save), but a bare ``.numpy()`` still raises.
+                return ".numpy()" if _bare_numpy_in(model, node) is not None else None
             return f".{method_name(node)}()"
         if (
             _is_builtin_call(model, node, CONVERSIONS)
