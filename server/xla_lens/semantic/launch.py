@@ -59,13 +59,24 @@ def _launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[
     if ENTRY in steps.module_functions:
         targets.append(steps.module_functions[ENTRY])
     for call in model.calls:
-        if model.call_name(call) in LAUNCHERS and call.args:
-            first = call.args[0]
-            if isinstance(first, ast.Name) and first.id in steps.module_functions:
-                targets.append(steps.module_functions[first.id])
+        if model.call_name(call) in LAUNCHERS:
+            first = launched_function(model, call)
+            if first is not None and first in steps.module_functions:
+                targets.append(steps.module_functions[first])
     if will_add_entry_for and will_add_entry_for in steps.module_functions:
         targets.append(steps.module_functions[will_add_entry_for])
     return targets
+
+
+def launched_function(model: ScriptModel, call: ast.Call) -> str | None:
+    """The name of the function a launch call starts: its first argument or ``fn=``, seen
+    through ``functools.partial(train, ...)``."""
+    fn = (
+        call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
+    )
+    if isinstance(fn, ast.Call) and model.call_name(fn) == "functools.partial" and fn.args:
+        fn = fn.args[0]
+    return fn.id if isinstance(fn, ast.Name) else None
 
 
 def _plain_entry_calls(model: ScriptModel, guard: ast.If) -> list[ast.Call]:
@@ -218,7 +229,12 @@ def _parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNo
     todo: list[FunctionNode] = []
     for scope, line in launches_at.items():
         for node in model.walk_scope(scope):
-            if isinstance(node, ast.Call) and node.lineno <= line and node not in launching:
+            if (
+                isinstance(node, ast.Call)
+                and node.lineno <= line
+                and node not in launching
+                and not _instead_of_launch(model, node, launching)
+            ):
                 callee = model.steps.callee(node)
                 if callee is not None:
                     todo.append(callee)
@@ -234,6 +250,21 @@ def _parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNo
                 if callee is not None and callee not in seen:
                     todo.append(callee)
     return seen
+
+
+def _instead_of_launch(model: ScriptModel, call: ast.Call, launching: set[ast.Call]) -> bool:
+    """``if single: _mp_fn(0) else: xmp.spawn(_mp_fn)``: the call sits in one branch of an
+    ``if`` whose other branch launches, so the parent that runs it never launches after it."""
+    child: ast.AST = call
+    for parent in model.ancestors(call):
+        if isinstance(parent, ast.If) and child is not parent.test:
+            other = parent.orelse if child in parent.body else parent.body
+            if any(n in launching for s in other for n in ast.walk(s)):
+                return True
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = parent
+    return False
 
 
 def enclosing_functions_at(model: ScriptModel, line: int) -> list[FunctionNode]:
