@@ -160,7 +160,19 @@ def test_the_rest_of_the_step_reading_what_the_deferred_call_fills_is_named():
     reason = f.fix.review_reason
     assert not f.fix.safe
     assert "line 24 reads `logs['loss']`" in reason, reason
-    assert "re-created on line 18" in reason and "KeyError" in reason
+    assert "re-created on line 18" in reason and "raise KeyError" in reason
+
+
+def test_a_read_after_the_sync_sees_the_closure_s_update():
+    # Moved after the step function's own sync, the print runs after the closure.
+    code = ACCUMULATING.replace(
+        "        self.optim.step()\n",
+        "        self.optim.step()\n        torch_xla.sync()\n",
+    )
+    (f,) = [f for f in findings(code, "XLA401") if f.span.start.line == 21]
+    assert "reads `logs['loss']`" not in f.fix.review_reason
+    # Nor does the `return` after that sync lose the closure.
+    assert "`return`" not in f.fix.review_reason
 
 
 FORWARDING = """

@@ -242,6 +242,10 @@ def sync_runs_after(
     for region in loop.regions():
         if any(a is region for a in model.ancestors(stmt)):
             sync_line = guard.lineno if guard is not None and region is loop.node else None
+            if sync_line is None:
+                # An exit after a sync that always follows the report loses nothing.
+                sure = [n for n in syncs if _always_follows(model, n, stmt, region)]
+                sync_line = min((n.lineno for n in sure), default=None)
             own_sync = any(any(a is region for a in model.ancestors(n)) for n in syncs)
             back = region is not loop.node and not own_sync
             why = ends_iteration_early(model, region, stmt, sync_line, returns_to_sync=back)
@@ -252,6 +256,25 @@ def sync_runs_after(
     if not syncs or any(after(n, stmt) for n in syncs):
         return None  # a sync follows (in a helper it calls, or XLA107 adds one at the end)
     return lost(why=f"the loop's only sync (line {syncs[0].lineno}) comes before it", what="report")
+
+
+def _always_follows(model: ScriptModel, sync: ast.Call, stmt: ast.stmt, region: ast.AST) -> bool:
+    """``sync`` is a statement of its own later in a block that holds ``stmt`` (or a block
+    around it, within ``region``): once ``stmt`` has run, it runs unless the iteration ends."""
+    sync_stmt = model.parent(sync)
+    if not (isinstance(sync_stmt, ast.Expr) and sync_stmt.value is sync):
+        return False
+    node: ast.AST = stmt
+    while node is not region:
+        owner = model.parent(node)
+        if owner is None:
+            return False
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(owner, field, None)
+            if isinstance(block, list) and node in block and sync_stmt in block:
+                return block.index(sync_stmt) > block.index(node)
+        node = owner
+    return False
 
 
 def closed_resource(model: ScriptModel, stmt: ast.stmt) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ...semantic.model import SCOPE_TYPES, ScriptModel, TrainingLoop, receiver
+from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, receiver
 from ...semantic.tensors import scope_of
 from .closure_changes import Changes, rest_of_iteration
 from .closure_reads import Path, Reads, arguments, class_of, path_of, shown, with_keys
@@ -36,9 +36,15 @@ def used_before_sync(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> 
     scope = scope_of(model, stmt)
     mine = Reads(model, stmt, frozenset())
     mine.add(written, "")
-    for node in rest_of_iteration(model, loop, stmt):
-        if node is stmt or not after(node, stmt) or scope_of(model, node) is not scope:
-            continue
+    rest = [
+        n
+        for n in rest_of_iteration(model, loop, stmt)
+        if n is not stmt and after(n, stmt) and scope_of(model, n) is scope
+    ]
+    sync = next((n for n in rest if _syncs(model, n)), None)
+    for node in rest:
+        if sync is not None and not after(sync, node) and node is not sync:
+            break  # the closure has run by then
         if Changes(model, mine, cls, strict=True).at(node, {}, 0) is not None:
             continue  # another update of it (``accum_log(logs, ...)`` again), not a read
         read = _reads_of(model, node, written)
@@ -48,14 +54,25 @@ def used_before_sync(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> 
             f"line {node.lineno} reads `{shown(read)}` before the sync, and the deferred call "
             "that changes it runs only at the sync"
         )
-        made = _re_created(model, scope, stmt, written)
+        made = _re_created(model, scope, stmt, written) if len(read) > len(written) else None
         if made is not None:
+            line, error = made
             return (
-                f"{head}: with `{shown(written)}` re-created on line {made} each step, it would "
-                "raise KeyError, or miss this step's update"
+                f"{head}: with `{shown(written)}` re-created on line {line} each step, the "
+                f"lookup would raise {error} where only the deferred call sets it, and miss "
+                "this step's update otherwise"
             )
         return f"{head}: it would miss this step's update"
     return None
+
+
+def _syncs(model: ScriptModel, stmt: ast.AST) -> bool:
+    """``torch_xla.sync()`` / ``xm.mark_step()`` as a statement: step closures run there."""
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and model.call_name(stmt.value) in SYNC_CALLS
+    )
 
 
 def _reads_of(model: ScriptModel, stmt: ast.AST, written: Path) -> Path | None:
@@ -85,18 +102,24 @@ def _reads_of(model: ScriptModel, stmt: ast.AST, written: Path) -> Path | None:
     return min(found)[2] if found else None
 
 
-def _re_created(model: ScriptModel, scope: ast.AST, stmt: ast.stmt, written: Path) -> int | None:
-    """The line before ``stmt`` in its frame that binds ``written`` to a new, empty-or-literal
-    container each time the frame's step runs (``logs = {}``)."""
+def _re_created(
+    model: ScriptModel, scope: ast.AST, stmt: ast.stmt, written: Path
+) -> tuple[int, str] | None:
+    """The line before ``stmt`` in its frame that binds ``written`` to a new dict or list
+    each time the frame's step runs (``logs = {}``), and the error a lookup in it raises."""
     for node in region_statements(model, scope):
         if not isinstance(node, ast.Assign) or node.lineno >= stmt.lineno:
             continue
         if not any(path_of(t) == written for t in node.targets):
             continue
         value = node.value
-        fresh = isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp)
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            fresh = value.func.id in ("dict", "list", "set", "defaultdict", "OrderedDict")
-        if fresh:
-            return node.lineno
+        made = (
+            value.func.id
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            else ""
+        )
+        if isinstance(value, ast.Dict | ast.DictComp) or made in ("dict", "OrderedDict"):
+            return node.lineno, "KeyError"
+        if isinstance(value, ast.List | ast.ListComp) or made == "list":
+            return node.lineno, "IndexError"
     return None
