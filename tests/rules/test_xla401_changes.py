@@ -215,3 +215,28 @@ def test_a_class_with_no_base_calls_attributes_not_hidden_methods():
     assert "self.model = model" not in code
     (f,) = [f for f in findings(code, "XLA401") if "accum_log" in str(f.fix.ops[0].code)]
     assert "self.model(x)" not in f.fix.review_reason
+
+
+PER_EPOCH = """
+import torch
+import torch_xla
+
+
+def train(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        history = []
+        for x, y in loader:
+            loss = model(x, y)
+            loss.backward()
+            optimizer.step()
+            history.append(loss.item())
+            print(history[0])
+            torch_xla.sync()
+"""
+
+
+def test_a_container_made_per_epoch_is_not_re_created_each_step():
+    (f,) = [f for f in findings(PER_EPOCH, "XLA401") if "append" in str(f.fix.ops[0].code)]
+    reason = f.fix.review_reason
+    assert "line 13 reads `history[0]` before the sync" in reason, reason
+    assert "re-created" not in reason and "miss this step's update" in reason

@@ -54,7 +54,7 @@ def used_before_sync(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> 
             f"line {node.lineno} reads `{shown(read)}` before the sync, and the deferred call "
             "that changes it runs only at the sync"
         )
-        made = _re_created(model, scope, stmt, written) if len(read) > len(written) else None
+        made = _re_created(model, loop, stmt, written) if len(read) > len(written) else None
         if made is not None:
             line, error = made
             return (
@@ -103,13 +103,18 @@ def _reads_of(model: ScriptModel, stmt: ast.AST, written: Path) -> Path | None:
 
 
 def _re_created(
-    model: ScriptModel, scope: ast.AST, stmt: ast.stmt, written: Path
+    model: ScriptModel, loop: TrainingLoop, stmt: ast.stmt, written: Path
 ) -> tuple[int, str] | None:
     """The line before ``stmt`` in its frame that binds ``written`` to a new dict or list
-    each time the frame's step runs (``logs = {}``), and the error a lookup in it raises."""
+    each step (in the training loop's body, or anywhere in a step function it calls:
+    ``logs = {}``), and the error a lookup in it raises."""
+    scope = scope_of(model, stmt)
+    in_loop_frame = scope is scope_of(model, loop.node)
     for node in region_statements(model, scope):
         if not isinstance(node, ast.Assign) or node.lineno >= stmt.lineno:
             continue
+        if in_loop_frame and not any(a is loop.node for a in model.ancestors(node)):
+            continue  # made once before the loop (or per epoch around it), not per step
         if not any(path_of(t) == written for t in node.targets):
             continue
         value = node.value
