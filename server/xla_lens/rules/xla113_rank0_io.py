@@ -12,7 +12,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ..semantic.calls import FunctionNode, callee
+from ..semantic.calls import FunctionNode
 from ..semantic.device_intent import being_converted, hand_written_xla
 from ..semantic.frameworks import ownership
 from ..semantic.model import (
@@ -23,13 +23,14 @@ from ..semantic.model import (
     const_str,
     dotted,
 )
-from ..semantic.rank_guards import caller_rank_guard
+from ..semantic.rank_guards import caller_rank_guard, run_function
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
 from .xla108_xm_save import _is_state_dict
 
 CODE = "XLA113"
 RANKISH = re.compile(
-    r"rank|ordinal|master|main_process|process_zero|is_main|is_primary|is_chief|leader",
+    r"rank|ordinal|master|main_process|process_zero|process_index|is_main|is_primary|is_chief"
+    r"|leader",
     re.IGNORECASE,
 )
 LAUNCHERS = {
@@ -115,9 +116,9 @@ def _replica_functions(model: ScriptModel) -> set[FunctionNode] | None:
         seen.add(fn)
         for n in model.walk_scope(fn):
             if isinstance(n, ast.Call):
-                found = callee(model, n)
+                found = run_function(model, n)
                 if found is not None:
-                    stack.append(found[0])
+                    stack.append(found)
     return seen
 
 
@@ -157,7 +158,9 @@ class Guards:
                 s.lineno
                 for s in self.model.walk_scope(scope)
                 if isinstance(s, ast.If)
-                and any(isinstance(b, ast.Return) for b in s.body)
+                # ``if rank != 0: return`` or ``if is_master: ... else: return``: either way
+                # only some replicas get past it.
+                and any(isinstance(b, ast.Return) for b in (*s.body, *s.orelse))
                 and _mentions_rank(s.test)
             ]
         return found

@@ -18,8 +18,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from .calls import FunctionNode
-from .model import ScriptModel
+from .calls import FunctionNode, callee, class_methods, classes
+from .model import ScriptModel, dotted
 
 # The rank check around ``node`` inside its own function (an ``if``, an early return...), or
 # None; each rule says what counts as a rank check.
@@ -27,14 +27,63 @@ GuardInScope = Callable[[ast.AST], ast.AST | None]
 
 
 def call_sites(model: ScriptModel, fn: FunctionNode) -> list[ast.Call]:
-    """The calls of this script that run ``fn``: ``f(...)`` and ``self.m(...)``."""
+    """The calls of this script that run ``fn``: ``f(...)``, ``self.m(...)``, a method on an
+    instance (``recorder.dump(...)`` after ``recorder = Recorder(...)``) or on an attribute
+    holding one (``self.recorder.dump(...)`` after ``self.recorder = Recorder(...)``)."""
     return model.memo(_sites_by_callee, lambda: _sites_by_callee(model)).get(fn, [])
+
+
+def run_function(model: ScriptModel, call: ast.Call) -> FunctionNode | None:
+    """The function of this script ``call`` runs (see ``call_sites``), or None. Every call a
+    rule cannot resolve is one whose guard it cannot see: "every caller is guarded" must count
+    the instance calls too, or a method called once unguarded on an instance reads as guarded."""
+    target = model.steps.callee(call)
+    if target is not None:
+        return target
+    # ``Recorder(...)`` runs ``__init__``; ``recorder.dump(...)`` a method of an instance.
+    found = callee(model, call)
+    if found is not None:
+        return found[0]
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute):
+        cls = _attribute_class(model, func.value)
+        return class_methods(cls).get(func.attr) if cls is not None else None
+    return None
+
+
+def _attribute_class(model: ScriptModel, node: ast.Attribute) -> ast.ClassDef | None:
+    """The class of this script that every assignment of ``self.x`` constructs."""
+    text = dotted(node)
+    if text is None or not text.startswith("self.") or text.count(".") != 1:
+        return None
+    values = model.memo(_self_attribute_values, lambda: _self_attribute_values(model))
+    found: ast.ClassDef | None = None
+    for value in values.get(text, []):
+        cls = (
+            classes(model).get(value.func.id)
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            else None
+        )
+        if cls is None or (found is not None and cls is not found):
+            return None
+        found = cls
+    return found
+
+
+def _self_attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
+    out: dict[str, list[ast.expr]] = {}
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and (text := dotted(target)) is not None:
+                out.setdefault(text, []).append(node.value)
+    return out
 
 
 def _sites_by_callee(model: ScriptModel) -> dict[FunctionNode, list[ast.Call]]:
     sites: dict[FunctionNode, list[ast.Call]] = {}
     for call in model.calls:
-        target = model.steps.callee(call)
+        target = run_function(model, call)
         if target is not None:
             sites.setdefault(target, []).append(call)
     return sites
