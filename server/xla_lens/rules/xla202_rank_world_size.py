@@ -14,7 +14,13 @@ from dataclasses import replace
 
 from ..semantic import xla_api
 from ..semantic.model import Emitter, ScriptModel, const_str
-from ..semantic.torchrun_env import TORCHRUN_KEYS, loop_env_keys, runs_under_torchrun_on_xla
+from ..semantic.torchrun_env import (
+    TORCHRUN_KEYS,
+    loop_env_keys,
+    runs_under_torchrun_on_xla,
+    torchrun_side,
+    used_only_on_torchrun_side,
+)
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 
 CODE = "XLA202"
@@ -281,11 +287,18 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _dist_calls(model, ctx)
 
 
+def _torchrun_mode(model: ScriptModel, node: ast.AST) -> bool:
+    """A torchrun mode beside the XLA launch reads what torchrun set (torchrun_env.py)."""
+    return torchrun_side(model, node) or used_only_on_torchrun_side(model, node)
+
+
 def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     for node in model.nodes_of(ast.Compare):
         found = _sentinel_test(model, node)
-        if found is not None:
+        if found is not None and _torchrun_mode(model, node):
+            handled.update(id(n) for n in ast.walk(node))
+        elif found is not None:
             handled.update(id(n) for n in ast.walk(node))
             yield _sentinel_finding(model, node, found[1], ctx.target)
     for node in model.nodes_of(ast.Subscript, ast.Call):
@@ -294,10 +307,10 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         key = _env_key(model, node)
         if key is None:
             keys = loop_env_keys(model, node)
-            if any(k in ENV_KEYS for k in keys):
+            if any(k in ENV_KEYS for k in keys) and not _torchrun_mode(model, node):
                 yield _loop_read_finding(model, node, keys, ctx.target)
             continue
-        if key not in ENV_KEYS:
+        if key not in ENV_KEYS or _torchrun_mode(model, node):
             continue
         if _env_default(model, node) in FALSY_DEFAULTS and _truth_tested(model, node):
             # ``if os.environ.get("WORLD_SIZE"):`` asks "launched by torchrun?" like a sentinel.
@@ -329,7 +342,7 @@ def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     has_group = any(True for _ in model.calls_to("torch.distributed.init_process_group"))
     for call in model.calls:
         name = model.call_name(call)
-        if name not in DIST_CALLS or has_group:
+        if name not in DIST_CALLS or has_group or torchrun_side(model, call):
             continue
         short = name.rsplit(".", 1)[1]
         if call.args or call.keywords:

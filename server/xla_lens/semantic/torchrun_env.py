@@ -5,6 +5,10 @@ torchrun sets ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` (and ``LOCAL_WORLD_SIZE``
 (``torch_xla.launch`` / ``xmp.spawn``) sets none of them. torchrun with the ``xla`` process
 group is also a supported way to run PyTorch/XLA (torch_xla's ``xla://`` rendezvous reads those
 very variables), so the reads are wrong only in a script the XLA launcher will start.
+
+A script that already handles XLA may keep a torchrun (or other non-XLA) mode beside it:
+``if "WORLD_SIZE" in os.environ: <torchrun> else: xmp.spawn(_mp_fn)``. That mode's side of
+the switch runs only where the XLA launcher does not (``torchrun_side``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import ast
 from .device_intent import finished_on_xla, hand_written_xla
 from .launch import is_launched
 from .model import ScriptModel, const_str
+from .rank_guards import call_sites
 
 TORCHRUN_KEYS = frozenset(
     {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
@@ -87,4 +92,169 @@ def loop_env_keys(model: ScriptModel, node: ast.AST) -> list[str]:
     return []
 
 
-__all__ = ["TORCHRUN_KEYS", "loop_env_keys", "runs_under_torchrun_on_xla"]
+# What only the XLA side of a switch runs: the XLA launcher, or the runtime's rank answers.
+XLA_SIDE_CALLS = frozenset(
+    {
+        "torch_xla.launch",
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+        "torch_xla.runtime.global_ordinal",
+        "torch_xla.runtime.local_ordinal",
+        "torch_xla.runtime.world_size",
+        "torch_xla.core.xla_model.get_ordinal",
+        "torch_xla.core.xla_model.get_local_ordinal",
+        "torch_xla.core.xla_model.xrt_world_size",
+    }
+)
+LAUNCHERS = frozenset({"torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn"})
+EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
+# A function called only from the torchrun side (and what it calls) is on that side too.
+FOLLOW_DEPTH = 2
+
+
+def torchrun_side(model: ScriptModel, node: ast.AST) -> bool:
+    """``node`` runs only on the other side of a switch the script makes between XLA and
+    another mode (torchrun, a CUDA or CPU run), or it is the test of such a switch.
+
+    A switch is an ``if`` (or ``a if c else b``) one side of which starts the XLA launcher or
+    asks the XLA runtime for the rank or world size (directly, or through a function of this
+    script that starts the launcher) while the other side does neither: that side is the
+    ``else`` (or the body), or, for ``if "RANK" in os.environ: ...; return`` before the
+    launch, the body that leaves. What the other side reads from torchrun's environment is
+    what its author meant: the XLA launcher never runs it. Functions every call of which is on
+    that side are on it too."""
+    roots = model.memo(torchrun_side, lambda: _torchrun_roots(model))
+    if not roots:
+        return False
+    return node in roots or any(a in roots for a in model.ancestors(node))
+
+
+def _torchrun_roots(model: ScriptModel) -> set[ast.AST]:
+    direct = [c for c in model.calls if model.call_name(c) in XLA_SIDE_CALLS]
+    if not direct:
+        return set()
+    # A helper that starts the launcher (``launch_xla()``) is the XLA side where it is called;
+    # one that asks the runtime for the rank may serve the torchrun side too (xla:// works).
+    holders = {
+        f
+        for c in direct
+        if model.call_name(c) in LAUNCHERS and (f := model.enclosing_function(c)) is not None
+    }
+    markers = direct + [c for c in model.calls if model.steps.callee(c) in holders]
+    roots: set[ast.AST] = set()
+    for marker in markers:
+        for a in model.ancestors(marker):
+            if isinstance(a, ast.If | ast.IfExp):
+                side = _other_side(a, marker, model)
+                if side:
+                    _add_side(model, a.test, side, markers, roots)
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                break
+        for block_stmt in model.ancestors(marker):
+            if isinstance(block_stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                break
+            for earlier in _earlier_siblings(model, block_stmt):
+                if isinstance(earlier, ast.If) and not earlier.orelse and _leaves(earlier.body):
+                    _add_side(model, earlier.test, earlier.body, markers, roots)
+    if roots:
+        _add_callees(model, roots)
+    return roots
+
+
+def _other_side(node: ast.If | ast.IfExp, marker: ast.AST, model: ScriptModel) -> list[ast.AST]:
+    """The side of ``node`` that does not hold ``marker``: ``else`` for a marker in the body,
+    the body for one in the ``else``, nothing for one in the test."""
+    child = marker
+    for a in model.ancestors(marker):
+        if a is node:
+            break
+        child = a
+    body = node.body if isinstance(node.body, list) else [node.body]
+    orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+    if child in body:
+        return list(orelse)
+    if child in orelse:
+        return list(body)
+    return []
+
+
+def _earlier_siblings(model: ScriptModel, stmt: ast.AST) -> list[ast.stmt]:
+    parent = model.parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and stmt in block:
+            return block[: block.index(stmt)]
+    return []
+
+
+def _leaves(body: list[ast.stmt]) -> bool:
+    last = body[-1]
+    if isinstance(last, ast.Return | ast.Raise):
+        return True
+    return (
+        isinstance(last, ast.Expr)
+        and isinstance(last.value, ast.Call)
+        and (ast.unparse(last.value.func) in EXITS)
+    )
+
+
+def _add_side(
+    model: ScriptModel,
+    test: ast.expr,
+    side: list[ast.AST],
+    markers: list[ast.Call],
+    roots: set[ast.AST],
+) -> None:
+    inside = set(side)
+    if any(m in inside or any(a in inside for a in model.ancestors(m)) for m in markers):
+        return  # both sides reach XLA: not a switch between XLA and another mode
+    roots.add(test)
+    roots.update(side)
+
+
+def _add_callees(model: ScriptModel, roots: set[ast.AST]) -> None:
+    """Functions every call of which is on the torchrun side join it, ``FOLLOW_DEPTH`` deep."""
+    for _ in range(FOLLOW_DEPTH):
+        added = False
+        for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+            if fn in roots:
+                continue
+            sites = call_sites(model, fn)  # type: ignore[arg-type]
+            if sites and all(any(a in roots for a in model.ancestors(s)) for s in sites):
+                roots.add(fn)
+                added = True
+        if not added:
+            break
+
+
+def used_only_on_torchrun_side(model: ScriptModel, read: ast.AST) -> bool:
+    """``rank = int(os.environ.get("RANK", 0))`` whose every use is on the torchrun side of a
+    switch: the read itself cannot fail (a getter with a default) and its value never reaches
+    the XLA side."""
+    if not (isinstance(read, ast.Call) and model.call_name(read) in ENV_GETTERS):
+        return False  # ``os.environ["RANK"]`` raises before the XLA side is reached
+    if len(read.args) < 2 and not read.keywords:
+        return False  # None: ``int(None)`` fails on the XLA side too
+    stmt = model.enclosing_statement(read)
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ):
+        return False
+    name = stmt.targets[0].id
+    scope = model.enclosing_function(read) or model.tree
+    uses = [
+        n
+        for n in model.walk_scope(scope)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]
+    return bool(uses) and all(torchrun_side(model, u) for u in uses)
+
+
+__all__ = [
+    "TORCHRUN_KEYS",
+    "loop_env_keys",
+    "runs_under_torchrun_on_xla",
+    "torchrun_side",
+    "used_only_on_torchrun_side",
+]
