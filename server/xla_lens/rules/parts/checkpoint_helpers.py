@@ -9,9 +9,16 @@ helper's module is a sibling file, it is read (never imported): a helper that al
 
 Only helpers of the project count: a function imported from a module that is neither the
 standard library nor a known package (libraries such as safetensors or accelerate decide for
-themselves how they write XLA tensors), whose name says it saves, and that receives a state
-dict. Methods of objects (``accelerator.save``, ``saver.save_checkpoint``) are left out: what
-they are is not visible from here.
+themselves how they write XLA tensors; NeuronX Distributed's ``checkpointing.save`` /
+``nxd.save_checkpoint`` are written for XLA), whose name says it saves, and that receives a
+state dict. Methods of objects (``accelerator.save``, ``saver.save_checkpoint``) are left out:
+what they are is not visible from here.
+
+Only ``torch.save``, or a helper seen to reach it, is reported. A helper whose module can be
+read but that writes some other way is not. One whose module cannot be read is reported only
+where that is no sign of a library and the script is still being converted: a script on disk
+whose import is found nowhere in its workspace imports an installed package, and a script
+already written for XLA chose how it saves.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...semantic.device_intent import being_converted, hand_written_xla
 from ...semantic.diskread import read_regular
 from ...semantic.model import ScriptModel
 from ...semantic.workspace import MAX_BYTES, module_file
@@ -37,6 +45,9 @@ KNOWN_PACKAGES = frozenset(
         "flax", "orbax", "tensorflow", "keras", "joblib", "dill", "ray", "optuna", "comet_ml",
         "neptune", "clearml", "tensorboardX", "fsspec", "boto3", "hydra", "omegaconf",
         "scipy", "sklearn", "pandas", "PIL", "cv2", "matplotlib",
+        # Written for XLA (AWS Neuron): their saves move the XLA tensors themselves.
+        "neuronx_distributed", "neuronx_distributed_training", "torch_neuronx",
+        "transformers_neuronx", "optimum", "libneuronxla",
     }
 )  # fmt: skip
 XM_SAVE = ("xm.save", "xla_model.save", "_maybe_convert_to_cpu", ".cpu()")
@@ -68,9 +79,19 @@ def helper_save_findings(
         if not any(is_checkpoint(model, v) for v in values):
             continue
         where = _helper_source(model, helper)
-        if where == "xla":
+        if where in ("xla", "other") or (where is None and not _unseen_counts(model, helper)):
             continue
         yield _finding(model, call, helper, where, ctx, code)
+
+
+def _unseen_counts(model: ScriptModel, helper: _Helper) -> bool:
+    """Whether a helper whose torch.save cannot be seen is still reported: in a script being
+    converted (one written for XLA chose how it saves), and unless the script is on disk and
+    the module is found nowhere in its workspace (then it is an installed package's)."""
+    if hand_written_xla(model) or (model.uses_torch_xla and not being_converted(model)):
+        return False
+    on_disk = bool(model.path) and not model.path.startswith("<")
+    return not (on_disk and helper.level == 0 and _module_path(model, helper) is None)
 
 
 def _project_helper(model: ScriptModel, call: ast.Call) -> _Helper | None:
@@ -119,7 +140,8 @@ def _relative_import(model: ScriptModel, name: str) -> tuple[str, int] | None:
 
 def _helper_source(model: ScriptModel, helper: _Helper) -> str | tuple[str, int] | None:
     """``"xla"`` when the helper (a sibling file) already saves through xm.save or moves to
-    the CPU; ``(file name, line)`` of its torch.save; None when it cannot be read."""
+    the CPU; ``(file name, line)`` of its torch.save; ``"other"`` when it is read and calls no
+    torch.save; None when it cannot be read."""
     path = _module_path(model, helper)
     if path is None:
         return None
@@ -138,7 +160,7 @@ def _helper_source(model: ScriptModel, helper: _Helper) -> str | tuple[str, int]
     for node in ast.walk(fn):
         if isinstance(node, ast.Call) and ast.unparse(node.func) in {"torch.save", "save"}:
             return path.name, node.lineno
-    return None
+    return "other"
 
 
 def _module_path(model: ScriptModel, helper: _Helper) -> Path | None:
