@@ -5,13 +5,15 @@ built on them): the ``torch.save`` that writes the XLA tensors lives in ``utils`
 is no call here to swap for ``xm.save``. The finding is at the call and has no fix: the
 change belongs inside the helper (xla-lens edits only the file it is given). When the
 helper's module is a sibling file, it is read (never imported): a helper that already calls
-``xm.save`` is left alone, one that calls ``torch.save`` is named with its line.
+``xm.save`` is left alone, one that calls ``torch.save`` is named with its line, also a few
+helpers down (``utils.save_model(args, model, ...)`` builds the state dict and hands it to
+``save_on_master``, whose ``torch.save`` it is): the finding names the chain.
 
 Only helpers of the project count: a function imported from a module that is neither the
 standard library nor a known package (libraries such as safetensors or accelerate decide for
 themselves how they write XLA tensors; NeuronX Distributed's ``checkpointing.save`` /
 ``nxd.save_checkpoint`` are written for XLA), whose name says it saves, and that receives a
-state dict. Methods of objects (``accelerator.save``, ``saver.save_checkpoint``) are left out:
+state dict (or builds one, ``.state_dict()``, on the way to its torch.save). Methods of objects (``accelerator.save``, ``saver.save_checkpoint``) are left out:
 what they are is not visible from here.
 
 Only ``torch.save``, or a helper seen to reach it, is reported. A helper whose module can be
@@ -30,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...semantic.device_intent import being_converted, hand_written_xla
-from ...semantic.diskread import read_regular
 from ...semantic.model import ScriptModel
-from ...semantic.workspace import MAX_BYTES, module_file
+from ...semantic.workspace import module_file
+from ...semantic.workspace_calls import ParsedModule, definition, parsed_module
 from ..base import Finding, RuleContext, Severity
 
 # Packages whose save functions are theirs to get right on XLA (or are not checkpoints).
@@ -51,6 +53,9 @@ KNOWN_PACKAGES = frozenset(
     }
 )  # fmt: skip
 XM_SAVE = ("xm.save", "xla_model.save", "_maybe_convert_to_cpu", ".cpu()")
+# Functions followed from the helper the script calls to its torch.save (save_model ->
+# save_on_master -> torch.save): bounded so a large utils module stays cheap to read.
+CHAIN_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -76,12 +81,13 @@ def helper_save_findings(
         if helper is None or "save" not in helper.function.lower():
             continue
         values = [*call.args, *(kw.value for kw in call.keywords if kw.arg is not None)]
-        if not any(is_checkpoint(model, v) for v in values):
-            continue
+        passes_state = any(is_checkpoint(model, v) for v in values)
         where = _helper_source(model, helper)
-        if where in ("xla", "other") or (where is None and not _unseen_counts(model, helper)):
-            continue
-        yield _finding(model, call, helper, where, ctx, code)
+        if isinstance(where, _Reach) and (passes_state or where.builds_state):
+            # ``utils.save_model(args, model, ...)`` builds the state dict itself.
+            yield _finding(model, call, helper, where, passes_state, ctx, code)
+        elif passes_state and where is None and _unseen_counts(model, helper):
+            yield _finding(model, call, helper, where, passes_state, ctx, code)
 
 
 def _unseen_counts(model: ScriptModel, helper: _Helper) -> bool:
@@ -138,29 +144,73 @@ def _relative_import(model: ScriptModel, name: str) -> tuple[str, int] | None:
     return None
 
 
-def _helper_source(model: ScriptModel, helper: _Helper) -> str | tuple[str, int] | None:
-    """``"xla"`` when the helper (a sibling file) already saves through xm.save or moves to
-    the CPU; ``(file name, line)`` of its torch.save; ``"other"`` when it is read and calls no
-    torch.save; None when it cannot be read."""
+@dataclass(frozen=True)
+class _Reach:
+    """The torch.save a helper reaches in the workspace."""
+
+    file: str  # the file name that holds it
+    line: int
+    chain: tuple[str, ...]  # the functions from the one the script calls to the one saving
+    builds_state: bool  # a ``.state_dict()`` call on the way: the helper builds a checkpoint
+
+
+def _helper_source(model: ScriptModel, helper: _Helper) -> str | _Reach | None:
+    """``"xla"`` when the helper (a workspace file) already saves through xm.save or moves to
+    the CPU; the torch.save it reaches (itself or through helpers of the workspace it calls,
+    ``CHAIN_DEPTH`` functions deep); ``"other"`` when it is read and reaches no torch.save;
+    None when it cannot be read."""
     path = _module_path(model, helper)
-    if path is None:
+    found = definition(path, helper.function) if path is not None else None
+    if found is None:
         return None
-    try:
-        text = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
-        tree = ast.parse(text)
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+    return _reach(found[0], found[1], CHAIN_DEPTH, set()) or "other"
+
+
+def _reach(path: Path, name: str, depth: int, seen: set[tuple[Path, str]]) -> str | _Reach | None:
+    module = parsed_module(path)
+    fn = module.functions.get(name) if module is not None else None
+    if module is None or fn is None or (path, name) in seen:
         return None
-    fns = {s.name: s for s in tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
-    fn = fns.get(helper.function)
-    if fn is None:
-        return None
-    body = ast.get_source_segment(text, fn) or ""
+    seen.add((path, name))
+    body = ast.get_source_segment(module.source, fn) or ""
     if any(marker in body for marker in XM_SAVE):
         return "xla"
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and ast.unparse(node.func) in {"torch.save", "save"}:
-            return path.name, node.lineno
-    return "other"
+    calls = sorted(
+        (n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
+    )
+    builds = any(isinstance(c.func, ast.Attribute) and c.func.attr == "state_dict" for c in calls)
+    for call in calls:
+        if _is_torch_save(module, call):
+            return _Reach(path.name, call.lineno, (name,), builds)
+    for call in calls if depth > 1 else []:
+        target = _workspace_callee(module, call)
+        sub = _reach(*target, depth - 1, seen) if target is not None else None
+        if sub == "xla":
+            return sub
+        if isinstance(sub, _Reach):
+            return _Reach(sub.file, sub.line, (name, *sub.chain), builds or sub.builds_state)
+    return None
+
+
+def _is_torch_save(module: ParsedModule, call: ast.Call) -> bool:
+    """``torch.save(...)`` (``import torch`` under any name) or ``save(...)`` imported from
+    torch."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        bound = module.imports.get(func.value.id, func.value.id)
+        return func.attr == "save" and bound == "torch"
+    return isinstance(func, ast.Name) and module.reexports.get(func.id) == ("torch", 0, "save")
+
+
+def _workspace_callee(module: ParsedModule, call: ast.Call) -> tuple[Path, str] | None:
+    """The workspace function ``f(...)`` runs: one of the module, or one it imports from
+    another workspace module (a library's is None)."""
+    func = call.func
+    if not isinstance(func, ast.Name):
+        return None
+    if func.id in module.functions:
+        return module.path, func.id
+    return definition(module.path, func.id) if func.id in module.reexports else None
 
 
 def _module_path(model: ScriptModel, helper: _Helper) -> Path | None:
@@ -174,28 +224,38 @@ def _finding(
     model: ScriptModel,
     call: ast.Call,
     helper: _Helper,
-    where: str | tuple[str, int] | None,
+    where: _Reach | None,
+    passes_state: bool,
     ctx: RuleContext,
     code: str,
 ) -> Finding:
-    if isinstance(where, tuple):
-        how = f"it writes it with torch.save ({where[0]} line {where[1]})"
-    else:
+    saver = f"`{helper.shown}`"
+    if where is None:
         how = "how it writes it is in another module, out of xla-lens's sight"
+    else:
+        through = f", through {' -> '.join(where.chain)}" if len(where.chain) > 1 else ""
+        how = f"it writes it with torch.save ({where.file} line {where.line}{through})"
+        if len(where.chain) > 1:
+            # The change belongs where torch.save is, not in the function the script calls.
+            saver = f"`{where.chain[-1]}` ({where.file}, which `{helper.shown}` calls)"
+    what = (
+        f"checkpoint of the model's state passed to `{helper.shown}`"
+        if passes_state
+        else f"`{helper.shown}` builds a checkpoint of the model's state (.state_dict())"
+    )
     message = (
-        f"checkpoint of the model's state passed to `{helper.shown}`: {how}. After conversion "
-        "the state holds XLA tensors, and torch.save pickles them as XLA tensors: the file "
-        "loads only where torch_xla is installed"
+        f"{what}: {how}. After conversion the state holds XLA tensors, and torch.save pickles "
+        "them as XLA tensors: the file loads only where torch_xla is installed"
     )
     if ctx.target == "legacy":
         manual = (
-            f"inside `{helper.shown}`, write with xm.save(data, path) (it copies to the CPU and "
+            f"inside {saver}, write with xm.save(data, path) (it copies to the CPU and "
             "writes on the master ordinal only) and call it on every replica: torch_xla 1.x's "
             "xm.save waits for all of them, so it must not sit under a rank check"
         )
     else:
         manual = (
-            f"inside `{helper.shown}`, write with xm.save(data, path) (it copies the XLA tensors "
+            f"inside {saver}, write with xm.save(data, path) (it copies the XLA tensors "
             "to the CPU and writes on the master ordinal only), or move the tensors to the CPU "
             "before torch.save"
         )

@@ -1,0 +1,104 @@
+"""XLA108 for a checkpoint written two helper levels down in a sibling module.
+
+``utils.save_model(args, model, optimizer, epoch)`` builds the state dict itself and hands it
+to ``save_on_master``, whose ``torch.save`` runs under ``if is_main_process():``. The finding
+is at the script's call, names the chain, and has no fix: the change belongs in the sibling.
+"""
+
+from pathlib import Path
+
+from xla_lens.engine import analyze, fix_source
+
+from tests.helpers import src
+
+TRAIN = """
+import torch
+import utils
+
+
+def main(args):
+    model = build(args).cuda()
+    optimizer = torch.optim.AdamW(model.parameters())
+    for epoch in range(args.epochs):
+        train_one_epoch(model, optimizer, epoch)
+        utils.save_model(args, model, optimizer, epoch)
+"""
+
+UTILS = """
+import os
+import torch
+
+
+def is_main_process():
+    return get_rank() == 0
+
+
+def save_on_master(*args, **kwargs):
+    if is_main_process():
+        torch.save(*args, **kwargs)
+
+
+def save_model(args, model, optimizer, epoch):
+    path = os.path.join(args.output_dir, "checkpoint-%s.pth" % epoch)
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "epoch": epoch,
+    }
+    save_on_master(state, path)
+"""
+
+
+def _run(tmp_path: Path, utils: str, target: str = "modern"):
+    (tmp_path / "utils.py").write_text(src(utils))
+    script = tmp_path / "train.py"
+    script.write_text(src(TRAIN))
+    result = analyze(script.read_text(), str(script), target=target)
+    assert result.ok and not result.rule_errors
+    return [f for f in result.findings if f.code == "XLA108"], script
+
+
+def test_two_helper_levels_are_followed_to_the_torch_save(tmp_path: Path):
+    (f,), script = _run(tmp_path, UTILS)
+    assert f.span.start.line + 1 == 10 and f.fix is None
+    assert "`utils.save_model`" in f.message
+    assert "save_model -> save_on_master" in f.message
+    assert "utils.py line 11" in f.message and "torch.save" in f.message
+    assert "inside `save_on_master`" in f.manual and "xm.save" in f.manual
+    assert "CPU" in f.manual
+    # No silent fix, and nothing written to the sibling.
+    xla108 = lambda f: f.code == "XLA108"  # noqa: E731
+    out = fix_source(script.read_text(), path=str(script), accept=xla108, unsafe=True)
+    assert out.source == script.read_text()
+    assert (tmp_path / "utils.py").read_text() == src(UTILS)
+
+
+def test_the_legacy_advice_is_the_one_level_advice(tmp_path: Path):
+    (f,), _ = _run(tmp_path, UTILS, target="legacy")
+    assert "every replica" in f.manual and "rank check" in f.manual
+
+
+def test_a_chain_that_already_saves_with_xm_save_is_left_alone(tmp_path: Path):
+    xla = UTILS.replace("import torch\n", "import torch\nimport torch_xla.core.xla_model as xm\n")
+    xla = xla.replace("        torch.save(*args, **kwargs)", "        xm.save(*args, **kwargs)")
+    found, _ = _run(tmp_path, xla)
+    assert found == []
+
+
+def test_a_helper_that_builds_no_state_dict_is_not_a_checkpoint(tmp_path: Path):
+    logs = UTILS.replace('"model": model.state_dict()', '"model": str(model)').replace(
+        '"optimizer": optimizer.state_dict()', '"lr": args.lr'
+    )
+    found, _ = _run(tmp_path, logs)
+    assert found == []
+
+
+def test_the_depth_is_bounded(tmp_path: Path):
+    deep = UTILS.replace(
+        "        torch.save(*args, **kwargs)", "        _write1(*args, **kwargs)"
+    ) + (
+        "\n\ndef _write1(*a, **k):\n    _write2(*a, **k)\n"
+        "\n\ndef _write2(*a, **k):\n    torch.save(*a, **k)\n"
+    )
+    found, _ = _run(tmp_path, deep)
+    assert found == []  # torch.save four helpers down: past the bound
