@@ -190,3 +190,21 @@ def test_a_rank_picked_by_an_xla_flag_keeps_the_other_mode_s_env_read():
         "rank = xr.global_ordinal()", 'rank = int(os.environ["LOCAL_RANK"])'
     )
     assert lines(unconverted) == [5, 5, 7, 9]
+
+
+def test_one_quick_fix_in_a_cuda_script_does_not_silence_the_other_branch():
+    # XLA202's own fix wrote xr.global_ordinal() in one branch; the script still runs on CUDA.
+    code = """
+    import os
+    import torch
+    import torch_xla.runtime as xr
+
+    def setup(args):
+        if args.distributed:
+            rank = xr.global_ordinal()
+        else:
+            rank = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(rank)
+        return rank
+    """
+    assert lines(code) == [9]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from .device_intent import finished_on_xla, hand_written_xla
+from .device_intent import being_converted, finished_on_xla, hand_written_xla
 from .launch import is_launched
 from .model import ScriptModel, const_str
 from .rank_guards import call_sites
@@ -121,7 +121,11 @@ def torchrun_side(model: ScriptModel, node: ast.AST) -> bool:
     ``else`` (or the body), or, for ``if "RANK" in os.environ: ...; return`` before the
     launch, the body that leaves. What the other side reads from torchrun's environment is
     what its author meant: the XLA launcher never runs it. Functions every call of which is on
-    that side are on it too."""
+    that side are on it too.
+
+    Only in a script that handles XLA already (not ``being_converted``): the fixes write the
+    same XLA calls, and one quick fix applied in a CUDA script (``rank = xr.global_ordinal()``
+    in one branch) must not silence the findings of the other branch."""
     roots = model.memo(torchrun_side, lambda: _torchrun_roots(model))
     if not roots:
         return False
@@ -129,6 +133,8 @@ def torchrun_side(model: ScriptModel, node: ast.AST) -> bool:
 
 
 def _torchrun_roots(model: ScriptModel) -> set[ast.AST]:
+    if not model.uses_torch_xla or being_converted(model):
+        return set()
     direct = [c for c in model.calls if model.call_name(c) in XLA_SIDE_CALLS]
     if not direct:
         return set()
