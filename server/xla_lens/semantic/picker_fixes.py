@@ -112,7 +112,9 @@ def if_picker_advice(model, target: Target, handled) -> Iterator[Advice]:
             if isinstance(s, ast.Assign) and s.targets[0] is ip.target
         ]
         str_typed = all(sites.is_str_valued(model, v) for v in values)
-        uses = flow._store_uses(ip.target, 4, set())
+        # Uses inside the block (a ``print`` of the CUDA device name) go with it.
+        inside = {id(n) for n in ast.walk(node)}
+        uses = [u for u in flow._store_uses(ip.target, 4, set()) if id(u.node) not in inside]
         code, safe, reason, follow = choose(model, e, target, uses, str_typed)
         extras = [s for s in ip.extras if not pickers.is_harmless_extra(model, s)]
         if extras:

@@ -283,8 +283,9 @@ def if_picker(model: ScriptModel, node: ast.If) -> IfPicker | None:
     target = None
     extras: list[ast.stmt] = []
     saw_device = False
+    # A branch may leave the variable alone (``device = "cpu"`` before the ``if``, only a
+    # ``print`` in the ``else``): what else it runs is judged as an extra.
     for body in branches:
-        assigned = False
         for stmt in body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
                 k = _target_key(stmt.targets[0])
@@ -292,13 +293,10 @@ def if_picker(model: ScriptModel, node: ast.If) -> IfPicker | None:
                     if key is not None and k != key:
                         return None
                     key, target = k, stmt.targets[0]
-                    assigned = True
                     if is_device_value(model, stmt.value):
                         saw_device = True
                     continue
             extras.append(stmt)
-        if not assigned:
-            return None
     if not saw_device or target is None:
         return None
     return IfPicker(node, target, tuple(extras), has_else)

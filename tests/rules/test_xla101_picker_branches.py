@@ -1,0 +1,40 @@
+"""XLA101: an availability picker whose branches do more than pick the device.
+
+Dropping the availability test (or the whole block) also drops what the other branch did
+(``gpu_index = -1`` beside ``device = "cpu"``); a branch that only keeps an earlier default
+(``device = "cpu"`` before the ``if``, a ``print`` in the ``else``) is still a picker.
+"""
+
+from __future__ import annotations
+
+from tests.helpers import findings, fixed
+
+PRESET_IF_ELSE = """
+import torch
+
+device = torch.device("cpu")
+if torch.cuda.is_available():
+    device = torch.device("cuda:0")
+    torch.cuda.empty_cache()
+    print("on " + str(torch.cuda.get_device_name(device)))
+else:
+    print("on cpu")
+net = torch.nn.Linear(3, 1).to(device)
+x = torch.randn(2, 3, device=device)
+print(net(x))
+"""
+
+
+def test_preset_device_with_if_else_picker_is_rewritten_as_a_whole() -> None:
+    out = fixed(PRESET_IF_ELSE, "XLA101")
+    assert "is_available" not in out
+    assert "device = torch_xla.device()" in out
+    assert "get_device_name" not in out  # only ran where CUDA was found
+    assert not [f for f in findings(out, "XLA101") if f.fix is not None]
+
+
+def test_preset_picker_else_with_other_effect_needs_review() -> None:
+    code = PRESET_IF_ELSE.replace('    print("on cpu")\n', "    workers = 0\n")
+    [f] = [f for f in findings(code, "XLA101") if f.fix is not None]
+    assert not f.fix.safe
+    assert "workers = 0" in f.fix.review_reason
