@@ -4,7 +4,7 @@
 iteration, so a loop fed by one needs no explicit sync, and wrapping its loader again
 breaks training (the inner loader thread fails, zero steps run, the exit code is 0). The
 loader is often not visible where the loop is: a function parameter, an attribute set in
-a constructor, or ``next(it)`` on an iterator. This module answers with three states:
+a constructor, ``next(it)`` on an iterator, or what a helper of the file returns. This module answers with three states:
 an XLA loader, a plain loader, or unknown — and rules treat unknown cautiously.
 """
 
@@ -139,7 +139,9 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
     if _is_xla_loader_value(model, node):
         return Source.XLA
     if isinstance(node, ast.Call):
-        return Source.PLAIN if model.call_name(node) in DATALOADERS else Source.UNKNOWN
+        if model.call_name(node) in DATALOADERS:
+            return Source.PLAIN
+        return _factory_kind(model, node, None, depth)
     if isinstance(node, ast.Name) and depth < 3:
         param = parameter_of(model, node)
         if param is not None:
@@ -149,7 +151,7 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
             return Source.PLAIN if kinds == {Source.PLAIN} else Source.UNKNOWN
         if _prepared_by_accelerate(model, node.id, depth):
             return Source.XLA
-        kinds = _name_value_kinds(model, node.id, depth)
+        kinds = _name_value_kinds(model, node.id, depth) | _unpacked_kinds(model, node.id, depth)
         if Source.XLA in kinds:
             return Source.XLA
         if Source.PLAIN in kinds:
@@ -173,6 +175,93 @@ def _name_value_kinds(model: ScriptModel, name: str, depth: int) -> set[Source]:
     if kinds is None:
         kinds = cache[key] = {classify(model, v, depth + 1) for v in model.assigned_from(name)}
     return kinds
+
+
+def _unpacked_kinds(model: ScriptModel, name: str, depth: int) -> set[Source]:
+    """The kinds of ``name`` where it is unpacked from a call of this file's functions
+    (``train_loader, n = get_loader(bs)``): the matching element of what it returns (once
+    per name, depth and parse)."""
+    cache: dict[tuple[str, int], set[Source]] = model.memo(_unpacked_kinds, dict)
+    key = (name, depth)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _unpacked(model, name, depth)
+    return found
+
+
+def _unpacked(model: ScriptModel, name: str, depth: int) -> set[Source]:
+    kinds: set[Source] = set()
+    for a in model.nodes_of(ast.Assign):
+        assert isinstance(a, ast.Assign)
+        if not isinstance(a.value, ast.Call):
+            continue
+        for target in a.targets:
+            if not isinstance(target, ast.Tuple | ast.List):
+                continue
+            for i, n in enumerate(target.elts):
+                if isinstance(n, ast.Name) and n.id == name:
+                    starred = any(isinstance(e, ast.Starred) for e in target.elts)
+                    index = None if starred else (i, len(target.elts))
+                    kinds.add(_factory_kind(model, a.value, index, depth))
+    return kinds
+
+
+def _factory_kind(
+    model: ScriptModel, call: ast.Call, index: tuple[int, int] | None, depth: int
+) -> Source:
+    """XLA when ``call`` runs a function of this file whose every ``return`` hands out an
+    XLA device loader (element ``index[0]`` of a returned tuple of ``index[1]``): projectt's
+    ``loader = get_loader(...)`` over ``return pl.MpDeviceLoader(...)``. Anything less
+    (a return of something else, a generator, a bare return) stays unknown."""
+    fn = model.steps.callee(call) if depth < 3 else None
+    if fn is None:
+        return Source.UNKNOWN
+    scope = list(model.walk_scope(fn))
+    if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in scope):
+        return Source.UNKNOWN
+    returns = [n for n in scope if isinstance(n, ast.Return)]
+    if not returns:
+        return Source.UNKNOWN
+    for ret in returns:
+        value = ret.value
+        if index is not None:
+            if not isinstance(value, ast.Tuple) or len(value.elts) != index[1]:
+                return Source.UNKNOWN
+            if any(isinstance(e, ast.Starred) for e in value.elts):
+                return Source.UNKNOWN
+            value = value.elts[index[0]]
+        if value is None or _returned_kind(model, fn, ret, value, depth) is not Source.XLA:
+            return Source.UNKNOWN
+    return Source.XLA
+
+
+def _returned_kind(
+    model: ScriptModel, fn: ast.AST, ret: ast.Return, value: ast.expr, depth: int
+) -> Source:
+    """The kind of ``value`` where ``ret`` returns it. A name local to the function is judged
+    by its last binding before the return, and only when that binding runs on every path to
+    it (a plain assignment in a block that holds the return): ``loader = DataLoader(ds)``
+    then ``loader = pl.MpDeviceLoader(loader, d)`` returns the XLA loader, while one wrapped
+    under an ``if`` may not."""
+    if not isinstance(value, ast.Name):
+        return classify(model, value, depth + 1)
+    stores = [
+        n
+        for n in model.walk_scope(fn)
+        if isinstance(n, ast.Name) and n.id == value.id and isinstance(n.ctx, ast.Store)
+    ]
+    if not stores:
+        return classify(model, value, depth + 1)  # a global or a parameter
+    before = [s for s in stores if (s.lineno, s.col_offset) < (ret.lineno, ret.col_offset)]
+    if not before:
+        return Source.UNKNOWN
+    last = max(before, key=lambda s: (s.lineno, s.col_offset))
+    stmt = model.parent(last)
+    if not (isinstance(stmt, ast.Assign) and last in stmt.targets):
+        return Source.UNKNOWN
+    if model.parent(stmt) not in (ret, *model.ancestors(ret)):
+        return Source.UNKNOWN
+    return classify(model, stmt.value, depth + 1)
 
 
 def _attribute_value_kinds(model: ScriptModel, attr: str, depth: int) -> set[Source]:
