@@ -4,8 +4,9 @@
 iteration, so a loop fed by one needs no explicit sync, and wrapping its loader again
 breaks training (the inner loader thread fails, zero steps run, the exit code is 0). The
 loader is often not visible where the loop is: a function parameter, an attribute set in
-a constructor, ``next(it)`` on an iterator, or what a helper of the file returns. This module answers with three states:
-an XLA loader, a plain loader, or unknown — and rules treat unknown cautiously.
+a constructor, ``next(it)`` on an iterator, or what a helper of the file returns. This
+module answers with three states: an XLA loader, a plain loader, or unknown — and rules
+treat unknown cautiously.
 """
 
 from __future__ import annotations
