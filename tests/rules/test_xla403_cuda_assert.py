@@ -86,3 +86,82 @@ def test_asserts_that_never_run_on_xla_or_ask_something_else_are_not_reported():
     assert x == 1
     """
     assert _asserts(code) == []
+
+
+# A held-out miss (vits-style): the assert guards a replica count read from CUDA. On an XLA
+# host torch.cuda.device_count() is 0, so without the assert the launcher starts no process
+# and the script exits 0 having trained nothing, where the original stopped with its message.
+COUNT_AFTER = """
+import torch
+import torch.multiprocessing as mp
+
+
+def worker(rank, world):
+    print("replica", rank, "of", world)
+
+
+def launch():
+    assert torch.cuda.is_available(), "a GPU is required"
+    world = torch.cuda.device_count()
+    mp.spawn(worker, args=(world,), nprocs=world)
+"""
+
+
+def test_an_assert_with_a_later_device_count_is_for_review_and_names_the_line():
+    (f,) = _asserts(COUNT_AFTER)
+    assert f.fix is not None and not f.fix.safe
+    reason = f.fix.review_reason
+    assert "line 11: torch.cuda.device_count() is 0 on an XLA host" in reason
+    assert "mp.spawn(nprocs=0) would start no process" in reason
+    assert "line 11" in f.message
+    # fix-all keeps the assert: the script still stops with its message.
+    assert 'assert torch.cuda.is_available(), "a GPU is required"' in fixed(COUNT_AFTER, "XLA403")
+    assert "assert torch.cuda" not in fixed(COUNT_AFTER, "XLA403", unsafe=True)
+
+
+def test_later_cuda_queries_and_cuda_moves_keep_the_assert():
+    for later, what in [
+        ("idx = torch.cuda.current_device()", "torch.cuda.current_device() raises"),
+        ("name = torch.cuda.get_device_name(0)", "torch.cuda.get_device_name() raises"),
+        ("net = build().cuda()", ".cuda() raises"),
+        ("ok = torch.cuda.set_device(0)", "torch.cuda.set_device() raises"),
+        ("n = torch.accelerator.device_count()", "torch.accelerator.device_count() is 0"),
+    ]:
+        code = f"""
+        import torch
+
+        def main():
+            assert torch.cuda.is_available()
+            {later}
+        """
+        (f,) = _asserts(code)
+        assert not f.fix.safe, later
+        assert f"line 5: {what}" in f.fix.review_reason, f.fix.review_reason
+    # A CUDA use in a function defined above may run after the assert (it is called later).
+    above = """
+    import torch
+
+    def count():
+        return torch.cuda.device_count()
+
+    assert torch.cuda.is_available()
+    print(count())
+    """
+    (f,) = _asserts(above)
+    assert not f.fix.safe and "line 4: torch.cuda.device_count()" in f.fix.review_reason
+
+
+def test_cuda_uses_that_are_gone_or_never_run_on_xla_leave_the_removal_safe():
+    code = """
+    import torch
+
+    def main():
+        n = torch.cuda.device_count()  # before the assert: it ran on the original too
+        assert torch.cuda.is_available()
+        torch.cuda.set_device(0)  # XLA403 removes this statement itself
+        if torch.cuda.is_available():
+            print(torch.cuda.get_device_name(0))
+        return n
+    """
+    (f,) = _asserts(code)
+    assert f.fix.safe, f.fix.review_reason

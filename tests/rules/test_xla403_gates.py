@@ -161,3 +161,24 @@ def test_accelerator_forms_match_the_cuda_ones():
             torch.accelerator.synchronize()
         """
     )
+
+
+def test_a_gate_with_a_later_device_count_is_for_review():
+    # As for the assert: without the gate, device_count() is 0 on an XLA host and the spawn
+    # starts no process; the script would exit 0 having trained nothing.
+    code = """
+    import sys
+    import torch
+    import torch.multiprocessing as mp
+
+    def main():
+        if not torch.cuda.is_available():
+            sys.exit("needs a GPU")
+        gpus = torch.cuda.device_count()
+        mp.spawn(train, nprocs=gpus)
+    """
+    (f,) = _gates(code)
+    assert f.fix is not None and not f.fix.safe
+    assert "line 8: torch.cuda.device_count() is 0 on an XLA host" in f.fix.review_reason
+    assert "line 8" in f.message
+    assert "if not torch.cuda.is_available():" in fixed(code, "XLA403")

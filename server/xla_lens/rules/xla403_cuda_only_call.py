@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from .base import (
     RuleContext,
     Severity,
 )
-from .parts.cuda_asserts import cuda_availability_asserts
+from .parts.cuda_asserts import cuda_availability_asserts, cuda_uses_after
 from .parts.cuda_gates import AVAILABILITY, stop_gates
 from .parts.pin_memory import pin_memory_findings
 
@@ -297,10 +298,31 @@ def _display_path(script: str, module: str) -> str:
     return module
 
 
+def _gates_kept_for_cuda_uses(model: ScriptModel) -> Iterator[Finding]:
+    """The stop gates (``if not torch.cuda.is_available(): sys.exit()``), their removal for
+    review while the script still needs CUDA after the gate (``cuda_uses_after``): without it
+    ``mp.spawn(nprocs=torch.cuda.device_count())`` would start no process and exit 0."""
+    gates = {model.span(n): n for n in model.nodes_of(ast.If)}
+    for f in stop_gates(model, CODE, lambda node: _guarded(model, node)):
+        ops = f.fix.ops if f.fix is not None and f.fix.safe else ()
+        ops = ops if isinstance(ops, tuple) else ()
+        gate = (
+            gates.get(ops[0].span)
+            if len(ops) == 1 and isinstance(ops[0], RemoveStatement)
+            else None
+        )
+        reason = cuda_uses_after(model, gate, lambda n: _guarded(model, n)) if gate else ""
+        if not reason:
+            yield f
+            continue
+        fix = dataclasses.replace(f.fix, safe=False, review_reason=reason)
+        yield dataclasses.replace(f, message=f"{f.message} (fix needs review: {reason})", fix=fix)
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _calls(model, ctx.target)
     yield from cuda_availability_asserts(model, CODE, lambda node: _guarded(model, node))
-    yield from stop_gates(model, CODE, lambda node: _guarded(model, node))
+    yield from _gates_kept_for_cuda_uses(model)
     yield from _helper_calls(model)
     yield from _backend_settings(model)
     yield from pin_memory_findings(model, CODE)

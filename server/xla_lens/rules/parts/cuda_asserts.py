@@ -12,6 +12,14 @@ drops asserts altogether, so no program may rely on one for anything but stoppin
 is an assert inside a ``try`` whose handler catches the AssertionError: there it is control flow
 (``try: assert cuda; use_cuda = True except AssertionError: use_cuda = False``), and removing it
 changes which branch runs, so that removal is for review.
+
+Nor is the removal safe while the script still needs CUDA after the assert (vits: ``assert
+torch.cuda.is_available(); n_gpus = torch.cuda.device_count(); mp.spawn(run, nprocs=n_gpus)``).
+Without the assert, ``device_count()`` answers 0 on the XLA host and ``mp.spawn(nprocs=0)``
+returns at once: the script exits 0 having trained nothing, where the original stopped with the
+assert's message. A later use that raises there (``torch.cuda.current_device()``, ``.cuda()``)
+trades the clear stop for a driver error. Such a removal is for review, naming the line; fix-all
+re-analyses after each round, so once the other fixes have converted those uses it is safe.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from ...semantic.model import ScriptModel
+from ...semantic.node_helpers import method_name
 from ..base import Finding, Fix, RemoveStatement, Severity
 from .cuda_gates import is_availability_call, why_false_on_xla
 
@@ -46,6 +55,96 @@ def _catching_try(model: ScriptModel, node: ast.stmt) -> ast.Try | None:
                     return a  # type: ignore[return-value]
         child = a
     return None
+
+
+# What a CUDA use left after the assert does on an XLA host (no CUDA driver there).
+ZERO_ON_XLA = {"torch.cuda.device_count", "torch.accelerator.device_count"}
+RAISE_ON_XLA = {
+    "torch.cuda.current_device",
+    "torch.cuda.get_device_name",
+    "torch.cuda.get_device_properties",
+    "torch.cuda.get_device_capability",
+    "torch.cuda.set_device",
+    "torch.accelerator.current_device_index",
+    "torch.accelerator.set_device_index",
+    "torch.accelerator.set_device_idx",
+}
+# As a statement of their own XLA403 removes these itself (in the same round as the assert).
+REMOVED_AS_STATEMENTS = {
+    "torch.cuda.set_device",
+    "torch.accelerator.set_device_index",
+    "torch.accelerator.set_device_idx",
+}
+SPAWNS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}
+
+
+def _spawned_with(model: ScriptModel, count: ast.Call) -> ast.Call | None:
+    """The ``mp.spawn(..., nprocs=n)`` whose process count is ``count`` or the name that is
+    assigned it (``n = torch.cuda.device_count()``)."""
+    stmt = model.enclosing_statement(count)
+    name = (
+        stmt.targets[0].id
+        if isinstance(stmt, ast.Assign)
+        and stmt.value is count
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+        else None
+    )
+    for call in model.calls:
+        if model.call_name(call) not in SPAWNS:
+            continue
+        nprocs = next((k.value for k in call.keywords if k.arg == "nprocs"), None)
+        if nprocs is None and len(call.args) > 2:
+            nprocs = call.args[2]
+        if nprocs is count or (isinstance(nprocs, ast.Name) and nprocs.id == name):
+            return call
+    return None
+
+
+def _needs_cuda(model: ScriptModel, call: ast.Call) -> str | None:
+    """What ``call`` does on an XLA host when it needs CUDA there (None: it does not)."""
+    q = model.call_name(call)
+    if q in ZERO_ON_XLA:
+        spawn = _spawned_with(model, call)
+        if spawn is not None:
+            return (
+                f"{q}() is 0 on an XLA host; {model.segment(spawn.func)}(nprocs=0) would start "
+                "no process and the script would exit having run nothing"
+            )
+        return f"{q}() is 0 on an XLA host: what the script sets from it goes wrong silently"
+    if q in RAISE_ON_XLA:
+        stmt = model.enclosing_statement(call)
+        if q in REMOVED_AS_STATEMENTS and isinstance(stmt, ast.Expr) and stmt.value is call:
+            return None
+        return f"{q}() raises on an XLA host (no CUDA driver)"
+    if q is None and isinstance(call.func, ast.Attribute) and method_name(call) == "cuda":
+        return ".cuda() raises on an XLA host (no CUDA driver) until it is converted"
+    return None
+
+
+def cuda_uses_after(
+    model: ScriptModel, node: ast.stmt, never_runs_on_xla: Callable[[ast.AST], bool]
+) -> str:
+    """Why removing ``node`` (a CUDA requirement: an assert or a stop gate) would not keep the
+    script's meaning: a CUDA use that may run after it, or "" when there is none. Uses before
+    it in the same function ran on the original too; a use in another function may be called
+    later, wherever it is written; one under ``if torch.cuda.is_available():`` never runs."""
+    scope = model.enclosing_function(node)
+    uses = []
+    for call in model.calls:
+        if model.enclosing_function(call) is scope and call.lineno < node.lineno:
+            continue
+        if never_runs_on_xla(call):
+            continue
+        why = _needs_cuda(model, call)
+        if why is not None:
+            uses.append((call.lineno, why))
+    if not uses:
+        return ""
+    uses.sort()
+    line, why = uses[0]
+    more = f" (and {len(uses) - 1} more CUDA uses after it)" if len(uses) > 1 else ""
+    return f"line {line}: {why}{more}; keep the requirement until that use is converted"
 
 
 def cuda_availability_asserts(
@@ -82,7 +181,7 @@ def cuda_availability_asserts(
             f"the try at line {handler.lineno} catches its AssertionError: the assert chooses "
             "a branch there, and without it the try's body always runs"
             if handler is not None
-            else ""
+            else cuda_uses_after(model, node, never_runs_on_xla)
         )
         if reason:
             message = f"{message} (fix needs review: {reason})"
