@@ -30,6 +30,7 @@ from .parts.spawn_launch import spawn_findings
 
 CODE = "XLA204"
 ENTRY = "_mp_fn"
+XLA_LAUNCHERS = ("torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn")
 
 
 def _takes_index(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -221,6 +222,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         # The script launches its own workers: converting that launcher is the fix; an
         # _mp_fn around it would start a second launcher.
         yield from spawns
+        return
+    if any(model.call_name(c) in XLA_LAUNCHERS for c in model.calls):
+        # The script starts its replicas with the XLA launcher already (mp.spawn converted in
+        # an earlier round): launching main() too would run that launcher inside a launched
+        # process ("Runtime is already initialized").
         return
     guard = next((s for s in model.tree.body if _is_main_guard(s)), None)
     message = (
