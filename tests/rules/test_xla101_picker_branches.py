@@ -7,7 +7,38 @@ Dropping the availability test (or the whole block) also drops what the other br
 
 from __future__ import annotations
 
-from tests.helpers import findings, fixed
+from tests.helpers import findings, fixed, src
+
+FLAG_ELSE_SETS_MORE = """
+import argparse
+import torch
+
+p = argparse.ArgumentParser()
+p.add_argument("--no-gpu", action="store_true")
+p.add_argument("--card", default=0, type=int)
+opts = p.parse_args([])
+if not opts.no_gpu and torch.cuda.is_available():
+    opts.device = torch.device("cuda")
+else:
+    opts.device = torch.device("cpu")
+    opts.card = -1
+net = torch.nn.Linear(3, 1).to(opts.device)
+print(opts.card)
+"""
+
+
+def test_flag_picker_whose_else_sets_another_value_needs_review() -> None:
+    [f] = [f for f in findings(FLAG_ELSE_SETS_MORE, "XLA101") if f.fix is not None]
+    assert not f.fix.safe
+    assert "opts.card = -1" in f.fix.review_reason
+    assert fixed(FLAG_ELSE_SETS_MORE, "XLA101") == src(FLAG_ELSE_SETS_MORE)
+
+
+def test_flag_picker_whose_else_only_prints_stays_safe() -> None:
+    code = FLAG_ELSE_SETS_MORE.replace("    opts.card = -1\n", '    print("cpu")\n')
+    [f] = [f for f in findings(code, "XLA101") if f.fix is not None]
+    assert f.fix.safe, f.fix.review_reason
+
 
 PRESET_IF_ELSE = """
 import torch

@@ -194,6 +194,21 @@ def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:
                 else ""
             )
             kept = frozenset()
+        # The other branch now runs only when the user's flag says so: what it did besides
+        # choosing the device (``gpu_index = -1``) no longer happens on the XLA host.
+        lost = pickers.other_effects(model, node.orelse, stmt.targets[0])
+        if lost:
+            flag_safe = False
+            shown = "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in lost[:2])
+            flag_reason = "; ".join(
+                r
+                for r in (
+                    flag_reason,
+                    f"the other branch also runs `{shown}`, which no longer happens on the XLA "
+                    "host (keep it where the script needs it)",
+                )
+                if r
+            )
         safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
         ops, safe, reason, note = _with_guards(
             model,

@@ -319,3 +319,21 @@ def is_harmless_extra(model: ScriptModel, stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Assign):
         return all((model.qualname(t) or "").startswith("torch.backends.") for t in stmt.targets)
     return False
+
+
+def other_effects(model: ScriptModel, stmts: list[ast.stmt], target: ast.expr) -> list[ast.stmt]:
+    """The statements of a picker's branch that do more than set ``target`` or say which
+    device was chosen (``elif`` branches included)."""
+    name = model.segment(target)
+    out: list[ast.stmt] = []
+    for s in stmts:
+        if isinstance(s, ast.If):
+            out.extend(other_effects(model, s.body, target))
+            out.extend(other_effects(model, s.orelse, target))
+        elif not (
+            isinstance(s, ast.Assign)
+            and [model.segment(t) for t in s.targets] == [name]
+            or is_harmless_extra(model, s)
+        ):
+            out.append(s)
+    return out
