@@ -8,7 +8,9 @@ A whole module (``torch.save(model, f)``) is reported without a fix: ``xm.save``
 plain ``torch.Tensor`` values to the CPU (its ``select_fn`` is ``type(v) == torch.Tensor``),
 so a module's ``nn.Parameter``s stay XLA tensors while its buffers become CPU ones — a file
 whose reload mixes devices (verified on torch_xla 2.9). Saving a state dict or a CPU copy
-changes what the file holds and what loads it, which only the author can decide.
+changes what the file holds and what loads it, which only the author can decide. A
+checkpoint that holds such a module (or an optimizer object) next to its state dicts keeps
+the swap for review (parts/checkpoint_objects.py): xm.save leaves those parameters on XLA.
 
 A checkpoint handed to a save helper of another module (``utils.save_on_master(...)``) is
 reported at the call without a fix (parts/checkpoint_helpers.py): the torch.save is there.
@@ -26,10 +28,8 @@ from ..semantic.model import (
     Emitter,
     ScriptModel,
     arg_or_keyword,
-    dotted,
     keyword,
     method_name,
-    receiver,
 )
 from ..semantic.params import argument_values, parameter_of
 from .base import (
@@ -45,6 +45,7 @@ from .base import (
     Severity,
 )
 from .parts.checkpoint_helpers import helper_save_findings
+from .parts.checkpoint_objects import Held, advice, describe, held_on_device, placed_module
 
 CODE = "XLA108"
 # torch.save(obj, f, ...) keywords and their positions in xm.save(data, file_or_path).
@@ -52,11 +53,6 @@ POSITIONS = {"obj": 0, "f": 1}
 RANKISH = re.compile(r"rank|ordinal|master|main_process|is_main", re.IGNORECASE)
 
 
-# Methods only a module has (an optimizer has state_dict/zero_grad too, a tensor has .to).
-MODULE_METHODS = frozenset(
-    {"parameters", "named_parameters", "train", "eval", "modules", "named_modules", "buffers"}
-)
-PLACEMENT_METHODS = frozenset({"to", "cuda"})
 ASDICT = frozenset({"dataclasses.asdict"})
 BUFFERS = frozenset({"io.BytesIO"})
 
@@ -198,52 +194,16 @@ def _in_memory(model: ScriptModel, node: ast.Name) -> bool:
     return any(isinstance(v, ast.Call) and model.call_name(v) in BUFFERS for v in values)
 
 
-def _receiver_methods(model: ScriptModel) -> dict[str, set[str]]:
-    """``model`` / ``self.net`` → the methods called on it anywhere in the script."""
-    out: dict[str, set[str]] = {}
-    for call in model.calls:
-        base = receiver(call)
-        text = dotted(base) if base is not None else None
-        if text is not None:
-            out.setdefault(text, set()).add(method_name(call) or "")
-    return out
-
-
-def _attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
-    """``self.net`` → the values assigned to it anywhere in the script."""
-    out: dict[str, list[ast.expr]] = {}
-    for node in model.nodes_of(ast.Assign):
-        assert isinstance(node, ast.Assign)
-        for target in node.targets:
-            if isinstance(target, ast.Attribute) and (text := dotted(target)) is not None:
-                out.setdefault(text, []).append(node.value)
-    return out
-
-
-def _placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
-    """A module (``.parameters()``, ``.train()``... are called on it) that is moved to a
-    device (``.to(...)`` / ``.cuda()`` on it, or it is assigned such a call): after the
-    conversion its parameters are XLA tensors."""
-    text = dotted(node) if node is not None else None
-    if text is None:
-        return False
-    methods = model.memo(_receiver_methods, lambda: _receiver_methods(model)).get(text, set())
-    if not methods & MODULE_METHODS:
-        return False
-    if methods & PLACEMENT_METHODS:
-        return True
-    if isinstance(node, ast.Name):
-        values = model.assigned_from(node.id)
-    else:
-        values = model.memo(_attribute_values, lambda: _attribute_values(model)).get(text, [])
-    return any(isinstance(v, ast.Call) and method_name(v) in PLACEMENT_METHODS for v in values)
-
-
 def _module_finding(model: ScriptModel, call: ast.Call, obj: ast.AST) -> Finding:
+    """``torch.save(model, f)``, or a dict holding a module and no state dict."""
     name = model.segment(obj)
+    what = f"the whole module `{name}`"
+    if not placed_module(model, obj):
+        held = [h for h in held_on_device(model, obj) if placed_module(model, h.node)]
+        name, what = held[0].text, f"a checkpoint holding the module `{held[0].text}`"
     return Finding(
         CODE,
-        f"torch.save of the whole module `{name}`: after conversion its parameters are XLA "
+        f"torch.save of {what}: after conversion its parameters are XLA "
         "tensors, so the file loads only where torch_xla is installed, and xm.save does not "
         "help (it moves plain tensors to the CPU but leaves nn.Parameter on the device)",
         model.span(call),
@@ -255,9 +215,33 @@ def _module_finding(model: ScriptModel, call: ast.Call, obj: ast.AST) -> Finding
     )
 
 
+def _holds_placed_module(model: ScriptModel, obj: ast.AST | None) -> bool:
+    if obj is None:
+        return False
+    return placed_module(model, obj) or any(
+        placed_module(model, h.node) for h in held_on_device(model, obj)
+    )
+
+
+def _held_message(held: list[Held]) -> str:
+    return (
+        "checkpoint with torch.save: xm.save writes on the master ordinal only and moves "
+        f"plain tensors to the CPU, but not those of {describe(held)}: their nn.Parameters "
+        "stay XLA tensors in the file"
+    )
+
+
+def _held_reason(held: list[Held]) -> str:
+    return (
+        f"xm.save copies only plain torch.Tensor values to the CPU: {describe(held)} keeps "
+        "its nn.Parameters as XLA tensors, so the file still loads only where torch_xla is "
+        f"installed; {advice(held)}. The code that loads the file changes too"
+    )
+
+
 def is_checkpoint(model: ScriptModel, obj: ast.AST | None) -> bool:
     """What ``torch.save`` writes is a state-dict checkpoint or a whole module on a device."""
-    return _is_state_dict(model, obj) or (obj is not None and _placed_module(model, obj))
+    return _is_state_dict(model, obj) or (obj is not None and placed_module(model, obj))
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -265,17 +249,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls_to("torch.save"):
         obj = arg_or_keyword(call, 0, "obj")
         if not _is_state_dict(model, obj):
-            if obj is not None and _placed_module(model, obj):
-                yield _module_finding(model, call, obj)
+            if _holds_placed_module(model, obj):
+                yield _module_finding(model, call, obj)  # type: ignore[arg-type]
             continue
+        held = held_on_device(model, obj)
         fix = _fix(model, call)
         if fix is not None:
-            reason = _review(model, call, ctx)
-            if reason:
-                fix = Fix(fix.title, fix.ops, safe=False, review_reason=reason)
+            reasons = [r for r in (_review(model, call, ctx), held and _held_reason(held)) if r]
+            if reasons:
+                fix = Fix(fix.title, fix.ops, safe=False, review_reason="; ".join(reasons))
         message = (
-            "checkpoint with torch.save: xm.save moves the XLA tensors to the CPU and writes "
-            "on the master ordinal only"
+            _held_message(held)
+            if held
+            else "checkpoint with torch.save: xm.save moves the XLA tensors to the CPU and "
+            "writes on the master ordinal only"
         )
         yield Finding(
             CODE,

@@ -1,0 +1,230 @@
+"""What a checkpoint holds that ``xm.save`` leaves on the device (XLA108).
+
+``xm.save`` copies to the CPU only values whose type is exactly ``torch.Tensor`` (its
+``select_fn`` is ``type(v) == torch.Tensor``); it walks dicts, lists, tuples and objects'
+``__dict__``. A module's ``nn.Parameter``s, an optimizer's (or its scheduler's) parameter
+lists and a ``state_dict(keep_vars=True)`` therefore stay XLA tensors in the file (verified
+on torch_xla 2.9, PJRT CPU): ``torch.save(dict(net=net, opt=opt.state_dict()))`` swapped to
+``xm.save`` is no CPU checkpoint. A CPU copy (``copy.deepcopy(net).cpu()``) is fine.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ...semantic.calls import classes
+from ...semantic.model import ScriptModel, dotted, keyword, method_name, receiver
+from ...semantic.params import argument_values, parameter_of
+
+# Methods only a module has (an optimizer has state_dict/zero_grad too, a tensor has .to).
+MODULE_METHODS = frozenset(
+    {"parameters", "named_parameters", "train", "eval", "modules", "named_modules", "buffers"}
+)
+PLACEMENT_METHODS = frozenset({"to", "cuda"})
+# A module method that returns the module itself: ``net.train().requires_grad_(True)``.
+SELF_RETURNING = frozenset(
+    {"train", "eval", "requires_grad_", "to", "cuda", "half", "float", "bfloat16", "double"}
+)
+MODULE, OPTIMIZER, SCHEDULER, PARAMETERS = "module", "optimizer", "scheduler", "parameters"
+
+
+@dataclass(frozen=True)
+class Held:
+    """A value in a checkpoint whose tensors ``xm.save`` leaves on the device."""
+
+    kind: str  # MODULE, OPTIMIZER, SCHEDULER or PARAMETERS
+    node: ast.expr
+    text: str
+
+
+def _receiver_methods(model: ScriptModel) -> dict[str, set[str]]:
+    """``model`` / ``self.net`` → the methods called on it anywhere in the script."""
+    out: dict[str, set[str]] = {}
+    for call in model.calls:
+        base = receiver(call)
+        text = dotted(base) if base is not None else None
+        if text is not None:
+            out.setdefault(text, set()).add(method_name(call) or "")
+    return out
+
+
+def _attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
+    """``self.net`` → the values assigned to it anywhere in the script."""
+    out: dict[str, list[ast.expr]] = {}
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        for target in node.targets:
+            if isinstance(target, ast.Attribute) and (text := dotted(target)) is not None:
+                out.setdefault(text, []).append(node.value)
+    return out
+
+
+def methods_on(model: ScriptModel, text: str) -> set[str]:
+    return model.memo(_receiver_methods, lambda: _receiver_methods(model)).get(text, set())
+
+
+def values_of(model: ScriptModel, node: ast.Name | ast.Attribute) -> list[ast.expr]:
+    """What is assigned to a name, or to an attribute chain (``self.net = ...``)."""
+    if isinstance(node, ast.Name):
+        return model.assigned_from(node.id)
+    text = dotted(node)
+    table = model.memo(_attribute_values, lambda: _attribute_values(model))
+    return table.get(text, []) if text is not None else []
+
+
+def placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
+    """A module (``.parameters()``, ``.train()``... are called on it) that is moved to a
+    device (``.to(...)`` / ``.cuda()`` on it, or it is assigned such a call): after the
+    conversion its parameters are XLA tensors."""
+    text = dotted(node) if node is not None else None
+    if text is None or not isinstance(node, ast.Name | ast.Attribute):
+        return False
+    methods = methods_on(model, text)
+    if not methods & MODULE_METHODS:
+        return False
+    if methods & PLACEMENT_METHODS:
+        return True
+    values = values_of(model, node)
+    return any(isinstance(v, ast.Call) and method_name(v) in PLACEMENT_METHODS for v in values)
+
+
+def _module_class(model: ScriptModel, call: ast.Call) -> bool:
+    """``Net(...)`` of a class of this script that subclasses ``nn.Module``."""
+    if not isinstance(call.func, ast.Name):
+        return False
+    cls = classes(model).get(call.func.id)
+    return cls is not None and any(model.qualname(b) == "torch.nn.Module" for b in cls.bases)
+
+
+def _constructed(model: ScriptModel, call: ast.Call) -> str | None:
+    name = model.call_name(call) or ""
+    if name == "torch.nn.Parameter":
+        return PARAMETERS
+    if name.startswith("torch.optim.lr_scheduler."):
+        return SCHEDULER
+    if name.startswith("torch.optim."):
+        return OPTIMIZER
+    if name.startswith("torch.nn.") and not name.startswith(
+        ("torch.nn.functional.", "torch.nn.utils.", "torch.nn.init.")
+    ):
+        return MODULE
+    return MODULE if _module_class(model, call) else None
+
+
+def _kind_of_call(model: ScriptModel, call: ast.Call, depth: int) -> str | None:
+    method = method_name(call)
+    if method == "state_dict":
+        keep = keyword(call, "keep_vars")
+        kept = keep is not None and not (
+            isinstance(keep.value, ast.Constant) and keep.value.value is False
+        )
+        return PARAMETERS if kept else None
+    if method == "cpu":
+        return None  # a CPU copy: nothing left on the device
+    if method == "unwrap_model":
+        return MODULE  # accelerator.unwrap_model(model)
+    if model.call_name(call) == "copy.deepcopy" and len(call.args) == 1:
+        return _kind(model, call.args[0], depth + 1)
+    if method in SELF_RETURNING and isinstance(call.func, ast.Attribute):
+        if method == "to" and any(
+            isinstance(a, ast.Constant) and a.value == "cpu" for a in call.args
+        ):
+            return None
+        base = _kind(model, call.func.value, depth + 1)
+        if base is not None:
+            return base
+    return _constructed(model, call)
+
+
+def _kind(model: ScriptModel, node: ast.AST, depth: int) -> str | None:
+    """What ``node`` is when it is a module, optimizer, scheduler or parameter holder."""
+    if depth > 8:  # each link of a chain (``Net().to(d).train()``, a name) is one level
+        return None
+    if isinstance(node, ast.Call):
+        return _kind_of_call(model, node, depth)
+    if not isinstance(node, ast.Name | ast.Attribute):
+        return None
+    if isinstance(node, ast.Attribute) and node.attr == "module":
+        return MODULE  # DDP(model).module
+    text = dotted(node)
+    if text is None:
+        return None
+    methods = methods_on(model, text)
+    if methods & MODULE_METHODS:
+        return MODULE
+    if {"step", "zero_grad"} <= methods:
+        return OPTIMIZER
+    for value in values_of(model, node):
+        kind = _kind(model, value, depth + 1)
+        if kind is not None:
+            return kind
+    return None
+
+
+def held_on_device(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> list[Held]:
+    """The values in what ``torch.save`` writes that ``xm.save`` does not move to the CPU:
+    dict / ``dict(...)`` / list values, followed through names and a helper's parameter."""
+    if node is None or depth > 4:
+        return []
+    parts: list[ast.expr] = []
+    if isinstance(node, ast.Dict):
+        parts = list(node.values)
+    elif isinstance(node, ast.List | ast.Tuple | ast.Set):
+        parts = list(node.elts)
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and model.call_name(node) is None
+    ):
+        parts = [*node.args, *(kw.value for kw in node.keywords)]
+    elif isinstance(node, ast.Name):
+        param = parameter_of(model, node)
+        values = argument_values(model, *param) if param is not None else []
+        if param is None:
+            kind = _kind(model, node, 0)
+            if kind is not None:
+                return [Held(kind, node, model.segment(node))]
+            values = model.assigned_from(node.id)
+        return _unique([h for v in values for h in held_on_device(model, v, depth + 1)])
+    else:
+        kind = _kind(model, node, 0) if isinstance(node, ast.expr) else None
+        return [Held(kind, node, model.segment(node))] if kind is not None else []  # type: ignore[arg-type]
+    return _unique([h for p in parts for h in held_on_device(model, p, depth + 1)])
+
+
+def _unique(held: list[Held]) -> list[Held]:
+    seen: dict[str, Held] = {}
+    for h in held:
+        seen.setdefault(h.text, h)
+    return list(seen.values())
+
+
+def describe(held: list[Held]) -> str:
+    """```net` (a module)`, ```optimizer` (an optimizer)`... for a message."""
+    words = {
+        MODULE: "a module",
+        OPTIMIZER: "an optimizer",
+        SCHEDULER: "a scheduler, which holds its optimizer",
+        PARAMETERS: "nn.Parameter values",
+    }
+    return ", ".join(f"`{h.text}` ({words[h.kind]})" for h in held)
+
+
+def advice(held: list[Held]) -> str:
+    """What to save instead of each held value."""
+    out = []
+    for h in held:
+        if h.kind == PARAMETERS and "keep_vars" in h.text:
+            out.append(f"drop keep_vars from `{h.text}`")
+        elif h.kind == PARAMETERS:
+            out.append(f"save `{h.text}.detach()` (a plain tensor)")
+        elif h.kind == MODULE:
+            out.append(
+                f"save `{h.text}.state_dict()` (loaded with load_state_dict) or a CPU copy "
+                f"`copy.deepcopy({h.text}).cpu()`"
+            )
+        else:
+            out.append(f"save `{h.text}.state_dict()` (loaded with load_state_dict)")
+    return "; ".join(out)
