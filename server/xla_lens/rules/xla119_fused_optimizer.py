@@ -6,6 +6,12 @@ the XLA device raises ``RuntimeError: `fused=True` requires all the params to be
 point Tensors of supported devices`` when it is built, so a converted script stops before
 its first step. Without ``fused`` the optimizer runs its default (for-each) implementation of
 the same update, which XLA traces into the step graph anyway.
+
+``fused=True`` also reaches the optimizer through a keyword dict (LlamaGen's
+``extra_args = dict(fused=True) if fused_available else dict()``, then ``**extra_args``):
+reported when the dict is chosen by nothing, or by the ``"fused" in
+inspect.signature(...).parameters`` test (True on every torch that has fused=); any other
+test is like ``fused=<expression>`` and left alone.
 """
 
 from __future__ import annotations
@@ -14,13 +20,15 @@ import ast
 from collections.abc import Iterator
 from dataclasses import replace
 
-from ..semantic.model import ScriptModel, keyword
+from ..semantic.kwargs_dicts import DictEntry, entries_reaching, only_unpacked_into, without_entry
+from ..semantic.model import ScriptModel, const_str, keyword
 from ..semantic.precision import autocast_calls
 from .base import (
     Category,
     Finding,
     Fix,
     RemoveKeyword,
+    Replace,
     Rule,
     RuleContext,
     Severity,
@@ -67,6 +75,98 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if review is not None:
             fix = replace(fix, safe=False, review_reason=review)
         yield Finding(CODE, MESSAGE.format(name=name), span, Severity.ERROR, fix=fix)
+    yield from _fused_in_dicts(model, ctx)
+
+
+def _fused_in_dicts(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    """``fused=True`` in a dict unpacked into the optimizer call (``**extra_args``)."""
+    seen: set[int] = set()
+    for call in model.calls_to(*FUSED_OPTIMIZERS):
+        for kw in call.keywords:
+            if kw.arg is not None or not isinstance(kw.value, ast.Name):
+                continue
+            for entry in entries_reaching(model, kw.value, "fused"):
+                value = entry.value
+                if id(value) in seen or not (
+                    isinstance(value, ast.Constant) and value.value is True
+                ):
+                    continue
+                if not _chosen_unconditionally(model, entry.container, call):
+                    continue
+                seen.add(id(value))
+                name = (model.call_name(call) or "torch.optim").replace("torch.optim.", "", 1)
+                message = (
+                    f"{MESSAGE.format(name=name)}; fused=True reaches {name} on line "
+                    f"{call.lineno} through `**{entry.holder}`"
+                )
+                fix = _dict_fix(model, ctx, entry)
+                manual = None if fix else f"Remove the fused entry of `{entry.holder}`."
+                yield Finding(
+                    CODE, message, model.span(value), Severity.ERROR, fix=fix, manual=manual
+                )
+
+
+def _dict_fix(model: ScriptModel, ctx: RuleContext, entry: DictEntry) -> Fix | None:
+    container = entry.container
+    if isinstance(container, ast.Call):
+        op: RemoveKeyword | Replace = RemoveKeyword(model.span(container), "fused")
+    else:
+        code = without_entry(model, entry)
+        if code is None:
+            return None  # a layout the edit cannot keep: by hand
+        op = Replace(model.span(container), code)
+    review = _review_reason(model, ctx)
+    if review is None and not only_unpacked_into(
+        model, entry, lambda c: model.call_name(c) in FUSED_OPTIMIZERS
+    ):
+        review = (
+            f"the dict `{entry.holder}` is used for more than optimizer keywords (read, "
+            "copied or passed on elsewhere): removing its entry may change that other use"
+        )
+    fix = Fix(f"Remove the fused entry of `{entry.holder}`", (op,))
+    return fix if review is None else replace(fix, safe=False, review_reason=review)
+
+
+def _chosen_unconditionally(model: ScriptModel, container: ast.AST, call: ast.Call) -> bool:
+    """Whether the dict holding fused=True reaches ``call`` on XLA: chosen by no test, or
+    by the signature test only (``dict(fused=True) if fused_available else dict()``). Any
+    other test (``use_fused = fused_available and device_type == "cuda"``) may be False on
+    XLA, like the ``fused=<expression>`` keyword, and is not guessed at."""
+    around_call = set(map(id, model.ancestors(call)))
+    child: ast.AST = container
+    for parent in model.ancestors(container):
+        if id(parent) in around_call:
+            return True
+        if isinstance(parent, ast.IfExp | ast.If) and child is not parent.test:
+            in_body = child is parent.body or (
+                isinstance(parent.body, list) and child in parent.body
+            )
+            if not in_body or not _signature_test(model, parent.test, 0):
+                return False
+        child = parent
+    return True
+
+
+def _signature_test(model: ScriptModel, test: ast.AST, depth: int) -> bool:
+    """``"fused" in inspect.signature(torch.optim.AdamW).parameters``, a name bound only to
+    it, or an ``and`` of such: True on every torch whose optimizers take fused=."""
+    if depth > 3:
+        return False
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return all(_signature_test(model, v, depth + 1) for v in test.values)
+    if isinstance(test, ast.Name):
+        values = model.assigned_from(test.id)
+        return bool(values) and all(_signature_test(model, v, depth + 1) for v in values)
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.In)
+        and const_str(test.left) == "fused"
+        and any(
+            isinstance(n, ast.Call) and model.call_name(n) == "inspect.signature"
+            for n in ast.walk(test.comparators[0])
+        )
+    )
 
 
 def _review_reason(model: ScriptModel, ctx: RuleContext) -> str | None:
