@@ -27,6 +27,27 @@ HOST_CONSTRUCTORS = frozenset(
 LIKE_CONSTRUCTORS = frozenset(f"torch.{n}_like" for n in ("zeros", "ones", "empty", "full"))
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 LOADERS = frozenset({"torch.load"})
+# Library functions that return Python numbers (the process layout, clocks), whatever their
+# arguments: ``loss.item() / dist.get_world_size()`` is a float.
+HOST_FUNCTIONS = frozenset(
+    {
+        "torch.distributed.get_world_size",
+        "torch.distributed.get_rank",
+        "torch.distributed.get_local_rank",
+        "torch.distributed.is_initialized",
+        "torch.cuda.device_count",
+        "os.cpu_count",
+        "time.time",
+        "time.perf_counter",
+        "time.monotonic",
+        "torch_xla.runtime.world_size",
+        "torch_xla.runtime.global_ordinal",
+        "torch_xla.runtime.local_ordinal",
+        "torch_xla.core.xla_model.xrt_world_size",
+        "torch_xla.core.xla_model.get_ordinal",
+        "torch_xla.core.xla_model.get_local_ordinal",
+    }
+)
 HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
 # Methods that move a value to a device (or may: ``type`` takes a CUDA tensor type).
 MOVES = frozenset({"to", "cuda", "xpu", "npu", "mps", "type", "new_tensor", "new"})
@@ -65,7 +86,7 @@ class HostCalls:
             if isinstance(owner, ast.ClassDef) and any(a is owner for a in model.ancestors(call)):
                 return self._returns_host(method)  # type: ignore[arg-type]
         qualname = model.call_name(call)
-        if qualname in LOADERS or self._parsed_arguments(call):
+        if qualname in LOADERS or qualname in HOST_FUNCTIONS or self._parsed_arguments(call):
             return True
         if qualname in HOST_CONSTRUCTORS | LIKE_CONSTRUCTORS:
             return self._host_constructor(call, qualname, depth)

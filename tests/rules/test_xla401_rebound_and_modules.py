@@ -1,0 +1,33 @@
+"""XLA401 stays quiet on a name rebound to a float by ``.item() / world_size``."""
+
+from tests.helpers import findings
+
+REBOUND = """
+import torch
+import torch.distributed as dist
+
+device = torch.device("cuda")
+model = torch.nn.Linear(4, 1).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(100):
+    loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+    loss.backward()
+    opt.step()
+    if step % 10 == 0:
+        avg_loss = loss.detach().clone()
+        dist.all_reduce(avg_loss)
+        avg_loss = avg_loss.item() / dist.get_world_size()
+        print(f"step {step} loss {avg_loss:.4f}")
+"""
+
+
+def test_a_name_rebound_by_item_over_the_world_size_is_a_float():
+    found = findings(REBOUND, "XLA401")
+    lines = [f.span.start.line for f in found]
+    assert 13 in lines  # the .item() itself is the read
+    assert 14 not in lines
+
+
+def test_dividing_by_a_tensor_keeps_it_a_tensor():
+    code = REBOUND.replace("dist.get_world_size()", "loss")
+    assert 14 in [f.span.start.line for f in findings(code, "XLA401")]
