@@ -4,7 +4,8 @@ CUDA tensor types, SyncBatchNorm, the CUDA OOM exception, apex/bitsandbytes/xfor
 XLA403 removes or translates the ``torch.cuda`` calls that have an equivalent; what is left
 here has none a tool can write for you: each finding says what it does on an XLA device
 (fails, or silently does nothing) and what to use instead. No automatic fix: every
-replacement changes the program's structure. (A CUDA tensor-type alias used only to build and
+replacement changes the program's structure; except for ``with torch.cuda.device(i):``,
+whose body is kept without it (``parts/cuda_device_context.py``). (A CUDA tensor-type alias used only to build and
 cast tensors is XLA101's, which rewrites it for review: see semantic/cuda_flag_idioms.py.)
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
+from .parts.cuda_device_context import device_context_findings
 from .parts.cuda_module_holders import (
     MESH_ADVICE,
     MESH_CALLS,
@@ -48,7 +50,7 @@ HANDLED_ELSEWHERE = (
     "torch.cuda.get_device_name",
     "torch.cuda.get_device_properties",
     "torch.cuda.current_device",
-    "torch.cuda.device",
+    "torch.cuda.device",  # device_count and the like above; torch.cuda.device(i) below
     "torch.nn.parallel.data_parallel.DataParallel",  # XLA110
 )
 # What each CUDA-only API does on XLA, and what to do instead (first matching prefix wins).
@@ -344,6 +346,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from quantization_findings(model, CODE)
     yield from _api_findings(model)
     yield from _default_tensor_type(model)
+    yield from device_context_findings(model, CODE)
 
 
 HOVER = """\
@@ -353,16 +356,18 @@ Streams, events, NVTX ranges, the CUDA profiler, CUDA tensor types (`torch.cuda.
 `torch.cuda.OutOfMemoryError`, `SyncBatchNorm` and libraries built on CUDA kernels (apex,
 bitsandbytes, xformers, flash-attn) have no XLA meaning: on an XLA device they fail, or do
 nothing without a word. Each needs a change by hand; the diagnostic says which.
+`with torch.cuda.device(i):` raises on an XLA host (no CUDA driver) unless `i` is -1: the fix
+drops the `with` and keeps its body.
 """
 
 RULE = Rule(
     code=CODE,
     name="cuda-only-api",
     category=Category.CONVERSION,
-    summary="CUDA-only APIs and libraries with no XLA equivalent (streams, NVTX, CUDA tensor types, OOM handler, SyncBatchNorm, apex, bitsandbytes, xformers) → rewrite by hand",
+    summary="CUDA-only APIs and libraries with no XLA equivalent (streams, NVTX, CUDA tensor types, OOM handler, SyncBatchNorm, apex, bitsandbytes, xformers) → rewrite by hand; torch.cuda.device(i) contexts → dropped",
     severity=Severity.WARNING,
     check=check,
-    has_fix=False,
+    has_fix=True,
     hover={
         "torch.cuda.OutOfMemoryError": HOVER,
         "torch.cuda.nvtx": HOVER,
@@ -370,5 +375,6 @@ RULE = Rule(
         "torch.cuda.FloatTensor": HOVER,
         "torch.nn.SyncBatchNorm": HOVER,
         "torch.set_default_tensor_type": HOVER,
+        "torch.cuda.device": HOVER,
     },
 )
