@@ -1,4 +1,5 @@
-"""XLA401 stays quiet on a name rebound to a float by ``.item() / world_size``."""
+"""XLA401 stays quiet on a name rebound to a float by ``.item() / world_size`` and on the
+CPU copy of a module (a model snapshot, not a tensor read)."""
 
 from tests.helpers import findings
 
@@ -31,3 +32,29 @@ def test_a_name_rebound_by_item_over_the_world_size_is_a_float():
 def test_dividing_by_a_tensor_keeps_it_a_tensor():
     code = REBOUND.replace("dist.get_world_size()", "loss")
     assert 14 in [f.span.start.line for f in findings(code, "XLA401")]
+
+
+SNAPSHOT = """
+import copy
+import pickle
+import torch
+
+device = torch.device("cuda")
+net = torch.nn.Linear(4, 1).to(device)
+ema = copy.deepcopy(net)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(1000):
+    loss = net(torch.randn(8, 4, device=device)).pow(2).mean()
+    loss.backward()
+    opt.step()
+    if step % 500 == 0:
+        snap = copy.deepcopy(ema).eval().requires_grad_(False).cpu()
+        pickle.dump(snap, open("snap.pkl", "wb"))
+        net.cpu()
+        weights = net.weight.cpu()
+"""
+
+
+def test_the_cpu_copy_of_a_module_is_not_a_tensor_read():
+    found = findings(SNAPSHOT, "XLA401")
+    assert [f.span.start.line for f in found] == [16]  # net.weight.cpu() is a tensor

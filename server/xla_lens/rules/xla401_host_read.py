@@ -28,6 +28,7 @@ from .base import (
     Severity,
     Target,
 )
+from .parts.checkpoint_objects import MODULE, object_kind
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_reads import frame_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
@@ -117,6 +118,10 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
         recv = receiver(node)
         if method_name(node) in HOST_METHODS and recv is not None:
             if _outer_host_read(model, node):
+                return None
+            if method_name(node) == "cpu" and object_kind(model, recv) == MODULE:
+                # ``copy.deepcopy(ema).eval().cpu()``: a model snapshot the script copies to
+                # the host on purpose, not a value read mid-step (a closure saves nothing).
                 return None
             # ``t.cpu().numpy()`` reads ``t``: judge the value the chain starts from.
             while isinstance(recv, ast.Call) and method_name(recv) in HOST_METHODS:

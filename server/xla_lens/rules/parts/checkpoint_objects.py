@@ -162,6 +162,12 @@ def _kind(model: ScriptModel, node: ast.AST, depth: int) -> str | None:
     return None
 
 
+def object_kind(model: ScriptModel, node: ast.AST) -> str | None:
+    """MODULE, OPTIMIZER, SCHEDULER or PARAMETERS when ``node`` is provably one (XLA401 asks
+    whether a ``.cpu()`` copies a module rather than reads a tensor)."""
+    return _kind(model, node, 0)
+
+
 def held_on_device(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> list[Held]:
     """The values in what ``torch.save`` writes that ``xm.save`` does not move to the CPU:
     dict / ``dict(...)`` / list values, followed through names and a helper's parameter."""
