@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
+from ..engine.fix_plan import applied_later
 from ..engine.leftover import CLI_REVIEW, leftover
 from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
@@ -63,7 +64,11 @@ def check_command(args: argparse.Namespace) -> int:
             continue
         for code, _tb in result.rule_errors:
             _err(f"{path}: internal error in rule {code}; other rules still ran (please report)")
-        reported.extend(Reported(path, f) for f in result.findings)
+        # Run the rounds `fix` runs, so a review fix that `fix` applies once another is in
+        # is shown as such (engine/fix_plan.py).
+        target = resolve_target(settings)
+        later = applied_later(source.text, str(path), settings, target, result.findings)
+        reported.extend(Reported(path, f, later.get(i)) for i, f in enumerate(result.findings))
     if args.format == "json":
         print(format_json(reported))
     elif args.format == "sarif":
@@ -71,7 +76,11 @@ def check_command(args: argparse.Namespace) -> int:
     else:
         if reported:
             print(format_text(reported))
-        fixable = sum(1 for r in reported if r.finding.fix is not None and r.finding.fix.safe)
+        fixable = sum(
+            1
+            for r in reported
+            if r.finding.fix is not None and (r.finding.fix.safe or r.applied_with is not None)
+        )
         summary = f"{len(reported)} finding{'s' * (len(reported) != 1)} in {files} file{'s' * (files != 1)}"
         if fixable:
             summary += f" ({fixable} fixable with `xla-lens fix`)"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import __version__
+from ..engine.fix_plan import AppliedWith
 from ..rules.base import DOC_BASE, Finding, Rule, Severity, doc_url
 from ..rules.registry import all_rules, get_rule, short_doc
 
@@ -30,6 +31,9 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 class Reported:
     path: Path
     finding: Finding
+    # A fix that needs review on its own but that `fix` applies in a later round, with the
+    # fixes it goes with (``engine.fix_plan``): `check` must say what `fix` does.
+    applied_with: AppliedWith | None = None
 
 
 def as_record(r: Reported) -> dict:
@@ -43,20 +47,35 @@ def as_record(r: Reported) -> dict:
         "column": f.span.start.col + 1,
         "end_line": f.span.end.line + 1,
         "end_column": f.span.end.col + 1,
-        "fix": fix_record(f),
+        "fix": fix_record(f, r.applied_with),
         "manual": f.manual or None,
     }
 
 
-def fix_record(f: Finding) -> dict | None:
+def fix_record(f: Finding, applied_with: AppliedWith | None = None) -> dict | None:
     """The fix as `fix` treats it: ruff's "applicability" names, so tools that read ruff's JSON
-    read ours the same way (safe: applied by `fix`; unsafe: only with `--unsafe-fixes`)."""
+    read ours the same way (safe: applied by `fix`; unsafe: only with `--unsafe-fixes`, unless
+    ``applied_by_fix_with`` lists the fixes `fix` applies it together with)."""
     if f.fix is None:
         return None
     record: dict = {"title": f.fix.title, "applicability": "safe" if f.fix.safe else "unsafe"}
     if not f.fix.safe:
         record["review_reason"] = f.fix.review_reason or "may change behaviour"
+        if applied_with is not None:
+            record["applied_by_fix_with"] = [
+                {"code": code, "line": line} for code, line in applied_with.after
+            ]
     return record
+
+
+def _fix_note(r: Reported) -> str:
+    """What `fix` does with the finding's fix, when it is not simply safe."""
+    f = r.finding
+    if f.fix is None or f.fix.safe:
+        return ""
+    if r.applied_with is not None:
+        return f" ({r.applied_with.phrase()})"
+    return " (review: not applied by `fix`)"
 
 
 def format_text(items: Sequence[Reported]) -> str:
@@ -67,9 +86,7 @@ def format_text(items: Sequence[Reported]) -> str:
         sev = SEVERITY_NAMES[f.severity]
         line = f"{where}: {f.code} [{sev}] {f.message}"
         if f.fix is not None:
-            line += f"\n    fix: {f.fix.title}" + (
-                "" if f.fix.safe else " (review: not applied by `fix`)"
-            )
+            line += f"\n    fix: {f.fix.title}{_fix_note(r)}"
         elif f.manual:
             line += f"\n    no automatic fix: {f.manual}"
         lines.append(line)
@@ -111,7 +128,12 @@ def format_sarif(items: Sequence[Reported], root: Path) -> str:
             location = {"uri": r.path.resolve().as_uri()}
         message = f.message
         if f.fix is not None:
-            message += f" Fix: {f.fix.title}" + ("." if f.fix.safe else " (needs review).")
+            if f.fix.safe:
+                message += f" Fix: {f.fix.title}."
+            elif r.applied_with is not None:
+                message += f" Fix: {f.fix.title} ({r.applied_with.phrase()})."
+            else:
+                message += f" Fix: {f.fix.title} (needs review)."
         elif f.manual:
             message += f" {f.manual}"
         result = {

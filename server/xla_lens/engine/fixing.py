@@ -33,6 +33,9 @@ class FixOutcome:
     # Findings that remain afterwards with no safe fix (what the user still has to do).
     remaining: list[Finding] = field(default_factory=list)
     error: str | None = None
+    # Each round that changed the text: the text it analysed and the findings it applied
+    # (`check` reads them to say which review fixes `fix` applies once others are in).
+    rounds: list[tuple[str, list[Finding]]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -92,6 +95,7 @@ def fix_source(
         if new_text == text:
             break
         outcome.applied.extend(f.code for f in chosen)
+        outcome.rounds.append((text, chosen))
         text = new_text
     final = analyze(text, path, settings, target)
     outcome.remaining = [f for f in final.findings if f.fix is None or not (f.fix.safe or unsafe)]

@@ -1,0 +1,155 @@
+"""What `fix` does with a fix that needs review on its own.
+
+`fix` works in rounds (``fixing.fix_source``): after the first round's safe fixes the script is
+analysed again, and a finding whose fix waited for another one may now be safe. XLA101 cannot
+change ``device = rank % torch.cuda.device_count()`` while ``torch.cuda.set_device(device)`` reads
+it; XLA403's safe fix removes that call, and the next round changes the device. Together the two
+keep the meaning (the call is CUDA-only, the index picks the process's device); alone, the device
+change would feed an XLA device to ``set_device``. So `check`, which shows the first analysis,
+must not say "review: not applied by `fix`" there: it names the fix the change goes with.
+
+The answer comes from running the same rounds `fix` runs, not from rules' guesses, so the two
+cannot disagree. Which earlier fix a promoted finding waited for is read from its review reason
+(the lines and rule codes it names: "line 67 `torch.cuda.set_device(device)`", "XLA101's fix"),
+matched against the lines the applied fixes edit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..rules.base import Finding, Target
+from .config import Settings
+from .fixing import fix_source
+
+_LINE = re.compile(r"\blines? (\d+)")
+_CODE = re.compile(r"\b(XLA\d{3})\b")
+_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class AppliedWith:
+    """A fix `fix` applies in a later round: ``after`` holds the (code, 1-based line) of the
+    fixes it goes with, in the text `check` shows; empty when the reason names none."""
+
+    after: tuple[tuple[str, int], ...]
+
+    def phrase(self) -> str:
+        if not self.after:
+            return "applied by `fix` once its other safe fixes are in; on its own it needs review"
+        shown = " and ".join(f"{code}'s fix at line {line}" for code, line in self.after[:_SHOWN])
+        more = f" and {len(self.after) - _SHOWN} more" if len(self.after) > _SHOWN else ""
+        return f"applied by `fix` together with {shown}{more}; on its own it needs review"
+
+
+def _line_map(old: str, new: str) -> dict[int, tuple[int, bool]]:
+    """0-based line of ``new`` -> (line of ``old``, whether the line is unchanged). A line of a
+    rewritten block maps to its place in the old block (so a column may differ)."""
+    a, b = old.splitlines(), new.splitlines()
+    out: dict[int, tuple[int, bool]] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for j in range(j1, j2):
+            if tag == "equal":
+                out[j] = (i1 + j - j1, True)
+            elif tag == "replace":
+                out[j] = (min(i1 + j - j1, i2 - 1), False)
+    return out
+
+
+def _edited_lines(f: Finding) -> set[int]:
+    """0-based lines a finding's fix edits, and the finding's own lines."""
+    spans = [f.span]
+    if f.fix is not None:
+        spans += [op.span for op in f.fix.ops if getattr(op, "span", None) is not None]  # type: ignore[union-attr]
+    return {line for s in spans for line in range(s.start.line, s.end.line + 1)}
+
+
+def applied_later(
+    source: str,
+    path: str,
+    settings: Settings,
+    target: Target,
+    findings: list[Finding],
+) -> dict[int, AppliedWith]:
+    """Index in ``findings`` (the first analysis of ``source``, as `check` shows it) of each
+    finding whose fix needs review on its own but which `fix` applies in a later round."""
+    waiting = [i for i, f in enumerate(findings) if f.fix is not None and not f.fix.safe]
+    if not waiting or not any(f.fix is not None and f.fix.safe for f in findings):
+        return {}  # nothing is applied in the first round, so there is no later one
+    outcome = fix_source(source, path, settings, target)
+    if outcome.error is not None or len(outcome.rounds) < 2:
+        return {}
+    # Each round's lines, mapped back to the text `check` analysed.
+    to_first: list[dict[int, tuple[int, bool]]] = [
+        {i: (i, True) for i in range(len(outcome.rounds[0][0].splitlines()) + 1)}
+    ]
+    for k in range(1, len(outcome.rounds)):
+        step = _line_map(outcome.rounds[k - 1][0], outcome.rounds[k][0])
+        prev = to_first[-1]
+        to_first.append(
+            {j: (prev[i][0], exact and prev[i][1]) for j, (i, exact) in step.items() if i in prev}
+        )
+
+    def first_lines(k: int, f: Finding) -> set[int]:
+        return {to_first[k][n][0] for n in _edited_lines(f) if n in to_first[k]}
+
+    found: dict[int, AppliedWith] = {}
+    for k in range(1, len(outcome.rounds)):
+        for g in outcome.rounds[k][1]:
+            where = to_first[k].get(g.span.start.line)
+            if where is None:
+                continue
+            line, exact = where
+            match = [
+                i
+                for i in waiting
+                if i not in found
+                and findings[i].code == g.code
+                and findings[i].span.start.line == line
+            ]
+            if exact:
+                match = [
+                    i for i in match if findings[i].span.start.col == g.span.start.col
+                ] or match
+            if not match:
+                continue
+            i = match[0]
+            found[i] = AppliedWith(_waits_for(findings[i], outcome.rounds, k, g, first_lines))
+    return found
+
+
+def _waits_for(
+    f: Finding,
+    rounds: list[tuple[str, list[Finding]]],
+    k: int,
+    g: Finding,
+    first_lines: Callable[[int, Finding], set[int]],
+) -> tuple[tuple[str, int], ...]:
+    """The fixes of rounds up to ``k`` that ``f``'s review reason points at: one whose edit is
+    on a line the reason names, or of a rule it names (by the line the reason names, else the
+    fix's own line)."""
+    reason = (f.fix.review_reason if f.fix is not None else "") or f.message
+    lines = {int(n) - 1 for n in _LINE.findall(reason)}
+    codes = set(_CODE.findall(reason)) - {f.code}
+    after: list[tuple[str, int]] = []
+    for j in range(k + 1):
+        for other in rounds[j][1]:
+            if other is g:
+                continue
+            touched = first_lines(j, other)
+            named = sorted(touched & lines)
+            if named:
+                item = (other.code, named[0] + 1)
+            elif other.code in codes and touched:
+                item = (other.code, min(touched) + 1)
+            else:
+                continue
+            if item not in after:
+                after.append(item)
+    return tuple(after)
+
+
+__all__ = ["AppliedWith", "applied_later"]

@@ -1,0 +1,93 @@
+"""What `check` says of each fix must match what `fix` does. `fix` runs in rounds: a fix that
+needs review on its own can become safe once another round's safe fix is in (XLA403 removes
+``torch.cuda.set_device(device)``, then XLA101 may change ``device``), and `fix` applies it.
+`check` then says "applied by `fix` together with XLA403's fix at line N", not "review: not
+applied by `fix`"."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from xla_lens.cli.output import Reported, format_text
+from xla_lens.engine import Settings, analyze, fix_source
+from xla_lens.engine.fix_plan import applied_later
+
+from tests.helpers import src
+
+# A CUDA index that is both the model's device and torch.cuda.set_device's argument.
+INDEX_DEVICE = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("nccl")
+    device = dist.get_rank() % torch.cuda.device_count()
+    torch.cuda.set_device(device)
+    net = torch.nn.Linear(4, 1).to(device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for _ in range(3):
+        net(torch.randn(8, 4, device=device)).sum().backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def _check(code: str) -> tuple[list, dict]:
+    analysis = analyze(code, "t.py", Settings(), "modern")
+    return analysis.findings, applied_later(code, "t.py", Settings(), "modern", analysis.findings)
+
+
+def test_a_fix_applied_in_a_later_round_is_named_with_the_fix_it_waits_for():
+    code = src(INDEX_DEVICE)
+    found, later = _check(code)
+    device = [i for i, f in enumerate(found) if f.code == "XLA101"]
+    assert device and all(not found[i].fix.safe for i in device)
+    # set_device is line 8; XLA403's safe fix removes it, and then XLA101's fix is safe.
+    assert [later[i].after for i in device] == [(("XLA403", 8),)] * len(device)
+    text = format_text([Reported(Path("t.py"), f, later.get(i)) for i, f in enumerate(found)])
+    assert "applied by `fix` together with XLA403's fix at line 8" in text
+    assert text.count("review: not applied by `fix`") == sum(
+        1 for i, f in enumerate(found) if f.fix and not f.fix.safe and i not in later
+    )
+    # ... and `fix` does apply it.
+    out = fix_source(code, "t.py", Settings(), "modern")
+    assert "device = torch_xla.device()" in out.source
+    assert "torch.cuda.set_device" not in out.source
+
+
+def test_every_fix_check_calls_review_is_left_by_fix():
+    # With XLA403's fix turned off set_device stays, and so does the CUDA device index.
+    code = src(INDEX_DEVICE).replace(
+        "torch.cuda.set_device(device)", "torch.cuda.set_device(device)  # xla-lens: ignore[XLA403]"
+    )
+    found, later = _check(code)
+    assert later == {}
+    text = format_text([Reported(Path("t.py"), f, later.get(i)) for i, f in enumerate(found)])
+    assert "together with" not in text
+    assert "review: not applied by `fix`" in text
+    out = fix_source(code, "t.py", Settings(), "modern")
+    assert "% torch.cuda.device_count()" in out.source
+
+
+def test_the_cli_check_and_its_count_say_what_fix_applies(tmp_path: Path):
+    script = tmp_path / "train.py"
+    script.write_text(src(INDEX_DEVICE))
+    run = subprocess.run(
+        [sys.executable, "-m", "xla_lens", "check", "train.py", "--target", "modern"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert "XLA403's fix at line 8" in run.stdout, run.stdout
+    found, later = _check(src(INDEX_DEVICE))
+    fixable = sum(1 for f in found if f.fix is not None and f.fix.safe) + len(later)
+    assert f"({fixable} fixable with `xla-lens fix`)" in run.stderr
