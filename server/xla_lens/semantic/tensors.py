@@ -39,7 +39,8 @@ META_ATTRS = frozenset(
 )
 CONVENTIONAL = frozenset({"loss", "logits", "outputs", "output", "preds", "pred", "predictions"})
 CALLABLE_HINTS = ("model", "net", "criterion", "loss")
-FACTORY_PREFIXES = ("get_", "build_", "create_", "make_", "load_", "init_")
+# ``unwrap_model(model)`` (accelerate) hands back the module, it does not run it.
+FACTORY_PREFIXES = ("get_", "build_", "create_", "make_", "load_", "init_", "unwrap_")
 NOT_TENSOR_TORCH_PREFIXES = (
     "torch.cuda.",
     "torch.backends.",
