@@ -58,3 +58,12 @@ for step in range(1000):
 def test_the_cpu_copy_of_a_module_is_not_a_tensor_read():
     found = findings(SNAPSHOT, "XLA401")
     assert [f.span.start.line for f in found] == [16]  # net.weight.cpu() is a tensor
+
+
+def test_a_read_under_a_periodic_test_is_not_every_step():
+    found = findings(REBOUND, "XLA401")
+    (item,) = [f for f in found if f.span.start.line == 13]
+    assert "every step that runs the periodic block on line 11" in item.message
+    code = REBOUND.replace("    if step % 10 == 0:\n", "    if True:\n")
+    (item,) = [f for f in findings(code, "XLA401") if f.span.start.line == 13]
+    assert item.message.endswith("an extra sync every step")

@@ -284,7 +284,37 @@ CPU_SCRIPT = (
 )
 
 
-def _message(what: str, on_cpu: bool) -> str:
+def _periodic(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast.If | None:
+    """The ``if step % log_every == 0:`` (a test with a ``%``, or a name bound to one) the
+    read sits under inside the loop: it runs every few steps, not every step."""
+    child = node
+    for a in model.ancestors(node):
+        if a is loop.node or isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        if isinstance(a, ast.If) and child in a.body and _has_modulo(model, a.test):
+            return a
+        child = a
+    return None
+
+
+def _has_modulo(model: ScriptModel, test: ast.expr) -> bool:
+    for n in ast.walk(test):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+            return True
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            values = model.assigned_from(n.id)
+            if values and all(
+                any(isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mod) for m in ast.walk(v))
+                for v in values
+            ):
+                return True
+    return False
+
+
+def _message(what: str, on_cpu: bool, periodic: ast.If | None = None) -> str:
+    if periodic is not None:
+        every = f"every step that runs the periodic block on line {periodic.lineno}"
+        return _message(what, on_cpu).replace("every step", every)
     if what.startswith(MAYBE):
         head = f"{what.removeprefix(MAYBE)} may read a tensor on the host inside the training loop"
         if on_cpu:
@@ -323,7 +353,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix = numpy_fix(model, numpy, REPORTING_METHODS)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
             continue
-        message = _message(what, on_cpu)
+        message = _message(what, on_cpu, _periodic(model, loop, node))
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
