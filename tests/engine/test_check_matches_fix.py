@@ -91,3 +91,42 @@ def test_the_cli_check_and_its_count_say_what_fix_applies(tmp_path: Path):
     found, later = _check(src(INDEX_DEVICE))
     fixable = sum(1 for f in found if f.fix is not None and f.fix.safe) + len(later)
     assert f"({fixable} fixable with `xla-lens fix`)" in run.stderr
+
+
+# XLA103 names the autocast at line 15 (line 14 once dedented) as what blocks it; what unblocks it is XLA101's device
+# change at line 9 (autocast(device_type=device.type) then runs on XLA with bf16). XLA107's sync,
+# appended to the loop around line 15, edits no line of it and must not be named.
+AMP_PICKER = """
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("nccl")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    net = DDP(nn.Linear(4, 1).to(device))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cuda")
+    for _ in range(3):
+        opt.zero_grad()
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
+            loss = net(torch.randn(8, 4, device=device)).sum()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_the_fix_a_promotion_waits_for_is_found_when_the_reason_names_another_line():
+    code = src(AMP_PICKER)
+    found, later = _check(code)
+    (scaler,) = [i for i, f in enumerate(found) if f.code == "XLA103"]
+    assert later[scaler].after == (("XLA101", 9),)
+    out = fix_source(code, "t.py", Settings(), "modern")
+    assert "GradScaler" not in out.source

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..rules.base import Finding, Target
+from ..rules.base import AppendToBody, Finding, InsertAfter, InsertBefore, Target
+from .analysis import analyze
 from .config import Settings
 from .fixing import fix_source
 
@@ -59,11 +59,20 @@ def _line_map(old: str, new: str) -> dict[int, tuple[int, bool]]:
     return out
 
 
+# Edits that insert next to a span (or at the end of a block) change no line of it: XLA107's
+# sync appended to a loop does not touch the autocast inside the loop.
+_INSERTS = (InsertAfter, InsertBefore, AppendToBody)
+
+
 def _edited_lines(f: Finding) -> set[int]:
-    """0-based lines a finding's fix edits, and the finding's own lines."""
-    spans = [f.span]
-    if f.fix is not None:
-        spans += [op.span for op in f.fix.ops if getattr(op, "span", None) is not None]  # type: ignore[union-attr]
+    """0-based lines a finding's fix rewrites (none for a fix that only inserts)."""
+    if f.fix is None:
+        return set()
+    spans = [
+        op.span  # type: ignore[union-attr]
+        for op in f.fix.ops
+        if not isinstance(op, _INSERTS) and getattr(op, "span", None) is not None
+    ]
     return {line for s in spans for line in range(s.start.line, s.end.line + 1)}
 
 
@@ -93,9 +102,6 @@ def applied_later(
             {j: (prev[i][0], exact and prev[i][1]) for j, (i, exact) in step.items() if i in prev}
         )
 
-    def first_lines(k: int, f: Finding) -> set[int]:
-        return {to_first[k][n][0] for n in _edited_lines(f) if n in to_first[k]}
-
     found: dict[int, AppliedWith] = {}
     for k in range(1, len(outcome.rounds)):
         for g in outcome.rounds[k][1]:
@@ -117,8 +123,47 @@ def applied_later(
             if not match:
                 continue
             i = match[0]
-            found[i] = AppliedWith(_waits_for(findings[i], outcome.rounds, k, g, first_lines))
+            after = _waits_for(findings[i], outcome.rounds, k, g, to_first)
+            if not after and k == 1:
+                after = _tried_alone(findings[i], outcome.rounds[0], path, settings, target)
+            found[i] = AppliedWith(after)
     return found
+
+
+_TRIES = 6
+
+
+def _tried_alone(
+    f: Finding,
+    first: tuple[str, list[Finding]],
+    path: str,
+    settings: Settings,
+    target: Target,
+) -> tuple[tuple[str, int], ...]:
+    """When the review reason points at no applied fix: apply the first round's fixes one at a
+    time (the nearest to ``f`` first, at most a few) and name the first after which ``f``'s
+    fix is safe."""
+    from .apply import FixError, apply_ops
+
+    text, applied = first
+    line = f.span.start.line
+    for g in sorted(applied, key=lambda g: abs(g.span.start.line - line))[:_TRIES]:
+        try:
+            alone = apply_ops(text, g.fix.ops).code  # type: ignore[union-attr]
+        except FixError:
+            continue
+        where = _line_map(text, alone)
+        analysis = analyze(alone, path, settings, target)
+        if any(
+            h.code == f.code
+            and h.fix is not None
+            and h.fix.safe
+            and where.get(h.span.start.line, (-1, False))[0] == line
+            for h in analysis.findings
+        ):
+            edited = sorted(_edited_lines(g)) or [g.span.start.line]
+            return ((g.code, edited[0] + 1),)
+    return ()
 
 
 def _waits_for(
@@ -126,7 +171,7 @@ def _waits_for(
     rounds: list[tuple[str, list[Finding]]],
     k: int,
     g: Finding,
-    first_lines: Callable[[int, Finding], set[int]],
+    to_first: list[dict[int, tuple[int, bool]]],
 ) -> tuple[tuple[str, int], ...]:
     """The fixes of rounds up to ``k`` that ``f``'s review reason points at: one whose edit is
     on a line the reason names, or of a rule it names (by the line the reason names, else the
@@ -139,12 +184,13 @@ def _waits_for(
         for other in rounds[j][1]:
             if other is g:
                 continue
-            touched = first_lines(j, other)
+            touched = {to_first[j][n][0] for n in _edited_lines(other) if n in to_first[j]}
             named = sorted(touched & lines)
             if named:
                 item = (other.code, named[0] + 1)
-            elif other.code in codes and touched:
-                item = (other.code, min(touched) + 1)
+            elif other.code in codes:
+                own = to_first[j].get(other.span.start.line, (other.span.start.line, False))
+                item = (other.code, min(touched or {own[0]}) + 1)
             else:
                 continue
             if item not in after:
