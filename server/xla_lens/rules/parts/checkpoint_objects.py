@@ -6,6 +6,8 @@
 lists and a ``state_dict(keep_vars=True)`` therefore stay XLA tensors in the file (verified
 on torch_xla 2.9, PJRT CPU): ``torch.save(dict(net=net, opt=opt.state_dict()))`` swapped to
 ``xm.save`` is no CPU checkpoint. A CPU copy (``copy.deepcopy(net).cpu()``) is fine.
+XLA401 asks ``object_kind`` too: the ``.cpu()`` of a module is a model snapshot, not a
+tensor read.
 """
 
 from __future__ import annotations
@@ -105,8 +107,10 @@ def _constructed(model: ScriptModel, call: ast.Call) -> str | None:
         return SCHEDULER
     if name.startswith("torch.optim."):
         return OPTIMIZER
-    if name.startswith("torch.nn.") and not name.startswith(
-        ("torch.nn.functional.", "torch.nn.utils.", "torch.nn.init.")
+    if (
+        name.startswith("torch.nn.")
+        and not name.startswith(("torch.nn.functional.", "torch.nn.utils.", "torch.nn.init."))
+        and name.rpartition(".")[2][:1].isupper()  # a class: nn.Linear, not a function
     ):
         return MODULE
     return MODULE if _module_class(model, call) else None
