@@ -4,7 +4,8 @@
 on one device), which a data-parallel XLA script needs and a plain step skips. Scripts
 that already reduce gradients themselves (``xm.reduce_gradients``/``xm.all_reduce``, or
 DDP, or ZeRO-1's ``ZeroRedundancyOptimizer``) must keep the plain step, or every gradient would
-be reduced twice.
+be reduced twice. The fix waits for review when the optimizer is a parameter whose caller
+cannot be seen (it may be accelerate's or a DDP model's).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from ..semantic.params import argument_values, parameter_of
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
-from .parts.ddp_callers import ddp_callers
+from .parts.ddp_callers import ddp_callers, unseen_caller
 
 CODE = "XLA105"
 # ZeroRedundancyOptimizer (and any other ...Optimizer class of torch_xla.distributed).
@@ -65,7 +66,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         e = Emitter(model)
         code = xla_api.optimizer_step(e, model.segment(opt))
         wrapper = _local_wrapper(model, opt)
-        reasons = [callers_reason] if callers_reason else []
+        reasons = [r for r in (callers_reason, unseen_caller(model, call)) if r]
         if wrapper is not None:
             reasons.append(
                 f"`{model.segment(opt)}` is a `{wrapper}` (a class of this script, not a "

@@ -8,7 +8,9 @@ and ``xm.optimizer_step`` would all-reduce them a second time. The function is f
 the functions of this file that lead to it, and those to their callers in the workspace
 (``semantic/workspace_callers.py``): when every caller found reduces (and nothing in this
 file's own top-level code calls it), the step stays as it is; when only some do, the fix
-waits for review and says which caller already reduces. No caller found: as before.
+waits for review and says which caller already reduces. No caller found anywhere while the
+optimizer is a parameter of the step's function: ``unseen_caller`` says why the fix waits for
+review (the optimizer may be accelerate's prepared one, or one over a DDP model).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 from pathlib import Path
 
 from ...semantic.model import ScriptModel
+from ...semantic.params import parameter_of
 from ...semantic.workspace_callers import CallerModule, workspace_callers
 
 MAX_DEPTH = 4
@@ -45,6 +48,33 @@ def ddp_callers(model: ScriptModel, step: ast.Call) -> tuple[bool, str]:
         f"`{name}()` is also called from {where} (line {lines}), which wraps the model in "
         f"{caller.reducer}: over the xla backend it already all-reduces the gradients in "
         "backward, so xm.optimizer_step would all-reduce them a second time for that caller"
+    )
+
+
+def unseen_caller(model: ScriptModel, step: ast.Call) -> str:
+    """Why the fix needs review when the stepped optimizer is a parameter of the step's
+    function and nothing shows what it is: no call of that function in this file, and no
+    module of the workspace folders searched calls it (1d-tokenizer's ``utils/train_utils.py``,
+    called from ``scripts/train.py``, out of reach). The optimizer may then be accelerate's
+    prepared one, whose ``step()`` already all-reduces on XLA, or one over a DDP-wrapped
+    model. "" when the optimizer or its caller is visible."""
+    opt = step.func.value if isinstance(step.func, ast.Attribute) else None
+    fn = model.enclosing_function(step)
+    if not isinstance(opt, ast.Name) or fn is None:
+        return ""
+    param = parameter_of(model, opt)
+    if param is None or param[0] is not fn:
+        return ""
+    if any(model.steps.callee(c) is fn for c in model.calls):
+        return ""  # called here: what it is given is this file's business (or unreadable)
+    if isinstance(model.parent(fn), ast.Module) and workspace_callers(model, fn.name):
+        return ""  # a caller is known: ddp_callers judged it
+    return (
+        f"the optimizer comes from the caller (`{opt.id}` is a parameter of `{fn.name}()`, "
+        "and no caller of it is visible in this file or its folder): if it is an "
+        "accelerate-prepared optimizer (its step() already all-reduces on XLA) or one over a "
+        "DDP-wrapped model, xm.optimizer_step would all-reduce the gradients a second time; "
+        "keep optimizer.step() then"
     )
 
 
