@@ -4,8 +4,9 @@
 on one device), which a data-parallel XLA script needs and a plain step skips. Scripts
 that already reduce gradients themselves (``xm.reduce_gradients``/``xm.all_reduce``, or
 DDP, or ZeRO-1's ``ZeroRedundancyOptimizer``) must keep the plain step, or every gradient would
-be reduced twice. The fix waits for review when the optimizer is a parameter whose caller
-cannot be seen (it may be accelerate's or a DDP model's).
+be reduced twice. Where several replicas run and nothing reduces, they train independently:
+the fix would make them train one model, so it waits for review; so it does when the optimizer
+is a parameter whose caller cannot be seen (it may be accelerate's or a DDP model's).
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ from .parts.ddp_callers import ddp_callers, unseen_caller
 CODE = "XLA105"
 # ZeroRedundancyOptimizer (and any other ...Optimizer class of torch_xla.distributed).
 XLA_DISTRIBUTED = "torch_xla.distributed."
+REPLICA_STARTS = frozenset(
+    {
+        "torch.distributed.init_process_group",
+        "torch.multiprocessing.spawn",
+        "torch.multiprocessing.start_processes",
+        "torch_xla.distributed.xla_multiprocessing.spawn",
+        "torch_xla.launch",
+    }
+)
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -67,6 +77,13 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         code = xla_api.optimizer_step(e, model.segment(opt))
         wrapper = _local_wrapper(model, opt)
         reasons = [r for r in (callers_reason, unseen_caller(model, call)) if r]
+        if _starts_replicas(model):
+            # Several replicas and nothing of the script's own reduces their gradients (the
+            # rule returned above otherwise): each trains its own model. xm.optimizer_step
+            # all-reduces when the world has more than one process and would make them train
+            # one. Another xm.optimizer_step does not count (see above), so the answer does
+            # not depend on which step was fixed first.
+            reasons.append(_independent_reason(ctx.target))
         if wrapper is not None:
             reasons.append(
                 f"`{model.segment(opt)}` is a `{wrapper}` (a class of this script, not a "
@@ -85,6 +102,23 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 review_reason="; ".join(reasons),
             ),
         )
+
+
+def _starts_replicas(model: ScriptModel) -> bool:
+    """The script starts several processes itself: a process group (torchrun), a spawn, the
+    XLA launcher. A DistributedSampler alone does not: pytorch/examples build one only when a
+    flag asks, and ``DistributedSampler(ds, num_replicas=1, rank=0)`` runs one process."""
+    if "_mp_fn" in model.functions:
+        return True
+    return any(model.call_name(c) in REPLICA_STARTS for c in model.calls)
+
+
+def _independent_reason(target: str) -> str:
+    sync = "xm.mark_step()" if target == "legacy" else "torch_xla.sync()"
+    return (
+        "xm.optimizer_step all-reduces gradients across replicas; this script's replicas "
+        f"train independently (no DDP): use optimizer.step() + {sync} to keep that"
+    )
 
 
 def _xla_distributed_value(model: ScriptModel, value: ast.AST | None) -> bool:
