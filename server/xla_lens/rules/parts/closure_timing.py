@@ -14,11 +14,11 @@ from ...semantic.loop_syncs import loop_syncs
 from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, method_name
 from ...semantic.params import parameter_of
 from ...semantic.prepared_loaders import Feed, prepared_feed
-from ...semantic.steps import trailing_exit_guard
 from .. import xla106_device_loader, xla107_mark_step
 from ..base import Pos, Span, Target
 from ..xla106_device_loader import will_wrap
 from .final_fixes import applied_spans
+from .sync_point import sync_point
 
 EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
 REVIEW_LOST = (
@@ -234,8 +234,9 @@ def sync_runs_after(
     fed = plan == "fed"
     syncs = _loop_syncs(model, loop)
     lost = REVIEW_LOST.format
-    # With no sync yet, XLA107 adds one before the exit checks that end the loop body.
-    guard = trailing_exit_guard(loop.node) if plan == "added" and not syncs else None
+    # With no sync yet, XLA107 adds one where every iteration reaches it (sync_point): before
+    # the exit checks that end the loop body, or before a continue that would skip it.
+    guard = sync_point(model, loop).before if plan == "added" and not syncs else None
     if guard is not None and not after(guard, stmt):
         why = f"the step's sync goes before the exit check on line {guard.lineno}, before it"
         return lost(why=why, what="report")
