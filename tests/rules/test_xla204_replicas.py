@@ -315,3 +315,40 @@ def test_replica_code_that_needs_torchruns_environment_waits_for_review():
     (f,) = findings(code, "XLA204")
     assert not f.fix.safe and "KeyError" in f.fix.review_reason
     assert "line 5" in f.fix.review_reason
+
+
+# A process group and a training loop, nothing of the script's own all-reduces the gradients.
+NO_REDUCTION = """
+import torch
+import torch.distributed as dist
+
+
+def main():
+    dist.init_process_group("nccl")
+    print("gpus:", torch.cuda.device_count())
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in data:
+        model(x).sum().backward()
+        {step}
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_xla105s_optimizer_step_is_not_the_scripts_own_coordination():
+    # XLA105's safe fix writes xm.optimizer_step; it does not tell how the author meant the
+    # replicas to cooperate (under torchrun they trained independently): the launch waits
+    # for review in every order, so plain `fix` never launches what `check` called review.
+    (before,) = findings(NO_REDUCTION.format(step="opt.step()"), "XLA204")
+    assert not before.fix.safe
+    after = NO_REDUCTION.format(step="xm.optimizer_step(opt)").replace(
+        "import torch\n", "import torch\nimport torch_xla.core.xla_model as xm\n", 1
+    )
+    (f,) = findings(after, "XLA204")
+    assert not f.fix.safe, f.message
+    assert "xm.optimizer_step (line 13)" in f.fix.review_reason
+    assert "XLA105" in f.fix.review_reason
+    assert "torch_xla.launch" not in fixed(NO_REDUCTION.format(step="opt.step()"), None)

@@ -12,7 +12,8 @@ program. So the launch rewrite is safe only when the coordination is visible her
 - every process-group, DDP/FSDP and DistributedSampler call in reach of the entry function
   (it and the functions of this script it calls) runs unconditionally, or under a test made
   only of ``torch.distributed`` queries;
-- the gradients are visibly all-reduced (DDP/FSDP, ``xm.optimizer_step``, an all_reduce) or
+- the gradients are visibly all-reduced by the script's own code (DDP/FSDP, an all_reduce; not
+  ``xm.optimizer_step``, which XLA105's fix writes) or
   the entry function trains nothing visible at all.
 """
 
@@ -41,9 +42,12 @@ SAMPLERS = (
 )
 GRADIENT_SYNCS = (
     "torch.distributed.all_reduce",
-    "torch_xla.core.xla_model.optimizer_step",
     "torch_xla.core.xla_model.reduce_gradients",
 )
+# What XLA105's safe fix writes for optimizer.step(): it all-reduces, but it is no sign of how
+# the author meant the replicas to cooperate (under torchrun, with nothing else reducing, they
+# trained independently), and counting it made the launch safe only after XLA105's round.
+FIX_WRITTEN_SYNC = "torch_xla.core.xla_model.optimizer_step"
 ENV_KEYS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "SLURM_")
 # Calls whose value is the same question asked of the process group the script starts, or of
 # the XLA runtime the launcher starts (XLA202's safe rewrite of a torchrun env check).
@@ -367,6 +371,7 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
     wrappers: list[tuple[ast.Call, FunctionNode, list[ast.expr]]] = []
     gated: list[tuple[ast.Call, FunctionNode, ast.expr]] = []
     grad_sync = trains = False
+    written_sync: ast.Call | None = None
     for fn, outer in _reach(model, entry):
         for node in model.walk_scope(fn):
             if isinstance(node, ast.Call):
@@ -384,6 +389,8 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
                 grad_sync |= name in GRADIENT_SYNCS and (
                     name != "torch.distributed.all_reduce" or "grad" in model.segment(node)
                 )
+                if name == FIX_WRITTEN_SYNC and written_sync is None:
+                    written_sync = node
                 trains |= model._is_step_call(node) or name.startswith("torch.optim.")
                 facts = model.steps.external(node)
                 trains |= facts is not None and facts.kind in ("step", "epoch")
@@ -403,6 +410,14 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
             "(no init_process_group in reach of the entry function)"
         )
     if trains and not (wrappers or grad_sync):
+        if written_sync is not None:
+            return (
+                "nothing of the script's own all-reduces the gradients (no DDP/FSDP wrapper or "
+                "all_reduce in reach of the entry function): the only reduction is "
+                f"xm.optimizer_step (line {written_sync.lineno}), which XLA105's fix writes for "
+                "optimizer.step(); under torchrun the processes trained independently, launched "
+                "they would average their gradients: check that data-parallel training is meant"
+            )
         return (
             prefix + "nothing visible all-reduces the gradients (no DDP/FSDP wrapper, "
             "xm.optimizer_step or all_reduce in reach of the entry function)"
