@@ -46,12 +46,29 @@ FUSED_OPTIMIZERS = (
     "torch.optim.sgd.SGD",
     "torch.optim.adagrad.Adagrad",
 )
+# torch_xla's sync-free optimizers subclass torch.optim's and take fused= too (XLA104 swaps the
+# class and keeps the arguments); run with torch_xla 2.9 they are built, then raise at the
+# first step.
+SYNCFREE_OPTIMIZERS = tuple(
+    f"torch_xla.amp.syncfree.{m}{c}"
+    for c in ("Adam", "AdamW", "SGD")
+    for m in ("", f"{c.lower()}.")
+)
+FUSED_OPTIMIZERS = FUSED_OPTIMIZERS + SYNCFREE_OPTIMIZERS
 MESSAGE = (
     "{name}(fused=True) has no XLA kernel: with the parameters on the XLA device it raises "
-    'RuntimeError ("`fused=True` requires ... Tensors of supported devices") when it is '
-    "built; drop fused= (the default implementation computes the same update, and XLA fuses "
-    "the step graph itself)"
+    'RuntimeError ("`fused=True` requires ... Tensors of supported devices") {when}; drop '
+    "fused= (the default implementation computes the same update, and XLA fuses the step "
+    "graph itself)"
 )
+
+
+def _message(model: ScriptModel, call: ast.Call) -> tuple[str, str]:
+    """The optimizer's name as shown and the message about it."""
+    qualified = model.call_name(call) or "torch.optim"
+    name = qualified.replace("torch.optim.", "", 1)
+    when = "at its first step" if qualified in SYNCFREE_OPTIMIZERS else "when it is built"
+    return name, MESSAGE.format(name=name, when=when)
 
 
 def _fused_true(call: ast.Call) -> ast.keyword | None:
@@ -68,13 +85,13 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             # fused=<expression>: build-nanogpt's `fused_available and device_type == "cuda"`
             # is already False on XLA; an unknown expression is not guessed at.
             continue
-        name = (model.call_name(call) or "torch.optim").replace("torch.optim.", "", 1)
+        _, message = _message(model, call)
         span = model.span(call)
         fix = Fix("Drop fused=True", (RemoveKeyword(span, "fused"),))
         review = _review_reason(model, ctx)
         if review is not None:
             fix = replace(fix, safe=False, review_reason=review)
-        yield Finding(CODE, MESSAGE.format(name=name), span, Severity.ERROR, fix=fix)
+        yield Finding(CODE, message, span, Severity.ERROR, fix=fix)
     yield from _fused_in_dicts(model, ctx)
 
 
@@ -94,9 +111,9 @@ def _fused_in_dicts(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 if not _chosen_unconditionally(model, entry.container, call):
                     continue
                 seen.add(id(value))
-                name = (model.call_name(call) or "torch.optim").replace("torch.optim.", "", 1)
+                name, message = _message(model, call)
                 message = (
-                    f"{MESSAGE.format(name=name)}; fused=True reaches {name} on line "
+                    f"{message}; fused=True reaches {name} on line "
                     f"{call.lineno} through `**{entry.holder}`"
                 )
                 fix = _dict_fix(model, ctx, entry)
