@@ -6,6 +6,7 @@ import ast
 import builtins
 from collections.abc import Iterator
 
+from ..semantic.host_calls import is_builtin_call
 from ..semantic.host_values import HostValues, host_values
 from ..semantic.model import (
     Emitter,
@@ -67,16 +68,6 @@ MANUAL = (
 )
 
 
-def _is_builtin_call(model: ScriptModel, call: ast.Call, names: frozenset[str]) -> bool:
-    f = call.func
-    return (
-        isinstance(f, ast.Name)
-        and f.id in names
-        and model.qualname(f) is None
-        and f.id not in model.functions
-    )
-
-
 def _outer_host_read(model: ScriptModel, call: ast.Call) -> bool:
     """Whether ``call`` is the receiver of a later host read (``t.cpu().numpy()``)."""
     cur: ast.AST = call
@@ -101,7 +92,7 @@ def _bare_numpy_in(model: ScriptModel, node: ast.AST) -> ast.Call | None:
 
 
 def _is_reporting(model: ScriptModel, call: ast.Call) -> bool:
-    return _is_builtin_call(model, call, frozenset({"print"})) or (
+    return is_builtin_call(model, call, frozenset({"print"})) or (
         method_name(call) in REPORTING_METHODS
     )
 
@@ -133,7 +124,7 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
                 return ".numpy()" if _bare_numpy_in(model, node) is not None else None
             return f".{method_name(node)}()"
         if (
-            _is_builtin_call(model, node, CONVERSIONS)
+            is_builtin_call(model, node, CONVERSIONS)
             and len(node.args) == 1
             and _pending(values, node.args[0])
         ):

@@ -183,3 +183,14 @@ def _inside_device_context(model: ScriptModel, node: ast.AST) -> bool:
         ):
             return True
     return False
+
+
+def is_builtin_call(model: ScriptModel, call: ast.Call, names: frozenset[str]) -> bool:
+    """``print(...)``, ``float(...)``: a builtin of ``names`` the script does not rebind."""
+    f = call.func
+    return (
+        isinstance(f, ast.Name)
+        and f.id in names
+        and model.qualname(f) is None
+        and f.id not in model.functions
+    )

@@ -162,7 +162,10 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
             by_name = self._calls_by_name = defaultdict(list)
             for call in self.calls:
                 by_name[self.call_name(call)].append(call)
-        lists = [by_name[q] for q in set(qualnames) if q in by_name]
+        return self._in_source_order([by_name[q] for q in set(qualnames) if q in by_name])
+
+    def _in_source_order(self, lists: list[list[ast.Call]]) -> Iterator[ast.Call]:
+        """The calls of several index lists (each in source order), merged in source order."""
         if len(lists) == 1:
             return iter(lists[0])
         if not lists:
@@ -185,13 +188,7 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
         # Many rules ask this: index every call by its method name once per parse rather
         # than scan all calls per question.
         by_method = self.memo(ScriptModel.method_calls, self._calls_by_method)
-        lists = [by_method[n] for n in set(names) if n in by_method]
-        if len(lists) == 1:
-            return iter(lists[0])
-        if not lists:
-            return iter(())
-        order = self._call_order
-        return iter(sorted((c for calls in lists for c in calls), key=lambda c: order[c]))
+        return self._in_source_order([by_method[n] for n in set(names) if n in by_method])
 
     def _calls_by_method(self) -> dict[str, list[ast.Call]]:
         by_method: dict[str, list[ast.Call]] = defaultdict(list)

@@ -56,7 +56,7 @@ def _attribute_class(model: ScriptModel, node: ast.Attribute) -> ast.ClassDef | 
     text = dotted(node)
     if text is None or not text.startswith("self.") or text.count(".") != 1:
         return None
-    values = model.memo(_self_attribute_values, lambda: _self_attribute_values(model))
+    values = attribute_values(model)
     found: ast.ClassDef | None = None
     for value in values.get(text, []):
         cls = (
@@ -70,7 +70,12 @@ def _attribute_class(model: ScriptModel, node: ast.Attribute) -> ast.ClassDef | 
     return found
 
 
-def _self_attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
+def attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
+    """``self.net`` -> the values assigned to it anywhere in the script (once per parse)."""
+    return model.memo(attribute_values, lambda: _attribute_values(model))
+
+
+def _attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
     out: dict[str, list[ast.expr]] = {}
     for node in model.nodes_of(ast.Assign):
         assert isinstance(node, ast.Assign)

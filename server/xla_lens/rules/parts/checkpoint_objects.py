@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ...semantic.calls import classes
 from ...semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from ...semantic.params import argument_values, parameter_of
+from ...semantic.rank_guards import attribute_values
 
 # Methods only a module has (an optimizer has state_dict/zero_grad too, a tensor has .to).
 MODULE_METHODS = frozenset(
@@ -51,17 +52,6 @@ def _receiver_methods(model: ScriptModel) -> dict[str, set[str]]:
     return out
 
 
-def _attribute_values(model: ScriptModel) -> dict[str, list[ast.expr]]:
-    """``self.net`` → the values assigned to it anywhere in the script."""
-    out: dict[str, list[ast.expr]] = {}
-    for node in model.nodes_of(ast.Assign):
-        assert isinstance(node, ast.Assign)
-        for target in node.targets:
-            if isinstance(target, ast.Attribute) and (text := dotted(target)) is not None:
-                out.setdefault(text, []).append(node.value)
-    return out
-
-
 def methods_on(model: ScriptModel, text: str) -> set[str]:
     return model.memo(_receiver_methods, lambda: _receiver_methods(model)).get(text, set())
 
@@ -71,7 +61,7 @@ def values_of(model: ScriptModel, node: ast.Name | ast.Attribute) -> list[ast.ex
     if isinstance(node, ast.Name):
         return model.assigned_from(node.id)
     text = dotted(node)
-    table = model.memo(_attribute_values, lambda: _attribute_values(model))
+    table = attribute_values(model)
     return table.get(text, []) if text is not None else []
 
 

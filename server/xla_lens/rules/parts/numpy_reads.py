@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ...semantic.host_calls import names_cpu
+from ...semantic.host_calls import is_builtin_call, names_cpu
 from ...semantic.model import ScriptModel, method_name, receiver
 from ..base import Fix, Replace
 
@@ -90,7 +90,7 @@ def _consumed_at_once(model: ScriptModel, call: ast.Call, reports: frozenset[str
         return isinstance(outer, ast.Call) and method_name(outer) in COPYING_METHODS
     if isinstance(parent, ast.Call) and parent.func is not call:
         return (
-            _is_builtin(model, parent, COPYING_BUILTINS)
+            is_builtin_call(model, parent, COPYING_BUILTINS)
             or method_name(parent) in reports
             or model.call_name(parent) in COPYING_NUMPY
         )
@@ -107,14 +107,4 @@ def numpy_fix(model: ScriptModel, call: ast.Call, reports: frozenset[str]) -> Fi
         (Replace(model.span(call), text[: end.start()] + ".cpu().numpy()"),),
         safe=not reason,
         review_reason=reason,
-    )
-
-
-def _is_builtin(model: ScriptModel, call: ast.Call, names: frozenset[str]) -> bool:
-    f = call.func
-    return (
-        isinstance(f, ast.Name)
-        and f.id in names
-        and model.qualname(f) is None
-        and f.id not in model.functions
     )
