@@ -80,6 +80,11 @@ def sync_point(model: ScriptModel, loop: TrainingLoop) -> SyncPoint:
     left). A ``break``/``return``/``sys.exit()`` ends the loop: it skips one sync, on the last
     iteration, and the graph grows no further; the exit checks ending the body get the sync
     before them (``trailing_exit_guard``) so the last step's closures run, as before."""
+    # XLA401 asks once per host read in the loop: one answer per loop and parse.
+    return model.memo(("sync_point", loop.node), lambda: _sync_point(model, loop))
+
+
+def _sync_point(model: ScriptModel, loop: TrainingLoop) -> SyncPoint:
     body = loop.node.body
     steps: list[Pos] = []
     skips: list[tuple[int, ast.Continue]] = []
