@@ -28,8 +28,8 @@ def run_epoch(helper, net, opt, batches):
             opt.zero_grad(set_to_none=True)
 """
 
-# A launcher that prepares the optimizer with accelerate, in a folder the search does not
-# reach (scripts/ beside the package, as in 1d-tokenizer's layout).
+# A launcher that prepares the optimizer with accelerate (in scripts/ beside the package, as in
+# 1d-tokenizer's layout, or somewhere the search does not reach).
 ACCEL_LAUNCHER = """
 import torch
 from accelerate import Accelerator
@@ -78,12 +78,28 @@ def _found(script: Path):
 def test_a_parameter_optimizer_with_no_caller_in_reach_waits_for_review(tmp_path: Path):
     _write(tmp_path / "tools" / "__init__.py", "")
     lib = _write(tmp_path / "tools" / "loop.py", LOOP_LIB)
-    _write(tmp_path / "scripts" / "train.py", ACCEL_LAUNCHER)
+    # Two folders down from the package's parent: out of the search's reach.
+    _write(tmp_path / "jobs" / "cifar" / "train.py", ACCEL_LAUNCHER)
     (f,) = _found(lib)
     assert not f.fix.safe
     reason = f.fix.review_reason
     assert "comes from the caller" in reason and "accelerate" in reason and "DDP" in reason
     assert "`opt`" in reason and "run_epoch()" in reason
+
+
+def test_the_accelerate_caller_in_a_folder_beside_the_package_is_found(tmp_path: Path):
+    _write(tmp_path / "tools" / "__init__.py", "")
+    lib = _write(tmp_path / "tools" / "loop.py", LOOP_LIB)
+    _write(tmp_path / "scripts" / "train.py", ACCEL_LAUNCHER)
+    assert _found(lib) == []
+
+
+def test_a_plain_caller_in_a_folder_beside_the_package_keeps_the_safe_fix(tmp_path: Path):
+    _write(tmp_path / "tools" / "__init__.py", "")
+    lib = _write(tmp_path / "tools" / "loop.py", LOOP_LIB)
+    _write(tmp_path / "scripts" / "train.py", PLAIN_LAUNCHER)
+    (f,) = _found(lib)
+    assert f.fix.safe
 
 
 def test_the_same_with_the_accelerate_caller_beside_it_is_not_reported(tmp_path: Path):

@@ -29,7 +29,11 @@ if TYPE_CHECKING:
 
 MAX_FILES = 64  # .py files looked at per search
 _CACHE_LIMIT = 256
-_MENTIONS_LIMIT = 4096  # small entries: one per file version and function asked
+_MENTIONS_LIMIT = 4096
+# Folders that hold no caller of the project's own code.
+_NOT_SCRIPTS = frozenset(
+    {"node_modules", "venv", "env", "site-packages", "build", "dist"}
+)  # small entries: one per file version and function asked
 
 
 @dataclass(frozen=True)
@@ -51,10 +55,26 @@ def clear_cache() -> None:
 
 
 def _folders(path: Path) -> list[Path]:
+    """The file's folder; when it is a package, the folder above it (where scripts sit) and
+    that folder's other plain folders (``scripts/`` beside ``utils/``, as in 1d-tokenizer's
+    layout: ``scripts/train.py`` runs ``from utils.train_utils import ...``)."""
     here = path.parent
     out = [here]
     if (here / "__init__.py").is_file():
-        out.append(here.parent)
+        above = here.parent
+        out.append(above)
+        try:
+            beside = sorted(
+                p
+                for p in above.iterdir()
+                if p != here
+                and p.name[:1] not in "._"
+                and p.name not in _NOT_SCRIPTS
+                and p.is_dir()
+            )
+        except OSError:
+            beside = []
+        out.extend(beside)
     return out
 
 

@@ -71,7 +71,8 @@ def unseen_caller(model: ScriptModel, step: ast.Call) -> str:
         return ""  # a caller is known: ddp_callers judged it
     return (
         f"the optimizer comes from the caller (`{opt.id}` is a parameter of `{fn.name}()`, "
-        "and no caller of it is visible in this file or its folder): if it is an "
+        "and no caller of it is visible in this file, its folder or the folders beside its "
+        "package): if it is an "
         "accelerate-prepared optimizer (its step() already all-reduces on XLA) or one over a "
         "DDP-wrapped model, xm.optimizer_step would all-reduce the gradients a second time; "
         "keep optimizer.step() then"
