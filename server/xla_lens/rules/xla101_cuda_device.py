@@ -20,8 +20,8 @@ from dataclasses import replace
 
 from ..semantic import cuda_flag_idioms as flag_idioms
 from ..semantic import device_sites as sites
+from ..semantic import if_pickers, pickers, xla_api
 from ..semantic import picker_fixes as pf
-from ..semantic import pickers, xla_api
 from ..semantic.advice import Advice
 from ..semantic.model import (
     Emitter,
@@ -274,8 +274,8 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     generators = list(pf.respect_guards(model, device_arguments.generator_advice(model, handled)))
     choices = list(
         itertools.chain(
-            pf.respect_guards(model, pf.if_picker_advice(model, target, handled)),
-            pf.flag_if_advice(model, target, handled),
+            pf.respect_guards(model, if_pickers.if_picker_advice(model, target, handled)),
+            if_pickers.flag_if_advice(model, target, handled),
             pf.respect_guards(model, pf.picker_advice(model, target, handled)),
             _option_advice(model, target, handled),
         )

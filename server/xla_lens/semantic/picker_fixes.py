@@ -18,7 +18,7 @@ from . import device_refusals as refusals
 from . import device_sites as sites
 from . import pickers, placement_guards, xla_api
 from .advice import Advice, FixPlan
-from .edits import AddImport, Replace, ReplaceStatement
+from .edits import AddImport, Replace
 from .model import Emitter, ScriptModel
 from .values import Use
 from .xla_api import Target
@@ -71,7 +71,7 @@ def fix_plan(title: str, ops: tuple, e: Emitter, safe: bool, reason: str) -> Fix
     return FixPlan(title, (*ops, *e.imports), safe=safe, review_reason=reason)
 
 
-def _with_guards(
+def with_guards(
     model, handled, picker, test, ops: tuple, safe: bool, reason: str, kept=frozenset()
 ) -> tuple[tuple, bool, str, str]:
     """The picker's edits plus those that keep the script's other availability tests in step
@@ -82,161 +82,12 @@ def _with_guards(
     return (*ops, *guards.ops), safe and guards.safe, reason, guards.note
 
 
-def _titled(title: str, note: str) -> str:
+def titled(title: str, note: str) -> str:
     return f"{title}; and {note}" if note else title
 
 
 def message(base: str, safe: bool, reason: str) -> str:
     return base if safe else f"{base} (fix needs review: {reason})"
-
-
-def if_picker_advice(model, target: Target, handled) -> Iterator[Advice]:
-    for node in model.nodes_of(ast.If):
-        if id(node) in handled or not isinstance(node, ast.If):
-            continue
-        ip = pickers.if_picker(model, node)
-        if ip is None:
-            continue
-        handled.update(id(n) for n in ast.walk(node))
-        e = Emitter(model)
-        flow = sites.device_flow(model)
-        values = [
-            s.value
-            for s in ast.walk(node)
-            if isinstance(s, ast.Assign)
-            and s.targets[0] is not ip.target
-            and pickers._target_key(s.targets[0]) == pickers._target_key(ip.target)
-        ] + [
-            s.value
-            for s in ast.walk(node)
-            if isinstance(s, ast.Assign) and s.targets[0] is ip.target
-        ]
-        str_typed = all(sites.is_str_valued(model, v) for v in values)
-        # Uses inside the block (a ``print`` of the CUDA device name) go with it.
-        inside = {id(n) for n in ast.walk(node)}
-        uses = [u for u in flow._store_uses(ip.target, 4, set()) if id(u.node) not in inside]
-        code, safe, reason, follow = choose(model, e, target, uses, str_typed)
-        extras = [s for s in ip.extras if not pickers.is_harmless_extra(model, s)]
-        if extras:
-            safe = False
-            more = "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in extras[:2])
-            reason = (reason + "; " if reason else "") + f"the picker block also runs: {more}"
-        name = model.segment(ip.target)
-        # The block's comments ride on the new statement, so removing the block keeps them.
-        comments = "  ".join(sites.comments_in(model, node))
-        statement = f"{name} = {code}" + (f"  {comments}" if comments else "")
-        ops, safe, reason, note = _with_guards(
-            model,
-            handled,
-            node,
-            node.test,
-            (ReplaceStatement(model.span(node), statement), *follow),
-            safe,
-            reason,
-        )
-        yield advice(
-            model,
-            node,
-            message(
-                "device picked by an availability test (torch.cuda.is_available() and the like "
-                "are False on an XLA host, so this silently trains on the CPU)",
-                safe,
-                reason,
-            ),
-            fix_plan(_titled(f"Use the XLA device: {name} = {code}", note), ops, e, safe, reason),
-        )
-
-
-def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:
-    """``if use_accel: device = torch.accelerator.current_accelerator() else: ...`` with
-    ``use_accel = not args.no_accel and torch.accelerator.is_available()``, or the same test
-    written inline (``if args.accel and torch.accelerator.is_available():``): the device
-    becomes XLA and the test keeps only the user's flag."""
-    for node in model.nodes_of(ast.If):
-        if id(node) in handled or not isinstance(node, ast.If):
-            continue
-        if not sites.chooses_device(model, node):
-            continue
-        named = pickers.mixed_flag(model, node.test) is not None
-        inline = pickers.flag_part(model, node.test)
-        if not named and not isinstance(inline, list):
-            continue
-        stmt = next(
-            s
-            for s in node.body
-            if isinstance(s, ast.Assign)
-            and any(sites.is_device_name(t) for t in s.targets)
-            and pickers.is_device_value(model, s.value)
-        )
-        handled.update(id(n) for n in ast.walk(stmt))
-        e = Emitter(model)
-        uses = sites.device_flow(model)._store_uses(stmt.targets[0], 4, set())
-        code, safe, reason, follow = choose(
-            model, e, target, uses, sites.is_str_valued(model, stmt.value)
-        )
-        if named:
-            assert isinstance(node.test, ast.Name)
-            flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
-            kept = frozenset({node.test.id})
-        else:
-            assert isinstance(inline, list)
-            flags = " and ".join(model.segment(f) for f in inline)
-            flag_ops = (Replace(model.span(node.test), flags),)
-            # With only the flag tested, the rest of the branch now runs on the XLA host too.
-            cuda_only = [
-                s for s in node.body if s is not stmt and placement_guards.needs_cuda(model, s)
-            ]
-            flag_safe = not cuda_only
-            flag_reason = (
-                "with the test reduced to the flag, the branch also runs "
-                f"`{model.line_text(cuda_only[0].lineno - 1).strip()[:60]}` on the XLA host"
-                if cuda_only
-                else ""
-            )
-            kept = frozenset()
-        # The other branch now runs only when the user's flag says so: what it did besides
-        # choosing the device (``gpu_index = -1``) no longer happens on the XLA host.
-        lost = pickers.other_effects(model, node.orelse, stmt.targets[0])
-        if lost:
-            flag_safe = False
-            shown = "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in lost[:2])
-            flag_reason = "; ".join(
-                r
-                for r in (
-                    flag_reason,
-                    f"the other branch also runs `{shown}`, which no longer happens on the XLA "
-                    "host (keep it where the script needs it)",
-                )
-                if r
-            )
-        safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
-        ops, safe, reason, note = _with_guards(
-            model,
-            handled,
-            node,
-            node.test,
-            (Replace(model.span(stmt.value), code), *flag_ops, *follow),
-            safe,
-            reason,
-            kept,
-        )
-        yield advice(
-            model,
-            stmt.value,
-            message(
-                f"{model.segment(node.test)} asks whether CUDA/an accelerator is available "
-                "(False on an XLA host), so this device is never used there",
-                safe,
-                reason,
-            ),
-            fix_plan(
-                _titled(f"Use the XLA device ({code}) and keep only the user's flag", note),
-                ops,
-                e,
-                safe,
-                reason,
-            ),
-        )
 
 
 def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
@@ -266,7 +117,7 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
             if option:
                 code = XLA_STRING
                 e._add(AddImport("import torch_xla"))
-            ops, safe, reason, note = _with_guards(
+            ops, safe, reason, note = with_guards(
                 model,
                 handled,
                 site,
@@ -290,14 +141,14 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                 edit = Replace(model.span(pk.device_branch), code)
             ops, note = (edit, *follow), ""
             if pk.test_kind == "mixed":
-                ops, safe, reason, note = _with_guards(
+                ops, safe, reason, note = with_guards(
                     model, handled, site, node.test, ops, safe, reason
                 )
             if pk.test_kind == "mixed-name":
                 assert isinstance(node.test, ast.Name)
                 flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
                 safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
-                ops, safe, reason, note = _with_guards(
+                ops, safe, reason, note = with_guards(
                     model,
                     handled,
                     site,
@@ -317,7 +168,7 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                         safe,
                         reason,
                     ),
-                    fix_plan(_titled(title, note), ops, e, safe, reason),
+                    fix_plan(titled(title, note), ops, e, safe, reason),
                 )
                 continue
             title = f"Use the XLA device where CUDA was chosen ({code}); keep the flag"
@@ -330,7 +181,7 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                 safe,
                 reason,
             ),
-            fix_plan(_titled(title, note), ops, e, safe, reason),
+            fix_plan(titled(title, note), ops, e, safe, reason),
         )
 
 
