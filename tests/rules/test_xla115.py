@@ -112,3 +112,22 @@ def test_load_state_dict_with_assign_keeps_the_cpu_tensors_so_needs_review():
     )
     first, second = findings(code, "XLA115")
     assert not first.fix.safe and second.fix.safe
+
+
+def test_a_save_xla108_already_turned_into_xm_save_still_counts():
+    """`fix` applies XLA108's safe xm.save and then re-checks the text: while the script still
+    runs on CUDA there (a picker left for review), the checkpoint its CUDA version wrote is
+    still the one to resume from, and the finding must stay in what is left to review."""
+    after_xla108 = CUDA_RESUME.replace(
+        "import torch\n", "import torch\nimport torch_xla.core.xla_model as xm\n"
+    ).replace("torch.save(netD", "xm.save(netD")
+    found = findings(after_xla108, "XLA115")
+    assert [f.span.start.line + 1 for f in found] == [6, 7]
+    reload = """
+    import torch
+    import torch_xla.core.xla_model as xm
+    model = Net().cuda()
+    xm.save(model.state_dict(), "best.pt")
+    sd = torch.load("best.pt")
+    """
+    assert findings(reload, "XLA115") == []

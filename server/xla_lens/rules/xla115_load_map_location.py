@@ -135,7 +135,9 @@ def _cuda_saves(model: ScriptModel) -> list[ast.Call]:
     CUDA tensors."""
     if not runs_on_cuda(model):
         return []
-    saves = model.calls_to("torch.save")
+    # xm.save too: `fix` re-checks the text after XLA108 made its saves xm.save, and while the
+    # script still runs on CUDA the file to resume from is the one its CUDA version wrote.
+    saves = model.calls_to("torch.save", "torch_xla.core.xla_model.save")
     return [c for c in saves if is_checkpoint(model, arg_or_keyword(c, 0, "obj"))]
 
 
