@@ -134,6 +134,32 @@ def test_fix_diff_writes_nothing(project: Path) -> None:
     assert (project / "train.py").read_text() == CUDA
 
 
+def test_fix_diff_of_a_file_without_final_newline_and_its_leftovers(project: Path) -> None:
+    # No newline at the end, a review fix left (the picker's device string is compared), and
+    # a safe fix that adds import lines above it: the leftover's line is the fixed text's.
+    code = (
+        'import torch\ndevice = "cuda" if torch.cuda.is_available() else "cpu"\n'
+        'if device == "cuda":\n    print("gpu")\nm = torch.nn.Linear(2, 2).to(device)\n'
+        'torch.save(m.state_dict(), "m.pt")'
+    )
+    (project / "tail.py").write_text(code)
+    out = xla_lens("fix", "--diff", "tail.py", "--target", "modern", cwd=project)
+    assert out.returncode == 1, out.stderr
+    # The diff says the last line has no newline (as git does), so nothing printed after it
+    # lands on that line.
+    assert out.stdout.endswith("\n\\ No newline at end of file\n"), out.stdout
+    assert '+xm.save(m.state_dict(), "m.pt")\n' in out.stdout
+    # Left for review, at its line in the fixed text (the diff's b/ side), and said so.
+    assert "tail.py: left after these fixes (line numbers of the fixed text, b/ in the diff)" in (
+        out.stderr
+    )
+    body = out.stdout.splitlines()[3:]  # after ---, +++ and the one hunk's header
+    fixed_lines = [line[1:] for line in body if line[:1] in " +"]
+    picker = next(i for i, line in enumerate(fixed_lines, 1) if line.startswith("device ="))
+    assert f"tail.py:{picker}:" in out.stderr and "XLA101" in out.stderr
+    assert (project / "tail.py").read_text() == code
+
+
 def test_fix_leaves_unparsable_files_untouched(project: Path) -> None:
     broken = "import torch\nx = torch.zeros(2).cuda(\n"
     (project / "broken.py").write_text(broken)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
@@ -121,6 +122,9 @@ def fix_command(args: argparse.Namespace) -> int:
             _err(f"{path}: {outcome.error}; left untouched")
             problems += 1
             continue
+        if args.diff and outcome.remaining and outcome.source != source.text:
+            # The file is not written: say whose lines these are (the messages cite them too).
+            _err(f"{path}: left after these fixes (line numbers of the fixed text, b/ in the diff)")
         for f in outcome.remaining:
             remaining += 1
             note = f.manual or (
@@ -141,14 +145,7 @@ def fix_command(args: argparse.Namespace) -> int:
             continue
         if args.diff:
             changed_files += 1
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    source.text.splitlines(keepends=True),
-                    outcome.source.splitlines(keepends=True),
-                    fromfile=f"a/{path}",
-                    tofile=f"b/{path}",
-                )
-            )
+            sys.stdout.writelines(_unified_diff(source.text, outcome.source, path))
         else:
             try:
                 written = write_back(source, outcome.source)
@@ -178,6 +175,22 @@ def fix_command(args: argparse.Namespace) -> int:
     if args.diff and changed_files:
         return EXIT_FINDINGS
     return EXIT_FINDINGS if remaining else EXIT_OK
+
+
+def _unified_diff(before: str, after: str, path: Path) -> Iterator[str]:
+    """The diff ``patch`` and ``git apply`` read: a last line with no newline is followed by
+    git's marker line (difflib leaves it unterminated, and what is printed next joins it)."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    )
+    for line in lines:
+        if line.endswith(("\n", "\r")):
+            yield line
+        else:
+            yield line + "\n\\ No newline at end of file\n"
 
 
 def rules_command(args: argparse.Namespace) -> int:
