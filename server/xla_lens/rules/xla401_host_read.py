@@ -34,7 +34,14 @@ from .parts.closure_changes import changed_before_sync
 from .parts.closure_reads import frame_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
-from .parts.numpy_reads import bare_numpy, numpy_fix, numpy_message
+from .parts.narrowed_modules import narrowed_module
+from .parts.numpy_reads import (
+    bare_numpy,
+    crash_read,
+    crashes_outside_loops,
+    numpy_conversion,
+    tensor_valued,
+)
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -60,6 +67,7 @@ REPORTING_METHODS = frozenset(
     }
 )
 BUILTIN_NAMES = frozenset(dir(builtins))
+CONVERSION = "np.array(tensor)"
 MAYBE = "maybe:"  # marks a read that is a device read only if its parameters are tensors
 MANUAL = (
     "Keep the value on the device and read it once after the loop (e.g. "
@@ -106,13 +114,20 @@ def _pending(values: HostValues, expr: ast.AST) -> bool:
 def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
     """What kind of host read ``node`` is, or None."""
     if isinstance(node, ast.Call):
+        tensor = numpy_conversion(model, node)
+        if tensor is not None:  # ``np.array(t)``: numpy reads ``t`` through ``.numpy()``
+            device = values.is_device(tensor) and tensor_valued(values, tensor)
+            return CONVERSION if device else None
         recv = receiver(node)
         if method_name(node) in HOST_METHODS and recv is not None:
             if _outer_host_read(model, node):
                 return None
-            if method_name(node) == "cpu" and object_kind(model, recv) == MODULE:
+            if method_name(node) == "cpu" and (
+                object_kind(model, recv) == MODULE or narrowed_module(model, recv)
+            ):
                 # ``copy.deepcopy(ema).eval().cpu()``: a model snapshot the script copies to
-                # the host on purpose, not a value read mid-step (a closure saves nothing).
+                # the host on purpose, not a value read mid-step (a closure saves nothing);
+                # also through a name an ``isinstance(v, nn.Module)`` test narrowed.
                 return None
             # ``t.cpu().numpy()`` reads ``t``: judge the value the chain starts from.
             while isinstance(recv, ast.Call) and method_name(recv) in HOST_METHODS:
@@ -327,6 +342,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         (CODE, xla117_not_on_device.CODE, ctx.target),
         lambda: next(iter(xla117_not_on_device.check(model, ctx)), None) is not None,
     )
+    if not on_cpu:  # a script placing nothing on a device keeps these on the CPU
+        for call, message, fix in crashes_outside_loops(model, values, REPORTING_METHODS):
+            yield Finding(CODE, message, model.span(call), Severity.WARNING, fix=fix)
     for loop, node in loop_nodes(model):
         what = _reads(model, values, node)
         if what is None:
@@ -337,11 +355,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
         stmt = model.enclosing_statement(node)
-        numpy = _bare_numpy_in(model, node)
-        if numpy is not None:
+        numpy = _bare_numpy_in(model, node) or (node if what == CONVERSION else None)
+        crash = crash_read(model, numpy, on_cpu, REPORTING_METHODS, True) if numpy else None
+        if crash is not None:
             # A step closure would keep the crash: the copy to the host comes first.
-            message = numpy_message(model, numpy, on_cpu)
-            fix = numpy_fix(model, numpy, REPORTING_METHODS)
+            message, fix = crash
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
             continue
         message = _message(what, on_cpu, _periodic(model, loop, node))
@@ -364,7 +382,8 @@ Fix: report from a step closure, which runs after the step's graph has executed:
 `args`, so the closure sees this step's values). For running totals keep the sum on the
 device (`total += loss.detach()`) and read it once after the loop.
 `xm.add_step_closure` is the same on the legacy (torch_xla 1.13) and modern targets.
-`t.numpy()` raises on an XLA tensor (as on a CUDA one): copy it first, `t.cpu().numpy()`.
+`t.numpy()` and `np.array(t)` raise on an XLA tensor (as on a CUDA one), in the loop or out
+of it: copy it first, `t.cpu().numpy()`, `np.array(t.cpu())`.
 """
 
 
