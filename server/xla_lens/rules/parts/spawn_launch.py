@@ -12,6 +12,7 @@ import ast
 from ...semantic import xla_api
 from ...semantic.model import Emitter, ScriptModel
 from ..base import Finding, Fix, Replace, RuleContext, Severity
+from .spawn_device_count import device_count_args
 
 CODE = "XLA204"
 SPAWN_CALLS = {"torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"}
@@ -126,6 +127,9 @@ def spawn_findings(model: ScriptModel, ctx: RuleContext) -> list[Finding]:
                 "; join=False here: the XLA launcher waits for the replicas and returns no "
                 "process context"
             )
+        counts = device_count_args(model, ctx, call, args, _spawn_argument(call, "nprocs"), e)
+        if counts.note:
+            reason += f"; {counts.note}"
         branch = _branch(model, call)
         if branch:
             reason += (
@@ -140,7 +144,7 @@ def spawn_findings(model: ScriptModel, ctx: RuleContext) -> list[Finding]:
                 Severity.WARNING,
                 fix=Fix(
                     f"Launch with {code}",
-                    (Replace(model.span(call), code), *e.imports),
+                    (Replace(model.span(call), code), *counts.ops, *e.imports),
                     safe=False,
                     review_reason=reason,
                 ),
