@@ -23,11 +23,14 @@ from .base import (
 from .parts.cuda_asserts import cuda_availability_asserts, cuda_uses_after
 from .parts.cuda_gates import AVAILABILITY, stop_gates
 from .parts.pin_memory import pin_memory_findings
+from .parts.timer_sync import SYNCHRONIZE, times_device_work, wait_fix
 
 CODE = "XLA403"
 # Calls with no effect worth keeping on XLA: the statement can go.
 REMOVABLE = {
-    "torch.cuda.synchronize": "to wait for the XLA device (e.g. for timing) use xm.wait_device_ops()",
+    # Without a sync nothing is launched yet, so wait_device_ops() alone would wait for nothing.
+    "torch.cuda.synchronize": "to wait for the XLA device (e.g. for timing) run the pending "
+    "graph with torch_xla.sync() then xm.wait_device_ops()",
     "torch.cuda.empty_cache": "XLA manages device memory itself",
     "torch.cuda.reset_peak_memory_stats": "XLA keeps no CUDA memory statistics",
     "torch.cuda.reset_max_memory_allocated": "XLA keeps no CUDA memory statistics",
@@ -37,9 +40,15 @@ REMOVABLE = {
     # torch.accelerator knows no XLA: on an XLA host these raise ("Found no NVIDIA driver").
     "torch.accelerator.set_device_index": "each XLA process gets its device from the launcher",
     "torch.accelerator.set_device_idx": "each XLA process gets its device from the launcher",
-    "torch.accelerator.synchronize": "to wait for the XLA device (e.g. for timing) use "
-    "xm.wait_device_ops()",
+    "torch.accelerator.synchronize": "to wait for the XLA device (e.g. for timing) run the "
+    "pending graph with torch_xla.sync() then xm.wait_device_ops()",
 }
+# A synchronize right before a clock read (parts/timer_sync.py) becomes the XLA wait instead.
+TIMER_WAIT = (
+    "waits for the device before a timer read: XLA runs the work lazily, so without a wait "
+    "the timing would cover graph tracing only; {sync} runs the pending graph and {wait} "
+    "waits for it"
+)
 # The removable calls that change nothing a CUDA run can observe either (they only hand cached
 # memory back to the driver): a guarded block of only these can go. A guarded synchronize,
 # set_device or stats reset does matter on the CUDA host (event timing needs the synchronize),
@@ -155,6 +164,8 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 if names is not None:
                     dead_blocks.add(id(guard))
                     yield _dead_block_finding(model, guard, names)
+            elif q in SYNCHRONIZE and _timed_under_guard(model, call):
+                yield _skipped_wait(model, guard, q, target)
             elif q in SEEDS:
                 # The guard is False on an XLA host: the XLA device then stays unseeded.
                 yield from _guarded_seed(model, call, q, target)
@@ -173,7 +184,14 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
         stmt = model.enclosing_statement(call)
         if q in REMOVABLE:
             message = f"{q}() is CUDA-only: {REMOVABLE[q]}"
-            if isinstance(stmt, ast.Expr) and stmt.value is call:
+            statement = isinstance(stmt, ast.Expr) and stmt.value is call
+            if statement and q in SYNCHRONIZE and times_device_work(model, stmt):
+                assert isinstance(stmt, ast.Expr)
+                fix = wait_fix(model, stmt, target)
+                sync, wait = fix.title.split(": ", 1)[1].split("; ")
+                message = f"{q}() {TIMER_WAIT.format(sync=sync, wait=wait)}"
+                yield _finding(model, call, message, fix=fix)
+            elif statement:
                 fix = Fix(f"Remove {q}()", (RemoveStatement(model.span(stmt)),))
                 yield _finding(model, call, message, fix=fix)
             else:
@@ -209,6 +227,26 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 manual=f"For the number of XLA processes use `{ws}`; for the device kind use "
                 "`torch_xla.runtime.device_type()` (modern) / `xm.xla_device_hw(device)`.",
             )
+
+
+def _timed_under_guard(model: ScriptModel, call: ast.Call) -> bool:
+    stmt = model.enclosing_statement(call)
+    return isinstance(stmt, ast.Expr) and stmt.value is call and times_device_work(model, stmt)
+
+
+def _skipped_wait(model: ScriptModel, guard: ast.If, q: str, target: str) -> Finding:
+    """Reported at the guard's test: the engine leaves the CUDA-only body alone (the CUDA run
+    needs its synchronize), but the XLA run's timing silently loses the wait."""
+    e = Emitter(model)
+    wait = f"{xla_api.sync(e, target)}; {e.xm}.wait_device_ops()"  # type: ignore[arg-type]
+    test = model.segment(guard.test)[:50]
+    return _finding(
+        model,
+        guard.test,
+        f"{q}() runs only when `{test}` is true: on an XLA host the wait is skipped, so the "
+        "timer read after it covers graph tracing only, not the device work",
+        manual=f"Wait on the XLA host too: add `else: {wait}` to the `if {test}:` check.",
+    )
 
 
 def _guarded_seed(model: ScriptModel, call: ast.Call, q: str, target: str) -> Iterator[Finding]:
@@ -336,7 +374,8 @@ device they do nothing or fail (no CUDA driver on TPU/Trainium hosts).
 
 | CUDA | XLA |
 |---|---|
-| `torch.cuda.synchronize()` | remove; `xm.wait_device_ops()` to wait (timing) |
+| `torch.cuda.synchronize(); t1 = time.time()` | `torch_xla.sync()` + `xm.wait_device_ops()` |
+| `torch.cuda.synchronize()` (no timer read after it) | remove |
 | `torch.cuda.empty_cache()`, `reset_peak_memory_stats()`, `set_device()` | remove |
 | `torch.accelerator.set_device_index()`, `synchronize()` (raise on XLA) | remove |
 | `if torch.cuda.is_available(): torch.cuda.empty_cache()` | remove the block (False on XLA) |

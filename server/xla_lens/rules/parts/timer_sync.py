@@ -1,0 +1,155 @@
+"""A ``torch.cuda.synchronize()`` that waits for the device before a clock read (part of
+XLA403).
+
+On CUDA ``torch.cuda.synchronize(); t1 = time.time()`` makes the timing include the kernels
+queued so far. XLA tensors are lazy: nothing runs until a sync, so dropping the synchronize
+makes the timer measure graph tracing only and the printed timings silently change meaning.
+The XLA wait for "the device work queued so far is done" is the sync that cuts and launches
+the pending graph (``torch_xla.sync()``, legacy ``xm.mark_step()``) followed by
+``xm.wait_device_ops()``, which blocks until it has run.
+
+That wait keeps the values (a sync only materialises pending tensors) and what the timing
+includes, but a sync is also a graph boundary. Where it runs every iteration of a training
+loop, or outside any training loop, the boundary is one per step at most, as XLA107's own sync
+(and the host wait is the one the CUDA run paid). Where it runs on some iterations only (under
+``if step % k == 0:``) or in a function a training loop calls, the step's graph is cut
+differently from step to step, and XLA107 takes any sync in the loop for the loop's per-step
+sync and would add none: that fix is for review.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic import xla_api
+from ...semantic.model import Emitter, ScriptModel
+from ...semantic.node_helpers import SCOPE_TYPES
+from ...semantic.training_loops import TrainingLoop
+from ..base import Fix, InsertAfter, Replace, Target
+
+SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.accelerator.synchronize"})
+CLOCKS = frozenset(
+    {
+        "time.time",
+        "time.time_ns",
+        "time.perf_counter",
+        "time.perf_counter_ns",
+        "time.monotonic",
+        "time.monotonic_ns",
+        "timeit.default_timer",
+        "datetime.datetime.now",
+    }
+)
+# Statements that may stand between the synchronize and the clock read without queueing
+# device work: a log line (``logger.info("throughput ...")``) or a print of text.
+_QUIET_CALLS = frozenset({"print", "info", "debug", "warning", "log"})
+_LOOKAHEAD = 3  # statements looked at after the synchronize
+
+
+def times_device_work(model: ScriptModel, stmt: ast.stmt) -> bool:
+    """The statements run right after ``stmt`` (past log lines, and out of an ``if``/
+    ``with``/``try`` block ``stmt`` ends) read a clock: the synchronize is there for timing."""
+    for i, nxt in enumerate(_following(model, stmt)):
+        if i >= _LOOKAHEAD:
+            return False
+        if _reads_clock(model, nxt):
+            return True
+        if not _quiet(nxt):
+            return False
+    return False
+
+
+def _following(model: ScriptModel, stmt: ast.stmt) -> Iterator[ast.stmt]:
+    """The statements after ``stmt`` in its block, then after the ``if``/``with``/``try``
+    that block ends; a function's or a loop's end stops the walk (the caller or the next
+    iteration is elsewhere)."""
+    node: ast.AST = stmt
+    while True:
+        parent = model.parent(node)
+        body = _body_holding(parent, node) if parent is not None else None
+        if body is None:
+            return
+        yield from body[body.index(node) + 1 :]  # type: ignore[arg-type]
+        if not isinstance(parent, ast.If | ast.With | ast.Try):
+            return
+        node = parent
+
+
+def _body_holding(parent: ast.AST, node: ast.AST) -> list[ast.stmt] | None:
+    for field in ("body", "orelse", "finalbody"):
+        body = getattr(parent, field, None)
+        if isinstance(body, list) and node in body:
+            return body
+    return None
+
+
+def _reads_clock(model: ScriptModel, stmt: ast.stmt) -> bool:
+    nodes = [stmt] if isinstance(stmt, SCOPE_TYPES) else [stmt, *model.walk_scope(stmt)]
+    return any(isinstance(n, ast.Call) and model.call_name(n) in CLOCKS for n in nodes)
+
+
+def _quiet(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Pass):
+        return True
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    return name in _QUIET_CALLS
+
+
+def wait_fix(model: ScriptModel, stmt: ast.Expr, target: Target) -> Fix:
+    """Replace the synchronize statement with the XLA sync and wait; for review where the
+    sync would land on some iterations of a training loop only (see the module docstring)."""
+    e = Emitter(model)
+    sync, wait = xla_api.sync(e, target), f"{e.xm}.wait_device_ops()"
+    reason = _in_loop_reason(model, stmt)
+    # The call is replaced in place (a comment on its line stays) and the wait follows it.
+    ops = (Replace(model.span(stmt.value), sync), InsertAfter(model.span(stmt), wait))
+    return Fix(
+        f"Wait for the XLA device: {sync}; {wait}",
+        (*ops, *e.imports),
+        safe=not reason,
+        review_reason=reason,
+    )
+
+
+def _in_loop_reason(model: ScriptModel, stmt: ast.stmt) -> str:
+    for loop in model.training_loops:
+        where = _reached_in(model, stmt, loop)
+        if where:
+            return (
+                f"the wait runs {where} of the training loop on line {loop.node.lineno}: the "
+                "sync it adds cuts the step's graph on the iterations it runs, and XLA107 "
+                "takes it for the loop's own per-step sync; check the loop still syncs once "
+                "per step"
+            )
+    return ""
+
+
+def _reached_in(model: ScriptModel, stmt: ast.stmt, loop: TrainingLoop) -> str:
+    """Where ``stmt`` runs for ``loop``: "" when on every iteration (in the loop body, at
+    most inside ``with`` blocks) or not at all; else inside a block of the loop body, or in
+    a function the loop calls."""
+    ancestors = list(model.ancestors(stmt))
+    if any(a is loop.node for a in ancestors):
+        inner = ancestors[: next(i for i, a in enumerate(ancestors) if a is loop.node)]
+        if all(isinstance(a, ast.With) for a in inner) and stmt not in loop.node.orelse:
+            return ""
+        return "inside a block of the body (maybe on some iterations only)"
+    seen: set[int] = set()
+    todo: list[ast.AST] = list(loop.regions())
+    while todo:
+        region = todo.pop()
+        if id(region) in seen:
+            continue
+        seen.add(id(region))
+        if region is not loop.node and any(a is region for a in ancestors):
+            return "in a function the body calls (maybe on some iterations only)"
+        for node in model.walk(region):
+            if isinstance(node, ast.Call):
+                callee = model.steps.callee(node)
+                if callee is not None:
+                    todo.append(callee)
+    return ""
