@@ -11,6 +11,7 @@ from ..semantic.precision import ACCELERATORS, device_strings
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.autocast_device_type import derivation_findings
 from .parts.device_after_fixes import device_not_xla
+from .parts.device_from_caller import device_from_caller
 from .parts.device_held import device_held
 
 CODE = "XLA102"
@@ -70,6 +71,12 @@ def _is_cuda_autocast(
         'follow: "xla" is right once the script\'s device is the XLA device'
     )
     return True, DEVICE_PARAMS, reason
+
+
+def _cuda_literal(model: ScriptModel, call: ast.Call) -> bool:
+    """``torch.autocast("cuda")``: the device type is written here, not followed."""
+    device = arg_or_keyword(call, 0, "device_type")
+    return device is not None and is_cuda_string(device)
 
 
 def _with_autocast_off(held: str | None) -> str | None:
@@ -176,6 +183,9 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix = _legacy(model, call, args, params == CUDA_PARAMS)
         else:
             fix = _modern(model, call, args)
+        if review is None and (params == CUDA_PARAMS or _cuda_literal(model, call)):
+            # The device is the caller's: "xla" is right only under an XLA caller.
+            review = device_from_caller(model, ctx.target) or review
         if fix is not None and review is not None:
             fix = replace(fix, safe=False, review_reason=review)
             manual = f"review: {review}"

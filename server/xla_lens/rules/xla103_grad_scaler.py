@@ -27,6 +27,7 @@ from .base import (
     SetArgs,
     Severity,
 )
+from .parts.device_from_caller import device_from_caller
 from .parts.final_fixes import final_findings
 from .parts.manual_loss_scaling import manual_loss_scaling
 from .xla102_cuda_autocast import CODE as AUTOCAST_RULE
@@ -200,8 +201,10 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
             )
             return fix, manual
         kept = _cuda_autocast_kept(model) if blocker is None else None
+        # The caller's device decides first: it is why XLA102's autocast change is held back.
+        caller = device_from_caller(model, "modern") if kept is not None else None
         if kept is not None:
-            reason = (
+            reason = caller or (
                 f"the CUDA autocast at line {kept} stays (XLA102's change there is not applied "
                 "automatically): on CUDA its float16 gradients need the scaler"
             )
@@ -267,6 +270,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 "CUDA GradScaler: with bf16 autocast on XLA no loss scaling is needed; "
                 "remove the scaler (loss.backward(), optimizer.step())"
             )
+        if fix is not None and fix.safe and (why := device_from_caller(model, ctx.target)):
+            # Dropped (or made an XLA scaler) under a caller that runs the class on CUDA,
+            # fp16 there would lose its loss scaling.
+            fix = replace(fix, safe=False, review_reason=why)
+            manual = f"review: {why}"
         yield Finding(CODE, message, model.span(call), Severity.WARNING, fix=fix, manual=manual)
 
 

@@ -1,0 +1,97 @@
+"""XLA102/XLA103 in a module whose device is chosen by a caller in another file (a Trainer
+class given ``args.device``): rewriting the CUDA autocast to XLA and dropping the scaler is
+right only when that caller runs the class on the XLA device."""
+
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import analyze
+from xla_lens.semantic.workspace import clear_cache
+from xla_lens.semantic.workspace_callers import clear_cache as clear_callers
+
+from tests.helpers import findings, src
+
+TRAINER = """
+import torch
+from torch.cuda.amp import GradScaler, autocast
+
+
+class Trainer:
+    def __init__(self, model, optimizer, args):
+        self.args = args
+        self.model = model.to(args.device)
+        self.optimizer = optimizer
+
+    def fit(self, loader):
+        scaler = GradScaler(enabled=self.args.fp16)
+        for x, y in loader:
+            x, y = x.to(self.args.device), y.to(self.args.device)
+            with autocast(enabled=self.args.fp16):
+                loss = torch.nn.functional.mse_loss(self.model(x), y)
+            self.optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(self.optimizer)
+            scaler.update()
+"""
+
+CUDA_CALLER = """
+import torch
+from trainer import Trainer
+
+args.device = torch.device("cuda")
+Trainer(model, opt, args).fit(loader)
+"""
+
+XLA_CALLER = """
+import torch_xla
+from trainer import Trainer
+
+args.device = torch_xla.device()
+Trainer(model, opt, args).fit(loader)
+"""
+
+
+def _check(tmp_path: Path, caller: str | None, target: str = "modern") -> dict[str, object]:
+    clear_cache()
+    clear_callers()
+    trainer = tmp_path / "trainer.py"
+    trainer.write_text(src(TRAINER))
+    if caller is not None:
+        (tmp_path / "main.py").write_text(src(caller))
+    result = analyze(trainer.read_text(), str(trainer), target=target)
+    assert not result.rule_errors, result.rule_errors
+    return {f.code: f for f in result.findings if f.code in {"XLA102", "XLA103"}}
+
+
+@pytest.mark.parametrize("target", ["modern", "legacy"])
+def test_a_caller_that_keeps_cuda_makes_both_fixes_for_review(tmp_path: Path, target: str):
+    found = _check(tmp_path, CUDA_CALLER, target)
+    for code in ("XLA102", "XLA103"):
+        fix = found[code].fix
+        assert fix is not None and not fix.safe, code
+        assert "args.device" in fix.review_reason and "main.py:5" in fix.review_reason
+
+
+def test_no_caller_in_reach_makes_both_fixes_for_review(tmp_path: Path):
+    found = _check(tmp_path, None)
+    for code in ("XLA102", "XLA103"):
+        fix = found[code].fix
+        assert fix is not None and not fix.safe, code
+        assert "args.device" in fix.review_reason and "no caller" in fix.review_reason
+
+
+def test_a_caller_on_the_xla_device_keeps_both_fixes_safe(tmp_path: Path):
+    found = _check(tmp_path, XLA_CALLER)
+    assert found["XLA102"].fix.safe and found["XLA103"].fix.safe
+
+
+def test_a_script_that_picks_its_device_itself_keeps_both_fixes_safe():
+    code = TRAINER + 'Trainer(model, opt, args).fit(loader)\nargs.device = "cuda"\n'
+    by_code = {f.code: f for f in findings(code) if f.code in {"XLA102", "XLA103"}}
+    assert by_code["XLA102"].fix.safe and by_code["XLA103"].fix.safe
+
+
+def test_a_class_called_in_its_own_file_keeps_both_fixes_safe():
+    code = TRAINER + "Trainer(model, opt, args).fit(loader)\n"
+    by_code = {f.code: f for f in findings(code) if f.code in {"XLA102", "XLA103"}}
+    assert by_code["XLA102"].fix.safe and by_code["XLA103"].fix.safe
