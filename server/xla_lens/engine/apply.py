@@ -10,7 +10,6 @@ matches no node makes the whole fix not applicable (FixError): a fix is never ap
 
 from __future__ import annotations
 
-import textwrap
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -34,7 +33,9 @@ from ..rules.base import (
     Span,
 )
 from . import apply_anchors as anchors
+from . import apply_comments as comments
 from .apply_calls import edit_call, expression
+from .apply_imports import add_imports, statements
 
 
 class FixError(Exception):
@@ -50,13 +51,6 @@ class ApplyResult:
 
 def _span_of(r: CodeRange) -> Span:
     return Span(Pos(r.start.line - 1, r.start.column), Pos(r.end.line - 1, r.end.column))
-
-
-def _statements(
-    code: str, config: cst.PartialParserConfig | None = None
-) -> list[cst.BaseStatement]:
-    mod = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=config)
-    return list(mod.body)
 
 
 class _Applier(cst.CSTTransformer):
@@ -160,15 +154,15 @@ class _Applier(cst.CSTTransformer):
         carried_lines: list[cst.EmptyLine] = []
         changed = False
         for orig, upd in zip(original, updated, strict=True):
-            before, replacement, after = self._statement_ops(orig, upd)
-            if before or after or replacement is not upd:
+            before, replacement, after, closing = self._statement_ops(orig, upd)
+            if before or after or closing or replacement is not upd:
                 changed = True
             out.extend(before)
             if replacement is None:
                 # Keep comments that sat above a removed statement, and its own
                 # trailing comment (``scaler.update()  # every step``) as a line.
                 carried_lines.extend(getattr(upd, "leading_lines", ()))
-                carried_lines.extend(_trailing_comment_line(upd))
+                carried_lines.extend(comments.trailing_comment_line(upd))
             else:
                 if carried_lines and hasattr(replacement, "leading_lines"):
                     replacement = replacement.with_changes(
@@ -183,19 +177,29 @@ class _Applier(cst.CSTTransformer):
                     )
                     carried_lines = []
                 out.extend(after)
+            # Comments a replaced statement had after its last line go on below it.
+            carried_lines.extend(closing)
         # Comments of statements removed at the end of a block stay at its end.
         self.leftover_lines = carried_lines
         return out, changed
 
     def _statement_ops(
         self, orig: cst.BaseStatement, upd: cst.BaseStatement
-    ) -> tuple[list[cst.BaseStatement], cst.BaseStatement | None, list[cst.BaseStatement]]:
+    ) -> tuple[
+        list[cst.BaseStatement],
+        cst.BaseStatement | None,
+        list[cst.BaseStatement],
+        list[cst.EmptyLine],
+    ]:
+        """(statements before, the statement or None, statements after, comment lines to
+        carry below them)."""
         before: list[cst.BaseStatement] = []
         after: list[cst.BaseStatement] = []
         if isinstance(orig, cst.SimpleStatementLine):
             assert isinstance(upd, cst.SimpleStatementLine)
             kept: list[cst.BaseSmallStatement] = []
             replaced: list[cst.BaseStatement] = []
+            closing: list[cst.EmptyLine] = []
             for small_orig, small_upd in zip(orig.body, upd.body, strict=True):
                 span = self._span(small_orig)
                 ops = self.stmt_ops.get(span, []) if span is not None else []
@@ -206,46 +210,65 @@ class _Applier(cst.CSTTransformer):
                         removed = True
                     elif isinstance(op, ReplaceStatement):
                         removed = True
-                        replaced.extend(_statements(op.code, self.config))
+                        new, tail = comments.replacement(op.code, self.config)
+                        replaced.extend(new)
+                        closing.extend(tail)
                     elif isinstance(op, InsertBefore):
-                        before.extend(_statements(op.code, self.config))
+                        before.extend(statements(op.code, self.config))
                     elif isinstance(op, InsertAfter):
-                        after.extend(_statements(op.code, self.config))
+                        after.extend(statements(op.code, self.config))
                 if not removed:
                     kept.append(small_upd)
             if not replaced and len(kept) == len(upd.body):
-                return before, upd, after
+                return before, upd, after, []
             if kept:
                 kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
                 line: cst.BaseStatement | None = upd.with_changes(body=kept)
                 after = [*replaced, *after]
             elif replaced:
-                first = replaced[0]
-                if hasattr(first, "leading_lines"):
-                    first = first.with_changes(leading_lines=upd.leading_lines)
-                line = first
+                replaced = comments.keep_trailing(upd, replaced, closing)
+                line = replaced[0].with_changes(
+                    leading_lines=[*upd.leading_lines, *replaced[0].leading_lines]
+                )
                 after = [*replaced[1:], *after]
             else:
                 line = None
-            return before, line, after
+            return before, line, after, closing
         span = self._span(orig)
         ops = self.stmt_ops.get(span, []) if span is not None else []
         line = upd
+        rest: list[cst.BaseStatement] = []
+        closing: list[cst.EmptyLine] = []
         for op in ops:
             self._mark(op)
             if isinstance(op, RemoveStatement):
                 line = None
             elif isinstance(op, ReplaceStatement):
-                new = _statements(op.code, self.config)
-                if new and hasattr(new[0], "leading_lines") and hasattr(upd, "leading_lines"):
-                    new[0] = new[0].with_changes(leading_lines=upd.leading_lines)
-                line = new[0] if new else None
-                after = [*new[1:], *after]
+                line, rest, closing = self._replace_compound(upd, op.code)
             elif isinstance(op, InsertBefore):
-                before.extend(_statements(op.code, self.config))
+                before.extend(statements(op.code, self.config))
             elif isinstance(op, InsertAfter):
-                after.extend(_statements(op.code, self.config))
-        return before, line, after
+                after.extend(statements(op.code, self.config))
+        if closing and after:
+            # Below the replacement, above what is inserted after the statement.
+            after[0] = after[0].with_changes(leading_lines=[*closing, *after[0].leading_lines])
+            closing = []
+        return before, line, [*rest, *after], closing
+
+    def _replace_compound(
+        self, upd: cst.BaseStatement, code: str
+    ) -> tuple[cst.BaseStatement | None, list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """``upd`` replaced by ``code``: its first statement, the others, and the comment
+        lines to carry below them. The replaced statement's comments stay (apply_comments)."""
+        new, tail = comments.replacement(code, self.config)
+        new, above, below = comments.keep(upd, new, tail)
+        if not new:
+            # Its leading lines are carried by the caller, as for a removed statement.
+            return None, [], [*above, *below]
+        first = new[0].with_changes(
+            leading_lines=[*upd.leading_lines, *above, *new[0].leading_lines]
+        )
+        return first, new[1:], below
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
@@ -267,7 +290,7 @@ class _Applier(cst.CSTTransformer):
         extra: list[cst.BaseStatement] = []
         for op in ops:
             self._mark(op)
-            extra.extend(_statements(op.code, self.config))
+            extra.extend(statements(op.code, self.config))
         block = updated.body
         return updated.with_changes(body=block.with_changes(body=[*block.body, *extra]))
 
@@ -287,66 +310,9 @@ class _Applier(cst.CSTTransformer):
         body, _ = self._rewrite_body(original_node.body, updated_node.body)
         leftover, self.leftover_lines = self.leftover_lines, []
         if self.imports:
-            body = self._add_imports(updated_node, body)
+            self.applied.update(self.imports)
+            body = add_imports(updated_node, body, self.imports, self.config)
         return updated_node.with_changes(body=body, footer=[*leftover, *updated_node.footer])
-
-    def _add_imports(
-        self, module: cst.Module, body: list[cst.BaseStatement]
-    ) -> list[cst.BaseStatement]:
-        existing = {
-            module.code_for_node(s).strip()
-            for s in body
-            if isinstance(s, cst.SimpleStatementLine)
-            and all(isinstance(x, cst.Import | cst.ImportFrom) for x in s.body)
-        }
-        new = []
-        for op in self.imports:
-            self._mark(op)
-            if op.statement.strip() not in existing:
-                new.extend(_statements(op.statement, self.config))
-                existing.add(op.statement.strip())
-        if not new:
-            return body
-        # After the last import of the leading import block (docstring and __future__
-        # imports stay first); with no imports, after the docstring.
-        insert_at = 0
-        for i, stmt in enumerate(body):
-            if _is_import_line(stmt):
-                insert_at = i + 1
-            elif i == 0 and _is_docstring(stmt):
-                insert_at = 1
-            elif isinstance(stmt, cst.Try) and insert_at == i and _try_imports(stmt):
-                insert_at = i + 1
-            else:
-                break
-        return [*body[:insert_at], *new, *body[insert_at:]]
-
-
-def _trailing_comment_line(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
-    trailing = getattr(stmt, "trailing_whitespace", None)
-    comment = getattr(trailing, "comment", None)
-    if comment is None:
-        return []
-    return [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)]
-
-
-def _is_import_line(stmt: cst.BaseStatement) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body
-    )
-
-
-def _try_imports(stmt: cst.Try) -> bool:
-    return all(_is_import_line(s) for s in stmt.body.body)
-
-
-def _is_docstring(stmt: cst.BaseStatement) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString)
-    )
 
 
 def apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:

@@ -1,0 +1,154 @@
+"""Comments of a statement that a fix replaces, for engine/apply.py.
+
+A ``ReplaceStatement`` often keeps part of what it replaces: XLA405 drops
+``with torch.cuda.device(i):`` and keeps the body. The rule writes the body's code, but the
+comments libcst keeps outside statements (the ``with`` line's trailing comment, the lines
+above the first body statement, those after the last one) are not in it, and a comment the
+replacement code does carry above or below its statements lands in libcst's module header or
+footer, not in a statement. Every comment of the replaced statement that the replacement does
+not carry is kept: those after the statement's last line below the replacement, the others
+above it. Comment lines render at the indentation of the block they end up in, so they are
+dedented with the body.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import libcst as cst
+
+
+def replacement(
+    code: str, config: cst.PartialParserConfig | None
+) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+    """The statements of ``code`` (its leading comment lines above the first one) and the
+    comment lines that follow its last statement."""
+    module = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=config)
+    body = list(module.body)
+    header = [line for line in module.header if line.comment is not None]
+    if body and header and hasattr(body[0], "leading_lines"):
+        body[0] = body[0].with_changes(leading_lines=[*header, *body[0].leading_lines])
+    tail = [line for line in module.footer if line.comment is not None]
+    return body, tail
+
+
+def keep(
+    replaced: cst.BaseStatement, new: list[cst.BaseStatement], tail: list[cst.EmptyLine]
+) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine], list[cst.EmptyLine]]:
+    """``new`` (the code replacing ``replaced``, ``tail`` its comment lines after it) with the
+    comments of ``replaced`` it does not carry: (``new``, lines above it, lines below it).
+    Those after the statement's last line (the footers of its last block, of that block's last
+    statement's last block, inwards) go at the same depth below the new code: an unwrapped
+    body's own closing comments stay in its blocks. ``replaced``'s leading lines are the
+    caller's."""
+    carried = Counter(c.value for node in [*new, *tail] for c in _comments(node))
+    depth = {id(c): d for d, c in _closing_comments(replaced)}
+    own = {id(c) for line in replaced.leading_lines for c in _comments(line)}
+    above: list[cst.EmptyLine] = []
+    by_depth: dict[int, list[cst.EmptyLine]] = {}
+    for comment in _comments(replaced):
+        if id(comment) in own:
+            continue
+        if carried[comment.value] > 0:
+            carried[comment.value] -= 1
+            continue
+        line = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)
+        if id(comment) in depth:
+            by_depth.setdefault(depth[id(comment)], []).append(line)
+        else:
+            above.append(line)
+    below = [*tail, *by_depth.pop(0, [])]
+    if not new:
+        return [], above, [*below, *(line for d in sorted(by_depth) for line in by_depth[d])]
+    last = new[-1]
+    for d in sorted(by_depth, reverse=True):
+        blocks = _spine(last)
+        if not blocks:
+            below.extend(by_depth[d])  # (outermost first: deeper ones were placed already)
+            continue
+        block = blocks[min(d, len(blocks)) - 1]
+        last = last.deep_replace(block, block.with_changes(footer=[*block.footer, *by_depth[d]]))
+    return [*new[:-1], last], above, below
+
+
+def keep_trailing(
+    line: cst.SimpleStatementLine, new: list[cst.BaseStatement], tail: list[cst.EmptyLine]
+) -> list[cst.BaseStatement]:
+    """``new`` replacing all of ``line``, with ``line``'s trailing comment when the new code
+    does not carry it: trailing the first new line when that has none, else above it."""
+    comment = line.trailing_whitespace.comment
+    if comment is None or any(
+        c.value == comment.value for node in [*new, *tail] for c in _comments(node)
+    ):
+        return new
+    first = new[0]
+    if isinstance(first, cst.SimpleStatementLine) and first.trailing_whitespace.comment is None:
+        first = first.with_changes(trailing_whitespace=line.trailing_whitespace)
+    else:
+        first = first.with_changes(
+            leading_lines=[*first.leading_lines, *trailing_comment_line(line)]
+        )
+    return [first, *new[1:]]
+
+
+def trailing_comment_line(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+    """The trailing comment of a removed line (``scaler.update()  # every step``) as a line."""
+    trailing = getattr(stmt, "trailing_whitespace", None)
+    comment = getattr(trailing, "comment", None)
+    if comment is None:
+        return []
+    return [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)]
+
+
+class _Comments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Comment] = []
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.found.append(node)
+
+
+def _comments(node: cst.CSTNode) -> list[cst.Comment]:
+    """``node``'s comments in source order (libcst visits children in the order it prints them)."""
+    visitor = _Comments()
+    node.visit(visitor)
+    return visitor.found
+
+
+def _closing_comments(stmt: cst.CSTNode) -> list[tuple[int, cst.Comment]]:
+    """The comments after ``stmt``'s last line, with the depth of the block whose footer holds
+    them (0: the block ending ``stmt``, 1: the one ending that block's last statement, ...)."""
+    return [
+        (d, c)
+        for d, block in enumerate(_spine(stmt))
+        for line in block.footer
+        for c in _comments(line)
+    ]
+
+
+def _spine(stmt: cst.CSTNode) -> list[cst.IndentedBlock]:
+    """The blocks that end ``stmt``, outermost first: its last block, that block's last
+    statement's last block, and so on."""
+    out: list[cst.IndentedBlock] = []
+    block = _last_block(stmt)
+    while isinstance(block, cst.IndentedBlock):
+        out.append(block)
+        block = _last_block(block.body[-1]) if block.body else None
+    return out
+
+
+def _last_block(stmt: cst.CSTNode) -> cst.BaseSuite | None:
+    """The block that ends ``stmt`` (an ``else``/``finally`` where there is one)."""
+    if isinstance(stmt, cst.If):
+        return _last_block(stmt.orelse) if stmt.orelse is not None else stmt.body
+    if isinstance(stmt, cst.Try | cst.TryStar):
+        last = stmt.finalbody or stmt.orelse or (stmt.handlers[-1] if stmt.handlers else None)
+        return last.body if last is not None else stmt.body
+    if isinstance(stmt, cst.For | cst.While):
+        return stmt.orelse.body if stmt.orelse is not None else stmt.body
+    if isinstance(stmt, cst.Match):
+        return stmt.cases[-1].body if stmt.cases else None
+    body = getattr(stmt, "body", None)
+    return body if isinstance(body, cst.BaseSuite) else None

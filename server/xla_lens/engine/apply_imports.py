@@ -1,0 +1,69 @@
+"""Imports a fix needs, for engine/apply.py: added after the module's leading imports
+(its docstring and ``__future__`` imports stay first), once each."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from ..rules.base import AddImport
+
+
+def statements(code: str, config: cst.PartialParserConfig | None = None) -> list[cst.BaseStatement]:
+    """The statements of ``code`` (a fix's text, dedented)."""
+    return list(cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=config).body)
+
+
+def add_imports(
+    module: cst.Module,
+    body: list[cst.BaseStatement],
+    imports: list[AddImport],
+    config: cst.PartialParserConfig,
+) -> list[cst.BaseStatement]:
+    """``body`` (``module``'s) with the ``imports`` it lacks, after its leading imports."""
+    existing = {
+        module.code_for_node(s).strip()
+        for s in body
+        if isinstance(s, cst.SimpleStatementLine)
+        and all(isinstance(x, cst.Import | cst.ImportFrom) for x in s.body)
+    }
+    new = []
+    for op in imports:
+        if op.statement.strip() not in existing:
+            new.extend(statements(op.statement, config))
+            existing.add(op.statement.strip())
+    if not new:
+        return body
+    # After the last import of the leading import block (docstring and __future__
+    # imports stay first); with no imports, after the docstring.
+    insert_at = 0
+    for i, stmt in enumerate(body):
+        if _is_import_line(stmt):
+            insert_at = i + 1
+        elif i == 0 and _is_docstring(stmt):
+            insert_at = 1
+        elif isinstance(stmt, cst.Try) and insert_at == i and _try_imports(stmt):
+            insert_at = i + 1
+        else:
+            break
+    return [*body[:insert_at], *new, *body[insert_at:]]
+
+
+def _is_import_line(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, cst.Import | cst.ImportFrom) for s in stmt.body
+    )
+
+
+def _try_imports(stmt: cst.Try) -> bool:
+    return all(_is_import_line(s) for s in stmt.body.body)
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.SimpleString | cst.ConcatenatedString)
+    )
