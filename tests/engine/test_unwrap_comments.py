@@ -137,3 +137,12 @@ def test_comments_inside_a_replaced_expression_are_kept_above_it():
     source = "with ctx(\n    1,  # one\n):\n    run()\n"
     result = apply_ops(source, [ReplaceStatement(_with_span(source), "run()")])
     assert result.code == "# one\nrun()\n"
+
+
+def test_a_replaced_line_keeps_its_trailing_comment():
+    source = "# lead\nx = a.item()  # log\ny = 1\n"
+    span = Span(Pos(1, 0), Pos(1, 12))
+    two = apply_ops(source, [ReplaceStatement(span, "x = b\nz = 2")])
+    assert two.code == "# lead\nx = b  # log\nz = 2\ny = 1\n"
+    block = apply_ops(source, [ReplaceStatement(span, "if b:\n    x = b")])
+    assert block.code == "# lead\n# log\nif b:\n    x = b\ny = 1\n"
