@@ -8,6 +8,10 @@ from torch.utils.data.distributed import DistributedSampler as DS
 def main():
     sampler = DS(train_ds)
     loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=True)
+
+
+def _mp_fn(index):  # the XLA launcher starts it: the runtime numbers its processes
+    main()
 """
 
 
@@ -24,6 +28,10 @@ def test_sampler_and_loader_fixed_modern():
         def main():
             sampler = DS(train_ds, num_replicas=xr.world_size(), rank=xr.global_ordinal(), shuffle=True)
             loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=False)
+
+
+        def _mp_fn(index):  # the XLA launcher starts it: the runtime numbers its processes
+            main()
         """
     )
 
@@ -37,6 +45,10 @@ def test_module_level_sampler_runtime_query_is_for_review():
 
     sampler = DS(train_ds)
     loader = tud.DataLoader(train_ds, batch_size=8, sampler=sampler, shuffle=True)
+
+
+    def _mp_fn(index):
+        pass
     """
     sampler, loader = findings(code, "XLA203")
     assert sampler.fix is not None and not sampler.fix.safe
@@ -54,6 +66,10 @@ def test_legacy_target_and_only_the_missing_keywords():
 
     def main():
         s = torch.utils.data.DistributedSampler(ds, rank=my_rank, shuffle=False)
+
+
+    def _mp_fn(index):
+        main()
     """
     out = fixed(code, "XLA203", target="legacy")
     assert (
@@ -105,7 +121,10 @@ def test_with_the_scripts_own_process_group_the_message_says_where_the_defaults_
     (f,) = findings(code, "XLA203")
     assert "takes them from the process group (line 5)" in f.message
     assert '"xla" backend' in f.message and "does not create" not in f.message
-    assert f.fix.safe
+    # torchrun starts it: the runtime numbers the processes once XLA205 makes the group xla://.
+    assert not f.fix.safe and "the group at line 5" in f.fix.review_reason
+    out = fixed(code)
+    assert 'init_method="xla://"' in out and "num_replicas=xr.world_size()" in out
 
 
 def test_group_given_its_size_says_num_replicas_now_comes_from_the_runtime():
@@ -120,7 +139,8 @@ def test_group_given_its_size_says_num_replicas_now_comes_from_the_runtime():
     (f,) = findings(code, "XLA203")
     assert "num_replicas then comes from the XLA runtime" in f.message
     assert "world_size=world_size (line 5)" in f.message
-    assert f.fix.safe
+    assert not f.fix.safe and "the group at line 5" in f.fix.review_reason
+    assert "num_replicas=xr.world_size()" in fixed(code)
 
 
 def test_sampler_length_times_the_scripts_world_size_makes_the_fix_review():

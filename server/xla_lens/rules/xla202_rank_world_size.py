@@ -22,6 +22,8 @@ from ..semantic.torchrun_env import (
     used_only_on_torchrun_side,
 )
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
+from .parts.foreign_launcher import review_under_launcher
+from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
 
 CODE = "XLA202"
 Api = Callable[[Emitter, Target], str]
@@ -285,6 +287,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         # Otherwise torchrun starts it and sets the variables (xla:// reads them too).
         yield from _env_reads(model, ctx)
     yield from _dist_calls(model, ctx)
+    yield from runtime_ranks_in_torchrun_branch(model, ctx, _sentinel_test)
 
 
 def _torchrun_mode(model: ScriptModel, node: ast.AST) -> bool:
@@ -300,7 +303,8 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             handled.update(id(n) for n in ast.walk(node))
         elif found is not None:
             handled.update(id(n) for n in ast.walk(node))
-            yield _sentinel_finding(model, node, found[1], ctx.target)
+            finding = _sentinel_finding(model, node, found[1], ctx.target)
+            yield review_under_launcher(model, finding, node, ctx.target)
     for node in model.nodes_of(ast.Subscript, ast.Call):
         if id(node) in handled:
             continue
@@ -314,7 +318,8 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         if _env_default(model, node) in FALSY_DEFAULTS and _truth_tested(model, node):
             # ``if os.environ.get("WORLD_SIZE"):`` asks "launched by torchrun?" like a sentinel.
-            yield _sentinel_finding(model, node, True, ctx.target)
+            finding = _sentinel_finding(model, node, True, ctx.target)
+            yield review_under_launcher(model, finding, node, ctx.target)
             continue
         wrapper = _int_wrapper(model, node)
         finding = _finding(
@@ -334,7 +339,8 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 message=f"{finding.message} (fix needs review: {reason})",
                 fix=replace(fix, safe=False, review_reason=reason),
             )
-        yield finding
+        # Under torchrun or mp.spawn the runtime numbers every process 0 of 1.
+        yield review_under_launcher(model, finding, node, ctx.target)
 
 
 def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -356,7 +362,7 @@ def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 "xm.xrt_world_size()) and derive the subgroup's rank by hand",
             )
             continue
-        yield _finding(
+        finding = _finding(
             model,
             call,
             f"dist.{short}() needs a process group",
@@ -364,6 +370,7 @@ def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             ctx.target,
             False,
         )
+        yield review_under_launcher(model, finding, call, ctx.target)
 
 
 HOVER_RANK = """\

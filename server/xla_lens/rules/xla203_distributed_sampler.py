@@ -23,6 +23,7 @@ from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, keyword
 from ..semantic.torchrun_env import runs_under_torchrun_on_xla
 from ..semantic.xla_process_group import makes_xla_group, xla_group_exists_before
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .parts.foreign_launcher import foreign_launcher, launcher_reason
 
 CODE = "XLA203"
 SAMPLERS = {
@@ -175,7 +176,10 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
         for i, name in ((1, "num_replicas"), (2, "rank"))
         if arg_or_keyword(call, i, name) is None
     ]
-    if not missing or _torchrun_group_answers(model, call):
+    if not missing:
+        yield from _runtime_ranks_under_spawn(model, call, ctx)
+        return
+    if _torchrun_group_answers(model, call):
         return
     e = Emitter(model)
     values = {
@@ -189,6 +193,9 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
     message, reason = _xla_script_message(model, call, missing) or _message_and_review(
         model, missing
     )
+    # The runtime numbers the processes only when torch_xla's launcher started them.
+    launcher = launcher_reason(model, call, ctx.target)
+    reason = f"{reason}; also {launcher}" if reason and launcher else reason or launcher
     if reason:
         message = f"{message} (fix needs review: {reason})"
     yield Finding(
@@ -202,6 +209,39 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
             safe=not reason,
             review_reason=reason,
         ),
+    )
+
+
+RUNTIME_RANKS = {
+    "torch_xla.runtime.world_size",
+    "torch_xla.runtime.global_ordinal",
+    "torch_xla.core.xla_model.xrt_world_size",
+    "torch_xla.core.xla_model.get_ordinal",
+}
+
+
+def _runtime_ranks_under_spawn(
+    model: ScriptModel, call: ast.Call, ctx: RuleContext
+) -> Iterator[Finding]:
+    """A sampler given the runtime's world size or ordinal (what the fix writes) in processes
+    mp.spawn starts: the runtime numbers each 0 of 1 there, so `check` must not go quiet."""
+    launcher = foreign_launcher(model, ctx.target)
+    if launcher is None or launcher.torchrun:
+        return  # torchrun: right once an xla:// group is built (XLA202/XLA205's business)
+    given = [arg_or_keyword(call, i, name) for i, name in ((1, "num_replicas"), (2, "rank"))]
+    runtime = [a for a in given if isinstance(a, ast.Call) and model.call_name(a) in RUNTIME_RANKS]
+    if not runtime:
+        return
+    yield Finding(
+        CODE,
+        f"DistributedSampler given {' and '.join(model.segment(a) for a in runtime)} while the "
+        f"processes are started by {launcher.name}, not by torch_xla's launcher: the XLA "
+        "runtime gives every process ordinal 0 and world size 1, so each reads all the data "
+        "(independent replicas)",
+        model.span(call),
+        Severity.WARNING,
+        manual="start the processes with torch_xla.launch (XLA204), or pass the ranks this "
+        "launcher gives (the spawn index and the process count)",
     )
 
 

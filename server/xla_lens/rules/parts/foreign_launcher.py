@@ -1,0 +1,130 @@
+"""Who starts the processes once `fix` is done: torch_xla's launcher, or another one.
+
+XLA202 and XLA203 write the XLA runtime's rank answers (``xr.global_ordinal()``,
+``xr.local_ordinal()``, ``xr.world_size()``). Those number the processes only when torch_xla
+started them (``torch_xla.launch`` / ``xmp.spawn``), or under torchrun once an ``xla://``
+process group is built (its rendezvous hands torchrun's LOCAL_RANK/LOCAL_WORLD_SIZE to the
+runtime, torch_xla/_internal/rendezvous.py). Under ``torch.multiprocessing.spawn``, or under
+torchrun before such a group, every process is a world of its own: ordinal 0, world size 1
+(verified on torch_xla 2.9, PJRT CPU: a converted torchrun script gave both processes rank 0 of
+1, a converted mp.spawn script gave both all 8 samples). So a rewrite that is safe under the
+XLA launcher silently turns the replicas into independent copies, each reading all the data.
+
+The launcher the script ends up with: one it calls (mp.spawn, whose XLA204 fix is for review,
+or torch_xla's), the one XLA204's *safe* fix adds (the ``_mp_fn`` wrap, as the engine finally
+applies it), or, for a distributed script with neither, torchrun (what sets the variables it
+reads). XLA204 asks XLA202 in turn which env reads its safe fixes rewrite (a replica that
+reads ``os.environ["RANK"]`` fails under the XLA launcher): the two fixes go together, so
+while this module asks XLA204, XLA202 is answered as if the launcher were torch_xla's.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, replace
+
+from ...semantic.launch import ENTRY, has_own_launcher
+from ...semantic.model import ScriptModel
+from ...semantic.xla_process_group import INIT, xla_group_exists_before
+from ..base import Finding, Target
+from ..xla204_mp_fn import check as launch_check
+from .final_fixes import final_findings
+from .spawn_launch import SPAWN_CALLS
+
+XLA_LAUNCHERS = frozenset({"torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn"})
+_ASKING = "_xla_lens_asking_launcher"
+
+
+@dataclass(frozen=True)
+class ForeignLauncher:
+    """The launcher that is not torch_xla's; ``torchrun``: no launcher in this file (an
+    ``xla://`` group built first then makes the runtime's answers right)."""
+
+    name: str
+    torchrun: bool
+
+
+def foreign_launcher(model: ScriptModel, target: Target) -> ForeignLauncher | None:
+    if model.__dict__.get(_ASKING):
+        return None  # asked back through XLA204: its fix and the rewrites go together
+    return model.memo(("foreign_launcher", target), lambda: _foreign_launcher(model, target))
+
+
+def _foreign_launcher(model: ScriptModel, target: Target) -> ForeignLauncher | None:
+    if has_own_launcher(model):
+        return None  # accelerate / Lightning start the XLA processes themselves
+    spawns = [c for c in model.calls if model.call_name(c) in SPAWN_CALLS]
+    launched = ENTRY in model.steps.module_functions or any(
+        model.call_name(c) in XLA_LAUNCHERS for c in model.calls
+    )
+    if not spawns and (launched or not model.is_distributed):
+        return None
+    safe = {f.span for f in _launcher_findings(model, target) if f.fix and f.fix.safe}
+    for call in spawns:
+        if model.span(call) not in safe:
+            return ForeignLauncher(f"torch.multiprocessing.spawn (line {call.lineno})", False)
+    if spawns or safe:
+        return None
+    return ForeignLauncher(
+        "torchrun (or whatever starts this script: it has no launcher of its own, and no "
+        "safe fix adds torch_xla's)",
+        True,
+    )
+
+
+def _launcher_findings(model: ScriptModel, target: Target) -> list[Finding]:
+    model.__dict__[_ASKING] = True
+    try:
+        return final_findings(model, "XLA204", launch_check, target)
+    finally:
+        model.__dict__[_ASKING] = False
+
+
+def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
+    """Why a fix writing the runtime's ranks at ``node`` changes what the program means under
+    the launcher that starts it ("" when torch_xla's does, or an xla:// group exists)."""
+    launcher = foreign_launcher(model, target)
+    if launcher is None:
+        return ""
+    if launcher.torchrun and xla_group_exists_before(model, node, launched=False):
+        return ""
+    reason = (
+        f"the processes are started by {launcher.name}, not by torch_xla's launcher: the "
+        "XLA runtime then gives every process ordinal 0 and world size 1 (independent "
+        "replicas, each reading all the data)"
+    )
+    if not launcher.torchrun:
+        return f"{reason}; start them with torch_xla.launch first (XLA204)"
+    init = next(iter(model.calls_to(INIT)), None)
+    if init is not None:
+        return (
+            f"{reason}; under torchrun the runtime numbers them only after "
+            f'init_process_group("xla", init_method="xla://"): the group at line '
+            f"{init.lineno} must be that one (XLA205) and built before this"
+        )
+    return (
+        f"{reason}; under torchrun it numbers them only after "
+        'init_process_group("xla", init_method="xla://"), or add _mp_fn and torch_xla.launch '
+        "(XLA204)"
+    )
+
+
+def review_under_launcher(
+    model: ScriptModel, finding: Finding, node: ast.AST, target: Target
+) -> Finding:
+    """``finding`` with its fix offered for review when the launcher is not torch_xla's."""
+    fix = finding.fix
+    if fix is None:
+        return finding
+    reason = launcher_reason(model, node, target)
+    if not reason:
+        return finding
+    if not fix.safe:
+        reason = f"{fix.review_reason}; also {reason}"
+        message = finding.message.replace(fix.review_reason, reason)
+    else:
+        message = f"{finding.message} (fix needs review: {reason})"
+    return replace(finding, message=message, fix=replace(fix, safe=False, review_reason=reason))
+
+
+__all__ = ["ForeignLauncher", "foreign_launcher", "launcher_reason", "review_under_launcher"]
