@@ -24,7 +24,9 @@ from ..semantic.model import (
     dotted,
 )
 from ..semantic.rank_guards import caller_rank_guard, run_function
+from ..semantic.workspace_print import replaces_print
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
+from .parts.master_first import master_first_branch
 from .xla108_xm_save import _is_state_dict
 
 CODE = "XLA113"
@@ -88,15 +90,6 @@ def _chose_own_output(model: ScriptModel) -> bool:
     return hand_written_xla(model) or (model.uses_torch_xla and not being_converted(model))
 
 
-def _replaces_print(model: ScriptModel) -> bool:
-    """``builtins.print = print_pass`` on the other replicas: the script silences them itself."""
-    for node in model.nodes_of(ast.Assign):
-        assert isinstance(node, ast.Assign)
-        if any(dotted(t) == "builtins.print" for t in node.targets):
-            return True
-    return False
-
-
 def _replica_functions(model: ScriptModel) -> set[FunctionNode] | None:
     """Functions run per replica: those reachable from the launched function; None when the
     script has no launcher call of its own (torchrun style: all code runs per replica)."""
@@ -138,6 +131,10 @@ class Guards:
         return guard is not None
 
     def _guard_in_function(self, node: ast.AST) -> ast.AST | None:
+        # The cache the master builds while the others wait at a barrier (master-first).
+        cache = master_first_branch(self.model, node, _mentions_rank)
+        if cache is not None:
+            return cache
         for a in self.model.ancestors(node):
             if isinstance(a, ast.If | ast.IfExp | ast.While) and _mentions_rank(a.test):
                 return a
@@ -292,7 +289,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # step closure); only a script being converted gets the print hints. "Written for XLA"
     # must not mean "imports torch_xla": another fix (the device picker, the seed, the world
     # size) adds that import while the prints are still the CUDA script's.
-    prints = [] if _chose_own_output(model) or _replaces_print(model) else model.calls
+    prints = [] if _chose_own_output(model) or replaces_print(model) else model.calls
     for call in prints:
         if not _is_builtin(model, call, "print"):
             continue

@@ -78,6 +78,11 @@ def batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
         return []
     if any(isinstance(n, ast.Call) and _is_counter(model, n) for n in model.walk(it)):
         return []  # ``tqdm(range(n))``, ``itertools.count()``: step counters, not data
+    # Imported here: counter_iterables needs reaching, which imports this module's users.
+    from .counter_iterables import counts_through_name
+
+    if counts_through_name(model, it, lambda call: _is_counter(model, call)):
+        return []  # ``steps = range(n)`` (maybe ``tqdm(steps)``) then ``for i in steps:``
     if (
         isinstance(it, ast.Call)
         and isinstance(it.func, ast.Name)
