@@ -151,3 +151,32 @@ def test_a_reviewed_sentinel_in_parent_code_loses_its_fix_and_its_stale_review_n
     """
     (f,) = findings(code, "XLA202")
     assert f.fix is None and "needs review" not in f.message and "no fix here" in f.message
+
+
+SPAWNED_COUNT = """
+import torch
+import torch.multiprocessing as mp
+
+def run(rank, n):
+    print(rank, n)
+
+def main():
+    n_gpus = torch.cuda.device_count()
+    mp.spawn(run, nprocs=n_gpus, args=(n_gpus,))
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_advice_to_query_the_runtime_is_not_given_for_parent_code():
+    """XLA403's advice for a CUDA device count is the runtime's world size: right in a replica,
+    fatal where the launcher's parent runs it before the launch."""
+    (count,) = [f for f in findings(SPAWNED_COUNT) if f.code == "XLA403"]
+    assert count.fix is None
+    assert "xr.world_size()" not in count.manual.split("inside")[0]
+    assert "Runtime is already initialized" in count.manual
+    assert "one process per device" in count.manual
+    in_replica = SPAWNED_COUNT.replace("print(rank, n)", "print(rank, torch.cuda.device_count())")
+    advice = {f.span.start.line + 1: f.manual for f in findings(in_replica) if f.code == "XLA403"}
+    assert "xr.world_size()" in advice[5] and "Runtime is already" not in advice[5]

@@ -42,6 +42,12 @@ PARENT_MANUAL = (
     "refuses to start ('Runtime is already initialized. Do not use the XLA device before "
     "calling xmp.spawn')"
 )
+PARENT_QUERY_MANUAL = (
+    "Not here: this runs in the launcher's parent process, which must not touch the XLA "
+    "runtime before the launch, or torch_xla refuses to start ('Runtime is already "
+    "initialized'); torch_xla.launch starts one process per device by itself, so the parent "
+    "needs no count. Inside the launched function: {advice}"
+)
 
 
 def _runtime_sites(fix: Fix) -> list[int]:
@@ -82,6 +88,15 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
         parents = parent_functions(model, wrapped)
     out = []
     for f in findings:
+        if (
+            f.fix is None
+            and f.manual
+            and emits_runtime_call(f.manual)
+            and runs_in_parent(model, f.span.start.line + 1, replicas, parents)
+        ):
+            # Advice naming a runtime query (XLA403's `xr.world_size()` for a CUDA device
+            # count) would crash the launch where the parent follows it.
+            f = replace(f, manual=PARENT_QUERY_MANUAL.format(advice=f.manual))
         # Fixes write next to what they report: only a finding in parent code can put a
         # runtime call there, and checking that first keeps lazily built fixes lazy.
         if (
