@@ -174,7 +174,7 @@ def test_advice_to_query_the_runtime_is_not_given_for_parent_code():
     fatal where the launcher's parent runs it before the launch."""
     (count,) = [f for f in findings(SPAWNED_COUNT) if f.code == "XLA403"]
     assert count.fix is None
-    assert "xr.world_size()" not in count.manual.split("inside")[0]
+    assert "xr.world_size()" not in count.manual.split("Inside the launched function")[0]
     assert "Runtime is already initialized" in count.manual
     assert "one process per device" in count.manual
     in_replica = SPAWNED_COUNT.replace("print(rank, n)", "print(rank, torch.cuda.device_count())")
