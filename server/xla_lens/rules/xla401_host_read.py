@@ -34,6 +34,7 @@ from .parts.closure_changes import changed_before_sync
 from .parts.closure_reads import frame_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
+from .parts.helper_reads import HELPER_MANUAL, helper_message, helper_reads
 from .parts.narrowed_modules import narrowed_module
 from .parts.numpy_reads import (
     bare_numpy,
@@ -368,6 +369,18 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
+    every_step = lambda loop, node: _periodic(model, loop, node) is None  # noqa: E731
+    for read in helper_reads(model, _helper_read, every_step, lambda fn: fn.name in closures):
+        message = helper_message(read, _message(read.what, on_cpu))
+        span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
+        yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
+
+
+def _helper_read(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
+    """A read in a helper the loop calls; not a ``.numpy()`` that raises (reported apart)."""
+    what = _reads(model, values, node)
+    bare = what == CONVERSION or _bare_numpy_in(model, node) is not None
+    return None if bare else what
 
 
 def _hover(api: str) -> str:

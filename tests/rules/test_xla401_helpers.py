@@ -1,0 +1,186 @@
+"""XLA401 follows the helpers a training loop calls every step: a host read in one of them
+(a grad-norm helper that reads each parameter's norm with ``.item()``) syncs every step too."""
+
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import analyze
+from xla_lens.semantic import workspace, workspace_calls
+
+from tests.helpers import findings, src
+
+CODE = "XLA401"
+
+NORM_HELPER = """
+import torch
+
+dev = torch.device("cuda")
+
+
+def total_norm(params, power=2.0):
+    acc = 0.0
+    for q in params:
+        if q.grad is not None:
+            acc += q.grad.detach().norm(power).item() ** power
+    return acc ** (1.0 / power)
+
+
+def outer_norm(params):
+    return total_norm(params) * 1.0
+
+
+net = torch.nn.Linear(3, 1).to(dev)
+sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+for it in range(5):
+    out = net(torch.randn(4, 3, device=dev)).sum()
+    sgd.zero_grad()
+    out.backward()
+    norm = CALL
+    sgd.step()
+"""
+
+
+def test_a_read_in_a_helper_the_loop_calls_every_step_is_reported_there():
+    (f,) = findings(NORM_HELPER.replace("CALL", "total_norm(net.parameters())"), CODE)
+    assert f.span.start.line == 9  # the ``.item()`` in the helper (0-based lines)
+    assert f.fix is None and f.manual
+    assert "`total_norm`" in f.message and "line 20" in f.message  # the loop's line
+    assert "line 24" in f.message  # the call
+    assert "clip_grad_norm_" in f.manual or "torch.stack" in f.manual
+
+
+def test_two_levels_of_helpers_are_followed():
+    (f,) = findings(NORM_HELPER.replace("CALL", "outer_norm(net.parameters())"), CODE)
+    assert f.span.start.line == 9
+    assert "`total_norm`" in f.message and "`outer_norm`" in f.message
+
+
+def test_a_helper_called_only_outside_the_loop_is_not_reported():
+    code = NORM_HELPER.replace("CALL", "0.0") + "print(total_norm(net.parameters()))\n"
+    assert findings(code, CODE) == []
+
+
+def test_a_helper_called_under_a_periodic_block_is_not_an_every_step_read():
+    code = NORM_HELPER.replace(
+        "    norm = CALL\n", "    if it % 10 == 0:\n        norm = total_norm(net.parameters())\n"
+    )
+    assert findings(code, CODE) == []
+
+
+def test_a_helper_reading_host_values_is_not_reported():
+    code = """
+    import torch
+
+    dev = torch.device("cuda")
+
+
+    def mean_of(values):
+        acc = torch.zeros(3)
+        for v in values:
+            acc += v
+        return acc.sum().item()
+
+
+    net = torch.nn.Linear(3, 1).to(dev)
+    sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+    for it in range(5):
+        out = net(torch.randn(4, 3, device=dev)).sum()
+        out.backward()
+        m = mean_of([1.0, 2.0])
+        sgd.step()
+    """
+    assert findings(code, CODE) == []
+
+
+def test_a_helper_given_only_python_numbers_is_not_reported():
+    code = """
+    import torch
+
+    dev = torch.device("cuda")
+
+
+    def show(loss):
+        print(loss)
+
+
+    net = torch.nn.Linear(3, 1).to(dev)
+    sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+    for it in range(5):
+        out = net(torch.randn(4, 3, device=dev)).sum()
+        out.backward()
+        sgd.step()
+        show(3.0)
+    """
+    assert findings(code, CODE) == []
+
+
+def test_one_finding_for_a_helper_called_twice_in_the_loop():
+    code = NORM_HELPER.replace(
+        "    norm = CALL\n",
+        "    norm = total_norm(net.parameters())\n    again = total_norm(net.parameters())\n",
+    )
+    assert [f.span.start.line for f in findings(code, CODE)] == [9]
+
+
+SIBLING = """
+import torch
+
+
+def grad_total(parameters):
+    total = 0.0
+    for p in parameters:
+        total += p.grad.detach().norm(2).item() ** 2
+    return total ** 0.5
+
+
+def quiet(parameters):
+    return sum(1 for _ in parameters)
+"""
+
+MAIN = """
+import torch
+IMPORT
+
+dev = torch.device("cuda")
+net = torch.nn.Linear(3, 1).to(dev)
+sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+for it in range(5):
+    out = net(torch.randn(4, 3, device=dev)).sum()
+    out.backward()
+    gn = CALL(net.parameters())
+    sgd.step()
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    workspace_calls.clear_cache()
+    workspace.clear_cache()
+    yield
+
+
+def _found(tmp_path: Path, imp: str, call: str) -> list:
+    (tmp_path / "gradtools.py").write_text(src(SIBLING), encoding="utf-8")
+    main = tmp_path / "train.py"
+    main.write_text(src(MAIN.replace("IMPORT", imp).replace("CALL", call)), encoding="utf-8")
+    result = analyze(main.read_text(), str(main))
+    assert not result.rule_errors, result.rule_errors
+    return [f for f in result.findings if f.code == CODE]
+
+
+@pytest.mark.parametrize(
+    ("imp", "call"),
+    [
+        ("from gradtools import grad_total", "grad_total"),
+        ("import gradtools", "gradtools.grad_total"),
+    ],
+)
+def test_a_sibling_helper_that_reads_is_reported_at_the_call(tmp_path: Path, imp, call):
+    (f,) = _found(tmp_path, imp, call)
+    assert f.span.start.line == 9  # the call in the loop
+    assert "grad_total" in f.message and "gradtools.py:7" in f.message
+    assert f.fix is None and f.manual
+
+
+def test_a_sibling_helper_without_reads_is_quiet(tmp_path: Path):
+    assert _found(tmp_path, "from gradtools import quiet", "quiet") == []
