@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..rules.base import AppendToBody, Finding, InsertAfter, InsertBefore, Target
@@ -83,16 +82,13 @@ def applied_later(
     settings: Settings,
     target: Target,
     findings: list[Finding],
-    stop: Callable[[], bool] | None = None,
 ) -> dict[int, AppliedWith]:
     """Index in ``findings`` (the first analysis of ``source``, as `check` shows it) of each
-    finding whose fix needs review on its own but which `fix` applies in a later round.
-    ``stop`` is asked between the runs it makes (when it says so the answer is incomplete:
-    the language server asks for a text the editor has since replaced)."""
+    finding whose fix needs review on its own but which `fix` applies in a later round."""
     waiting = [i for i, f in enumerate(findings) if f.fix is not None and not f.fix.safe]
     if not waiting or not any(f.fix is not None and f.fix.safe for f in findings):
         return {}  # nothing is applied in the first round, so there is no later one
-    outcome = fix_source(source, path, settings, target, stop=stop)
+    outcome = fix_source(source, path, settings, target)
     if outcome.error is not None or len(outcome.rounds) < 2:
         return {}
     # Each round's lines, mapped back to the text `check` analysed.
@@ -109,8 +105,6 @@ def applied_later(
     found: dict[int, AppliedWith] = {}
     for k in range(1, len(outcome.rounds)):
         for g in outcome.rounds[k][1]:
-            if stop is not None and stop():
-                return found
             where = to_first[k].get(g.span.start.line)
             if where is None:
                 continue
@@ -131,7 +125,7 @@ def applied_later(
             i = match[0]
             after = _waits_for(findings[i], outcome.rounds, k, g, to_first)
             if not after and k == 1:
-                after = _tried_alone(findings[i], outcome.rounds[0], path, settings, target, stop)
+                after = _tried_alone(findings[i], outcome.rounds[0], path, settings, target)
             found[i] = AppliedWith(after)
     return found
 
@@ -145,7 +139,6 @@ def _tried_alone(
     path: str,
     settings: Settings,
     target: Target,
-    stop: Callable[[], bool] | None = None,
 ) -> tuple[tuple[str, int], ...]:
     """When the review reason points at no applied fix: apply the first round's fixes one at a
     time (the nearest to ``f`` first, at most a few) and name the first after which ``f``'s
@@ -155,8 +148,6 @@ def _tried_alone(
     text, applied = first
     line = f.span.start.line
     for g in sorted(applied, key=lambda g: abs(g.span.start.line - line))[:_TRIES]:
-        if stop is not None and stop():
-            break
         try:
             alone = apply_ops(text, g.fix.ops).code  # type: ignore[union-attr]
         except FixError:

@@ -23,7 +23,6 @@ from .analysis import BOM, analyze
 from .config import Settings, resolve_target
 
 MAX_ROUNDS = 8
-STOPPED = "stopped: the text was replaced"
 
 
 @dataclass
@@ -64,12 +63,9 @@ def fix_source(
     target: Target | None = None,
     accept: Callable[[Finding], bool] | None = None,
     unsafe: bool = False,
-    stop: Callable[[], bool] | None = None,
 ) -> FixOutcome:
     """Apply every safe fix (those ``accept`` allows) until nothing more changes.
-    With ``unsafe``, fixes marked for review are applied too (ruff's ``--unsafe-fixes``).
-    ``stop`` is asked before each round: when it says so, the outcome is the error STOPPED
-    (the language server drops a run for a text the editor has replaced)."""
+    With ``unsafe``, fixes marked for review are applied too (ruff's ``--unsafe-fixes``)."""
     from .apply import FixError, apply_ops
 
     settings = settings or Settings()
@@ -77,9 +73,6 @@ def fix_source(
     bom, text = _split_bom(source)
     outcome = FixOutcome(source)
     for _ in range(MAX_ROUNDS):
-        if stop is not None and stop():
-            outcome.error = STOPPED
-            return outcome
         analysis = analyze(text, path, settings, target)
         if not analysis.ok:
             outcome.error = (

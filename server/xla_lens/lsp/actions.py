@@ -11,9 +11,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..engine.fix_plan import AppliedWith
-from ..rules.base import Finding, Span
-from . import fixes, review_plan
+from ..rules.base import Span
+from . import fixes
 from .core import XlaLensServer
 from .diagnostics import SOURCE, to_diagnostic
 from .documents import current_entry, is_open
@@ -95,41 +94,12 @@ def _indices_from_context(entry: Entry, context: types.CodeActionContext) -> set
     return out
 
 
-def requested(entry: Entry, params: types.CodeActionParams) -> set[int]:
-    """The findings a code action request is about: in its range, or named by its diagnostics."""
-    if not entry.analysis.findings:
-        return set()
-    span = Span(entry.pos(params.range.start), entry.pos(params.range.end))
-    return {i for i, _ in entry.findings_in(span)} | _indices_from_context(entry, params.context)
-
-
-def fix_title(f: Finding, applied_with: AppliedWith | None = None) -> str:
-    """A quick fix's title: what `fix` does with it, in `check`'s words when `fix` applies a
-    review fix together with a later round's fix."""
-    assert f.fix is not None
-    if f.fix.safe:
-        title = f.fix.title
-    elif applied_with is not None:
-        title = f"{f.fix.title} ({applied_with.phrase()})"
-    else:
-        title = f"{f.fix.title} (review: changes behaviour)"
-    return f"{title} ({f.code})"
-
-
-def list_actions(
-    entry: Entry,
-    params: types.CodeActionParams,
-    indices: set[int] | None = None,
-    later: dict[int, AppliedWith] | None = None,
-) -> list[types.CodeAction]:
-    """The actions for ``indices`` (default: ``requested``); ``later``: the review fixes
-    `fix` applies with a later round's fix (``review_plan``)."""
+def list_actions(entry: Entry, params: types.CodeActionParams) -> list[types.CodeAction]:
     only = params.context.only
     if not entry.analysis.findings:
         return []
-    if indices is None:
-        indices = requested(entry, params)
-    later = later or {}
+    span = Span(entry.pos(params.range.start), entry.pos(params.range.end))
+    indices = {i for i, _ in entry.findings_in(span)} | _indices_from_context(entry, params.context)
     actions: list[types.CodeAction] = []
     findings = entry.analysis.findings
     if _wanted(QUICKFIX, only):
@@ -137,9 +107,10 @@ def list_actions(
             f = findings[i]
             diag = to_diagnostic(entry, f, i)
             if f.fix is not None:
+                title = f.fix.title if f.fix.safe else f"{f.fix.title} (review: changes behaviour)"
                 actions.append(
                     types.CodeAction(
-                        title=fix_title(f, later.get(i)),
+                        title=f"{title} ({f.code})",
                         kind=QUICKFIX,
                         diagnostics=[diag],
                         is_preferred=f.fix.safe,
@@ -266,15 +237,7 @@ def register(ls: XlaLensServer) -> None:
             entry = (state.last_good if state else None) or await current_entry(ls, uri)
         if entry is None or not entry.ok:
             return []
-        indices = requested(entry, params)
-        later: dict[int, AppliedWith] = {}
-        if indices and _wanted(QUICKFIX, params.context.only):
-            current = entry.version == ls.workspace.get_text_document(uri).version
-            try:
-                later = await review_plan.applied_with(ls, entry, indices, current)
-            except Exception:
-                ls.report("codeAction (which review fixes `fix` applies)")
-        actions = list_actions(entry, params, indices, later) + run_problem_actions(entry, params)
+        actions = list_actions(entry, params) + run_problem_actions(entry, params)
         if not ls.resolve_supports_edit():
             actions = [await resolve(ls, a) for a in actions]
         return actions

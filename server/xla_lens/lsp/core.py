@@ -55,8 +55,6 @@ class XlaLensServer(LanguageServer):
         # version are no longer current.
         self.generation = 0
         self.analyses = 0  # full analyses run, reported by xla-lens/stats
-        self.fix_plans = 0  # `fix` rounds run for code action titles (review_plan)
-        self.stopping = False  # set by shutdown: background work stops early
         self.idle_collector = IdleCollector(lambda: bool(self.pending or self.inflight))
         # Called after every successful analysis (e.g. to refresh inlay hints / code lenses).
         self.analysis_listeners: list[AnalysisListener] = []

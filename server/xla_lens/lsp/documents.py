@@ -188,8 +188,8 @@ def schedule_all(ls: XlaLensServer) -> None:
 
 
 def stats(ls: XlaLensServer) -> dict[str, Any]:
-    """Counters for diagnosing the server (and for tests): analyses and fix plans run,
-    documents held, resident memory now and at its peak (KiB)."""
+    """Counters for diagnosing the server (and for tests): analyses run, documents held,
+    resident memory now and at its peak (KiB)."""
     memory: dict[str, int] = {}
     try:
         with open("/proc/self/status", encoding="ascii") as status:
@@ -200,7 +200,6 @@ def stats(ls: XlaLensServer) -> dict[str, Any]:
         pass
     return {
         "analyses": ls.analyses,
-        "fix_plans": ls.fix_plans,
         "open_documents": len(ls.workspace.text_documents),
         "cached_documents": len(ls.cache.docs),
         "pending": len(ls.pending) + len(ls.inflight),

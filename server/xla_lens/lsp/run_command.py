@@ -352,7 +352,6 @@ def register(ls: XlaLensServer) -> None:
     @ls.feature(types.SHUTDOWN)
     @ls.guarded("shutdown")
     async def shutdown(ls: XlaLensServer, params: None) -> None:
-        ls.stopping = True  # a fix plan (review_plan) stops at its next check
         await runs.stop_all()
 
     @ls.command(RUN)

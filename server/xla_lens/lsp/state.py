@@ -7,14 +7,12 @@ so a request never waits for rules to run twice on the same text.
 from __future__ import annotations
 
 import ast
-import asyncio
 import bisect
 import io
 import sys
 import tokenize
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -23,9 +21,6 @@ from ..engine.config import Settings
 from ..engine.incremental import common_prefix, common_suffix
 from ..rules.base import Finding, Pos, Span, Target
 from .positions import UTF16, from_position, split_lines, to_range
-
-if TYPE_CHECKING:
-    from ..engine.fix_plan import AppliedWith
 
 
 @dataclass
@@ -41,11 +36,6 @@ class Entry:
     generation: int = 0
     # Its diagnostics, converted on the analysis thread (None: convert when publishing).
     diagnostics: list[types.Diagnostic] | None = None
-    # Which review fixes `fix` applies with a later round's fix (lsp/review_plan.py): run on
-    # the first code action list that shows a review fix, then kept with this text.
-    fix_plan: asyncio.Future[dict[int, AppliedWith]] | None = field(
-        default=None, repr=False, compare=False
-    )
 
     @cached_property
     def lines(self) -> list[str]:
