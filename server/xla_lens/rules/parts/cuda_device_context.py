@@ -116,8 +116,9 @@ def _item_code(model: ScriptModel, item: ast.withitem) -> str:
 
 def _without(model: ScriptModel, with_node: ast.With, item: ast.withitem) -> str:
     """The ``with`` statement's code without ``item``: its body alone (dedented) when it
-    was the only item. Comments inside the body stay; one above its first statement would be
-    lost by the engine's statement replacement, so it is not taken."""
+    was the only item. Comments between the body's statements are in the text taken; the
+    engine's statement replacement keeps the others (the ``with`` line's, those above the
+    first statement and after the last one: engine/apply_comments.py)."""
     lines = model.source.splitlines()
     first = with_node.body[0]
     if first.lineno == with_node.lineno:  # ``with ...: stmt`` on one line
