@@ -31,10 +31,10 @@ ReadTest = Callable[[ScriptModel, HostValues, ast.AST], "str | None"]
 MAX_DEPTH = 2
 IN_LOOP = "inside the training loop"
 HELPER_MANUAL = (
-    "Keep the value on the device inside the helper and read it once, after the step: e.g. "
-    "collect per-parameter norms with `torch.stack([...])` and reduce them on the device, or "
-    "use `torch.nn.utils.clip_grad_norm_`, which returns the total norm as a tensor; read the "
-    "result in `xm.add_step_closure(fn, args=(norm,))` or only every few steps."
+    "Keep the value on the device inside the helper and return it as a tensor; read it once, "
+    "after the step, in `xm.add_step_closure(fn, args=(value,))` or only every few steps (for "
+    "per-parameter norms: `torch.stack([...])` reduced on the device, or "
+    "`torch.nn.utils.clip_grad_norm_`, which returns the total norm as a tensor)."
 )
 
 
