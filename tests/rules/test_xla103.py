@@ -101,6 +101,8 @@ def test_other_uses_of_the_scaler_make_removal_manual_with_an_xla_scaler_quick_f
     (f,) = findings(code, "XLA103")
     assert "line 7" in f.manual and 'torch.amp.GradScaler("xla")' in f.manual
     assert f.fix is not None and not f.fix.safe
+    # The diagnostic itself says why the removal it recommends is not the fix offered.
+    assert "removing the scaler is not automatic here" in f.message and "line 7" in f.message
     # fix-all leaves an unsafe fix alone ...
     assert fixed(code, "XLA103") == src(code)
     # ... and the quick fix keeps the scaler, on the XLA device.

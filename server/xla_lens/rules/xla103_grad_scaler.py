@@ -227,7 +227,10 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
         '`opt.step()`, drop `scaler.update()`), or keep loss scaling with `torch.amp.GradScaler("xla")`, '
         "which reads the host every step"
     )
-    return _xla_scaler_fix(model, call), manual
+    fix = _xla_scaler_fix(model, call)
+    # The message recommends removal; say why the fix offered keeps the scaler instead.
+    reason = f"removing the scaler is not automatic here: {why}; this {fix.review_reason}"
+    return replace(fix, review_reason=reason), manual
 
 
 def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
