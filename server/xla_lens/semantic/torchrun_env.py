@@ -92,11 +92,9 @@ def loop_env_keys(model: ScriptModel, node: ast.AST) -> list[str]:
     return []
 
 
-# What only the XLA side of a switch runs: the XLA launcher, or the runtime's rank answers.
-XLA_SIDE_CALLS = frozenset(
+# The runtime's rank answers (2.x and legacy spellings).
+RUNTIME_RANK_CALLS = frozenset(
     {
-        "torch_xla.launch",
-        "torch_xla.distributed.xla_multiprocessing.spawn",
         "torch_xla.runtime.global_ordinal",
         "torch_xla.runtime.local_ordinal",
         "torch_xla.runtime.world_size",
@@ -106,6 +104,8 @@ XLA_SIDE_CALLS = frozenset(
     }
 )
 LAUNCHERS = frozenset({"torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn"})
+# What only the XLA side of a switch runs: the XLA launcher, or the runtime's rank answers.
+XLA_SIDE_CALLS = LAUNCHERS | RUNTIME_RANK_CALLS
 EXITS = frozenset({"sys.exit", "exit", "quit", "os._exit"})
 # A function called only from the torchrun side (and what it calls) is on that side too.
 FOLLOW_DEPTH = 2

@@ -14,20 +14,11 @@ import ast
 from collections.abc import Callable, Iterator
 
 from ...semantic.model import ScriptModel
+from ...semantic.torchrun_env import RUNTIME_RANK_CALLS
 from ...semantic.xla_process_group import xla_group_exists_before
 from ..base import Finding, RuleContext, Severity
 from .foreign_launcher import foreign_launcher
 
-RUNTIME_RANKS = frozenset(
-    {
-        "torch_xla.runtime.global_ordinal",
-        "torch_xla.runtime.local_ordinal",
-        "torch_xla.runtime.world_size",
-        "torch_xla.core.xla_model.get_ordinal",
-        "torch_xla.core.xla_model.get_local_ordinal",
-        "torch_xla.core.xla_model.xrt_world_size",
-    }
-)
 # (comparison) -> (the comparison, whether it asks "launched distributed?"), or None.
 Sentinel = Callable[[ScriptModel, ast.AST], "tuple[ast.AST, bool] | None"]
 
@@ -50,7 +41,7 @@ def runtime_ranks_in_torchrun_branch(
 ) -> Iterator[Finding]:
     if not model.uses_torch_xla:
         return
-    calls = [c for c in model.calls if model.call_name(c) in RUNTIME_RANKS]
+    calls = [c for c in model.calls if model.call_name(c) in RUNTIME_RANK_CALLS]
     if not calls:
         return
     launcher = foreign_launcher(model, ctx.target)
