@@ -146,3 +146,19 @@ def test_a_replaced_line_keeps_its_trailing_comment():
     assert two.code == "# lead\nx = b  # log\nz = 2\ny = 1\n"
     block = apply_ops(source, [ReplaceStatement(span, "if b:\n    x = b")])
     assert block.code == "# lead\n# log\nif b:\n    x = b\ny = 1\n"
+
+
+def test_comments_a_rule_already_joined_onto_its_replacement_are_not_repeated():
+    # XLA101's picker fix carries the if/else's comments as one trailing comment.
+    code = (
+        "import torch\n\n"
+        "if torch.cuda.is_available():  # pick the device\n"
+        '    device = torch.device("cuda")  # the GPU\n'
+        "else:\n"
+        '    device = torch.device("cpu")  # fallback\n'
+        "x = torch.ones(2).to(device)\n"
+    )
+    out = fixed(code, "XLA101")
+    assert "device = torch_xla.device()  # pick the device  # the GPU  # fallback\n" in out
+    for comment in ("# pick the device", "# the GPU", "# fallback"):
+        assert out.count(comment) == 1, out

@@ -13,6 +13,7 @@ dedented with the body.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections import Counter
 
@@ -42,7 +43,11 @@ def keep(
     statement's last block, inwards) go at the same depth below the new code: an unwrapped
     body's own closing comments stay in its blocks. ``replaced``'s leading lines are the
     caller's."""
-    carried = Counter(c.value for node in [*new, *tail] for c in _comments(node))
+    # A rule may join several comments into one trailing comment (XLA101's picker:
+    # ``device = ...  # pick the device  # the GPU``): each part counts as carried.
+    carried = Counter(
+        part for node in [*new, *tail] for c in _comments(node) for part in _parts(c.value)
+    )
     depth = {id(c): d for d, c in _closing_comments(replaced)}
     own = {id(c) for line in replaced.leading_lines for c in _comments(line)}
     above: list[cst.EmptyLine] = []
@@ -70,6 +75,13 @@ def keep(
         block = blocks[min(d, len(blocks)) - 1]
         last = last.deep_replace(block, block.with_changes(footer=[*block.footer, *by_depth[d]]))
     return [*new[:-1], last], above, below
+
+
+def _parts(comment: str) -> list[str]:
+    """``# a  # b`` -> ``["# a  # b", "# a", "# b"]``: the comment and, when a rule joined
+    several, each of them."""
+    parts = [p.rstrip() for p in re.split(r"\s+(?=#)", comment) if p.strip()]
+    return [comment, *parts] if len(parts) > 1 else [comment]
 
 
 def keep_trailing(
