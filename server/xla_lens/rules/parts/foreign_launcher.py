@@ -3,11 +3,12 @@
 XLA202 and XLA203 write the XLA runtime's rank answers (``xr.global_ordinal()``,
 ``xr.local_ordinal()``, ``xr.world_size()``). Those number the processes only when torch_xla
 started them (``torch_xla.launch`` / ``xmp.spawn``), or under torchrun once an ``xla://``
-process group is built (its rendezvous hands torchrun's LOCAL_RANK/LOCAL_WORLD_SIZE to the
-runtime, torch_xla/_internal/rendezvous.py). Under ``torch.multiprocessing.spawn``, or under
-torchrun before such a group, every process is a world of its own: ordinal 0, world size 1
-(verified on torch_xla 2.9, PJRT CPU: a converted torchrun script gave both processes rank 0 of
-1, a converted mp.spawn script gave both all 8 samples). So a rewrite that is safe under the
+process group is built on a runtime that takes torchrun's LOCAL_RANK/LOCAL_WORLD_SIZE (not
+PJRT CPU: under torchrun both processes still answer ordinal 0 of 1 after
+``init_process_group("xla", init_method="xla://")``, torch_xla 2.9, so this module does not
+count on it). Under ``torch.multiprocessing.spawn`` or torchrun every process may be a world of
+its own: ordinal 0, world size 1 (verified on torch_xla 2.9, PJRT CPU: a converted torchrun
+script gave both processes rank 0 of 1, a converted mp.spawn script gave both all 8 samples). So a rewrite that is safe under the
 XLA launcher silently turns the replicas into independent copies, each reading all the data.
 
 The launcher the script ends up with: one it calls (mp.spawn, whose XLA204 fix is for review,
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from ...semantic.launch import ENTRY, has_own_launcher
 from ...semantic.model import ScriptModel
-from ...semantic.xla_process_group import INIT, xla_group_exists_before
+from ...semantic.xla_process_group import INIT
 from ..base import Finding, Target
 from ..xla204_mp_fn import check as launch_check
 from .final_fixes import final_findings
@@ -86,8 +87,6 @@ def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
     launcher = foreign_launcher(model, target)
     if launcher is None:
         return ""
-    if launcher.torchrun and xla_group_exists_before(model, node, launched=False):
-        return ""
     reason = (
         f"the processes are started by {launcher.name}, not by torch_xla's launcher: the "
         "XLA runtime then gives every process ordinal 0 and world size 1 (independent "
@@ -95,17 +94,19 @@ def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
     )
     if not launcher.torchrun:
         return f"{reason}; start them with torch_xla.launch first (XLA204)"
+    # Not even after init_process_group("xla", init_method="xla://"): torchrun's ranks reach
+    # the runtime only on runtimes that take them (PJRT CPU under torchrun, torch_xla 2.9:
+    # both processes still answer ordinal 0 of 1 after that group is built).
     init = next(iter(model.calls_to(INIT)), None)
-    if init is not None:
-        return (
-            f"{reason}; under torchrun the runtime numbers them only after "
-            f'init_process_group("xla", init_method="xla://"): the group at line '
-            f"{init.lineno} must be that one (XLA205) and built before this"
-        )
+    group = (
+        f" (the process group at line {init.lineno} numbers them as torchrun does: keep "
+        "reading ranks from it or from torchrun's variables)"
+        if init is not None
+        else ""
+    )
     return (
-        f"{reason}; under torchrun it numbers them only after "
-        'init_process_group("xla", init_method="xla://"), or add _mp_fn and torch_xla.launch '
-        "(XLA204)"
+        f"{reason}{group}; whether the runtime takes torchrun's ranks depends on the device "
+        "runtime: launch with _mp_fn and torch_xla.launch (XLA204) to make them the script's"
     )
 
 
