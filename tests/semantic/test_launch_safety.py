@@ -180,3 +180,45 @@ def test_advice_to_query_the_runtime_is_not_given_for_parent_code():
     in_replica = SPAWNED_COUNT.replace("print(rank, n)", "print(rank, torch.cuda.device_count())")
     advice = {f.span.start.line + 1: f.manual for f in findings(in_replica) if f.code == "XLA403"}
     assert "xr.world_size()" in advice[5] and "Runtime is already" not in advice[5]
+
+
+TORCHRUN_MAIN_BLOCK = """
+import os
+import torch
+import torch.distributed as dist
+from torch.utils import data
+
+
+def sampler_for(ds, distributed):
+    if distributed:
+        return data.distributed.DistributedSampler(ds, shuffle=True)
+    return data.RandomSampler(ds)
+
+
+def train(loader, model, opt):
+    for x in loader:
+        loss = model(x.float().unsqueeze(1).to("cuda")).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    distributed = int(os.environ.get("WORLD_SIZE", 1)) > 1
+    if distributed:
+        dist.init_process_group(backend="nccl", init_method="env://")
+    ds = list(range(8))
+    loader = data.DataLoader(ds, batch_size=2, sampler=sampler_for(ds, distributed))
+    model = torch.nn.Linear(1, 1).to("cuda")
+    train(loader, model, torch.optim.SGD(model.parameters(), lr=0.1))
+"""
+
+
+def test_a_review_fix_for_the_launcher_still_says_it_runs_in_the_parent():
+    """XLA203's sampler fix is for review under torchrun; with --unsafe-fixes XLA204 adds
+    torch_xla.launch, and the sampler (built by the __main__ block) then queries the runtime in
+    the parent: the reason must say so too, not only name the launcher."""
+    (f,) = [f for f in findings(TORCHRUN_MAIN_BLOCK) if f.code == "XLA203"]
+    assert not f.fix.safe
+    assert "torchrun" in f.fix.review_reason
+    assert "Runtime is already initialized" in f.fix.review_reason

@@ -120,5 +120,27 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             elif parent:
                 reason = PARENT_REVIEW.format(line=parent[0] + 1)
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
+        elif (
+            f.fix is not None
+            and not f.fix.safe
+            and f.code != LAUNCHER_RULE
+            and f.fix.review_reason
+            and runs_in_parent(model, f.span.start.line + 1, replicas, parents)
+        ):
+            # Already for review (XLA203 under torchrun): accepted with XLA204's launcher,
+            # the runtime call lands in the parent; the reason must say that too.
+            parent = [
+                ln
+                for ln in _runtime_sites(f.fix)
+                if runs_in_parent(model, ln + 1, replicas, parents)
+            ]
+            if parent:
+                old = f.fix.review_reason
+                reason = f"{old}; also {PARENT_REVIEW.format(line=parent[0] + 1)}"
+                f = replace(
+                    f,
+                    message=f.message.replace(old, reason),
+                    fix=replace(f.fix, review_reason=reason),
+                )
         out.append(f)
     return out
