@@ -109,3 +109,12 @@ def test_the_override_spelled_with_dunder_builtin_in_the_script_itself():
         print("hello")
     """
     assert findings(code, "XLA113") == []
+
+
+def test_a_print_before_the_override_in_the_same_function_is_still_reported(tmp_path: Path):
+    # Every replica prints it: the helper replaces print only after it has run.
+    script = SCRIPT.replace(
+        '    ts.start(int(os.environ.get("RANK", "0")))\n',
+        '    print("starting")\n    ts.start(int(os.environ.get("RANK", "0")))\n',
+    )
+    assert _check(tmp_path, OVERRIDE, script) == [8]

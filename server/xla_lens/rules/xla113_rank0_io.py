@@ -24,7 +24,7 @@ from ..semantic.model import (
     dotted,
 )
 from ..semantic.rank_guards import caller_rank_guard, run_function
-from ..semantic.workspace_print import replaces_print
+from ..semantic.workspace_print import printed_after_override, replaces_print
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
 from .parts.master_first import master_first_branch
 from .xla108_xm_save import _is_state_dict
@@ -289,10 +289,13 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # step closure); only a script being converted gets the print hints. "Written for XLA"
     # must not mean "imports torch_xla": another fix (the device picker, the seed, the world
     # size) adds that import while the prints are still the CUDA script's.
-    prints = [] if _chose_own_output(model) or replaces_print(model) else model.calls
+    prints = [] if _chose_own_output(model) else model.calls
+    overridden = replaces_print(model)
     for call in prints:
         if not _is_builtin(model, call, "print"):
             continue
+        if overridden and printed_after_override(model, call):
+            continue  # the script made print master-only before this one runs
         if not _in_replica_code(model, call, replica, launches) or guards.guarded(call):
             continue
         fix = _print_fix(model, call, ctx)

@@ -39,19 +39,39 @@ def clear_cache() -> None:
 def replaces_print(model: ScriptModel) -> bool:
     """Whether the script, or a workspace helper one of its calls runs, assigns
     ``builtins.print``."""
-    return model.memo(("workspace_print", "replaces"), lambda: _replaces(model))
+    return bool(override_sites(model))
 
 
-def _replaces(model: ScriptModel) -> bool:
+def override_sites(model: ScriptModel) -> list[ast.AST]:
+    """The assignments to ``builtins.print`` and the calls of workspace helpers that make
+    one, in source order."""
+    return model.memo(("workspace_print", "sites"), lambda: _sites(model))
+
+
+def printed_after_override(model: ScriptModel, call: ast.Call) -> bool:
+    """Whether the ``print`` call runs with print already replaced: an override site in
+    another function (the entry calls the setup first, as FAIR-style scripts do), or one
+    earlier in the same function. A print above the override in its own function runs on
+    every replica."""
+    sites = override_sites(model)
+    scope = model.enclosing_function(call)
+    return any(
+        model.enclosing_function(site) is not scope or site.lineno < call.lineno  # type: ignore[attr-defined]
+        for site in sites
+    )
+
+
+def _sites(model: ScriptModel) -> list[ast.AST]:
+    sites: list[ast.AST] = []
     for node in model.nodes_of(ast.Assign):
         assert isinstance(node, ast.Assign)
         if any(_is_script_print_slot(model, t) for t in node.targets):
-            return True
+            sites.append(node)
     for call in model.calls:
         helper = helper_target(model, call)
         if helper is not None and _helper_replaces(helper.path, helper.function):
-            return True
-    return False
+            sites.append(call)
+    return sorted(sites, key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
 
 
 def _is_script_print_slot(model: ScriptModel, target: ast.AST) -> bool:
