@@ -143,6 +143,25 @@ def test_backend_out_of_reach_is_reported_without_a_fix():
     assert f.fix is None and "h.dist_config" in f.manual
 
 
+def test_a_backend_out_of_reach_stays_reported_while_the_script_still_runs_on_cuda():
+    # Another fix added `import torch_xla` (fix re-checks its output): the backend is still
+    # the CUDA script's, and what is left to do must still list it.
+    code = """
+    import torch
+    import torch_xla
+    import torch.distributed as dist
+    def setup(args):
+        args.dist_backend = "nccl"
+        dist.init_process_group(backend=args.dist_backend, init_method="env://")
+    def count(n):
+        return torch.tensor([n], device="cuda")
+    """
+    (f,) = findings(code, "XLA205")
+    assert f.fix is None and "args.dist_backend" in f.manual
+    hand_written = code.replace('device="cuda"', "device=torch_xla.device()")
+    assert findings(hand_written, "XLA205") == []
+
+
 def test_converted_code_reports_nothing():
     code = """
     import torch.distributed as dist

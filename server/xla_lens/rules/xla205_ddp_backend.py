@@ -21,6 +21,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.arguments import argparse_options, attribute_reads, literal_sources
+from ..semantic.device_intent import runs_on_cuda
 from ..semantic.model import ScriptModel, arg_or_keyword, const_str
 from .base import (
     AddImport,
@@ -99,8 +100,10 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
                 manual=f'make `{model.segment(backend)}` "xla" (and import '
                 "torch_xla.distributed.xla_backend)",
             )
-        if model.uses_torch_xla:
-            return None  # an XLA script computing its backend: its own business
+        if model.uses_torch_xla and not runs_on_cuda(model):
+            # An XLA script computing its backend: its own business. (Not a script another
+            # fix just gave `import torch_xla` while it still runs on CUDA: fix re-checks it.)
+            return None
         return Finding(
             CODE,
             f"{BACKEND_MESSAGE}; this backend comes from `{model.segment(backend)}`, "
