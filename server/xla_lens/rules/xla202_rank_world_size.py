@@ -8,12 +8,11 @@ the XLA runtime knows each replica's ordinal and the world size directly.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ..semantic import xla_api
-from ..semantic.model import Emitter, ScriptModel, const_str
+from ..semantic.model import Emitter, ScriptModel
 from ..semantic.torchrun_env import (
     TORCHRUN_KEYS,
     loop_env_keys,
@@ -22,6 +21,14 @@ from ..semantic.torchrun_env import (
     used_only_on_torchrun_side,
 )
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
+from .parts.env_sentinel import (
+    ENV_GETTERS,
+    SENTINELS,
+    device_setup_in_branch,
+    env_default,
+    env_key,
+    sentinel_test,
+)
 from .parts.foreign_launcher import review_under_launcher
 from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
 
@@ -37,20 +44,6 @@ DIST_CALLS: dict[str, Api] = {
     "torch.distributed.get_world_size": xla_api.world_size,
     "torch.distributed.get_node_local_rank": xla_api.local_ordinal,
 }
-ENV_GETTERS = {"os.environ.get", "os.getenv"}
-
-
-def _env_key(model: ScriptModel, node: ast.AST) -> str | None:
-    """The key of ``os.environ["K"]`` (a read), ``os.environ.get("K", d)``, ``os.getenv("K")``."""
-    if (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.ctx, ast.Load)
-        and model.qualname(node.value) == "os.environ"
-    ):
-        return const_str(node.slice)
-    if isinstance(node, ast.Call) and model.call_name(node) in ENV_GETTERS and node.args:
-        return const_str(node.args[0])
-    return None
 
 
 def _int_wrapper(model: ScriptModel, node: ast.AST) -> ast.Call | None:
@@ -83,98 +76,6 @@ def _finding(
     )
 
 
-SENTINELS = {-1, None}
-
-
-def _env_default(model: ScriptModel, node: ast.AST) -> object:
-    """The default of ``os.environ.get("K", d)`` / ``os.getenv("K", d)`` (``...`` if none)."""
-    if isinstance(node, ast.Call) and model.call_name(node) in ENV_GETTERS:
-        if len(node.args) > 1:
-            d = node.args[1]
-        else:
-            kw = next((k for k in node.keywords if k.arg == "default"), None)
-            d = kw.value if kw else ast.Constant(None)
-        if isinstance(d, ast.UnaryOp) and isinstance(d.op, ast.USub):
-            d = d.operand
-            return -d.value if isinstance(d, ast.Constant) and isinstance(d.value, int) else ...
-        if isinstance(d, ast.Constant):
-            v = d.value
-            return int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v
-    return ...
-
-
-def _sentinel_test(model: ScriptModel, node: ast.AST) -> tuple[ast.AST, bool] | None:
-    """``int(os.environ.get("RANK", -1)) != -1``, ``"RANK" in os.environ``,
-    ``os.environ.get("LOCAL_RANK") is not None``: "was this launched distributed?".
-    Returns the comparison and whether it asks "distributed" (True) or "not" (False)."""
-    if not isinstance(node, ast.Compare) or len(node.ops) != 1:
-        return None
-    op, left, right = node.ops[0], node.left, node.comparators[0]
-    if isinstance(op, ast.In | ast.NotIn):
-        key = const_str(left)
-        if key in ENV_KEYS and model.qualname(right) == "os.environ":
-            return node, isinstance(op, ast.In)
-        return None
-    inner = left.args[0] if _is_int_call(left) else left
-    key = _env_key(model, inner)
-    if key not in ENV_KEYS:
-        return None
-    default = _env_default(model, inner)
-    value = _constant(right)
-    if default in SENTINELS and value == default:
-        if isinstance(op, ast.NotEq | ast.IsNot):
-            return node, True
-        if isinstance(op, ast.Eq | ast.Is):
-            return node, False
-    return None
-
-
-def _is_int_call(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "int"
-        and len(node.args) == 1
-    )
-
-
-def _constant(node: ast.AST) -> object:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        if isinstance(node.operand, ast.Constant) and isinstance(node.operand.value, int):
-            return -node.operand.value
-    if isinstance(node, ast.Constant):
-        return node.value
-    return ...
-
-
-DEVICE_WORDS = re.compile(r"device|cuda|gpu", re.IGNORECASE)
-
-
-def _device_setup_in_branch(model: ScriptModel, node: ast.AST, distributed: bool) -> ast.AST | None:
-    """The first device placement (``device_map = {"": local_rank}``, ``torch.cuda.set_device``)
-    in the branch the sentinel test selects for a torchrun launch: on CUDA it ran under torchrun
-    only, and under the XLA launcher (no env var) it was skipped."""
-    parent, negated = model.parent(node), False
-    while isinstance(parent, ast.BoolOp | ast.UnaryOp):
-        negated ^= isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not)
-        parent = model.parent(parent)
-    if not isinstance(parent, ast.If):
-        return None
-    branch = parent.body if distributed != negated else parent.orelse
-    for stmt in branch:
-        for n in ast.walk(stmt):
-            ident = (
-                n.id
-                if isinstance(n, ast.Name)
-                else n.attr
-                if isinstance(n, ast.Attribute)
-                else None
-            )
-            if ident is not None and DEVICE_WORDS.search(ident):
-                return stmt
-    return None
-
-
 def _sentinel_finding(model: ScriptModel, node: ast.AST, distributed: bool, target) -> Finding:
     e = Emitter(model)
     code = f"{xla_api.world_size(e, target)} {'>' if distributed else '=='} 1"
@@ -183,7 +84,7 @@ def _sentinel_finding(model: ScriptModel, node: ast.AST, distributed: bool, targ
         "launcher sets no such env var; the question is whether the world size is above 1"
     )
     fix = Fix(f"Replace with {code}", (Replace(model.span(node), code), *e.imports))
-    setup = _device_setup_in_branch(model, node, distributed)
+    setup = device_setup_in_branch(model, node, distributed)
     if setup is not None:
         # Under the XLA launcher the env var is unset, so this branch was skipped; the rewrite
         # runs it, and what it sets up is per-rank CUDA placement.
@@ -225,7 +126,7 @@ FALSY_DEFAULTS = (None, "")
 
 def _review_reason(model: ScriptModel, node: ast.AST, key: str, unwrapped: bool) -> str:
     """Why replacing this env read by the runtime's answer needs review ("" when it does not)."""
-    default = _env_default(model, node)
+    default = env_default(model, node)
     if default in SENTINELS and (key != "WORLD_SIZE" or (default is None and unwrapped)):
         # -1 / None means "not launched distributed"; an ordinal or world size is never that.
         return (
@@ -287,7 +188,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         # Otherwise torchrun starts it and sets the variables (xla:// reads them too).
         yield from _env_reads(model, ctx)
     yield from _dist_calls(model, ctx)
-    yield from runtime_ranks_in_torchrun_branch(model, ctx, _sentinel_test)
+    yield from runtime_ranks_in_torchrun_branch(model, ctx, sentinel_test)
 
 
 def _torchrun_mode(model: ScriptModel, node: ast.AST) -> bool:
@@ -298,7 +199,7 @@ def _torchrun_mode(model: ScriptModel, node: ast.AST) -> bool:
 def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     for node in model.nodes_of(ast.Compare):
-        found = _sentinel_test(model, node)
+        found = sentinel_test(model, node)
         if found is not None and _torchrun_mode(model, node):
             handled.update(id(n) for n in ast.walk(node))
         elif found is not None:
@@ -308,7 +209,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for node in model.nodes_of(ast.Subscript, ast.Call):
         if id(node) in handled:
             continue
-        key = _env_key(model, node)
+        key = env_key(model, node)
         if key is None:
             keys = loop_env_keys(model, node)
             if any(k in ENV_KEYS for k in keys) and not _torchrun_mode(model, node):
@@ -316,7 +217,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         if key not in ENV_KEYS or _torchrun_mode(model, node):
             continue
-        if _env_default(model, node) in FALSY_DEFAULTS and _truth_tested(model, node):
+        if env_default(model, node) in FALSY_DEFAULTS and _truth_tested(model, node):
             # ``if os.environ.get("WORLD_SIZE"):`` asks "launched by torchrun?" like a sentinel.
             finding = _sentinel_finding(model, node, True, ctx.target)
             yield review_under_launcher(model, finding, node, ctx.target)
