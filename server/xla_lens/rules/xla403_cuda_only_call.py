@@ -23,6 +23,7 @@ from .base import (
 from .parts.cuda_asserts import cuda_availability_asserts, cuda_uses_after
 from .parts.cuda_gates import AVAILABILITY, stop_gates
 from .parts.pin_memory import pin_memory_findings
+from .parts.pin_memory_options import pin_option_findings
 from .parts.timer_sync import SYNCHRONIZE, times_device_work, wait_fix
 
 CODE = "XLA403"
@@ -392,6 +393,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _helper_calls(model)
     yield from _backend_settings(model)
     yield from pin_memory_findings(model, CODE)
+    yield from pin_option_findings(model, CODE)
 
 
 HOVER = """\
