@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..semantic.bool_options import BoolSwitch, switch_deciding
 from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .parts.lm_collator_padding import lm_collator_findings
 from .parts.per_example_padding import labels_from_ids, per_example
 
 CODE = "XLA303"
@@ -105,6 +106,11 @@ def _pads_to_longest(value: ast.expr | None, default: bool) -> bool:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from _padding_sites(model)
+    yield from lm_collator_findings(model, CODE)
+
+
+def _padding_sites(model: ScriptModel) -> Iterator[Finding]:
     for site in _sites(model):
         call = site.call
         padding = _argument(call, site.padding_index, "padding")
