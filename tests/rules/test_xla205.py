@@ -151,7 +151,6 @@ def test_a_backend_out_of_reach_stays_reported_while_the_script_still_runs_on_cu
     import torch_xla
     import torch.distributed as dist
     def setup(args):
-        args.dist_backend = "nccl"
         dist.init_process_group(backend=args.dist_backend, init_method="env://")
     def count(n):
         return torch.tensor([n], device="cuda")
@@ -160,6 +159,9 @@ def test_a_backend_out_of_reach_stays_reported_while_the_script_still_runs_on_cu
     assert f.fix is None and "args.dist_backend" in f.manual
     hand_written = code.replace('device="cuda"', "device=torch_xla.device()")
     assert findings(hand_written, "XLA205") == []
+    # Set to "nccl" just above the call, it is followed: reported (and fixed) either way.
+    nccl = hand_written.replace("dist.init", 'args.dist_backend = "nccl"; dist.init')
+    assert findings(nccl, "XLA205")[-1].fix.safe
 
 
 def test_converted_code_reports_nothing():

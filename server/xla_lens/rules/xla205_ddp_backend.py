@@ -35,6 +35,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .parts.backend_attribute import assigned_before, other_stores, stores_any_other_way
 from .parts.ddp_device_ids import ddp_findings
 from .parts.ddp_helpers import helper_device_ids_findings
 from .parts.fsdp_idioms import fsdp_findings
@@ -87,7 +88,7 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
             backend,
             Fix('Use the "xla" backend', (*ops, *_backend_ops(model, call, ctx, backend))),
         )
-    sources = literal_sources(model, backend)
+    store, sources = _followed(model, backend)
     if sources is None:
         helper = _default_backend_call(model, backend)
         if helper is not None:
@@ -100,9 +101,7 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
                 manual=f'make `{model.segment(backend)}` "xla" (and import '
                 "torch_xla.distributed.xla_backend)",
             )
-        if model.uses_torch_xla and not runs_on_cuda(model):
-            # An XLA script computing its backend: its own business. (Not a script another
-            # fix just gave `import torch_xla` while it still runs on CUDA: fix re-checks it.)
+        if _computes_own_backend(model):
             return None
         return Finding(
             CODE,
@@ -116,14 +115,51 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
     cuda = [s for s in sources if const_str(s) in CUDA_BACKENDS]
     if not cuda:
         return None
-    if isinstance(backend, ast.IfExp | ast.Name):
-        # ``"nccl" if cuda else "gloo"`` / a local bound a few lines up: the converted
-        # script always runs on XLA, and only this call reads the value here.
+    if isinstance(backend, ast.IfExp | ast.Name) or store is not None:
+        # ``"nccl" if cuda else "gloo"`` / a local bound a few lines up / ``args.backend =
+        # "nccl"`` just above: the converted script always runs on XLA; only this call's
+        # value changes (whatever else reads the name or attribute still sees "nccl").
         ops = [Replace(model.span(backend), _quoted(model, cuda[0], "xla"))]
         fix = Fix('Use the "xla" backend', (*ops, *_backend_ops(model, call, ctx, cuda[0])))
         return _finding(model, backend, fix)
     fix = _fix_at_source(model, call, ctx, backend, cuda)
     return _finding(model, backend, fix)
+
+
+def _computes_own_backend(model: ScriptModel) -> bool:
+    """An XLA script computing its backend: its own business. Not a script another fix just
+    gave ``import torch_xla`` while it still runs on CUDA (fix re-checks its output). Once
+    converted, a backend out of reach looks the same as a hand-written XLA script's; a value
+    the script sets itself (``args.dist_backend = "nccl"``) is followed and stays reported."""
+    return model.uses_torch_xla and not runs_on_cuda(model)
+
+
+def _followed(
+    model: ScriptModel, backend: ast.expr
+) -> tuple[ast.Assign | None, list[ast.expr] | None]:
+    """The ``holder.attr = ...`` statement the call surely reads (if any) and the literals the
+    backend can be."""
+    store = assigned_before(model, backend) if isinstance(backend, ast.Attribute) else None
+    if store is not None:
+        return store, literal_sources(model, store.value)
+    return None, _sources(model, backend)
+
+
+def _sources(model: ScriptModel, backend: ast.expr) -> list[ast.expr] | None:
+    """``literal_sources``, plus the values ``<x>.attr = ...`` writes elsewhere in the file
+    for an attribute (a helper sets it before the call)."""
+    sources = literal_sources(model, backend)
+    if not isinstance(backend, ast.Attribute) or stores_any_other_way(model, backend.attr):
+        return sources
+    extra: list[ast.expr] = []
+    for store in other_stores(model, backend.attr):
+        got = literal_sources(model, store.value)
+        if got is None:
+            return sources
+        extra.extend(got)
+    if sources is None and not any(const_str(s) in CUDA_BACKENDS for s in extra):
+        return None  # the origin is out of reach and the stores seen prove nothing
+    return [*(sources or []), *extra]
 
 
 def _source_findings(model: ScriptModel, call: ast.Call) -> Iterator[Finding]:
@@ -134,7 +170,7 @@ def _source_findings(model: ScriptModel, call: ast.Call) -> Iterator[Finding]:
         return
     if _already_xla(model, call):
         return
-    for literal in literal_sources(model, backend) or []:
+    for literal in _followed(model, backend)[1] or []:
         if const_str(literal) in CUDA_BACKENDS:
             yield Finding(
                 CODE,
@@ -171,6 +207,13 @@ def _fix_at_source(
                 reasons.append(
                     f"`{backend.attr}` is also read on line {lines}: a new default changes "
                     "what those lines see"
+                )
+            stores = other_stores(model, backend.attr)
+            if stores:
+                lines = ", ".join(str(a.lineno) for a in stores)
+                reasons.append(
+                    f"`{backend.attr}` is also set on line {lines}: the call may not read the "
+                    "default"
                 )
             where = f"the --{backend.attr} default (line {literal.lineno})"
         else:
