@@ -34,6 +34,7 @@ from .base import (
     Target,
 )
 from .parts.sync_point import sync_point
+from .parts.timer_sync import wait_syncs_loop
 from .xla106_device_loader import will_wrap
 
 CODE = "XLA107"
@@ -76,7 +77,7 @@ def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop, target: Target) -
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for loop in model.training_loops:
-        if loop_syncs(model, loop):
+        if loop_syncs(model, loop) or wait_syncs_loop(model, loop):  # XLA403's timer wait
             continue
         if _fed_by_xla_loader(model, loop, ctx.target) or will_wrap(model, loop.node, ctx.target):
             continue

@@ -15,6 +15,10 @@ loop, or outside any training loop, the boundary is one per step at most, as XLA
 ``if step % k == 0:``) or in a function a training loop calls, the step's graph is cut
 differently from step to step, and XLA107 takes any sync in the loop for the loop's per-step
 sync and would add none: that fix is for review.
+
+Where the wait runs on every iteration, after the step, it is the loop's per-step sync:
+``wait_syncs_loop`` tells XLA107 so, which then adds no sync of its own (both fixes applied in
+one round gave two syncs per step: the timer's, and XLA107's at the end of the body).
 """
 
 from __future__ import annotations
@@ -153,3 +157,69 @@ def _reached_in(model: ScriptModel, stmt: ast.stmt, loop: TrainingLoop) -> str:
                 if callee is not None:
                     todo.append(callee)
     return ""
+
+
+def wait_syncs_loop(model: ScriptModel, loop: TrainingLoop) -> bool:
+    """``loop`` has a timer synchronize whose safe XLA403 fix becomes the loop's per-step sync:
+    a statement of the body (at most inside ``with`` blocks) that runs on every iteration after
+    every step of the body, with no ``continue`` of this loop before it. A wait on some
+    iterations only (``if step % k == 0:``) does not count: XLA107 still adds its sync."""
+    body = loop.node.body
+    for index, top in enumerate(body):
+        for stmt in _unconditional(top):
+            if not _is_timer_synchronize(model, stmt) or _in_loop_reason(model, stmt):
+                continue
+            # Steps later in the body (or in this statement) would run after the sync and
+            # join the next iteration's graph; a continue before it skips it.
+            if any(_has_step(model, later) for later in body[index:]):
+                continue
+            if any(_skips(earlier) for earlier in body[:index]):
+                continue
+            return True
+    return False
+
+
+def _unconditional(stmt: ast.stmt) -> Iterator[ast.stmt]:
+    """``stmt`` and the statements of the ``with`` blocks it opens (run whenever it runs)."""
+    yield stmt
+    if isinstance(stmt, ast.With | ast.AsyncWith):
+        for inner in stmt.body:
+            yield from _unconditional(inner)
+
+
+def _is_timer_synchronize(model: ScriptModel, stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and model.call_name(stmt.value) in SYNCHRONIZE
+        and times_device_work(model, stmt)
+    )
+
+
+def _has_step(model: ScriptModel, stmt: ast.stmt) -> bool:
+    steps = model.steps
+    for node in model.walk_scope(stmt) if not isinstance(stmt, SCOPE_TYPES) else ():
+        if isinstance(node, ast.Call) and (
+            model._is_step_call(node)
+            or steps.step_callee(node) is not None
+            or steps.external_step(node) is not None
+        ):
+            return True
+    return False
+
+
+def _skips(stmt: ast.stmt) -> bool:
+    """A ``continue`` of the enclosing loop in ``stmt`` (not of a nested loop, nor in a nested
+    function). A ``break`` ends the loop: it skips one sync, the last (as ``sync_point``)."""
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Continue):
+            return True
+        if isinstance(node, SCOPE_TYPES):
+            continue
+        if isinstance(node, ast.For | ast.While | ast.AsyncFor):
+            todo.extend(node.orelse)  # its body's continue is its own
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
