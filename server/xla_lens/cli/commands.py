@@ -8,15 +8,15 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..engine import ConfigError, Settings, analyze, fix_source, resolve_target
+from ..engine import ConfigError, FixOutcome, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
 from ..engine.fix_plan import applied_later
 from ..engine.leftover import CLI_REVIEW, leftover
 from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
-from .files import FileProblem, discover, link_target, read_source
+from .files import FileProblem, SourceFile, discover, link_target, read_source
+from .fix_passes import fix_files
 from .output import Reported, format_json, format_sarif, format_text, rule_page, rules_markdown
-from .writeback import write_back
 
 
 def _cli_settings(args: argparse.Namespace) -> dict:
@@ -99,30 +99,26 @@ def fix_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         _err(str(exc))
         return EXIT_ERROR
-    problems = 0
+    outside_links: list[Path] = []
+    paths = list(discover(args.paths, outside_links))
+    unsafe = getattr(args, "unsafe_fixes", False)
+
+    def fix_one(path: Path, source: SourceFile) -> FixOutcome:
+        try:
+            settings = _settings(path, overrides)
+        except ConfigError as exc:
+            raise FileProblem(str(exc)) from exc
+        return fix_source(source.text, str(path), settings, resolve_target(settings), unsafe=unsafe)
+
+    # Passes until nothing changes: a file's fixes may depend on its siblings as written by
+    # this run (cli/fix_passes.py).
+    result = fix_files(paths, fix_one, write=not args.diff, report=_err)
+    problems = result.problems
     changed_files = 0
     remaining = 0
-    outside_links: list[Path] = []
-    for path in discover(args.paths, outside_links):
-        try:
-            source = read_source(path)
-            settings = _settings(path, overrides)
-        except (FileProblem, ConfigError) as exc:
-            _err(str(exc))
-            problems += 1
-            continue
-        outcome = fix_source(
-            source.text,
-            str(path),
-            settings,
-            resolve_target(settings),
-            unsafe=getattr(args, "unsafe_fixes", False),
-        )
-        if outcome.error is not None:
-            _err(f"{path}: {outcome.error}; left untouched")
-            problems += 1
-            continue
-        if args.diff and outcome.remaining and outcome.source != source.text:
+    for run in result.runs:
+        path, outcome = run.path, run.outcome
+        if args.diff and outcome.remaining and run.changed:
             # The file is not written: say whose lines these are (the messages cite them too).
             _err(f"{path}: left after these fixes (line numbers of the fixed text, b/ in the diff)")
         for f in outcome.remaining:
@@ -141,24 +137,20 @@ def fix_command(args: argparse.Namespace) -> int:
         left = leftover(outcome.remaining)
         if not left.empty:
             print(f"{path}: {left.statement(CLI_REVIEW)}", file=sys.stderr)
-        if outcome.source == source.text:
+        if not run.changed:
             continue
+        changed_files += 1
         if args.diff:
-            changed_files += 1
-            sys.stdout.writelines(_unified_diff(source.text, outcome.source, path))
+            sys.stdout.writelines(_unified_diff(run.original, run.final, path))
         else:
-            try:
-                written = write_back(source, outcome.source)
-            except FileProblem as exc:
-                # Counted as a problem, never as changed: the file on disk is as it was.
-                _err(str(exc))
-                problems += 1
-                continue
-            changed_files += 1
-            codes = sorted(set(outcome.applied))
-            via = f" (through the link, into {written})" if path.is_symlink() else ""
+            codes = sorted(set(run.applied))
+            via = (
+                f" (through the link, into {run.written})"
+                if path.is_symlink() and run.written
+                else ""
+            )
             print(
-                f"fixed {path}{via}: {len(outcome.applied)} fix{'es' * (len(outcome.applied) != 1)} ({', '.join(codes)})"
+                f"fixed {path}{via}: {len(run.applied)} fix{'es' * (len(run.applied) != 1)} ({', '.join(codes)})"
             )
     for link in outside_links:
         _err(
