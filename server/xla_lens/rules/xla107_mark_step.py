@@ -33,6 +33,7 @@ from .base import (
     Span,
     Target,
 )
+from .parts.eval_loops import eval_loops
 from .parts.sync_point import sync_point
 from .parts.timer_sync import wait_syncs_loop
 from .xla106_device_loader import will_wrap
@@ -76,6 +77,11 @@ def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop, target: Target) -
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from _training_findings(model, ctx)
+    yield from _eval_findings(model, ctx.target)
+
+
+def _training_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for loop in model.training_loops:
         if loop_syncs(model, loop) or wait_syncs_loop(model, loop):  # XLA403's timer wait
             continue
@@ -128,6 +134,32 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 review_reason=point.why_not,
             ),
         )
+
+
+def _eval_findings(model: ScriptModel, target: Target) -> Iterator[Finding]:
+    """Evaluation loops over a DataLoader that read nothing on the host per batch
+    (``parts/eval_loops.py``): each batch's forward pass would join one graph that grows
+    until a result is read after the loop. The sync goes at the end of the body; safe, a
+    sync only materialises the pending tensors (the values are the same)."""
+    for node in eval_loops(model):
+        e = Emitter(model)
+        code = xla_api.sync(e, target)
+        span = model.span(node)
+        span = Span(span.start, model.span(node.iter).end)
+        message = (
+            "evaluation loop never marks the step: nothing in it reads a result per batch, so "
+            "XLA traces every batch's forward pass into one growing graph that runs only when "
+            f"a result is read after the loop; call {code} at the end of each iteration"
+        )
+        if not model.in_indented_block(node.body[0]):
+            manual = f"put the loop body on its own lines and end it with {code}"
+            yield Finding(CODE, message, span, Severity.WARNING, manual=manual)
+            continue
+        fix = Fix(
+            f"Add {code} at the end of the loop body",
+            (AppendToBody(model.span(node), code), *e.imports),
+        )
+        yield Finding(CODE, message, span, Severity.WARNING, fix=fix)
 
 
 HOVER_SYNC = """\

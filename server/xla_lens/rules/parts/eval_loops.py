@@ -1,0 +1,127 @@
+"""Evaluation loops that XLA107 gives a per-batch sync (held-out 7: pytorch-cifar's ``test()``).
+
+An evaluation loop here is a ``for`` over a torch DataLoader (``loaders.classify`` proves it
+PLAIN) that runs with gradients off (inside ``with torch.no_grad()`` / ``inference_mode()`` /
+``set_grad_enabled(False)``, or in a function decorated with one of them) and moves its batch
+to a device in its body (``.to(...)`` / ``.cuda(...)``), in a script that trains (it has a
+training loop) and was not written for XLA by hand.
+
+It needs a sync only when nothing in it reads a tensor on the host per batch: then each
+batch's forward pass joins one graph that grows until a result is read after the loop (all the
+batches in one compile, one execution, the memory of all of them). A per-batch ``.item()`` /
+``.cpu()`` / ``float(t)`` already runs the graph each batch: the read is then the site (a
+host read, XLA401's question), and a sync here would only add an execution.
+
+Left alone:
+
+- a loop that already syncs (in it, or in a function of this script it calls);
+- a loop run from a training loop (in it, or in a function the training loop calls): XLA107's
+  ``loop_syncs`` would take a sync there for the training loop's own, though it runs on
+  evaluation steps only.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic.loaders import Source, classify, iterated_loader
+from ...semantic.loop_syncs import loop_syncs, written_for_xla
+from ...semantic.model import ScriptModel, TrainingLoop, method_name
+from ...semantic.node_helpers import SCOPE_TYPES
+
+NO_GRAD = frozenset(
+    {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.set_grad_enabled"}
+)
+# Reads that copy a device tensor to the host, so the graph runs right there each batch.
+HOST_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+HOST_BUILTINS = frozenset({"float", "int", "bool"})
+MOVES = frozenset({"to", "cuda"})
+
+
+def eval_loops(model: ScriptModel) -> Iterator[ast.For | ast.AsyncFor]:
+    """The evaluation loops that need a per-batch sync, in source order."""
+    if not model.training_loops or written_for_xla(model):
+        return
+    reached = _reached_from_training(model)
+    for loop in model.nodes_of(ast.For, ast.AsyncFor):
+        assert isinstance(loop, ast.For | ast.AsyncFor)
+        if any(t.node is loop for t in model.training_loops):
+            continue
+        if classify(model, iterated_loader(model, loop)) is not Source.PLAIN:
+            continue
+        if not _grad_off(model, loop) or not _moves_batch(model, loop) or _reads_host(model, loop):
+            continue
+        if _inside(model, loop, reached) or loop_syncs(model, TrainingLoop(loop)):
+            continue
+        yield loop
+
+
+def _grad_off(model: ScriptModel, loop: ast.AST) -> bool:
+    for a in model.ancestors(loop):
+        if isinstance(a, ast.With | ast.AsyncWith):
+            if any(_no_grad_call(model, item.context_expr) for item in a.items):
+                return True
+        if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+            return any(_no_grad_call(model, d) for d in a.decorator_list)
+        if isinstance(a, SCOPE_TYPES):
+            return False
+    return False
+
+
+def _no_grad_call(model: ScriptModel, expr: ast.expr) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    name = model.qualname(target)
+    if name not in NO_GRAD:
+        return False
+    if name == "torch.set_grad_enabled":
+        arg = expr.args[0] if isinstance(expr, ast.Call) and expr.args else None
+        return isinstance(arg, ast.Constant) and arg.value is False
+    return True
+
+
+def _body_nodes(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> Iterator[ast.AST]:
+    for stmt in loop.body:
+        yield from model.walk(stmt)
+
+
+def _moves_batch(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    return any(
+        isinstance(n, ast.Call) and method_name(n) in MOVES for n in _body_nodes(model, loop)
+    )
+
+
+def _reads_host(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """A per-batch host read in the body (syntactic, and generous: any such call keeps the
+    loop quiet, the safe direction)."""
+    for n in _body_nodes(model, loop):
+        if not isinstance(n, ast.Call):
+            continue
+        if method_name(n) in HOST_METHODS and isinstance(n.func, ast.Attribute):
+            return True
+        func = n.func
+        if isinstance(func, ast.Name) and func.id in HOST_BUILTINS and n.args:
+            if not isinstance(n.args[0], ast.Constant):
+                return True
+    return False
+
+
+def _reached_from_training(model: ScriptModel) -> list[ast.AST]:
+    """The training loops and every function of this script they run, directly or through
+    other functions (the regions ``loop_syncs`` searches for a training loop's sync)."""
+    seen: dict[int, ast.AST] = {}
+    regions: list[ast.AST] = [r for t in model.training_loops for r in t.regions()]
+    while regions:
+        region = regions.pop()
+        if id(region) in seen:
+            continue
+        seen[id(region)] = region
+        for node in model.walk(region):
+            if isinstance(node, ast.Call) and (callee := model.steps.callee(node)) is not None:
+                regions.append(callee)
+    return list(seen.values())
+
+
+def _inside(model: ScriptModel, loop: ast.AST, regions: list[ast.AST]) -> bool:
+    ids = {id(r) for r in regions}
+    return any(id(a) in ids for a in model.ancestors(loop))

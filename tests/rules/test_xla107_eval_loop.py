@@ -1,0 +1,182 @@
+"""XLA107 on evaluation loops (held-out 7, K5): ``model.eval()`` + ``with torch.no_grad():``
+over a DataLoader, in a training script being converted. With nothing read on the host per
+batch, every batch's forward pass joins one graph that runs only when a result is read after
+the loop: a sync per batch is added (safe: a sync only materialises pending tensors). A per-batch
+host read (``.item()``) already runs the graph each batch: there the read is the site (XLA401's
+business), and XLA107 stays quiet."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import fix_source
+
+from tests.helpers import findings, fixed, src
+
+HEAD = """
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+device = "cuda"
+torch.manual_seed(0)
+net = nn.Linear(4, 3).to(device)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+data = TensorDataset(torch.randn(48, 4), torch.randint(0, 3, (48,)))
+train_loader = DataLoader(data, batch_size=8, drop_last=True)
+test_loader = DataLoader(data, batch_size=8)
+
+
+def fit():
+    net.train()
+    for x, y in train_loader:
+        x, y = x.to(device), y.to(device)
+        opt.zero_grad()
+        nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+"""
+
+ACCUMULATING_EVAL = (
+    HEAD
+    + """
+
+def evaluate():
+    net.eval()
+    correct = torch.zeros((), dtype=torch.long, device=device)
+    with torch.no_grad():
+        for x, y in test_loader:
+            x, y = x.to(device), y.to(device)
+            correct += net(x).argmax(1).eq(y).sum()
+    return correct.item()
+
+
+for epoch in range(2):
+    fit()
+    print("correct", evaluate())
+"""
+)
+
+READING_EVAL = (
+    HEAD
+    + """
+
+def evaluate():
+    net.eval()
+    total, correct = 0.0, 0
+    with torch.no_grad():
+        for x, y in test_loader:
+            x, y = x.to(device), y.to(device)
+            out = net(x)
+            total += nn.functional.cross_entropy(out, y).item()
+            correct += out.argmax(1).eq(y).sum().item()
+    return total, correct
+
+
+fit()
+print(evaluate())
+"""
+)
+
+
+def _eval_header(code: str) -> int:
+    return next(i for i, line in enumerate(src(code).splitlines()) if "in test_loader" in line)
+
+
+def test_an_eval_loop_accumulating_on_the_device_gets_a_sync_per_batch():
+    found = findings(ACCUMULATING_EVAL, "XLA107")
+    evals = [f for f in found if f.span.start.line == _eval_header(ACCUMULATING_EVAL)]
+    (f,) = evals
+    assert "evaluation loop" in f.message and f.fix is not None and f.fix.safe
+    out = fixed(ACCUMULATING_EVAL, "XLA107")
+    assert (
+        "            correct += net(x).argmax(1).eq(y).sum()\n            torch_xla.sync()\n" in out
+    )
+    # The training loop keeps its own finding and sync.
+    assert "        opt.step()\n        torch_xla.sync()\n" in out
+
+
+def test_an_eval_loop_that_reads_each_batch_on_the_host_is_left_to_the_reads():
+    found = findings(READING_EVAL, "XLA107")
+    assert [f.span.start.line for f in found] == [15]  # the training loop only
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        # no no_grad: not recognisably an evaluation
+        ("    with torch.no_grad():\n", "    if True:\n"),
+        # already synced
+        (
+            "            correct += net(x).argmax(1).eq(y).sum()\n",
+            "            correct += net(x).argmax(1).eq(y).sum()\n            torch_xla.sync()\n",
+        ),
+        # nothing moved to a device in the loop: a host-side pass over the data
+        ("            x, y = x.to(device), y.to(device)\n", ""),
+    ],
+)
+def test_other_loops_stay_quiet(variant: tuple[str, str]):
+    code = src(ACCUMULATING_EVAL).replace(*variant)
+    if "torch_xla.sync()" in code:
+        code = "import torch_xla\n" + code
+    assert all(f.span.start.line != _eval_header(code) for f in findings(code, "XLA107"))
+
+
+def test_an_eval_loop_run_from_inside_the_training_loop_is_left_alone():
+    # A sync there would run only on evaluation steps, yet count as the training loop's.
+    code = src(ACCUMULATING_EVAL).replace(
+        "        opt.step()\n",
+        "        opt.step()\n        evaluate()\n",
+    )
+    found = findings(code, "XLA107")
+    assert all(f.span.start.line != _eval_header(code) for f in found)
+    assert "            torch_xla.sync()\n" not in fixed(code, "XLA107")
+
+
+def test_an_eval_loop_in_a_decorated_function_over_a_tqdm_loader_is_found():
+    code = (
+        src(ACCUMULATING_EVAL)
+        .replace("def evaluate():\n", "@torch.no_grad()\ndef evaluate():\n")
+        .replace("    with torch.no_grad():\n", "    if True:\n")
+        .replace("in test_loader:", "in enumerate(test_loader):")
+        .replace("for x, y in enumerate", "for i, (x, y) in enumerate")
+    )
+    found = findings(code, "XLA107")
+    assert any("evaluation loop" in f.message for f in found)
+
+
+def _run(script: Path) -> dict[str, str]:
+    script.write_text(
+        script.read_text() + "import torch_xla.core.xla_model as _xm\n"
+        "import torch_xla.debug.metrics as _met\n"
+        "_xm.wait_device_ops()\n"
+        'print("executions", _met.counter_value("ExecuteComputation"))\n'
+    )
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
+
+
+@pytest.mark.xla
+def test_the_converted_eval_loop_gives_the_same_count_one_graph_per_batch(tmp_path: Path):
+    original = tmp_path / "orig.py"
+    original.write_text(src(ACCUMULATING_EVAL).replace('device = "cuda"', 'device = "cpu"'))
+    run = subprocess.run(
+        [sys.executable, str(original)], capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    expected = run.stdout.split()
+    out = fix_source(src(ACCUMULATING_EVAL)).source
+    assert "            torch_xla.sync()\n" in out and "cuda" not in out, out
+    script = tmp_path / "conv.py"
+    script.write_text(out)
+    lines = _run(script)
+    assert lines["correct"] == expected[-1]
+    # Per epoch: 5 training steps + 6 eval batches, each its own graph, and the final read.
+    no_eval_sync = tmp_path / "nosync.py"
+    no_eval_sync.write_text(out.replace("            torch_xla.sync()\n", ""))
+    assert int(lines["executions"]) > int(_run(no_eval_sync)["executions"])
