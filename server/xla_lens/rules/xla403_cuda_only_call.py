@@ -22,6 +22,7 @@ from .base import (
 )
 from .parts.cuda_asserts import cuda_availability_asserts, cuda_uses_after
 from .parts.cuda_gates import AVAILABILITY, stop_gates
+from .parts.cuda_memory_queries import MEMORY_ADVICE, MEMORY_QUERIES, skipped_memory_figure
 from .parts.pin_memory import pin_memory_findings
 from .parts.pin_memory_options import pin_option_findings
 from .parts.timer_sync import SYNCHRONIZE, times_device_work, wait_fix
@@ -56,15 +57,6 @@ TIMER_WAIT = (
 # and the block never runs on XLA: it is left alone.
 FREES_CACHED_MEMORY = {"torch.cuda.empty_cache", "torch.cuda.ipc_collect"}
 SEEDS = {"torch.cuda.manual_seed", "torch.cuda.manual_seed_all"}
-MEMORY_QUERIES = {
-    "torch.cuda.memory_allocated",
-    "torch.cuda.max_memory_allocated",
-    "torch.cuda.memory_reserved",
-    "torch.cuda.max_memory_reserved",
-    "torch.cuda.memory_summary",
-    "torch.cuda.memory_stats",
-    "torch.cuda.mem_get_info",
-}
 COUNTS = {"torch.cuda.device_count", "torch.accelerator.device_count"}
 DEVICE_QUERIES = {
     "torch.cuda.device_count",
@@ -173,7 +165,7 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 yield from _guarded_seed(model, call, q, target)
             elif q in MEMORY_QUERIES and id(guard) not in memory_guards:
                 memory_guards.add(id(guard))
-                yield _skipped_memory_figure(model, guard, q)
+                yield skipped_memory_figure(model, guard, q, CODE)
             elif q in COUNTS:
                 ws = xla_api.world_size(Emitter(model), target)  # type: ignore[arg-type]
                 yield _finding(
@@ -232,30 +224,6 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 manual=f"For the number of XLA processes use `{ws}`; for the device kind use "
                 "`torch_xla.runtime.device_type()` (modern) / `xm.xla_device_hw(device)`.",
             )
-
-
-MEMORY_ADVICE = (
-    "Use `xm.get_memory_info(device)` (a dict: bytes_used, bytes_limit, peak_bytes_used of "
-    "the XLA device; TPU runtimes answer it, PJRT CPU raises UNIMPLEMENTED) and adapt the code "
-    "that reads the result."
-)
-
-
-def _skipped_memory_figure(model: ScriptModel, guard: ast.If, q: str) -> Finding:
-    """Reported at the guard's test, once per guard: the engine leaves the CUDA-only body alone
-    (the CUDA run keeps its figure), but on an XLA host the block is skipped and the memory
-    figure the script logs there silently goes missing (MAE's MetricLogger, held-out 7)."""
-    test = model.segment(guard.test)[:50]
-    return Finding(
-        CODE,
-        f"{q}() runs only when `{test}` is true: on an XLA host it is skipped, so the memory "
-        "figure it gives is missing from what the script reports",
-        model.span(guard.test),
-        Severity.INFORMATION,
-        manual=f"To keep the figure on XLA, read `xm.get_memory_info(device)` (TPU runtimes "
-        f"answer it, PJRT CPU raises UNIMPLEMENTED) where `if {test}:` is false, e.g. in an "
-        "`else:` branch; the CUDA query can stay for the CUDA run.",
-    )
 
 
 def _timed_under_guard(model: ScriptModel, call: ast.Call) -> bool:
