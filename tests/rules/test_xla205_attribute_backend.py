@@ -127,3 +127,25 @@ def test_an_xla_script_computing_its_backend_is_left_alone():
     # Unless the script itself sets the attribute to NCCL.
     nccl = code.replace("dist.init", 'args.dist_backend = "nccl"; dist.init')
     assert fixed(nccl, "XLA205").count('backend="xla"') == 1
+
+
+def test_a_try_body_or_another_argument_between_stops_the_follow():
+    tried = """
+    import torch.distributed as dist
+    def start(cfg):
+        cfg.b = "nccl"
+        try:
+            cfg.b = pick()
+        except ValueError:
+            pass
+        else:
+            dist.init_process_group(backend=cfg.b)
+    """
+    assert all(f.fix is None or not f.fix.safe for f in findings(tried, "XLA205"))
+    argument = """
+    import torch.distributed as dist
+    def start(cfg):
+        cfg.b = "nccl"
+        dist.init_process_group(rank=reset(cfg), backend=cfg.b)
+    """
+    assert all(f.fix is None or not f.fix.safe for f in findings(argument, "XLA205"))

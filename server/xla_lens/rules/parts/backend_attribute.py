@@ -37,9 +37,12 @@ def _is_store_of(node: ast.AST, holder: str, attr: str) -> bool:
     )
 
 
-def _interferes(model: ScriptModel, root: ast.AST, holder: str, attr: str) -> bool:
-    """``root`` (code run between the store and the read) may change ``holder.attr``."""
+def _interferes(root: ast.AST, holder: str, attr: str, consumers: frozenset = frozenset()) -> bool:
+    """``root`` (code run between the store and the read) may change ``holder.attr``.
+    ``consumers``: the calls the read is an argument of (they run after it)."""
     for n in ast.walk(root):
+        if n in consumers:
+            continue
         if isinstance(n, ast.Name) and n.id == holder and not isinstance(n.ctx, ast.Load):
             return True
         if isinstance(n, ast.Attribute) and n.attr == attr and not isinstance(n.ctx, ast.Load):
@@ -81,8 +84,11 @@ def assigned_before(model: ScriptModel, read: ast.Attribute) -> ast.Assign | Non
     stmt = model.enclosing_statement(read)
     if stmt is None:
         return None
-    # The read's own statement before the read (``f(x, backend=args.b)``) is not looked at:
-    # arguments to its left run first, and the rules only ask for simple calls.
+    # The read's own statement: another argument of the call (``rank=setup(args)``) may run
+    # first; the calls the read is handed to run after it.
+    consumers = frozenset(a for a in model.ancestors(read) if isinstance(a, ast.Call))
+    if _interferes(stmt, holder, attr, consumers):
+        return None
     while True:
         parent = model.parent(stmt)
         if parent is None:
@@ -93,18 +99,20 @@ def assigned_before(model: ScriptModel, read: ast.Attribute) -> ast.Assign | Non
         for sib in reversed(body[: body.index(stmt)]):
             if _is_store_of(sib, holder, attr):
                 return sib  # type: ignore[return-value]
-            if _interferes(model, sib, holder, attr):
+            if _interferes(sib, holder, attr):
                 return None
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
             return None
         if isinstance(parent, ast.If):
-            if _interferes(model, parent.test, holder, attr):
+            if _interferes(parent.test, holder, attr):
                 return None
         elif isinstance(parent, ast.With | ast.AsyncWith):
-            if any(_interferes(model, item, holder, attr) for item in parent.items):
+            if any(_interferes(item, holder, attr) for item in parent.items):
                 return None
-        elif not isinstance(parent, ast.Try):
-            return None  # a loop (an earlier iteration may set it later) or a match
+        elif not (isinstance(parent, ast.Try) and stmt in parent.body):
+            # A loop (an earlier iteration may set it later), a match, or a try's else/
+            # finally/handler (its body ran between, maybe only in part).
+            return None
         stmt = parent
 
 
