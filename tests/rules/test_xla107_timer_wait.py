@@ -109,3 +109,11 @@ def test_the_converted_timed_loop_runs_one_graph_per_step(tmp_path: Path):
     assert got["marks"] == str(steps), got  # one sync per step
     # The step's graph compiles once, plus at most one for the first step's fresh optimizer state.
     assert int(got["compiles"]) <= 2, got
+
+
+def test_a_timer_wait_xla403_is_told_to_ignore_is_not_the_loops_sync():
+    code = TIMED.replace(
+        "    torch.cuda.synchronize()\n",
+        "    torch.cuda.synchronize()  # xla-lens: ignore[XLA403]\n",
+    )
+    assert len(findings(code, "XLA107")) == 1
