@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import Any
 
-from ..semantic.hf_args import TRAINING_ARGS, FieldDefault, hf_arguments
+from ..semantic.hf_args import LEGACY_REASON, TRAINING_ARGS, FieldDefault, hf_arguments
 from ..semantic.model import ScriptModel, const_str, keyword
 from .base import (
     Category,
@@ -23,7 +24,14 @@ from .base import (
 
 CODE = "XLA301"
 XLA_OPTIM = "adamw_torch_xla"
-__all__ = ["TRAINING_ARGS", "class_span", "elsewhere", "has_double_star", "training_args_calls"]
+__all__ = [
+    "TRAINING_ARGS",
+    "class_span",
+    "elsewhere",
+    "has_double_star",
+    "legacy_review",
+    "training_args_calls",
+]
 # Same algorithm as adamw_torch_xla, so switching keeps the training meaning.
 ADAMW_VARIANTS = {
     "adamw_torch",
@@ -42,6 +50,13 @@ def training_args_calls(model: ScriptModel) -> Iterator[ast.Call]:
 def has_double_star(call: ast.Call) -> bool:
     # ``**kwargs`` may already carry the keyword: adding it could raise "multiple values".
     return any(kw.arg is None for kw in call.keywords)
+
+
+def legacy_review(model: ScriptModel, call: ast.Call) -> dict[str, Any]:
+    """Fix safety for a keyword added to ``call``: for review on trl's PPOConfig."""
+    if hf_arguments(model).is_legacy_call(call):
+        return {"safe": False, "review_reason": LEGACY_REASON}
+    return {}
 
 
 def _subclass_default(model: ScriptModel, call: ast.Call, name: str) -> bool:
@@ -63,11 +78,15 @@ def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDef
     constructed = {c.func.id for c in hf.calls if isinstance(c.func, ast.Name)}
     for parser, item in hf.parsed_classes:
         cls = hf.parsed_subclass(item)
+        # TrlParser.parse_args_and_config() also reads a --config YAML file.
+        config = (
+            f" or set `{name}` in the --config YAML file" if hf.reads_config_file(parser) else ""
+        )
         if cls is None:
             yield (
                 parser,
                 None,
-                f"TrainingArguments come from the command line here: pass --{name} "
+                f"TrainingArguments come from the command line here: pass --{name}{config} "
                 "(nothing in this file sets it)",
             )
         elif cls.name not in constructed and hf.inherited_default(cls, name) is None:
@@ -75,7 +94,7 @@ def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDef
                 parser,
                 None,
                 f"add a `{name}` field to `{cls.name}` with the XLA value, or pass "
-                f"--{name} on the command line",
+                f"--{name} on the command line{config}",
             )
 
 
@@ -92,7 +111,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 "the sync-free AdamW that keeps the step on the device",
                 model.span(call.func),
                 Severity.INFORMATION,
-                fix=Fix(f"Set optim={code}", (SetKeyword(model.span(call), "optim", code),)),
+                fix=Fix(
+                    f"Set optim={code}",
+                    (SetKeyword(model.span(call), "optim", code),),
+                    **legacy_review(model, call),
+                ),
             )
             continue
         yield from _value_finding(model, kw.value, SetKeyword(model.span(call), "optim", code))

@@ -8,7 +8,13 @@ from collections.abc import Iterator
 from ..semantic.hf_args import hf_arguments
 from ..semantic.model import ScriptModel, keyword
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
-from .xla301_trainer_optim import class_span, elsewhere, has_double_star, training_args_calls
+from .xla301_trainer_optim import (
+    class_span,
+    elsewhere,
+    has_double_star,
+    legacy_review,
+    training_args_calls,
+)
 
 CODE = "XLA302"
 DEFAULT_WORKERS = 4
@@ -37,6 +43,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix=Fix(
                 f"Set dataloader_num_workers={DEFAULT_WORKERS} (adjust: {BOUND})",
                 (SetKeyword(span, "dataloader_num_workers", str(DEFAULT_WORKERS)),),
+                **legacy_review(model, call),
             ),
         )
 

@@ -9,6 +9,12 @@ Three shapes, in order of how fixable they are:
 - ``HfArgumentParser((..., TrainingArguments)).parse_args_into_dataclasses()`` with
   transformers' own class: the values come from the command line, so the finding says which
   flag to pass (nothing in the file to fix).
+
+TRL's configs (``SFTConfig``, ``DPOConfig``, ...) subclass ``TrainingArguments``, its trainers
+(``SFTTrainer``, ...) subclass ``Trainer`` and ``TrlParser`` subclasses ``HfArgumentParser``
+(its ``parse_args_and_config()`` also reads a ``--config`` YAML file): they are the same
+thing to XLA. TRL exports them from ``trl``, ``trl.trainer`` and per-trainer modules
+(``trl.trainer.sft_config``), so they are matched by package root and class name.
 """
 
 from __future__ import annotations
@@ -26,6 +32,46 @@ TRAINING_ARGS = {
     "transformers.training_args_seq2seq.Seq2SeqTrainingArguments",
 }
 PARSERS = {"transformers.HfArgumentParser", "transformers.hf_argparser.HfArgumentParser"}
+TRL_CONFIGS = {
+    f"{n}Config"
+    for n in ("SFT DPO ORPO KTO Reward PPO GRPO CPO BCO GKD OnlineDPO RLOO PRM XPO NashMD").split()
+}
+TRL_TRAINERS = {c.removesuffix("Config") + "Trainer" for c in TRL_CONFIGS} | {"IterativeSFTTrainer"}
+TRL_PARSERS = {"TrlParser"}
+# Before trl 0.12 PPOConfig was a plain dataclass (no optim / dataloader_num_workers field):
+# a keyword added to its call raises TypeError there, so such fixes are for review.
+LEGACY_TRL_CONFIGS = {"PPOConfig"}
+LEGACY_REASON = (
+    "trl before 0.12's PPOConfig is not a TrainingArguments and has no such field: "
+    "check the installed trl version"
+)
+
+
+def _is_trl(qualname: str | None, names: set[str]) -> bool:
+    return (
+        bool(qualname) and qualname.split(".")[0] == "trl" and qualname.rsplit(".", 1)[-1] in names
+    )
+
+
+def is_training_args_name(qualname: str | None) -> bool:
+    """transformers' TrainingArguments classes and TRL's configs (which subclass them)."""
+    return qualname in TRAINING_ARGS or _is_trl(qualname, TRL_CONFIGS)
+
+
+def is_parser_name(qualname: str | None) -> bool:
+    return qualname in PARSERS or _is_trl(qualname, TRL_PARSERS)
+
+
+def is_trainer_name(qualname: str | None) -> bool:
+    """transformers' Trainer classes and TRL's trainers (which subclass Trainer)."""
+    return bool(qualname) and (
+        (qualname.startswith("transformers.") and qualname.endswith("Trainer"))
+        or _is_trl(qualname, TRL_TRAINERS)
+    )
+
+
+def is_legacy_config_name(qualname: str | None) -> bool:
+    return _is_trl(qualname, LEGACY_TRL_CONFIGS)
 
 
 @dataclass(frozen=True)
@@ -50,14 +96,14 @@ class HfArguments:
                 if cls.name in out:
                     continue
                 for base in cls.bases:
-                    if self.model.qualname(base) in TRAINING_ARGS or dotted(base) in out:
+                    if is_training_args_name(self.model.qualname(base)) or dotted(base) in out:
                         out[cls.name] = cls
                         changed = True
                         break
         return out
 
     def is_training_args_class(self, node: ast.AST) -> bool:
-        return self.model.qualname(node) in TRAINING_ARGS or (
+        return is_training_args_name(self.model.qualname(node)) or (
             isinstance(node, ast.Name) and node.id in self.subclasses
         )
 
@@ -68,7 +114,7 @@ class HfArguments:
         return [
             c
             for c in self.model.calls
-            if self.model.call_name(c) in TRAINING_ARGS
+            if is_training_args_name(self.model.call_name(c))
             or (isinstance(c.func, ast.Name) and c.func.id in self.subclasses)
         ]
 
@@ -113,7 +159,7 @@ class HfArguments:
         """(HfArgumentParser call, the TrainingArguments class it parses into)."""
         out = []
         for call in self.model.calls:
-            if self.model.call_name(call) not in PARSERS or not call.args:
+            if not is_parser_name(self.model.call_name(call)) or not call.args:
                 continue
             first = call.args[0]
             items = first.elts if isinstance(first, ast.Tuple | ast.List) else [first]
@@ -121,6 +167,30 @@ class HfArguments:
                 if self.is_training_args_class(item):
                     out.append((call, item))
         return out
+
+    def reads_config_file(self, parser: ast.Call) -> bool:
+        """TRL's parser: ``parse_args_and_config()`` also takes values from ``--config``."""
+        return _is_trl(self.model.call_name(parser), TRL_PARSERS)
+
+    def is_legacy_call(self, call: ast.Call) -> bool:
+        """A call of trl's PPOConfig (or a local subclass of it): see LEGACY_REASON."""
+        if is_legacy_config_name(self.model.call_name(call)):
+            return True
+        cls = self.subclasses.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        seen: set[str] = set()
+        while cls is not None and cls.name not in seen:
+            seen.add(cls.name)
+            if any(is_legacy_config_name(self.model.qualname(b)) for b in cls.bases):
+                return True
+            cls = next(
+                (
+                    self.subclasses[b.id]
+                    for b in cls.bases
+                    if isinstance(b, ast.Name) and b.id in self.subclasses
+                ),
+                None,
+            )
+        return False
 
     def parsed_subclass(self, item: ast.expr) -> ast.ClassDef | None:
         return self.subclasses.get(item.id) if isinstance(item, ast.Name) else None

@@ -115,9 +115,11 @@ class ScriptFacts:
 
     @cached_property
     def uses_trainer(self) -> bool:
+        # Imported here: hf_args builds on the model this mixin is part of.
+        from .hf_args import is_trainer_name, is_training_args_name
+
         return any(
-            (self.call_name(c) or "").startswith("transformers.")
-            and (self.call_name(c) or "").endswith(("Trainer", "TrainingArguments"))
+            is_trainer_name(self.call_name(c)) or is_training_args_name(self.call_name(c))
             for c in self.calls
         )
 
