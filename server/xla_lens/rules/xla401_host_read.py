@@ -305,7 +305,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
     every_step = lambda loop, node: _periodic(model, loop, node) is None  # noqa: E731
     for read in helper_reads(model, _helper_read, every_step, lambda fn: fn.name in closures):
-        message = helper_message(read, _message(read.what, on_cpu))
+        what = read.what
+        if read.mixed and not what.startswith(MAYBE):
+            # Evidence both ways: said softly rather than kept quiet (see the rule page).
+            what = f"{MAYBE}{what} (of a CPU tensor on some paths, a device tensor on others)"
+        message = helper_message(read, _message(what, on_cpu))
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
         yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
 

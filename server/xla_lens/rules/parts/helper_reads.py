@@ -22,9 +22,12 @@ from pathlib import Path
 
 from ...semantic.calls import FunctionNode
 from ...semantic.host_values import HostValues, host_values
-from ...semantic.model import ScriptModel, TrainingLoop
-from ...semantic.tensors import loop_nodes
-from ...semantic.workspace_calls import helper_target, parsed_module
+from ...semantic.model import ScriptModel, TrainingLoop, method_name, receiver
+from ...semantic.tensors import HOST_METHODS, loop_nodes, scope_of
+from ...semantic.value_kinds import CPU, DEV, UNK, Value, verdict
+from ...semantic.value_places import Places
+from ...semantic.workspace_calls import ParsedModule, helper_target, parsed_module
+from ...semantic.workspace_classes import ClassCall, class_call
 
 # What the rule counts as a read: (model, its host values, node) -> kind, or None.
 ReadTest = Callable[[ScriptModel, HostValues, ast.AST], "str | None"]
@@ -46,6 +49,12 @@ class HelperRead:
     node: ast.AST  # the read (in this file; in the sibling's file for ``where``)
     what: str
     where: str | None = None  # ``commons.py:12`` when the helper is a sibling module's
+    mixed: bool = False  # a CPU tensor on some paths, a device (or unknown) one on others
+
+
+# A helper's reading found in its body: (helpers down to the reading one, the calls from
+# one to the next with the function each runs, the read, its kind).
+Found = tuple[tuple[str, ...], tuple[tuple[ast.Call, FunctionNode], ...], ast.AST, str]
 
 
 def helper_reads(
@@ -55,7 +64,8 @@ def helper_reads(
     skipped: Callable[[FunctionNode], bool],
 ) -> Iterator[HelperRead]:
     """Reads in helpers the training loops call every step: each read of this file once
-    (the first loop and call that reach it); a sibling's reads once per call."""
+    (the first loop and call that reach it); a sibling's reads once per call. A read of a
+    value the call makes a host value (a CPU tensor, a number) is none."""
     values = host_values(model)
     steps = model.steps
     seen: set[int] = set()
@@ -66,19 +76,24 @@ def helper_reads(
         if fn is None:
             sibling = _sibling_reads(model, node, reads)
             if sibling and every_step(loop, node):
-                path, chain, read, what = sibling
+                path, judged = sibling
+                chain, read, what, kind = judged
                 where = f"{Path(path).name}:{read.lineno}"  # type: ignore[attr-defined]
-                yield HelperRead(loop, node, chain, read, what, where)
+                yield HelperRead(loop, node, chain, read, what, where, kind == "mixed")
             continue
         if _not_a_helper(model, fn) or skipped(fn):
             continue
         found = _reads_in(model, fn, reads, skipped, MAX_DEPTH)
         if not found or not every_step(loop, node):
             continue
-        for chain, read, what in found:
-            if id(read) not in seen:
+        bound = isinstance(node.func, ast.Attribute)  # ``self.m(...)``
+        for chain, hops, read, what in found:
+            if id(read) in seen:
+                continue
+            kind = _judge(model, node, model, fn, bound, hops, read)
+            if kind is not None:
                 seen.add(id(read))
-                yield HelperRead(loop, node, chain, read, what)
+                yield HelperRead(loop, node, chain, read, what, None, kind == "mixed")
 
 
 def helper_message(read: HelperRead, message: str) -> str:
@@ -116,43 +131,125 @@ def _reads_in(
     reads: ReadTest,
     skipped: Callable[[FunctionNode], bool],
     depth: int,
-) -> tuple[tuple[tuple[str, ...], ast.AST, str], ...]:
-    """``(chain, read, kind)`` of the reads ``fn`` makes, itself or in the helpers it calls
-    (``depth`` levels in all), worked out once per function and depth."""
+) -> tuple[Found, ...]:
+    """The reads ``fn`` makes, itself or in the helpers it calls (``depth`` levels in all),
+    in source order, worked out once per function and depth. A read under a periodic
+    ``if n % k == 0:`` of the helper is not an every-step read."""
 
-    def compute() -> tuple[tuple[tuple[str, ...], ast.AST, str], ...]:
+    def compute() -> tuple[Found, ...]:
         values = host_values(model)
-        out: list[tuple[tuple[str, ...], ast.AST, str]] = []
+        out: list[tuple[tuple[int, int], Found]] = []
         for node in model.walk_scope(fn):
             what = reads(model, values, node)
             if what is not None:
-                out.append(((fn.name,), node, what))
+                if not _periodic_in(model, fn, node):
+                    out.append((_position(node), ((fn.name,), (), node, what)))
             elif depth > 1 and isinstance(node, ast.Call) and not _host_arguments(values, node):
                 inner = model.steps.callee(node)
                 if inner is None or inner is fn or _not_a_helper(model, inner) or skipped(inner):
                     continue
-                for chain, read, kind in _reads_in(model, inner, reads, skipped, depth - 1):
-                    out.append(((fn.name, *chain), read, kind))
-        return tuple(out)
+                for chain, hops, read, kind in _reads_in(model, inner, reads, skipped, depth - 1):
+                    found = ((fn.name, *chain), ((node, inner), *hops), read, kind)
+                    out.append((_position(node), found))
+        out.sort(key=lambda pair: pair[0])
+        return tuple(found for _, found in out)
 
     return model.memo((_reads_in, fn, depth), compute)
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return getattr(node, "lineno", 0), getattr(node, "col_offset", 0)
+
+
+def _periodic_in(model: ScriptModel, fn: FunctionNode, node: ast.AST) -> bool:
+    child = node
+    for a in model.ancestors(node):
+        if a is fn:
+            return False
+        if (
+            isinstance(a, ast.If)
+            and child in a.body
+            and any(
+                isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(a.test)
+            )
+        ):
+            return True
+        child = a
+    return False
+
+
+def _judge(
+    model: ScriptModel,
+    call: ast.Call,
+    target: ScriptModel,
+    fn: FunctionNode,
+    bound: bool,
+    hops: tuple[tuple[ast.Call, FunctionNode], ...],
+    read: ast.AST,
+) -> str | None:
+    """Whether ``read`` (in ``target``, reached from the loop's ``call`` of ``fn`` and then
+    ``hops``) reads a device tensor (``"device"``), one that is a CPU tensor on some paths
+    (``"mixed"``), or a host value (None), with each helper's parameters bound to what its
+    caller passes (``semantic/value_places.py``)."""
+    values = host_values(model)
+    default = values._default_device or target is not model and _sets_default(target)
+    places = _places(target, default)
+    args = [_loop_value(model, values, a) for a in call.args]
+    kws = {k.arg: _loop_value(model, values, k.value) for k in call.keywords if k.arg}
+    env = places.bind(call, fn, args, kws, frozenset({UNK}) if bound else None)
+    for inner_call, inner in hops:
+        env = places.call_env(inner_call, inner, fn, env, 0)
+        fn = inner
+    found = [verdict(places.value(e, fn, env)) for e in _read_values(read)]
+    if "device" in found:
+        return "device"
+    return "mixed" if "mixed" in found else None
+
+
+def _places(model: ScriptModel, default: bool) -> Places:
+    return model.memo((Places, default), lambda: Places(model, default))
+
+
+def _sets_default(model: ScriptModel) -> bool:
+    return host_values(model)._default_device
+
+
+def _loop_value(model: ScriptModel, values: HostValues, arg: ast.expr) -> Value:
+    """Where an argument of the loop's call lives, by the script's own judgement."""
+    if isinstance(arg, ast.Starred):
+        return frozenset({UNK})
+    if values.is_device(arg):
+        return frozenset({DEV})
+    scope = scope_of(model, arg)
+    fn = scope if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else None
+    found = _places(model, values._default_device).value(arg, fn, {})
+    if values.is_host(arg) and not isinstance(found, tuple):
+        # Not a pending tensor, by the script's judgement: a number or a CPU tensor (a device
+        # object or name, ``torch.device("cuda")``, still places what is built on it there).
+        return frozenset(CPU if k == UNK else k for k in found)
+    return found
+
+
+def _read_values(read: ast.AST) -> list[ast.expr]:
+    """The values a read reads: ``t`` of ``t.cpu().item()``, the arguments of ``float(t)`` or
+    ``print(a, b)``, the formatted values of an f-string."""
+    if isinstance(read, ast.JoinedStr):
+        return [v.value for v in read.values if isinstance(v, ast.FormattedValue)]
+    if not isinstance(read, ast.Call):
+        return []
+    recv = receiver(read)
+    if recv is not None and method_name(read) in HOST_METHODS:
+        while isinstance(recv, ast.Call) and method_name(recv) in HOST_METHODS:
+            recv = receiver(recv)  # type: ignore[assignment]
+        return [recv] if recv is not None else []
+    return [a.value if isinstance(a, ast.Starred) else a for a in (*read.args, *read.keywords)]
 
 
 # Sibling modules, each parsed into a model once (keyed by the parsed module it came from).
 _sibling_models: dict[int, tuple[object, ScriptModel]] = {}
 
 
-def _sibling_reads(
-    model: ScriptModel, call: ast.Call, reads: ReadTest
-) -> tuple[str, tuple[str, ...], ast.AST, str] | None:
-    """``(file, helpers down to the reading one, first read, kind)`` for a call of a sibling module's function
-    that reads a tensor on the host, or None."""
-    target = helper_target(model, call)
-    if target is None:
-        return None
-    parsed = parsed_module(target.path)
-    if parsed is None or target.function not in parsed.functions:
-        return None
+def _sibling_model(parsed: ParsedModule) -> ScriptModel:
     cached = _sibling_models.get(id(parsed))
     if cached is None or cached[0] is not parsed:
         if len(_sibling_models) >= 32:
@@ -160,12 +257,48 @@ def _sibling_reads(
         # "<sibling>": its own imports are not followed further.
         cached = (parsed, ScriptModel(parsed.source, parsed.tree, "<sibling>"))
         _sibling_models[id(parsed)] = cached
-    sibling = cached[1]
-    fn = parsed.functions[target.function]
+    return cached[1]
+
+
+def _sibling_reads(
+    model: ScriptModel, call: ast.Call, reads: ReadTest
+) -> tuple[str, tuple[tuple[str, ...], ast.AST, str, str]] | None:
+    """``(file, (helpers down to the reading one, read, kind, "device" or "mixed"))`` for the
+    first read of a device tensor in a sibling module's function (or a method of an object of a
+    sibling module's class: ``ada.tune(pred)``) the call runs, or None."""
+    target = helper_target(model, call)
+    parsed: ParsedModule | None = None
+    fn: FunctionNode | None = None
+    bound = False
+    if target is not None:
+        parsed = parsed_module(target.path)
+        if parsed is not None:
+            fn = parsed.functions.get(target.function)
+    else:
+        method = _class_call(model, call) if isinstance(call.func, ast.Attribute) else None
+        if method is not None and method.method.name != "__init__":
+            if str(method.owner.path) != str(model.path):
+                parsed, fn, bound = method.owner.module, method.method, True
+    if parsed is None or fn is None:
+        return None
+    sibling = _sibling_model(parsed)
     if _not_a_helper(sibling, fn):
         return None
-    found = _reads_in(sibling, fn, reads, lambda _fn: False, MAX_DEPTH)
-    if not found:
+    judged: list[tuple[tuple[str, ...], ast.AST, str, str]] = []
+    for chain, hops, read, what in _reads_in(sibling, fn, reads, lambda _fn: False, MAX_DEPTH):
+        kind = _judge(model, call, sibling, fn, bound, hops, read)
+        if kind is not None:
+            judged.append((chain, read, what, kind))
+    if not judged:
         return None
-    chain, read, what = found[0]
-    return str(target.path), chain, read, what
+    first = next((j for j in judged if j[3] == "device"), judged[0])
+    return str(parsed.path), first
+
+
+def _class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
+    try:
+        return class_call(model, call)
+    except ValueError:
+        # ``workspace.module_file`` raises on ``from . import x`` in a package module
+        # (``Path('.').with_suffix``; XLA118 hits it too): no class reached, the rest stands.
+        return None
