@@ -34,7 +34,7 @@ from ..rules.base import (
 )
 from . import apply_anchors as anchors
 from . import apply_comments as comments
-from .apply_calls import edit_call, expression
+from .apply_calls import edit_call, expression, replace_expression
 from .apply_imports import add_imports, statements
 
 
@@ -83,6 +83,9 @@ class _Applier(cst.CSTTransformer):
         self.path: list[cst.CSTNode] = []
         # id(generator) -> the span ``ast`` gives a call's sole generator argument.
         self.generator_spans: dict[int, Span] = {}
+        # Per statement being visited: comment lines its edited expressions no longer hold
+        # (they go above it, so every comment of the source is kept once).
+        self.lost: list[list[cst.EmptyLine]] = []
 
     def _span(self, node: cst.CSTNode) -> Span | None:
         try:
@@ -96,6 +99,8 @@ class _Applier(cst.CSTTransformer):
     # --- expressions ----------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.path.append(node)
+        if isinstance(node, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+            self.lost.append([])
         if isinstance(node, cst.Call) and self.expr_ops:
             found = anchors.sole_generator_span(node, self._span)
             if found is not None:
@@ -120,11 +125,17 @@ class _Applier(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):  # type: ignore[override]
         self.path.pop()
         updated = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+            lost = self.lost.pop()
+            if lost and isinstance(updated, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+                updated = updated.with_changes(leading_lines=[*updated.leading_lines, *lost])
+            return updated
         if not isinstance(original_node, cst.BaseExpression) or not self.expr_ops:
             return updated
         ops, took_parens = self._expr_ops_at(original_node)
         if not ops:
             return updated
+        before = updated
         # Argument edits first; a whole-node replacement wins over them.
         for op in ops:
             if isinstance(op, SetKeyword | RemoveKeyword | SetArgs) and isinstance(
@@ -137,12 +148,14 @@ class _Applier(cst.CSTTransformer):
                 updated = self._replacement(original_node, updated, op, took_parens)
                 self._mark(op)
                 break
+        if self.lost:
+            self.lost[-1].extend(comments.lost(before, updated))
         return updated
 
     def _replacement(
         self, original: cst.CSTNode, updated: cst.CSTNode, op: Replace, took_parens: bool
     ) -> cst.CSTNode:
-        new = expression(op.code, self.config)
+        new = replace_expression(updated, expression(op.code, self.config))
         parent = self.path[-1] if self.path else None
         return anchors.in_place(original, updated, parent, new, took_parens)
 
@@ -159,10 +172,9 @@ class _Applier(cst.CSTTransformer):
                 changed = True
             out.extend(before)
             if replacement is None:
-                # Keep comments that sat above a removed statement, and its own
-                # trailing comment (``scaler.update()  # every step``) as a line.
+                # Keep comments that sat above a removed statement (its own ones come
+                # as ``closing``).
                 carried_lines.extend(getattr(upd, "leading_lines", ()))
-                carried_lines.extend(comments.trailing_comment_line(upd))
             else:
                 if carried_lines and hasattr(replacement, "leading_lines"):
                     replacement = replacement.with_changes(
@@ -233,6 +245,7 @@ class _Applier(cst.CSTTransformer):
                 after = [*replaced[1:], *after]
             else:
                 line = None
+                closing = comments.own_lines(upd)
             return before, line, after, closing
         span = self._span(orig)
         ops = self.stmt_ops.get(span, []) if span is not None else []
@@ -242,9 +255,9 @@ class _Applier(cst.CSTTransformer):
         for op in ops:
             self._mark(op)
             if isinstance(op, RemoveStatement):
-                line = None
+                line, closing = None, comments.own_lines(upd)
             elif isinstance(op, ReplaceStatement):
-                line, rest, closing = self._replace_compound(upd, op.code)
+                line, rest, closing = comments.replace_compound(upd, op.code, self.config)
             elif isinstance(op, InsertBefore):
                 before.extend(statements(op.code, self.config))
             elif isinstance(op, InsertAfter):
@@ -254,21 +267,6 @@ class _Applier(cst.CSTTransformer):
             after[0] = after[0].with_changes(leading_lines=[*closing, *after[0].leading_lines])
             closing = []
         return before, line, [*rest, *after], closing
-
-    def _replace_compound(
-        self, upd: cst.BaseStatement, code: str
-    ) -> tuple[cst.BaseStatement | None, list[cst.BaseStatement], list[cst.EmptyLine]]:
-        """``upd`` replaced by ``code``: its first statement, the others, and the comment
-        lines to carry below them. The replaced statement's comments stay (apply_comments)."""
-        new, tail = comments.replacement(code, self.config)
-        new, above, below = comments.keep(upd, new, tail)
-        if not new:
-            # Its leading lines are carried by the caller, as for a removed statement.
-            return None, [], [*above, *below]
-        first = new[0].with_changes(
-            leading_lines=[*upd.leading_lines, *above, *new[0].leading_lines]
-        )
-        return first, new[1:], below
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock

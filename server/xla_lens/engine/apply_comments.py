@@ -34,6 +34,20 @@ def replacement(
     return body, tail
 
 
+def replace_compound(
+    upd: cst.BaseStatement, code: str, config: cst.PartialParserConfig | None
+) -> tuple[cst.BaseStatement | None, list[cst.BaseStatement], list[cst.EmptyLine]]:
+    """``upd`` replaced by ``code``: its first statement, the others, and the comment lines to
+    carry below them. The replaced statement's comments stay (``keep``)."""
+    new, tail = replacement(code, config)
+    new, above, below = keep(upd, new, tail)
+    if not new:
+        # Its leading lines are carried by the caller, as for a removed statement.
+        return None, [], [*above, *below]
+    first = new[0].with_changes(leading_lines=[*upd.leading_lines, *above, *new[0].leading_lines])
+    return first, new[1:], below
+
+
 def keep(
     replaced: cst.BaseStatement, new: list[cst.BaseStatement], tail: list[cst.EmptyLine]
 ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine], list[cst.EmptyLine]]:
@@ -58,7 +72,7 @@ def keep(
         if carried[comment.value] > 0:
             carried[comment.value] -= 1
             continue
-        line = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)
+        line = _line(comment)
         if id(comment) in depth:
             by_depth.setdefault(depth[id(comment)], []).append(line)
         else:
@@ -87,20 +101,34 @@ def _parts(comment: str) -> list[str]:
 def keep_trailing(
     line: cst.SimpleStatementLine, new: list[cst.BaseStatement], tail: list[cst.EmptyLine]
 ) -> list[cst.BaseStatement]:
-    """``new`` replacing all of ``line``, with ``line``'s trailing comment when the new code
-    does not carry it: trailing the first new line when that has none, else above it."""
-    comment = line.trailing_whitespace.comment
-    if comment is None or any(
-        c.value == comment.value for node in [*new, *tail] for c in _comments(node)
-    ):
-        return new
+    """``new`` replacing all of ``line``, with the comments of ``line`` the new code does not
+    carry: its trailing comment trailing the first new line when that has none, the others
+    (those inside a multi-line call: ``DataLoader(ds,  # the data``) as lines above it.
+    ``line``'s leading lines are the caller's."""
+    carried = Counter(
+        part for node in [*new, *tail] for c in _comments(node) for part in _parts(c.value)
+    )
+    own = {id(c) for e in line.leading_lines for c in _comments(e)}
+    trailing = line.trailing_whitespace.comment
+    above: list[cst.EmptyLine] = []
+    keep_trailing_comment = False
+    for comment in _comments(line):
+        if id(comment) in own:
+            continue
+        if carried[comment.value] > 0:
+            carried[comment.value] -= 1
+        elif comment is trailing:
+            keep_trailing_comment = True
+        else:
+            above.append(_line(comment))
     first = new[0]
-    if isinstance(first, cst.SimpleStatementLine) and first.trailing_whitespace.comment is None:
-        first = first.with_changes(trailing_whitespace=line.trailing_whitespace)
-    else:
-        first = first.with_changes(
-            leading_lines=[*first.leading_lines, *trailing_comment_line(line)]
-        )
+    if keep_trailing_comment:
+        if isinstance(first, cst.SimpleStatementLine) and first.trailing_whitespace.comment is None:
+            first = first.with_changes(trailing_whitespace=line.trailing_whitespace)
+        else:
+            above.extend(trailing_comment_line(line))
+    if above:
+        first = first.with_changes(leading_lines=[*first.leading_lines, *above])
     return [first, *new[1:]]
 
 
@@ -108,9 +136,31 @@ def trailing_comment_line(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
     """The trailing comment of a removed line (``scaler.update()  # every step``) as a line."""
     trailing = getattr(stmt, "trailing_whitespace", None)
     comment = getattr(trailing, "comment", None)
-    if comment is None:
-        return []
-    return [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)]
+    return [] if comment is None else [_line(comment)]
+
+
+def own_lines(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+    """The comments of a removed statement as lines, but those above it (its leading lines,
+    kept by the caller): its trailing comment, those inside a multi-line call, in its blocks."""
+    own = {id(c) for e in getattr(stmt, "leading_lines", ()) for c in _comments(e)}
+    return [_line(c) for c in _comments(stmt) if id(c) not in own]
+
+
+def lost(before: cst.CSTNode, after: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The comments of ``before`` (an expression before an edit) that ``after`` does not hold,
+    as lines: an expression rewritten from generated code can keep no comment inside it."""
+    carried = Counter(part for c in _comments(after) for part in _parts(c.value))
+    out = []
+    for comment in _comments(before):
+        if carried[comment.value] > 0:
+            carried[comment.value] -= 1
+        else:
+            out.append(_line(comment))
+    return out
+
+
+def _line(comment: cst.Comment) -> cst.EmptyLine:
+    return cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=comment)
 
 
 class _Comments(cst.CSTVisitor):
