@@ -204,3 +204,50 @@ def test_a_synchronize_guarded_for_cuda_before_a_clock_read_is_explained_at_the_
     assert "torch_xla.sync()" in f.manual and "xm.wait_device_ops()" in f.manual
     assert "xm.mark_step()" in findings(code, "XLA403", target="legacy")[0].manual
     assert fixed(code) == src(code)  # the CUDA run keeps its synchronize
+
+
+EVENT_TIMING = """
+import torch
+
+start_event = torch.cuda.Event(enable_timing=True)
+stop_event = torch.cuda.Event(enable_timing=True)
+x = torch.randn(64, 64, device="cuda")
+torch.cuda.synchronize()
+start_event.record()
+y = x @ x
+stop_event.record()
+torch.cuda.synchronize()
+print("ms", start_event.elapsed_time(stop_event))
+"""
+
+
+def test_a_synchronize_around_cuda_event_timers_keeps_its_wait():
+    # Held-out 8 r3: the waits of CUDA-event timing were deleted, so whoever rewrites the
+    # events by hand (XLA405) has no wait left where the timer starts and stops.
+    found = _sync_findings(EVENT_TIMING)
+    assert len(found) == 2 and all("timer" in f.message for f in found)
+    out = fixed(EVENT_TIMING, "XLA403")
+    assert out.count(WAIT) == 2, out
+    assert WAIT + "start_event.record()\n" in out
+
+
+def test_events_unpacked_from_a_tuple_are_timers_too():
+    code = EVENT_TIMING.replace(
+        "start_event = torch.cuda.Event(enable_timing=True)\n"
+        "stop_event = torch.cuda.Event(enable_timing=True)\n",
+        "start_event, stop_event = torch.cuda.Event(enable_timing=True), "
+        "torch.cuda.Event(enable_timing=True)\n",
+    )
+    assert fixed(code, "XLA403").count(WAIT) == 2
+
+
+def test_a_record_call_on_something_else_is_no_timer():
+    code = """
+    import torch
+    x = torch.randn(8, device="cuda")
+    torch.cuda.synchronize()
+    recorder.record()
+    """
+    (f,) = _sync_findings(code)
+    assert "timer" not in f.message
+    assert "wait_device_ops" not in fixed(code, "XLA403")

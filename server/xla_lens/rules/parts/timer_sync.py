@@ -48,6 +48,8 @@ CLOCKS = frozenset(
 # Statements that may stand between the synchronize and the clock read without queueing
 # device work: a log line (``logger.info("throughput ...")``) or a print of text.
 _QUIET_CALLS = frozenset({"print", "info", "debug", "warning", "log"})
+_EVENTS = frozenset({"torch.cuda.Event", "torch.cuda.streams.Event"})
+_EVENT_TIMER_METHODS = frozenset({"record", "elapsed_time"})
 _LOOKAHEAD = 3  # statements looked at after the synchronize
 
 
@@ -90,7 +92,46 @@ def _body_holding(parent: ast.AST, node: ast.AST) -> list[ast.stmt] | None:
 
 def _reads_clock(model: ScriptModel, stmt: ast.stmt) -> bool:
     nodes = [stmt] if isinstance(stmt, SCOPE_TYPES) else [stmt, *model.walk_scope(stmt)]
-    return any(isinstance(n, ast.Call) and model.call_name(n) in CLOCKS for n in nodes)
+    events = _event_names(model)
+    return any(
+        isinstance(n, ast.Call) and (model.call_name(n) in CLOCKS or _event_timer_call(n, events))
+        for n in nodes
+    )
+
+
+def _event_timer_call(call: ast.Call, events: frozenset[str]) -> bool:
+    """``starter.record()`` / ``starter.elapsed_time(ender)`` on a ``torch.cuda.Event``: CUDA
+    event timing, whose synchronize waits for the device just as before a clock read."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _EVENT_TIMER_METHODS):
+        return False
+    holder = func.value
+    name = holder.id if isinstance(holder, ast.Name) else getattr(holder, "attr", None)
+    return name in events
+
+
+def _event_names(model: ScriptModel) -> frozenset[str]:
+    """Names and attributes given a ``torch.cuda.Event(...)`` anywhere in the file (also by
+    tuple unpacking): the holders of CUDA event timers."""
+
+    def compute() -> frozenset[str]:
+        names: set[str] = set()
+        for node in model.nodes_of(ast.Assign):
+            pairs: list[tuple[ast.AST, ast.AST]] = []
+            for target in node.targets:
+                if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                    pairs.extend(zip(target.elts, node.value.elts, strict=False))
+                else:
+                    pairs.append((target, node.value))
+            for target, value in pairs:
+                if isinstance(value, ast.Call) and model.call_name(value) in _EVENTS:
+                    if isinstance(target, ast.Name):
+                        names.add(target.id)
+                    elif isinstance(target, ast.Attribute):
+                        names.add(target.attr)
+        return frozenset(names)
+
+    return model.memo("cuda event timers", compute)
 
 
 def _quiet(stmt: ast.stmt) -> bool:
