@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from ..semantic import cuda_flag_idioms as flag_idioms
 from ..semantic import device_sites as sites
-from ..semantic import if_pickers, pickers, xla_api
+from ..semantic import dict_devices, if_pickers, pickers, xla_api
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
 from ..semantic.model import (
@@ -213,6 +213,16 @@ def _read_as_number(model: ScriptModel, value: ast.AST) -> list[Use]:
 NUMBER_READS = (ast.Compare, ast.BinOp, ast.FormattedValue, ast.Subscript, ast.AugAssign)
 
 
+def _dict_entry_advice(model, target: Target, handled) -> Iterator[Advice]:
+    """``hyp = {"misc": {"device": "cuda"}}`` / ``hyp["misc"]["device"] = "cuda"``: a device
+    kept in a settings dict (its reads are followed by key: ``semantic.dict_devices``)."""
+    for value, key in dict_devices.literal_entry_sites(model):
+        if id(value) in handled or not pickers.is_device_value(model, value):
+            continue
+        handled.update(id(n) for n in ast.walk(value))
+        yield pf.value_advice(model, target, value, f"the {key!r} entry names a CUDA device")
+
+
 def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
     """``add_argument("--device", default="cuda")``: the default is the device."""
     for call in model.method_calls("add_argument"):
@@ -278,6 +288,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if_pickers.flag_if_advice(model, target, handled),
             pf.respect_guards(model, pf.picker_advice(model, target, handled)),
             _option_advice(model, target, handled),
+            pf.respect_guards(model, _dict_entry_advice(model, target, handled)),
         )
     )
     moves = list(pf.respect_guards(model, _call_advice(model, target, handled)))

@@ -12,7 +12,7 @@ import re
 import tokenize
 from dataclasses import replace
 
-from . import pickers
+from . import dict_devices, pickers
 from .advice import Advice
 from .edits import Replace
 from .model import ScriptModel, const_str, method_name
@@ -168,6 +168,9 @@ def option_call(model: ScriptModel, node: ast.AST) -> ast.Call | None:
 
 def uses_of_site(model: ScriptModel, site: ast.AST) -> list[Use]:
     flow = device_flow(model)
+    entry = dict_devices.entry_of(model, site)  # ``{"device": site}``: its reads by key
+    if entry is not None:
+        return dict_devices.entry_uses(model, flow, entry)
     option = option_call(model, site)
     if option is not None:
         dest = option_dest(option)
