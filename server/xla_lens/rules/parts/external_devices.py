@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from ...semantic import device_sites as sites
 from ...semantic import picker_fixes as pf
 from ...semantic.advice import Advice
+from ...semantic.imported_helpers import out_of_file_helper
 from ...semantic.model import ScriptModel, method_name
 
 
@@ -68,7 +69,7 @@ def helper_advice(model: ScriptModel) -> Iterator[Advice]:
         parent = model.parent(call)
         if not (isinstance(parent, ast.Call) and method_name(parent) == "to"):
             continue
-        name = sites.out_of_file_helper(model, call)
+        name = out_of_file_helper(model, call)
         if name is None or not DEVICE_HELPER.match(name.rpartition(".")[2]):
             continue
         yield pf.advice(
