@@ -8,7 +8,7 @@ import torch.distributed as dist
 
 
 def main():
-    dist.init_process_group("xla")  # start
+    dist.init_process_group("xla", init_method="xla://")  # start
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ def test_nccl_backend_legacy_keeps_init_method_and_positional_form():
     legacy = fixed(code, "XLA205", target="legacy")
     assert 'dist.init_process_group("xla", init_method="env://")' in legacy
     assert "import torch_xla.distributed.xla_backend\n" in legacy
-    # An explicit init_method is left alone on modern too.
-    assert 'dist.init_process_group("xla", init_method="env://")' in fixed(code, "XLA205")
+    # On modern a literal env:// becomes xla:// (torch_xla's launcher sets no RANK/MASTER_ADDR).
+    assert 'dist.init_process_group("xla", init_method="xla://")' in fixed(code, "XLA205")
 
 
 def test_ddp_is_kept_and_loses_only_its_cuda_device_ids():
@@ -82,10 +82,14 @@ def test_argparse_default_backend_is_fixed_where_it_is_written():
     """
     note, f = findings(code, "XLA205")
     assert note.fix is None and "line 6" in note.message and note.span.start.line == 3
-    assert f.fix.safe and "--dist_backend default" in f.fix.title
-    out = fixed(code, "XLA205")
+    # The rendezvous from args.dist_url becomes xla:// too (env:// cannot start under
+    # torch_xla's launcher): whatever the value holds is dropped, so the fix is for review.
+    assert not f.fix.safe and "--dist_backend default" in f.fix.title
+    assert "`args.dist_url` holds is no longer used" in f.fix.review_reason
+    assert "init_method=args.dist_url" in fixed(code, "XLA205")
+    out = fixed(code, "XLA205", unsafe=True)
     assert 'parser.add_argument("--dist-backend", default="xla", type=str)' in out
-    assert "dist.init_process_group(backend=args.dist_backend, init_method=args.dist_url)" in out
+    assert 'dist.init_process_group(backend=args.dist_backend, init_method="xla://")' in out
     assert "import torch_xla.distributed.xla_backend" in out
 
 

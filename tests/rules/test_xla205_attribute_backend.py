@@ -26,7 +26,7 @@ def test_attribute_set_just_above_the_call_is_followed_and_fixed_at_the_call():
     assert note.fix is None and note.span.start.line == 6  # 0-based
     assert f.fix.safe
     out = fixed(SETUP, "XLA205")
-    assert 'dist.init_process_group(backend="xla", init_method="env://", rank=cfg.rank)' in out
+    assert 'dist.init_process_group(backend="xla", init_method="xla://", rank=cfg.rank)' in out
     # Whatever else reads the attribute still sees what the original set.
     assert 'cfg.backend_name = "nccl"' in out
     assert "import torch_xla.distributed.xla_backend" in out

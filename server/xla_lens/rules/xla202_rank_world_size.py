@@ -20,6 +20,7 @@ from ..semantic.torchrun_env import (
     torchrun_side,
     used_only_on_torchrun_side,
 )
+from ..semantic.xla_process_group import callers_build_groups
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.env_sentinel import (
     ENV_GETTERS,
@@ -29,7 +30,8 @@ from .parts.env_sentinel import (
     env_key,
     sentinel_test,
 )
-from .parts.foreign_launcher import review_under_launcher
+from .parts.foreign_launcher import XLA_LAUNCHERS, review_under_launcher
+from .parts.spawn_launch import SPAWN_CALLS
 from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
 
 CODE = "XLA202"
@@ -39,6 +41,7 @@ ENV_KEYS: dict[str, Api] = {
     "RANK": xla_api.global_ordinal,
     "WORLD_SIZE": xla_api.world_size,
 }
+LAUNCH_CALLS = XLA_LAUNCHERS | SPAWN_CALLS
 DIST_CALLS: dict[str, Api] = {
     "torch.distributed.get_rank": xla_api.global_ordinal,
     "torch.distributed.get_world_size": xla_api.world_size,
@@ -191,6 +194,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from runtime_ranks_in_torchrun_branch(model, ctx, sentinel_test)
 
 
+def _sentinel_polarity(model: ScriptModel, node: ast.AST) -> bool | None:
+    """Whether ``node`` is a sentinel test asking "distributed?" (True) or "not?" (False)."""
+    found = sentinel_test(model, node)
+    return None if found is None else found[1]
+
+
 def _torchrun_mode(model: ScriptModel, node: ast.AST) -> bool:
     """A torchrun mode beside the XLA launch reads what torchrun set (torchrun_env.py)."""
     return torchrun_side(model, node) or used_only_on_torchrun_side(model, node)
@@ -198,7 +207,19 @@ def _torchrun_mode(model: ScriptModel, node: ast.AST) -> bool:
 
 def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
+    for node in model.nodes_of(ast.BoolOp):
+        # ``"RANK" in os.environ and "WORLD_SIZE" in os.environ`` asks one question: one
+        # condition for the whole test, not ``xr.world_size() > 1 and xr.world_size() > 1``.
+        asks = {_sentinel_polarity(model, v) for v in node.values}
+        if len(asks) != 1 or None in asks or id(node) in handled:
+            continue
+        handled.update(id(n) for n in ast.walk(node))
+        if not any(_torchrun_mode(model, v) for v in node.values):
+            finding = _sentinel_finding(model, node, asks.pop() is True, ctx.target)
+            yield review_under_launcher(model, finding, node, ctx.target)
     for node in model.nodes_of(ast.Compare):
+        if id(node) in handled:
+            continue
         found = sentinel_test(model, node)
         if found is not None and _torchrun_mode(model, node):
             handled.update(id(n) for n in ast.walk(node))
@@ -263,6 +284,9 @@ def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 "xm.xrt_world_size()) and derive the subgroup's rank by hand",
             )
             continue
+        library = _library_owner(model, call)
+        if library is not None and callers_build_groups(model, library):
+            continue  # its callers build the group: torch.distributed answers right already
         finding = _finding(
             model,
             call,
@@ -271,7 +295,49 @@ def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             ctx.target,
             False,
         )
+        if library is not None:
+            finding = _review(finding, LIBRARY_REASON.format(name=library))
         yield review_under_launcher(model, finding, call, ctx.target)
+
+
+LIBRARY_REASON = (
+    "this module builds no process group and starts no processes: the code that uses "
+    "`{name}` may build a process group (then dist.get_rank()/get_world_size() answer right "
+    "as they are) or run under torchrun (then the XLA runtime numbers every process 0 of 1)"
+)
+
+
+def _library_owner(model: ScriptModel, call: ast.Call) -> str | None:
+    """The top-level function or class around ``call`` when this module has no launcher and
+    no main block of its own (a sampler or helper another module imports)."""
+    if any(model.call_name(c) in LAUNCH_CALLS for c in model.calls) or any(
+        _is_main_guard(s) for s in model.tree.body
+    ):
+        return None
+    node: ast.AST | None = call
+    while node is not None and model.parent(node) is not model.tree:
+        node = model.parent(node)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name
+    return None
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.If)
+        and isinstance(stmt.test, ast.Compare)
+        and "__name__" in ast.unparse(stmt.test)
+    )
+
+
+def _review(finding: Finding, reason: str) -> Finding:
+    fix = finding.fix
+    assert fix is not None
+    return replace(
+        finding,
+        message=f"{finding.message} (fix needs review: {reason})",
+        fix=replace(fix, safe=False, review_reason=reason),
+    )
 
 
 HOVER_RANK = """\

@@ -38,6 +38,7 @@ from .base import (
 from .parts.backend_attribute import assigned_before, other_stores, stores_any_other_way
 from .parts.ddp_device_ids import ddp_findings
 from .parts.ddp_helpers import helper_device_ids_findings
+from .parts.foreign_launcher import group_launcher_reason, review_under_launcher
 from .parts.fsdp_idioms import fsdp_findings
 
 CODE = "XLA205"
@@ -57,14 +58,53 @@ def _quoted(model: ScriptModel, node: ast.AST, text: str) -> str:
     return f"{quote}{text}{quote}"
 
 
-def _backend_ops(model: ScriptModel, call: ast.Call, ctx: RuleContext, quote_from: ast.AST):
+def _backend_ops(
+    model: ScriptModel, call: ast.Call, ctx: RuleContext, quote_from: ast.AST
+) -> tuple[list[EditOp], str]:
+    """The ops every backend fix adds (the backend import, the ``xla://`` rendezvous) and why
+    they need review ("" when they do not). The "xla" backend is right only in processes
+    torch_xla's launcher starts, which set none of torchrun's variables: the env:// rendezvous
+    (the default) fails there ("MASTER_ADDR expected"), so the rendezvous becomes xla://."""
     ops: list[EditOp] = []
-    if ctx.target == "modern" and arg_or_keyword(call, 1, "init_method") is None:
-        ops.append(
-            SetKeyword(model.span(call), "init_method", _quoted(model, quote_from, "xla://"))
-        )
+    reason = ""
+    if ctx.target == "modern":
+        method = arg_or_keyword(call, 1, "init_method")
+        xla = _quoted(model, quote_from if method is None else method, "xla://")
+        if method is None:
+            ops.append(SetKeyword(model.span(call), "init_method", xla))
+        else:
+            ops.append(Replace(model.span(method), xla))
+            reason = _rendezvous_reason(model, method)
     ops.append(AddImport(XLA_BACKEND_IMPORT))
-    return ops
+    return ops, reason
+
+
+def _rendezvous_reason(model: ScriptModel, method: ast.expr) -> str:
+    """Why replacing ``init_method`` by ``"xla://"`` needs review ("" for a literal env://,
+    which names nothing the XLA launcher could provide)."""
+    value = const_str(method)
+    if value == "env://":
+        return ""
+    if value is not None:
+        return (
+            f"the rendezvous {value!r} is replaced by xla:// (torch_xla's launcher sets no "
+            "address or rank for it): the address it names is no longer used"
+        )
+    option = argparse_options(model).get(method.attr) if isinstance(method, ast.Attribute) else None
+    given = (
+        f"a --{method.attr} given on the command line is no longer used"  # type: ignore[union-attr]
+        if option is not None
+        else f"whatever `{model.segment(method)}` holds is no longer used"
+    )
+    return (
+        f"init_method `{model.segment(method)}` becomes xla:// (under torch_xla's launcher an "
+        f"env:// or tcp:// rendezvous cannot start: no MASTER_ADDR/RANK): {given}"
+    )
+
+
+def _fix(title: str, ops: list[EditOp], extra: tuple[list[EditOp], str]) -> Fix:
+    more, reason = extra
+    return Fix(title, (*ops, *more), safe=not reason, review_reason=reason)
 
 
 def _already_xla(model: ScriptModel, call: ast.Call) -> bool:
@@ -86,7 +126,7 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
         return _finding(
             model,
             backend,
-            Fix('Use the "xla" backend', (*ops, *_backend_ops(model, call, ctx, backend))),
+            _fix('Use the "xla" backend', ops, _backend_ops(model, call, ctx, backend)),
         )
     store, sources = _followed(model, backend)
     if sources is None:
@@ -120,7 +160,7 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
         # "nccl"`` just above: the converted script always runs on XLA; only this call's
         # value changes (whatever else reads the name or attribute still sees "nccl").
         ops = [Replace(model.span(backend), _quoted(model, cuda[0], "xla"))]
-        fix = Fix('Use the "xla" backend', (*ops, *_backend_ops(model, call, ctx, cuda[0])))
+        fix = _fix('Use the "xla" backend', ops, _backend_ops(model, call, ctx, cuda[0]))
         return _finding(model, backend, fix)
     fix = _fix_at_source(model, call, ctx, backend, cuda)
     return _finding(model, backend, fix)
@@ -222,7 +262,10 @@ def _fix_at_source(
     else:
         reasons.append("the config value may be read elsewhere too")
         where = f"line {literal.lineno}"
-    ops.extend(_backend_ops(model, call, ctx, literal))
+    more, method_reason = _backend_ops(model, call, ctx, literal)
+    ops.extend(more)
+    if method_reason:
+        reasons.append(method_reason)
     return Fix(
         f'Use the "xla" backend: change "nccl" at {where}',
         tuple(ops),
@@ -257,7 +300,9 @@ def _default_backend_call(model: ScriptModel, backend: ast.expr) -> ast.Call | N
 def _no_backend(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Finding | None:
     if model.uses_torch_xla or call.args:
         return None
-    ops = [SetKeyword(model.span(call), "backend", '"xla"'), *_backend_ops(model, call, ctx, call)]
+    more, method_reason = _backend_ops(model, call, ctx, call)
+    ops = [SetKeyword(model.span(call), "backend", '"xla"'), *more]
+    reason = "collectives on CPU tensors (gloo) in this script would stop working"
     return Finding(
         CODE,
         "init_process_group() without a backend picks NCCL for CUDA tensors; on XLA devices "
@@ -268,7 +313,7 @@ def _no_backend(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Finding
             'Use the "xla" backend',
             tuple(ops),
             safe=False,
-            review_reason="collectives on CPU tensors (gloo) in this script would stop working",
+            review_reason="; ".join(r for r in (reason, method_reason) if r),
         ),
     )
 
@@ -291,7 +336,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             finding = _init_finding(model, call, ctx)
             if finding is not None:
                 yield from _source_findings(model, call)
-                yield finding
+                # The "xla" backend reduces only across processes torch_xla's launcher starts.
+                reason = group_launcher_reason(model, ctx.target)
+                yield review_under_launcher(model, finding, call, ctx.target, reason)
         elif name in DDP:
             yield from ddp_findings(model, call, CODE)
     yield from fsdp_findings(model, CODE)

@@ -22,10 +22,13 @@ taken as a group.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from .arguments import literal_sources
 from .calls import callee
+from .diskread import read_regular
 from .model import ScriptModel, arg_or_keyword, const_str
+from .workspace import MAX_BYTES
 
 INIT = "torch.distributed.init_process_group"
 RUNTIME_RENDEZVOUS = ("xla://", "pjrt://")  # pjrt:// is the torch_xla 2.0 name of xla://
@@ -124,4 +127,30 @@ def xla_group_exists_before(model: ScriptModel, node: ast.AST, launched: bool) -
     return order.exists_before(node)
 
 
-__all__ = ["INIT", "makes_xla_group", "xla_group_exists_before"]
+def callers_build_groups(model: ScriptModel, name: str) -> bool:
+    """Every module of the workspace found calling ``name`` of this file (at least one) calls
+    ``init_process_group`` itself: torch.distributed's rank answers are right where ``name``
+    runs (read from disk, never run; an import alias of init_process_group is not followed)."""
+    from .workspace_callers import workspace_callers  # the model imports this module
+
+    callers = workspace_callers(model, name)
+    return bool(callers) and all(_calls_init(c.path) for c in callers)
+
+
+def _calls_init(path: Path) -> bool:
+    try:
+        text = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Attribute) and n.func.attr == "init_process_group")
+            or (isinstance(n.func, ast.Name) and n.func.id == "init_process_group")
+        )
+        for n in ast.walk(tree)
+    )
+
+
+__all__ = ["INIT", "callers_build_groups", "makes_xla_group", "xla_group_exists_before"]

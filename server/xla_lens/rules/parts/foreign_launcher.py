@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 
 from ...semantic.launch import ENTRY, has_own_launcher
 from ...semantic.model import ScriptModel
-from ...semantic.xla_process_group import INIT
-from ..base import Finding, Target
+from ...semantic.xla_process_group import INIT, makes_xla_group
+from ..base import Finding, RuleContext, Target
 from ..xla204_mp_fn import check as launch_check
 from .final_fixes import final_findings
 from .spawn_launch import SPAWN_CALLS
@@ -81,6 +81,44 @@ def _launcher_findings(model: ScriptModel, target: Target) -> list[Finding]:
         model.__dict__[_ASKING] = False
 
 
+def env_rendezvous_reason(model: ScriptModel, target: Target) -> str:
+    """Why starting this script with torch_xla's launcher (XLA204's ``_mp_fn`` wrap) makes it
+    fail at start ("" when it does not): a process group whose rendezvous is not xla:// (env://
+    by default, any backend) reads RANK/WORLD_SIZE/MASTER_ADDR, which that launcher does not set
+    ("environment variable RANK expected, but not set", torch_xla 2.9). Counted as fine: a call
+    that already uses xla://, or one XLA205's safe fix gives xla:// (asked as if the launcher
+    were torch_xla's: the two fixes go together)."""
+    from ..xla205_ddp_backend import check as backend_check  # XLA205 asks this module
+
+    if target == "legacy":
+        return ""  # torch_xla 1.13 documents init_process_group("xla") under xmp.spawn
+    calls = [c for c in model.calls_to(INIT) if not makes_xla_group(model, c, True)]
+    if not calls:
+        return ""
+    asking = model.__dict__.get(_ASKING, False)
+    model.__dict__[_ASKING] = True
+    try:
+        fixed = {
+            f.span.start.line
+            for f in backend_check(model, RuleContext(target))
+            if f.fix is not None
+            and f.fix.safe
+            and not model.silenced(f.code, f.span.start.line, f.span.end.line)
+            and any("xla://" in getattr(op, "code", "") for op in f.fix.ops)
+        }
+    finally:
+        model.__dict__[_ASKING] = asking
+    left = [c for c in calls if not any(c.lineno - 1 <= ln < c.end_lineno for ln in fixed)]  # type: ignore[operator]
+    if not left:
+        return ""
+    return (
+        f"the process group at line {left[0].lineno} rendezvouses by env:// or an address "
+        "(RANK, WORLD_SIZE, MASTER_ADDR), which torch_xla's launcher does not set: started by "
+        'it, the script fails at start ("environment variable RANK expected"); give the group '
+        'init_method="xla://" (and the "xla" backend) first'
+    )
+
+
 def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
     """Why a fix writing the runtime's ranks at ``node`` changes what the program means under
     the launcher that starts it ("" when torch_xla's does, or an xla:// group exists)."""
@@ -110,14 +148,45 @@ def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
     )
 
 
+def group_launcher_reason(model: ScriptModel, target: Target) -> str:
+    """Why giving a process group the "xla" backend changes what the program means under the
+    launcher that starts it ("" under torch_xla's). Measured on PJRT CPU, torch_xla 2.9, two
+    processes under torchrun each all-reducing rank + 1: with env:// they got 1.0 and 2.0 (no
+    reduction, no error: each process reduces over its own device only); with xla:// both
+    said rank 0 of 1. Under torch_xla.launch the xla:// group numbers them 0 and 1 of 2 (on
+    PJRT CPU its replicas are threads of one process sharing one default group, where a
+    dist.all_reduce stalls: a runtime caveat, see semantic/xla_process_group.py)."""
+    launcher = foreign_launcher(model, target)
+    if launcher is None or (launcher.torchrun and not _has_main_guard(model)):
+        # A module of helpers (no main block): its importer decides the launcher, and XLA204's
+        # fix there adds torch_xla's (this module cannot tell; left as before).
+        return ""
+    return (
+        f"the processes are started by {launcher.name}, not by torch_xla's launcher: there "
+        'the "xla" backend does not reduce across them (with env:// each all_reduce keeps '
+        "its own value, silently; with xla:// every process is rank 0 of 1); start them with "
+        "torch_xla.launch first (XLA204)"
+    )
+
+
+def _has_main_guard(model: ScriptModel) -> bool:
+    return any(isinstance(s, ast.If) and "__name__" in ast.unparse(s.test) for s in model.tree.body)
+
+
 def review_under_launcher(
-    model: ScriptModel, finding: Finding, node: ast.AST, target: Target
+    model: ScriptModel,
+    finding: Finding,
+    node: ast.AST,
+    target: Target,
+    reason: str | None = None,
 ) -> Finding:
-    """``finding`` with its fix offered for review when the launcher is not torch_xla's."""
+    """``finding`` with its fix offered for review when the launcher is not torch_xla's;
+    ``reason``: the rule's own account of that (default: the runtime's rank answers')."""
     fix = finding.fix
     if fix is None:
         return finding
-    reason = launcher_reason(model, node, target)
+    if reason is None:
+        reason = launcher_reason(model, node, target)
     if not reason:
         return finding
     if not fix.safe:
@@ -128,4 +197,11 @@ def review_under_launcher(
     return replace(finding, message=message, fix=replace(fix, safe=False, review_reason=reason))
 
 
-__all__ = ["ForeignLauncher", "foreign_launcher", "launcher_reason", "review_under_launcher"]
+__all__ = [
+    "ForeignLauncher",
+    "env_rendezvous_reason",
+    "foreign_launcher",
+    "group_launcher_reason",
+    "launcher_reason",
+    "review_under_launcher",
+]
