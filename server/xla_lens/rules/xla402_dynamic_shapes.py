@@ -9,6 +9,8 @@ from ..semantic.arguments import local_bindings
 from ..semantic.model import ScriptModel, keyword, method_name
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
+from .parts.eval_loader_batches import eval_loader_findings
+from .parts.loop_helpers import loop_helpers
 
 CODE = "XLA402"
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -110,7 +112,8 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
         yield Finding(
             CODE,
             "the training DataLoader keeps a smaller last batch: its new shape makes XLA compile "
-            "the step again every epoch; set drop_last=True (review: it drops the short batch)",
+            "a second graph of the step (once: later epochs take it from the cache); set "
+            "drop_last=True (review: it drops the short batch)",
             model.span(kw.value if kw is not None else call),
             Severity.WARNING,
             fix=Fix(
@@ -122,11 +125,28 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
         )
 
 
-def _is_mask_index(node: ast.Subscript) -> bool:
-    index = node.slice
-    if isinstance(index, ast.Compare):
+def _is_comparison(node: ast.AST) -> bool:
+    """``a > b``, ``~m``, ``(a > b) & (c < d)``: a boolean tensor, if the operands are tensors."""
+    if isinstance(node, ast.Compare):
         return True
-    return isinstance(index, ast.Name) and "mask" in index.id.lower()
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return _is_comparison(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd | ast.BitOr):
+        return _is_comparison(node.left) or _is_comparison(node.right)
+    return False
+
+
+def _is_mask_index(model: ScriptModel, node: ast.Subscript) -> bool:
+    index = node.slice
+    if _is_comparison(index):
+        return True
+    if not isinstance(index, ast.Name):
+        return False
+    if "mask" in index.id.lower():
+        return True
+    # ``keep = labels >= 0`` then ``logits[keep]``: one binding, a comparison.
+    binds = local_bindings(model, index.id, node)
+    return len(binds) == 1 and binds[0].value is not None and _is_comparison(binds[0].value)
 
 
 def _dynamic_op(model: ScriptModel, node: ast.AST) -> str | None:
@@ -139,7 +159,11 @@ def _dynamic_op(model: ScriptModel, node: ast.AST) -> str | None:
         name = method_name(node)
         if name in DYNAMIC_METHODS and q is None:
             return f".{name}()"
-    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _is_mask_index(node):
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.ctx, ast.Load)
+        and _is_mask_index(model, node)
+    ):
         return "boolean-mask indexing"
     return None
 
@@ -210,37 +234,65 @@ def _short_last_chunks(model: ScriptModel) -> Iterator[Finding]:
             CODE,
             f"`{model.segment(node)}` takes a chunk capped by `{model.segment(cap)}` (line "
             f"{cap.lineno}): the last chunk is shorter whenever the data length is not a "
-            "multiple of the chunk size, a new shape that makes XLA compile the step again "
-            "every epoch",
+            "multiple of the chunk size, a new shape that makes XLA compile a second graph of "
+            "the step (once, then it is taken from the cache)",
             model.span(node),
             Severity.WARNING,
             manual=MANUAL_CHUNKS,
         )
 
 
+def _op_finding(model: ScriptModel, node: ast.AST, what: str, where: str) -> Finding:
+    return Finding(
+        CODE,
+        f"{what} has a data-dependent output shape{where}: XLA cannot know its size before "
+        "running the graph, so it compiles again whenever the size changes (and may fall back "
+        "to the CPU)",
+        model.span(node),
+        Severity.WARNING,
+        manual=MANUAL_OPS,
+    )
+
+
+def _helper_op_findings(model: ScriptModel, done: set[int]) -> Iterator[Finding]:
+    """Data-dependent ops in the script's functions the loop runs (held-out 8 H10)."""
+    for helper in loop_helpers(model):
+        name = getattr(helper.fn, "name", "?")
+        entry = model.segment(helper.entry.func)
+        if helper.feeds_loop:
+            where = (
+                f" in `{name}`, which the training loop draws its batches from through "
+                f"`{entry}(...)` (its set-up runs again each epoch)"
+            )
+        else:
+            where = f" in `{name}`, which the training step runs through `{entry}(...)`"
+        for node in model.walk_scope(helper.fn):
+            what = _dynamic_op(model, node)
+            if what is not None and id(node) not in done:
+                done.add(id(node))
+                yield _op_finding(model, node, what, where)
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _drop_last_findings(model)
+    yield from eval_loader_findings(model, _training_loaders(model))
     yield from _short_last_chunks(model)
+    done: set[int] = set()
     for _loop, node in loop_nodes(model):
         what = _dynamic_op(model, node)
-        if what is None:
+        if what is None or id(node) in done:
             continue
-        yield Finding(
-            CODE,
-            f"{what} has a data-dependent output shape: inside the training loop XLA "
-            "recompiles whenever the size changes (and may fall back to the CPU)",
-            model.span(node),
-            Severity.WARNING,
-            manual=MANUAL_OPS,
-        )
+        done.add(id(node))
+        yield _op_finding(model, node, what, " inside the training loop")
+    yield from _helper_op_findings(model, done)
 
 
 HOVER_LOADER = """\
 **XLA402 · `DataLoader(drop_last=True)`**
 
 XLA compiles one graph per input shape. A last batch smaller than `batch_size` is a new shape,
-so the step is compiled again (each epoch, and at evaluation). `drop_last=True` keeps every
-training batch the same size. Same on the legacy and modern targets.
+so a second graph of the step is compiled (once; later epochs take it from the cache).
+`drop_last=True` keeps every training batch the same size. Same on the legacy and modern targets.
 """
 
 HOVER_OPS = """\
