@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ..semantic.model import ScriptModel
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
+from .parts.half_casts import REVIEW_HALF, half_method_casts, to_dtype_arguments
 
 CODE = "XLA114"
 HALF = frozenset({"torch.float16", "torch.half"})
@@ -30,6 +31,15 @@ MESSAGE = (
     "float16 on XLA: TPUs and Trainium compute in bfloat16 (float16 is emulated or "
     "unsupported, and needs loss scaling); use bfloat16"
 )
+
+HALF_MESSAGE = (
+    "on XLA (TPU, Trainium) float16 is emulated or unsupported and needs loss scaling; use "
+    "bfloat16, for the model and its batches together"
+)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 and "\n" not in text else "….half"
 
 
 def _precision_context(name: str | None) -> bool:
@@ -98,10 +108,12 @@ def _sites(model: ScriptModel) -> Iterator[ast.AST]:
         for arg, default in pairs:
             if _precision_context(arg.arg):
                 yield default
+    yield from to_dtype_arguments(model)
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     seen: set[int] = set()
+    casts = set(to_dtype_arguments(model))
     for value in _sites(model):
         for node, replacement in _half_values(model, value):
             if id(node) in seen:
@@ -116,9 +128,17 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                     f"Use {replacement.strip(chr(34))} instead",
                     (Replace(model.span(node), replacement),),
                     safe=False,
-                    review_reason=REVIEW,
+                    review_reason=REVIEW_HALF if value in casts else REVIEW,
                 ),
             )
+    for call, fix in half_method_casts(model):
+        yield Finding(
+            CODE,
+            f"`{_short(model.segment(call.func))}()` casts to float16: {HALF_MESSAGE}",
+            model.span(call.func),
+            Severity.WARNING,
+            fix=fix,
+        )
 
 
 HOVER = """\
