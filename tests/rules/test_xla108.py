@@ -233,9 +233,12 @@ def test_a_whole_module_on_the_device_is_reported_without_a_fix():
     torch.save(optimizer, "opt.pt")
     torch.save(batch.to(device), "batch.pt")
     """
-    (f,) = findings(code, "XLA108")
+    # The batch is device data, no module (held-out 8 H9): reported with advice
+    # (tests/rules/test_xla108_device_data.py); the optimizer object is not reported.
+    f, batch = findings(code, "XLA108")
     assert f.span.start.line == 5 and f.fix is None
     assert "nn.Parameter" in f.message and "model.state_dict()" in f.manual
+    assert batch.span.start.line == 7 and batch.fix is None
     assert fixed(code, "XLA108") == src(code)
 
 

@@ -44,6 +44,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .parts.checkpoint_data import device_data
 from .parts.checkpoint_helpers import helper_save_findings
 from .parts.checkpoint_objects import Held, advice, describe, held_on_device, placed_module
 
@@ -215,6 +216,30 @@ def _module_finding(model: ScriptModel, call: ast.Call, obj: ast.AST) -> Finding
     )
 
 
+def _data_finding(model: ScriptModel, call: ast.Call, moved: ast.AST) -> Finding:
+    """``torch.save(data, f)`` of device tensors that are no state dict (held-out 8 H9).
+    No fix: xm.save alone would leave what torch.load returns on the CPU (measured: torch.save
+    then torch.load gives xla:0, xm.save then torch.load gives cpu), so the code that loads
+    the file changes too, which a swap of the save cannot do."""
+    loads = [c.lineno for c in model.calls_to("torch.load")]
+    where = f" (line {', '.join(map(str, loads))})" if loads else ""
+    return Finding(
+        CODE,
+        f"torch.save of tensors on the device (moved at line {moved.lineno}, "  # type: ignore[attr-defined]
+        f"`{model.segment(moved)[:60]}`): after conversion they are XLA tensors, which "
+        "torch.save pickles as XLA tensors (the file loads only where torch_xla is "
+        "installed); xm.save moves them to the CPU first and writes on the master ordinal only",
+        model.span(call),
+        Severity.WARNING,
+        manual=(
+            "Save with xm.save(data, path) (same arguments), and move what torch.load "
+            f"returns{where} to the device after loading: xm.save writes CPU tensors, so the "
+            "reloaded data is no longer on the device. Or keep torch.save if the file is only "
+            "ever reloaded where torch_xla is installed."
+        ),
+    )
+
+
 def _holds_placed_module(model: ScriptModel, obj: ast.AST | None) -> bool:
     if obj is None:
         return False
@@ -251,6 +276,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if not _is_state_dict(model, obj):
             if _holds_placed_module(model, obj):
                 yield _module_finding(model, call, obj)  # type: ignore[arg-type]
+            elif (moved := device_data(model, obj)) is not None:
+                yield _data_finding(model, call, moved)
             continue
         held = held_on_device(model, obj)
         fix = _fix(model, call)
