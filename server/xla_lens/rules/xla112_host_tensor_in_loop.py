@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
+from .parts.epoch_loops import epoch_loop_nodes
 
 CODE = "XLA112"
 DETERMINISTIC = frozenset(
@@ -107,20 +108,25 @@ def _dedent_continuations(model: ScriptModel, node: ast.AST, text: str) -> str:
     return "\n".join([first, *(r[len(indent) :] if r.startswith(indent) else r for r in rest)])
 
 
-def _moves(model: ScriptModel) -> Iterator[tuple[ast.Call, ast.Call, str]]:
-    """(the ``.to``/``.cuda`` call, the constructor call, the constructor's short name)."""
-    for _, node in loop_nodes(model):
-        if not isinstance(node, ast.Call) or method_name(node) not in {"to", "cuda"}:
-            continue
-        ctor = receiver(node)
-        if isinstance(ctor, ast.Call):
-            name = CONSTRUCTORS.get(model.call_name(ctor) or "")
-            if name is not None:
-                yield node, ctor, name
+def _moves(model: ScriptModel) -> Iterator[tuple[ast.Call, ast.Call, str, bool]]:
+    """(the ``.to``/``.cuda`` call, the constructor call, the constructor's short name,
+    whether it runs once per epoch rather than every step)."""
+    step_nodes = [node for _, node in loop_nodes(model)]
+    stepped = {id(n) for n in step_nodes}
+    epoch_nodes = [n for n in epoch_loop_nodes(model) if id(n) not in stepped]
+    for nodes, per_epoch in ((step_nodes, False), (epoch_nodes, True)):
+        for node in nodes:
+            if not isinstance(node, ast.Call) or method_name(node) not in {"to", "cuda"}:
+                continue
+            ctor = receiver(node)
+            if isinstance(ctor, ast.Call):
+                name = CONSTRUCTORS.get(model.call_name(ctor) or "")
+                if name is not None:
+                    yield node, ctor, name, per_epoch
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    for move, ctor, name in _moves(model):
+    for move, ctor, name, per_epoch in _moves(model):
         if not _names_device(model, move):
             continue
         device = _target_device(model, move)
@@ -151,11 +157,17 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             f"torch.{name}(...) is built on the CPU and copied to the device every step (a "
             "host-to-device transfer and one more graph input per step): pass device= instead"
         )
+        if per_epoch:
+            message = (
+                f"torch.{name}(...) is built on the CPU and copied to the device once per epoch "
+                "(in the loop around the training steps): a small cost, one host-to-device "
+                "transfer per epoch; pass device= to create it on the device"
+            )
         yield Finding(
             CODE,
             message,
             model.span(move),
-            Severity.WARNING,
+            Severity.INFORMATION if per_epoch else Severity.WARNING,
             fix=fix,
             manual=manual,
         )
