@@ -145,3 +145,24 @@ def test_a_fifo_in_place_of_a_module_is_skipped_without_blocking(project: Path):
     script = str(project / "scripts" / "t.py")
     assert module_file(script, "mypkg.pipe", 0) is None
     assert imported_function_facts(script, "mypkg.pipe", "f", 0) is None
+
+
+def test_module_file_relative_import_of_the_package_itself(tmp_path, monkeypatch):
+    """``from . import x`` (module "") in a package module named by a relative path: the
+    package folder is ``.``, which has no name to give a ``.py`` suffix (it used to raise)."""
+    from xla_lens.semantic.workspace import module_file
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "x.py").write_text("def f():\n    return 1\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "train_util.py").write_text("from . import y\nfrom .. import x\n")
+    monkeypatch.chdir(pkg / "sub")
+    assert module_file("train_util.py", "", 1) == Path("__init__.py")
+    assert module_file("train_util.py", "x", 2) == (pkg / "x.py").absolute()
+    monkeypatch.chdir(pkg)
+    assert module_file("x.py", "", 1) == Path("__init__.py")
+    assert module_file("sub/train_util.py", "x", 2) == Path("x.py")
+    assert module_file(str(pkg / "sub" / "train_util.py"), "", 2) == pkg / "__init__.py"
+    assert module_file(str(pkg / "sub" / "train_util.py"), "x", 2) == pkg / "x.py"

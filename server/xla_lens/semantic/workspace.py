@@ -114,6 +114,9 @@ def module_file(script_path: str, module: str, level: int) -> Path | None:
     parts = [p for p in module.split(".") if p]
     if level > 0:
         ups = [here, *here.parents]
+        if level - 1 >= len(ups):
+            # A relative path (``train_util.py``) has no parents to climb: climb its absolute one.
+            ups = [here.absolute(), *here.absolute().parents]
         bases = [ups[level - 1]] if level - 1 < len(ups) else []
     elif not parts:
         return None
@@ -121,7 +124,12 @@ def module_file(script_path: str, module: str, level: int) -> Path | None:
         bases = search_folders(here)
     for base in bases:
         stem = base.joinpath(*parts) if parts else base
-        for candidate in (stem.with_suffix(".py"), stem / "__init__.py"):
+        # ``from . import x`` (no module part) names the package itself: only its __init__,
+        # and ``Path(".")`` has no name to put a ``.py`` suffix on.
+        files = (
+            (stem.with_suffix(".py"), stem / "__init__.py") if parts else (stem / "__init__.py",)
+        )
+        for candidate in files:
             try:
                 if candidate.is_file() and candidate.stat().st_size <= MAX_BYTES:
                     return candidate
