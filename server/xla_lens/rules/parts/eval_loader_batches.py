@@ -45,8 +45,8 @@ def eval_loader_findings(model: ScriptModel, training: Sequence[ast.Call]) -> It
     in a script that trains (the loaders ``training`` lists are XLA402's own)."""
     train_ids = {id(c) for c in training}
     trains_here = bool(model.training_loops)
-    for node in model.walk(model.tree):
-        if not isinstance(node, ast.Call) or id(node) in train_ids:
+    for node in model.calls:
+        if id(node) in train_ids:
             continue
         if model.call_name(node) not in DATALOADERS:
             continue

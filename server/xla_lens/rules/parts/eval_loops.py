@@ -54,7 +54,6 @@ def evaluation_loops(model: ScriptModel) -> Iterator[ast.For | ast.AsyncFor]:
     accumulated on the device and read after the loop)."""
     if not model.training_loops or written_for_xla(model):
         return
-    reached = _reached_from_training(model)
     for loop in model.nodes_of(ast.For, ast.AsyncFor):
         assert isinstance(loop, ast.For | ast.AsyncFor)
         if any(t.node is loop for t in model.training_loops):
@@ -63,7 +62,9 @@ def evaluation_loops(model: ScriptModel) -> Iterator[ast.For | ast.AsyncFor]:
             continue
         if not _grad_off(model, loop) or not _moves_batch(model, loop):
             continue
-        if _inside(model, loop, reached) or loop_syncs(model, TrainingLoop(loop)):
+        if _inside(model, loop, _reached_from_training(model)):
+            continue
+        if loop_syncs(model, TrainingLoop(loop)):
             continue
         yield loop
 
@@ -120,6 +121,10 @@ def reads_host(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
 def _reached_from_training(model: ScriptModel) -> list[ast.AST]:
     """The training loops and every function of this script they run, directly or through
     other functions (the regions ``loop_syncs`` searches for a training loop's sync)."""
+    return model.memo(_reached_from_training, lambda: _reached(model))
+
+
+def _reached(model: ScriptModel) -> list[ast.AST]:
     seen: dict[int, ast.AST] = {}
     regions: list[ast.AST] = [r for t in model.training_loops for r in t.regions()]
     while regions:
