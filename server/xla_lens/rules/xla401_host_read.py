@@ -33,6 +33,7 @@ from .parts.closure_changes import changed_before_sync
 from .parts.closure_names import free_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
+from .parts.eval_loops import evaluation_loops
 from .parts.helper_reads import HELPER_MANUAL, helper_message, helper_reads
 from .parts.narrowed_modules import narrowed_module
 from .parts.numpy_reads import (
@@ -72,6 +73,13 @@ MANUAL = (
     "Keep the value on the device and read it once after the loop (e.g. "
     "`total_loss += loss.detach()`, then `total_loss.item()` after the epoch), or move the "
     "read into `xm.add_step_closure(fn, args=(...))`, which runs after the step's graph."
+)
+
+EVAL_MANUAL = (
+    "Accumulate on the device (`total += loss.detach()`, `correct += pred.eq(y).sum()`), "
+    "call torch_xla.sync() once per batch, and read the totals once after the loop "
+    "(`total.item()`): one execution per batch and one transfer per total. No step closure: "
+    "it would run after the code that uses the totals."
 )
 
 
@@ -303,6 +311,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
+    if not on_cpu:
+        yield from _evaluation_reads(model, values, closures)
     every_step = lambda loop, node: _periodic(model, loop, node) is None  # noqa: E731
     for read in helper_reads(model, _helper_read, every_step, lambda fn: fn.name in closures):
         what = read.what
@@ -312,6 +322,33 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         message = helper_message(read, _message(what, on_cpu))
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
         yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
+
+
+def _evaluation_reads(
+    model: ScriptModel, values: HostValues, closures: set[str]
+) -> Iterator[Finding]:
+    """Per-batch reads in evaluation loops (``parts/eval_loops``): advice, no fix (a step
+    closure would defer ``correct += ....item()`` past the code that uses the total)."""
+    for loop in evaluation_loops(model):
+        scope = scope_of(model, loop)
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
+            continue
+        for stmt in loop.body:
+            for node in (stmt, *model.walk_scope(stmt)):
+                what = _reads(model, values, node)
+                if what is None or what.startswith(MAYBE):
+                    continue
+                if what == CONVERSION or _bare_numpy_in(model, node) is not None:
+                    continue  # a crash, not a sync: XLA401's numpy findings say so elsewhere
+                yield Finding(
+                    CODE,
+                    f"{what} reads a device tensor on the host in every batch of the "
+                    f"evaluation loop on line {loop.lineno}: each read compiles and runs the "
+                    "pending graph right there, once per batch",
+                    model.span(node),
+                    Severity.WARNING,
+                    manual=EVAL_MANUAL,
+                )
 
 
 def _helper_read(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:

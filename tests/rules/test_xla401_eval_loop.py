@@ -1,0 +1,56 @@
+"""XLA401 on evaluation loops (held-out 7 K8/K9, held-out 8 D14): per-batch ``.item()`` reads
+in ``model.eval()`` + ``with torch.no_grad():`` loops over a DataLoader. Each read runs the
+pending graph on every batch (PJRT CPU, 6 batches: two ``.item()`` per batch gave 12 executions,
+accumulating on the device and reading after the loop gave 6 executions and 2 transfers).
+Reported with advice and no fix: a step closure is wrong for ``+=`` into Python numbers used
+after the loop."""
+
+from tests.helpers import findings, fixed, src
+from tests.rules.test_xla107_eval_loop import HEAD
+
+READING_EVAL = (
+    HEAD
+    + """
+
+def evaluate():
+    net.eval()
+    total, correct = 0.0, 0
+    with torch.no_grad():
+        for x, y in test_loader:
+            x, y = x.to(device), y.to(device)
+            out = net(x)
+            total += nn.functional.cross_entropy(out, y).item()
+            correct += out.argmax(1).eq(y).sum().item()
+    return total, correct
+
+
+for epoch in range(2):
+    fit()
+    print("eval", evaluate())
+"""
+)
+
+
+def _eval_reads(code: str):
+    return [f for f in findings(code, "XLA401") if "evaluation loop" in f.message]
+
+
+def test_per_batch_reads_in_an_evaluation_loop_are_reported_without_a_fix():
+    found = _eval_reads(READING_EVAL)
+    assert [f.span.start.line for f in found] == [
+        i for i, line in enumerate(src(READING_EVAL).split("\n")) if ".item()" in line
+    ][:2]
+    assert all(f.fix is None and f.manual for f in found)
+    assert all("Accumulate" in f.manual and "after the loop" in f.manual for f in found)
+    assert fixed(READING_EVAL, "XLA401") == src(READING_EVAL)
+
+
+def test_an_evaluation_loop_that_accumulates_on_the_device_is_quiet():
+    from tests.rules.test_xla107_eval_loop import ACCUMULATING_EVAL
+
+    assert _eval_reads(ACCUMULATING_EVAL) == []
+
+
+def test_a_loop_over_something_else_than_a_loader_is_no_evaluation_loop():
+    code = READING_EVAL.replace("for x, y in test_loader:", "for x, y in pairs:")
+    assert _eval_reads(code) == []
