@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 from xla_lens.engine import analyze, fix_source
 from xla_lens.engine.fixing import apply_fix
@@ -37,3 +41,20 @@ def fix_one(text: str, finding: Finding) -> str:
     out = apply_fix(src(text), finding)
     ast.parse(out)
     return out
+
+
+def run_counting_executions(script: Path) -> dict[str, str]:
+    """Run ``script`` under torch_xla on PJRT CPU with the number of graph executions printed
+    at its end; its printed ``name value`` lines (``executions`` among them)."""
+    script.write_text(
+        script.read_text() + "import torch_xla.core.xla_model as _xm\n"
+        "import torch_xla.debug.metrics as _met\n"
+        "_xm.wait_device_ops()\n"
+        'print("executions", _met.counter_value("ExecuteComputation"))\n'
+    )
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)

@@ -5,7 +5,6 @@ the loop: a sync per batch is added (safe: a sync only materialises pending tens
 host read (``.item()``) already runs the graph each batch: there the read is the site (XLA401's
 business), and XLA107 stays quiet."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 from xla_lens.engine import fix_source
 
-from tests.helpers import findings, fixed, src
+from tests.helpers import findings, fixed, run_counting_executions, src
 
 HEAD = """
 import torch
@@ -146,21 +145,6 @@ def test_an_eval_loop_in_a_decorated_function_over_a_tqdm_loader_is_found():
     assert any("evaluation loop" in f.message for f in found)
 
 
-def _run(script: Path) -> dict[str, str]:
-    script.write_text(
-        script.read_text() + "import torch_xla.core.xla_model as _xm\n"
-        "import torch_xla.debug.metrics as _met\n"
-        "_xm.wait_device_ops()\n"
-        'print("executions", _met.counter_value("ExecuteComputation"))\n'
-    )
-    env = {**os.environ, "PJRT_DEVICE": "CPU"}
-    run = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    return dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
-
-
 @pytest.mark.xla
 def test_the_converted_eval_loop_gives_the_same_count_one_graph_per_batch(tmp_path: Path):
     original = tmp_path / "orig.py"
@@ -174,9 +158,9 @@ def test_the_converted_eval_loop_gives_the_same_count_one_graph_per_batch(tmp_pa
     assert "            torch_xla.sync()\n" in out and "cuda" not in out, out
     script = tmp_path / "conv.py"
     script.write_text(out)
-    lines = _run(script)
+    lines = run_counting_executions(script)
     assert lines["correct"] == expected[-1]
     # Per epoch: 5 training steps + 6 eval batches, each its own graph, and the final read.
     no_eval_sync = tmp_path / "nosync.py"
     no_eval_sync.write_text(out.replace("            torch_xla.sync()\n", ""))
-    assert int(lines["executions"]) > int(_run(no_eval_sync)["executions"])
+    assert int(lines["executions"]) > int(run_counting_executions(no_eval_sync)["executions"])

@@ -4,15 +4,12 @@ at the end ran once per tick, and the graph grew across the skipped steps."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from xla_lens.engine import fix_source
 
-from tests.helpers import findings, fixed, src
+from tests.helpers import findings, fixed, run_counting_executions, src
 
 TICKS = """
 import torch
@@ -127,31 +124,13 @@ def test_a_break_ends_the_loop_so_it_moves_nothing():
     assert "    log(step)\n    torch_xla.sync()\n    if step % 100 == 0:\n" in out
 
 
-def _executions(script: Path) -> dict[str, str]:
-    """Run ``script`` under torch_xla on PJRT CPU; its printed ``name value`` lines, with the
-    graph executions counted after the device is idle (ExecuteTime's sample is recorded
-    asynchronously and may miss the last execution)."""
-    script.write_text(
-        script.read_text() + "import torch_xla.core.xla_model as _xm\n"
-        "import torch_xla.debug.metrics as _met\n"
-        "_xm.wait_device_ops()\n"
-        'print("executions", _met.counter_value("ExecuteComputation"))\n'
-    )
-    env = {**os.environ, "PJRT_DEVICE": "CPU"}
-    run = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    return dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
-
-
 @pytest.mark.xla
 def test_the_converted_tick_loop_executes_one_graph_per_iteration(tmp_path: Path):
     out = fix_source(src(TICKS)).source
     assert "torch_xla.sync()" in out and "cuda" not in out, out
     script = tmp_path / "ticks.py"
     script.write_text(out)
-    lines = _executions(script)
+    lines = run_counting_executions(script)
     assert lines["iterations"] == "60"
     assert lines["executions"] == "60", lines  # one graph per iteration
     # The sync appended at the end of the body, as before: the reports' iterations only.
@@ -161,4 +140,4 @@ def test_the_converted_tick_loop_executes_one_graph_per_iteration(tmp_path: Path
             "    if last:\n", "    torch_xla.sync()\n    if last:\n"
         )
     )
-    assert _executions(tail)["executions"] == "3"
+    assert run_counting_executions(tail)["executions"] == "3"

@@ -6,29 +6,7 @@ Reported with advice and no fix: a step closure is wrong for ``+=`` into Python 
 after the loop."""
 
 from tests.helpers import findings, fixed, src
-from tests.rules.test_xla107_eval_loop import HEAD
-
-READING_EVAL = (
-    HEAD
-    + """
-
-def evaluate():
-    net.eval()
-    total, correct = 0.0, 0
-    with torch.no_grad():
-        for x, y in test_loader:
-            x, y = x.to(device), y.to(device)
-            out = net(x)
-            total += nn.functional.cross_entropy(out, y).item()
-            correct += out.argmax(1).eq(y).sum().item()
-    return total, correct
-
-
-for epoch in range(2):
-    fit()
-    print("eval", evaluate())
-"""
-)
+from tests.rules.test_xla107_eval_loop import READING_EVAL
 
 
 def _eval_reads(code: str):

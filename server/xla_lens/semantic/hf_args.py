@@ -20,6 +20,7 @@ thing to XLA. TRL exports them from ``trl``, ``trl.trainer`` and per-trainer mod
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -137,22 +138,27 @@ class HfArguments:
 
     def inherited_default(self, cls: ast.ClassDef, name: str) -> FieldDefault | None:
         """The field in ``cls`` or the nearest local base class that defines it."""
-        seen: set[str] = set()
-        current: ast.ClassDef | None = cls
-        while current is not None and current.name not in seen:
-            seen.add(current.name)
+        for current in self._local_chain(cls):
             found = self.field_default(current, name)
             if found is not None:
                 return found
-            current = next(
+        return None
+
+    def _local_chain(self, cls: ast.ClassDef | None) -> Iterator[ast.ClassDef]:
+        """``cls`` and its base classes defined in this file, nearest first (the first local
+        base of each), each once."""
+        seen: set[str] = set()
+        while cls is not None and cls.name not in seen:
+            seen.add(cls.name)
+            yield cls
+            cls = next(
                 (
                     self.subclasses[b.id]
-                    for b in current.bases
+                    for b in cls.bases
                     if isinstance(b, ast.Name) and b.id in self.subclasses
                 ),
                 None,
             )
-        return None
 
     @cached_property
     def parsed_classes(self) -> list[tuple[ast.Call, ast.expr]]:
@@ -177,20 +183,11 @@ class HfArguments:
         if is_legacy_config_name(self.model.call_name(call)):
             return True
         cls = self.subclasses.get(call.func.id) if isinstance(call.func, ast.Name) else None
-        seen: set[str] = set()
-        while cls is not None and cls.name not in seen:
-            seen.add(cls.name)
-            if any(is_legacy_config_name(self.model.qualname(b)) for b in cls.bases):
-                return True
-            cls = next(
-                (
-                    self.subclasses[b.id]
-                    for b in cls.bases
-                    if isinstance(b, ast.Name) and b.id in self.subclasses
-                ),
-                None,
-            )
-        return False
+        return any(
+            is_legacy_config_name(self.model.qualname(b))
+            for current in self._local_chain(cls)
+            for b in current.bases
+        )
 
     def parsed_subclass(self, item: ast.expr) -> ast.ClassDef | None:
         return self.subclasses.get(item.id) if isinstance(item, ast.Name) else None
