@@ -57,6 +57,24 @@ async function palette(prefix, text) {
 // Through the palette: a browser may keep Ctrl+S for itself.
 const save = () => palette(">", "File: Save");
 
+// An edit that comes from the server (codeAction/resolve, Convert's WorkspaceEdit) can land after
+// a save issued right away on a loaded machine, leaving it unsaved: save once the tab shows the
+// change, and again while the file on disk still holds `previous`.
+async function saveUntilChanged(previous, what) {
+  await page.locator(".tab.dirty").first().waitFor({ timeout: 20_000 }).catch(() => {});
+  await save();
+  let lastSave = Date.now();
+  return until(async () => {
+    const text = readFileSync(file, "utf8");
+    if (text !== previous) return text;
+    if (Date.now() - lastSave > 5_000) {
+      await save();
+      lastSave = Date.now();
+    }
+    return false;
+  }, 30_000, what);
+}
+
 async function problemCount(timeoutMs) {
   const problems = page.locator('[id="status.problems"]');
   return until(async () => {
@@ -98,11 +116,7 @@ async function mainFlow() {
   await fix.waitFor({ timeout: 20_000 });
   await shot("02-quick-fix-menu.png");
   await fix.click();
-  await save();
-  const afterFix = await until(() => {
-    const text = readFileSync(file, "utf8");
-    return text !== original && text;
-  }, 20_000, "the quick fix to be saved");
+  const afterFix = await saveUntilChanged(original, "the quick fix to be saved");
   // The fix may add an import above, so find the assignment rather than the line number.
   const fixedLine = afterFix.split("\n").find((l) => /^\s*device\s*=/.test(l)) ?? "";
   check(/torch_xla\.device\(\)/.test(fixedLine) && !/cuda/.test(fixedLine), `quick fix applied: ${fixedLine.trim()}`);
@@ -110,11 +124,7 @@ async function mainFlow() {
 
   // 3. Convert the whole file through the palette command.
   await palette(">", "xla-lens: Convert to PyTorch/XLA");
-  await save();
-  const converted = await until(() => {
-    const text = readFileSync(file, "utf8");
-    return text !== afterFix && text;
-  }, 30_000, "the conversion to be saved");
+  const converted = await saveUntilChanged(afterFix, "the conversion to be saved");
   // Convert applies the safe fixes only (drop_last=True and the like are left as quick fixes).
   check(/torch_xla\.sync\(\)/.test(converted), "Convert marked the step (torch_xla.sync())");
   check(!/torch\.save\(/.test(converted), "Convert replaced torch.save");
