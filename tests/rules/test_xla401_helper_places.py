@@ -91,12 +91,23 @@ class Tuner:
         if self.seen % self.every == 0:
             return self.buf.tolist()
         return None
+
+
+class Meter:
+    def __init__(self):
+        self.values = {}
+
+    def update(self, **kwargs):
+        for k, v in kwargs.items():
+            if isinstance(v, torch.Tensor):
+                v = v.item()
+            self.values[k] = v
 """
 
 MAIN = """
 import torch
 import torch_xla
-from warp import Tuner, shift_on, turn
+from warp import Meter, Tuner, shift_on, turn
 
 device = torch_xla.device()
 net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(48, 1)).to(device)
@@ -151,6 +162,24 @@ def test_a_method_of_a_sibling_class_reading_its_device_argument_is_reported(tmp
 
 def test_a_periodic_read_in_a_sibling_method_is_not_an_every_step_read(tmp_path: Path):
     assert _found(tmp_path, "tuner.settle(net(img))") == []
+
+
+def test_a_sibling_meter_given_the_learning_rate_reads_no_tensor(tmp_path: Path):
+    # ``param_groups[0]["lr"]`` is a Python float, though the optimizer holds device
+    # parameters: the meter's ``.item()`` under ``isinstance(v, torch.Tensor)`` never runs
+    # (held-out 7/8 w1; PJRT CPU: the call adds no execution).
+    body = 'Meter().update(lr=opt.param_groups[0]["lr"], wd=opt.param_groups[-1]["weight_decay"])'
+    assert _found(tmp_path, body) == []
+
+
+def test_a_sibling_meter_given_the_loss_tensor_reads_it(tmp_path: Path):
+    (f,) = _found(tmp_path, "Meter().update(loss=net(img).mean())")
+    assert "`update`" in f.message
+
+
+def test_a_sibling_meter_given_the_parameters_of_a_group_reads_them(tmp_path: Path):
+    (f,) = _found(tmp_path, 'Meter().update(p=opt.param_groups[0]["params"][0])')
+    assert "`update`" in f.message
 
 
 LOCAL = """

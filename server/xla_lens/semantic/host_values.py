@@ -25,7 +25,7 @@ import ast
 
 from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
 from .model import ScriptModel, method_name, receiver
-from .node_helpers import dotted, keyword
+from .node_helpers import dotted, is_group_setting, keyword
 from .params import parameter_of
 from .reaching import (
     UNKNOWN,
@@ -126,6 +126,8 @@ class HostValues(HostCalls):
             return all(self.is_host(v, deeper) for v in expr.elts)
         if isinstance(expr, ast.Name):
             return self.host_at(expr, strict=True, depth=deeper)
+        if is_group_setting(expr):
+            return True
         if isinstance(expr, ast.Subscript | ast.Attribute):
             return self.is_host(expr.value, deeper)
         if isinstance(expr, ast.BinOp):

@@ -78,6 +78,22 @@ def optimizer_like(name: str) -> bool:
     return low in {"optim", "opt"} or "optimizer" in low or low.endswith(("_optim", "_opt"))
 
 
+def is_group_setting(node: ast.AST) -> bool:
+    """``opt.param_groups[0]["lr"]``: a hyper-parameter of an optimizer's parameter group, a
+    Python number however device-bound the optimizer's parameters are (``"params"`` excepted)."""
+    if not isinstance(node, ast.Subscript):
+        return False
+    key = const_str(node.slice)
+    group = node.value
+    return (
+        key is not None
+        and key != "params"
+        and isinstance(group, ast.Subscript)
+        and isinstance(group.value, ast.Attribute)
+        and group.value.attr == "param_groups"
+    )
+
+
 def dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a chain of names and attributes, else None."""
     parts: list[str] = []

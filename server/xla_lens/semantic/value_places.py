@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from .calls import classes
 from .model import ScriptModel, method_name, receiver
+from .node_helpers import is_group_setting
 from .reaching import _whole_names, binds_whole, bound_by_comprehension, walk_back
 from .value_kinds import CPU, DEV, NUM, UNK, Value, combine, either, kinds, unpack
 from .value_place_calls import MAX_DEPTH, SELF_NAMES, PlaceCalls
@@ -150,6 +151,8 @@ class Places(PlaceCalls):
         if isinstance(expr, ast.IfExp):
             return either([of(expr.body), of(expr.orelse)])
         if isinstance(expr, ast.JoinedStr | ast.Lambda):
+            return frozenset({NUM})
+        if is_group_setting(expr):
             return frozenset({NUM})
         if isinstance(expr, ast.Subscript):
             base = of(expr.value)
