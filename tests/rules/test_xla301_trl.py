@@ -4,7 +4,7 @@ subclasses HfArgumentParser, so XLA204/XLA301/XLA302 apply to them as to transfo
 
 from __future__ import annotations
 
-from tests.helpers import findings, fixed
+from tests.helpers import findings, fixed, src
 
 PARSED = """
 from dataclasses import dataclass
@@ -122,3 +122,69 @@ def test_unrelated_config_named_like_trl_is_quiet():
     cfg = SFTConfig(output_dir="out")
     """
     assert not findings(code, "XLA301") and not findings(code, "XLA302")
+
+
+CONFIGS = """
+from dataclasses import dataclass, field
+
+import trl
+
+
+@dataclass
+class RecipeArguments(trl.ScriptArguments):
+    chat_template: str | None = None
+
+
+@dataclass
+class SFTConfig(trl.SFTConfig):
+    eval_every: int = field(default=100)
+"""
+
+RECIPE = """
+from recipes import RecipeArguments, SFTConfig
+from trl import ModelConfig, SFTTrainer, TrlParser
+
+
+def main(recipe, training_args, model_args):
+    SFTTrainer(model=model_args.model_name_or_path, args=training_args).train()
+
+
+if __name__ == "__main__":
+    parser = TrlParser((RecipeArguments, SFTConfig, ModelConfig))
+    recipe, training_args, model_args = parser.parse_args_and_config()
+    main(recipe, training_args, model_args)
+"""
+
+
+def _package_findings(tmp_path, configs: str, code: str) -> list:
+    from xla_lens.engine import analyze
+
+    package = tmp_path / "recipes"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from .configs import RecipeArguments, SFTConfig\n", encoding="utf-8"
+    )
+    (package / "configs.py").write_text(src(configs), encoding="utf-8")
+    script = tmp_path / "sft.py"
+    script.write_text(src(RECIPE), encoding="utf-8")
+    result = analyze(script.read_text(), str(script))
+    assert not result.rule_errors, result.rule_errors
+    return [f for f in result.findings if f.code == code]
+
+
+def test_a_trl_config_subclassed_in_a_sibling_package_is_training_arguments(tmp_path):
+    # ``from recipes import SFTConfig``: the package re-exports a subclass of trl's SFTConfig
+    # (held-out 8 S2/S3: alignment-handbook's configs) — the values come from the parser.
+    (f,) = _package_findings(tmp_path, CONFIGS, "XLA301")
+    assert f.fix is None and "--optim adamw_torch_xla" in f.manual and "--config" in f.manual
+    (g,) = _package_findings(tmp_path / "again", CONFIGS, "XLA302")
+    assert g.fix is None and "--dataloader_num_workers N" in g.manual
+
+
+def test_a_sibling_subclass_that_sets_the_field_owns_it(tmp_path):
+    configs = CONFIGS.replace(
+        "eval_every: int = field(default=100)",
+        'eval_every: int = field(default=100)\n    optim: str = field(default="adamw_torch_xla")',
+    )
+    assert _package_findings(tmp_path, configs, "XLA301") == []
+    assert len(_package_findings(tmp_path / "b", configs, "XLA302")) == 1

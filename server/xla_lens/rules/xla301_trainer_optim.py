@@ -82,7 +82,17 @@ def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDef
         config = (
             f" or set `{name}` in the --config YAML file" if hf.reads_config_file(parser) else ""
         )
-        if cls is None:
+        workspace = hf.workspace_class(item) if cls is None else None
+        if workspace is not None:
+            if hf.workspace_default(workspace, name) is None:
+                shown = f"{workspace[0].path.parent.name}/{workspace[0].path.name}"
+                yield (
+                    parser,
+                    None,
+                    f"TrainingArguments come from the command line here: pass --{name}{config}"
+                    f", or add the field `{name}` to `{workspace[0].name}` ({shown})",
+                )
+        elif cls is None:
             yield (
                 parser,
                 None,

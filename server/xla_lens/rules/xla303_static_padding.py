@@ -11,6 +11,7 @@ from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .parts.lm_collator_padding import lm_collator_findings
 from .parts.per_example_padding import labels_from_ids, per_example
+from .parts.sft_padding import sft_padding_findings
 
 CODE = "XLA303"
 DEFAULT_MAX_LENGTH = 128
@@ -108,6 +109,7 @@ def _pads_to_longest(value: ast.expr | None, default: bool) -> bool:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _padding_sites(model)
     yield from lm_collator_findings(model, CODE)
+    yield from sft_padding_findings(model, CODE)
 
 
 def _padding_sites(model: ScriptModel) -> Iterator[Finding]:

@@ -15,6 +15,11 @@ TRL's configs (``SFTConfig``, ``DPOConfig``, ...) subclass ``TrainingArguments``
 (its ``parse_args_and_config()`` also reads a ``--config`` YAML file): they are the same
 thing to XLA. TRL exports them from ``trl``, ``trl.trainer`` and per-trainer modules
 (``trl.trainer.sft_config``), so they are matched by package root and class name.
+
+A recipe package may subclass them (``from recipes import SFTConfig``, a subclass of trl's
+``SFTConfig`` in ``recipes/configs.py``): a parsed class of the workspace is followed through
+its bases in their own files (``workspace_classes.chain``), and a field one of them sets is
+that class's to own.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from .model import ScriptModel, dotted, keyword
+from .workspace_calls import ParsedModule
+from .workspace_classes import ClassRef, chain, class_reference, script_module
 
 TRAINING_ARGS = {
     "transformers.TrainingArguments",
@@ -170,9 +177,31 @@ class HfArguments:
             first = call.args[0]
             items = first.elts if isinstance(first, ast.Tuple | ast.List) else [first]
             for item in items:
-                if self.is_training_args_class(item):
+                if self.is_training_args_class(item) or self.workspace_class(item):
                     out.append((call, item))
         return out
+
+    def workspace_class(self, item: ast.expr) -> tuple[ClassRef, ...] | None:
+        """The chain of a class another workspace file defines that derives from
+        TrainingArguments (a TRL config), or None (also for a class of this file)."""
+        found = class_reference(script_module(self.model), item)
+        if found is None or str(found.path) == str(self.model.path):
+            return None
+        classes = chain(found)
+        derives = any(
+            is_training_args_name(_module_qualname(c.module, base))
+            for c in classes
+            for base in c.node.bases
+        )
+        return classes if derives else None
+
+    def workspace_default(self, classes: tuple[ClassRef, ...], name: str) -> FieldDefault | None:
+        """The field ``name`` set by the nearest class of a workspace chain."""
+        for c in classes:
+            found = self.field_default(c.node, name)
+            if found is not None:
+                return found
+        return None
 
     def reads_config_file(self, parser: ast.Call) -> bool:
         """TRL's parser: ``parse_args_and_config()`` also takes values from ``--config``."""
@@ -199,3 +228,19 @@ def hf_arguments(model: ScriptModel) -> HfArguments:
         cached = HfArguments(model)
         model._xla_lens_hf_arguments = cached  # type: ignore[attr-defined]
     return cached
+
+
+def _module_qualname(module: ParsedModule, base: ast.expr) -> str | None:
+    """``trl.SFTConfig`` for ``SFTConfig`` (``from trl import SFTConfig``) or ``trl.SFTConfig``
+    (``import trl``) in ``module``; None for a name it defines or a relative import."""
+    name = dotted(base)
+    if name is None:
+        return None
+    root, _, rest = name.partition(".")
+    if root in module.imports:
+        return ".".join(p for p in (module.imports[root], rest) if p)
+    if root in module.reexports:
+        source, level, original = module.reexports[root]
+        if level == 0:
+            return ".".join(p for p in (source, original, rest) if p)
+    return None

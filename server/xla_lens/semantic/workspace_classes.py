@@ -96,6 +96,11 @@ def _class_ref(module: ParsedModule, expr: ast.expr) -> ClassRef | None:
     return ClassRef(found[0], other.classes[found[1]], other)
 
 
+def class_reference(module: ParsedModule, expr: ast.expr) -> ClassRef | None:
+    """The workspace class ``expr`` names in ``module``, or None."""
+    return _class_ref(module, expr)
+
+
 def chain(cls: ClassRef) -> tuple[ClassRef, ...]:
     """``cls`` and the bases it inherits from, depth first, left to right (Python's MRO
     for the single and simple multiple inheritance training code uses), workspace classes
