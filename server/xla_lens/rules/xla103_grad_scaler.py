@@ -30,6 +30,7 @@ from .base import (
 from .parts.device_from_caller import device_from_caller
 from .parts.final_fixes import final_findings
 from .parts.manual_loss_scaling import manual_loss_scaling
+from .parts.timm_scalers import timm_scaler_findings
 from .xla102_cuda_autocast import CODE as AUTOCAST_RULE
 from .xla102_cuda_autocast import MESSAGE as AUTOCAST_MESSAGE
 from .xla102_cuda_autocast import check as autocast_check
@@ -261,6 +262,7 @@ def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _apex(model, ctx)
     yield from manual_loss_scaling(model, CODE)
+    yield from timm_scaler_findings(model, CODE)
     for call in model.calls:
         if not _is_cuda_scaler(model, call):
             continue
