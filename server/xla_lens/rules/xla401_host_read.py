@@ -329,7 +329,7 @@ def _evaluation_reads(
 ) -> Iterator[Finding]:
     """Per-batch reads in evaluation loops (``parts/eval_loops``): advice, no fix (a step
     closure would defer ``correct += ....item()`` past the code that uses the total)."""
-    for loop in evaluation_loops(model):
+    for loop in evaluation_loops(model, handed_in=True):
         scope = scope_of(model, loop)
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue

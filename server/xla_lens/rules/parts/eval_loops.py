@@ -47,18 +47,26 @@ def eval_loops(model: ScriptModel) -> Iterator[ast.For | ast.AsyncFor]:
             yield loop
 
 
-def evaluation_loops(model: ScriptModel) -> Iterator[ast.For | ast.AsyncFor]:
+def evaluation_loops(
+    model: ScriptModel, handed_in: bool = False
+) -> Iterator[ast.For | ast.AsyncFor]:
     """Every evaluation loop XLA107 would judge, with or without host reads (a host-read rule
     may report the per-batch reads of the others: measured on PJRT CPU, two ``.item()`` per
     batch ran the forward pass twice, 12 executions for 6 batches, against 6 with the values
-    accumulated on the device and read after the loop)."""
+    accumulated on the device and read after the loop). With ``handed_in`` a loop over a
+    loader the function is given as a parameter counts too (``for x, y in
+    metric_logger.log_every(data_loader, ...)``: a read runs the graph per batch whatever the
+    loader is); a sync is added only over a provable DataLoader."""
     if not model.training_loops or written_for_xla(model):
         return
     for loop in model.nodes_of(ast.For, ast.AsyncFor):
         assert isinstance(loop, ast.For | ast.AsyncFor)
         if any(t.node is loop for t in model.training_loops):
             continue
-        if classify(model, iterated_loader(model, loop)) is not Source.PLAIN:
+        source = classify(model, iterated_loader(model, loop))
+        if source is not Source.PLAIN and not (
+            handed_in and source is Source.UNKNOWN and _parameter_loader(model, loop)
+        ):
             continue
         if not _grad_off(model, loop) or not _moves_batch(model, loop):
             continue
@@ -67,6 +75,22 @@ def evaluation_loops(model: ScriptModel) -> Iterator[ast.For | ast.AsyncFor]:
         if loop_syncs(model, TrainingLoop(loop)):
             continue
         yield loop
+
+
+def _parameter_loader(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """The loop draws from a parameter of its function, directly or through a wrapping call
+    (``metric_logger.log_every(data_loader, 10, header)``, ``tqdm(loader)``)."""
+    node = iterated_loader(model, loop)
+    if isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    fn = next(
+        (a for a in model.ancestors(loop) if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)),
+        None,
+    )
+    if fn is None or not isinstance(node, ast.Name):
+        return False
+    a = fn.args
+    return node.id in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
 
 
 def _grad_off(model: ScriptModel, loop: ast.AST) -> bool:
