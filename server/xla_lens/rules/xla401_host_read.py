@@ -185,7 +185,7 @@ def _closure_functions(model: ScriptModel) -> set[str]:
 def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
     e = Emitter(model)
     names = free_names(model, stmt)
-    body = model.segment(stmt.value)
+    body = model.block_segment(stmt.value, stmt)
     if names:
         params = ", ".join(names)
         args = params + ("," if len(names) == 1 else "")

@@ -54,6 +54,22 @@ class SourcePositions:
             )
         return text or ast.unparse(node)
 
+    def block_segment(self, node: ast.AST, stmt: ast.stmt) -> str:
+        """``segment(node)`` for code that replaces ``stmt``: the engine indents every line of
+        a replacement to the statement's block, so the continuation lines lose that indent
+        here and keep their columns in the result."""
+        text = self.segment(node)
+        if any(
+            isinstance(n, ast.Constant | ast.JoinedStr) and n.lineno != n.end_lineno
+            for n in ast.walk(node)
+        ):
+            return text  # a string spanning lines: its text is not indentation
+        lines = text.split("\n")
+        margin = " " * stmt.col_offset
+        return "\n".join(
+            [lines[0], *(line.removeprefix(margin) if line.strip() else line for line in lines[1:])]
+        )
+
     def line_text(self, line0: int) -> str:
         return self.lines[line0].rstrip("\r\n") if 0 <= line0 < len(self.lines) else ""
 
