@@ -133,7 +133,10 @@ def test_reads_after_the_scripts_group_stay_for_review_under_torchrun():
     """
     (f,) = _reads(code)
     assert not f.fix.safe and "line 7" in f.fix.review_reason
-    out = fixed(code)
+    # A module of helpers with no caller in reach: the backend's rewrite is for review too
+    # (under torchrun the "xla" group does not reduce), so plain fix keeps the group.
+    assert 'dist.init_process_group("nccl")' in fixed(code)
+    out = fixed(code, "XLA205", unsafe=True)
     assert 'init_method="xla://"' in out and 'rank = int(os.environ["RANK"])' in out
 
 

@@ -130,7 +130,10 @@ def test_cuda_or_gloo_choice_and_local_names_become_xla():
         dist.init_process_group(backend=backend)
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     """
-    out = fixed(code, "XLA205")
+    # No launcher and no caller in reach: whatever starts the processes decides whether the
+    # "xla" backend reduces (under torchrun it does not), so the rewrite is for review.
+    assert all("no caller of `setup`" in f.fix.review_reason for f in findings(code, "XLA205"))
+    out = fixed(code, "XLA205", unsafe=True)
     assert 'dist.init_process_group(backend="xla", init_method="xla://")' in out
     assert 'dist.init_process_group("xla", init_method="xla://")' in out
     # The local stays: other code may read it; only the call changes.
@@ -165,7 +168,7 @@ def test_a_backend_out_of_reach_stays_reported_while_the_script_still_runs_on_cu
     assert findings(hand_written, "XLA205") == []
     # Set to "nccl" just above the call, it is followed: reported (and fixed) either way.
     nccl = hand_written.replace("dist.init", 'args.dist_backend = "nccl"; dist.init')
-    assert findings(nccl, "XLA205")[-1].fix.safe
+    assert findings(nccl, "XLA205")[-1].fix is not None
 
 
 def test_converted_code_reports_nothing():

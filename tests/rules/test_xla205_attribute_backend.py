@@ -24,8 +24,9 @@ def total(x):
 def test_attribute_set_just_above_the_call_is_followed_and_fixed_at_the_call():
     note, f = findings(SETUP, "XLA205")
     assert note.fix is None and note.span.start.line == 6  # 0-based
-    assert f.fix.safe
-    out = fixed(SETUP, "XLA205")
+    # A module of helpers with no caller in reach: the backend's rewrite is for review.
+    assert not f.fix.safe and "no caller of `start_group`" in f.fix.review_reason
+    out = fixed(SETUP, "XLA205", unsafe=True)
     assert 'dist.init_process_group(backend="xla", init_method="xla://", rank=cfg.rank)' in out
     # Whatever else reads the attribute still sees what the original set.
     assert 'cfg.backend_name = "nccl"' in out
@@ -37,8 +38,8 @@ def test_still_reported_after_another_fix_imported_torch_xla():
         "DEVICE", "torch_xla.device()"
     )
     f = findings(converted, "XLA205")[-1]
-    assert f.fix is not None and f.fix.safe
-    assert 'backend="xla"' in fixed(converted, "XLA205")
+    assert f.fix is not None
+    assert 'backend="xla"' in fixed(converted, "XLA205", unsafe=True)
 
 
 def test_a_call_or_branch_between_the_store_and_the_call_stops_the_follow():
@@ -126,7 +127,7 @@ def test_an_xla_script_computing_its_backend_is_left_alone():
     assert findings(code, "XLA205") == []
     # Unless the script itself sets the attribute to NCCL.
     nccl = code.replace("dist.init", 'args.dist_backend = "nccl"; dist.init')
-    assert fixed(nccl, "XLA205").count('backend="xla"') == 1
+    assert fixed(nccl, "XLA205", unsafe=True).count('backend="xla"') == 1
 
 
 def test_a_try_body_or_another_argument_between_stops_the_follow():

@@ -208,3 +208,72 @@ if __name__ == "__main__":
     # Mixed questions ("distributed?" and "not?") are left as two findings.
     mixed = code.replace('"WORLD_SIZE" in os.environ', '"WORLD_SIZE" not in os.environ')
     assert len([f for f in findings(mixed, "XLA202") if "asks whether" in f.message]) == 2
+
+
+HELPER_MODULE = """
+import os
+import torch.distributed as dist
+
+
+def init_distributed():
+    if "RANK" not in os.environ:
+        return False
+    dist.init_process_group("nccl", init_method="env://")
+    return True
+"""
+
+TORCHRUN_MAIN = """
+import torch
+from dist_utils import init_distributed
+
+
+def main():
+    init_distributed()
+    print(torch.ones(1))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+XLA_MAIN = """
+import torch
+import torch_xla
+from dist_utils import init_distributed
+
+
+def _mp_fn(index):
+    init_distributed()
+    print(torch.ones(1))
+
+
+if __name__ == "__main__":
+    torch_xla.launch(_mp_fn)
+"""
+
+
+def _helper_fix(tmp_path: Path, main: str | None):
+    helper = tmp_path / "dist_utils.py"
+    helper.write_text(HELPER_MODULE, encoding="utf-8")
+    if main is not None:
+        (tmp_path / "train.py").write_text(main, encoding="utf-8")
+    result = analyze(helper.read_text(), str(helper))
+    (f,) = [f for f in result.findings if f.code == "XLA205" and f.fix is not None]
+    return f.fix
+
+
+def test_a_helper_module_called_by_a_torchrun_script_gets_the_backend_for_review(tmp_path):
+    # The importer starts the processes: with torchrun the "xla" backend silently does not
+    # reduce, so the rewrite in the module of helpers must not be applied unseen.
+    fix = _helper_fix(tmp_path, TORCHRUN_MAIN)
+    assert not fix.safe and "train.py" in fix.review_reason
+
+
+def test_a_helper_module_with_no_caller_in_reach_gets_the_backend_for_review(tmp_path):
+    fix = _helper_fix(tmp_path, None)
+    assert not fix.safe and "no caller" in fix.review_reason
+
+
+def test_a_helper_module_called_under_torch_xla_launch_is_fixed_safely(tmp_path):
+    fix = _helper_fix(tmp_path, XLA_MAIN)
+    assert fix.safe, fix.review_reason

@@ -337,7 +337,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if finding is not None:
                 yield from _source_findings(model, call)
                 # The "xla" backend reduces only across processes torch_xla's launcher starts.
-                reason = group_launcher_reason(model, ctx.target)
+                reason = group_launcher_reason(model, ctx.target, call)
                 yield review_under_launcher(model, finding, call, ctx.target, reason)
         elif name in DDP:
             yield from ddp_findings(model, call, CODE)

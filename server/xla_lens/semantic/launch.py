@@ -28,6 +28,7 @@ LAUNCHERS = frozenset(
     }
 )
 ENTRY = "_mp_fn"
+XLA_LAUNCHERS = frozenset({"torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn"})
 # Calls the conversion emits that initialise the XLA runtime when they run.
 RUNTIME_CALL = re.compile(
     r"(?<![\w])(?:[A-Za-z_][\w.]*\.)?(?:device|xla_device|world_size|global_ordinal|"

@@ -41,6 +41,9 @@ class CallerModule:
     path: Path
     lines: tuple[int, ...]  # 1-based lines of its calls of the function
     reducer: str | None  # what all-reduces the gradients there (``DistributedDataParallel``)
+    # torch_xla's launcher starts its processes (``torch_xla.launch`` / ``xmp.spawn`` called,
+    # or an ``_mp_fn`` entry for ``xla_spawn.py``-style launchers).
+    xla_launched: bool = False
 
 
 # (path, size, mtime, function, stem) -> whether the file spells both names (only those that
@@ -139,6 +142,7 @@ def _caller(path: Path, target: Path, function: str) -> CallerModule | None:
 
 def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModule | None:
     from .frameworks import ownership  # frameworks imports the model, which imports us
+    from .launch import ENTRY, XLA_LAUNCHERS
     from .model import ScriptModel
 
     try:
@@ -178,7 +182,10 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
     caller = ScriptModel(text, tree, "<caller>")
     owner = ownership(caller)
     reducer = owner.framework or owner.reduced_besides_xla_steps
-    return CallerModule(path, tuple(sorted(lines)), reducer)
+    launched = ENTRY in caller.functions or any(
+        caller.call_name(c) in XLA_LAUNCHERS for c in caller.calls
+    )
+    return CallerModule(path, tuple(sorted(lines)), reducer, launched)
 
 
 def _is(importer: Path, module: str, level: int, target: Path) -> bool:

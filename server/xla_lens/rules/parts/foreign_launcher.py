@@ -24,15 +24,15 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from ...semantic.launch import ENTRY, has_own_launcher
+from ...semantic.launch import ENTRY, XLA_LAUNCHERS, has_own_launcher
 from ...semantic.model import ScriptModel
+from ...semantic.workspace_callers import workspace_callers
 from ...semantic.xla_process_group import INIT, makes_xla_group
 from ..base import Finding, RuleContext, Target
 from ..xla204_mp_fn import check as launch_check
 from .final_fixes import final_findings
 from .spawn_launch import SPAWN_CALLS
 
-XLA_LAUNCHERS = frozenset({"torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn"})
 _ASKING = "_xla_lens_asking_launcher"
 
 
@@ -148,7 +148,7 @@ def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
     )
 
 
-def group_launcher_reason(model: ScriptModel, target: Target) -> str:
+def group_launcher_reason(model: ScriptModel, target: Target, call: ast.Call | None = None) -> str:
     """Why giving a process group the "xla" backend changes what the program means under the
     launcher that starts it ("" under torch_xla's). Measured on PJRT CPU, torch_xla 2.9, two
     processes under torchrun each all-reducing rank + 1: with env:// they got 1.0 and 2.0 (no
@@ -157,15 +157,51 @@ def group_launcher_reason(model: ScriptModel, target: Target) -> str:
     PJRT CPU its replicas are threads of one process sharing one default group, where a
     dist.all_reduce stalls: a runtime caveat, see semantic/xla_process_group.py)."""
     launcher = foreign_launcher(model, target)
-    if launcher is None or (launcher.torchrun and not _has_main_guard(model)):
-        # A module of helpers (no main block): its importer decides the launcher, and XLA204's
-        # fix there adds torch_xla's (this module cannot tell; left as before).
+    if launcher is None:
         return ""
+    if launcher.torchrun and not _has_main_guard(model):
+        # A module of helpers (no main block): the modules that call it start the processes.
+        return _callers_reason(model, call)
     return (
         f"the processes are started by {launcher.name}, not by torch_xla's launcher: there "
         'the "xla" backend does not reduce across them (with env:// each all_reduce keeps '
         "its own value, silently; with xla:// every process is rank 0 of 1); start them with "
         "torch_xla.launch first (XLA204)"
+    )
+
+
+def _callers_reason(model: ScriptModel, call: ast.Call | None) -> str:
+    """Why the "xla" backend in a module of helpers needs review: "" when every module of
+    the workspace that calls the function building the group starts its processes with
+    torch_xla's launcher."""
+    fn = (
+        next(
+            (
+                a
+                for a in model.ancestors(call)
+                if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)
+            ),
+            None,
+        )
+        if call is not None
+        else None
+    )
+    if fn is None:
+        return ""  # built when the module is imported: as before, its importer decides
+    callers = workspace_callers(model, fn.name)
+    if not callers:
+        return (
+            f"no caller of `{fn.name}` was found beside this module: whatever starts the "
+            'processes decides whether the "xla" backend reduces across them (under torchrun '
+            "it does not, silently); check that torch_xla's launcher starts them"
+        )
+    foreign = [c for c in callers if not c.xla_launched]
+    if not foreign:
+        return ""
+    return (
+        f"{foreign[0].path.name} calls `{fn.name}` and does not start its processes with "
+        'torch_xla\'s launcher: there the "xla" backend does not reduce across them (under '
+        "torchrun each all_reduce keeps its own value, silently); convert it first (XLA204)"
     )
 
 
