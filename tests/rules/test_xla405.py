@@ -172,3 +172,22 @@ def test_an_xla_ready_bf16_load_has_no_quantization_finding():
         ).to(torch.device("xla"))
     """
     assert [f for f in findings(code, "XLA405") if "defaults to" in f.message] == []
+
+
+def test_sync_batchnorm_named_as_a_type_is_no_use():
+    # held-out 10 r2 (DINO's has_batchnorms): isinstance against a tuple naming the class
+    # builds nothing; constructing or converting to it is still reported.
+    code = """
+    import torch.nn as nn
+
+    def count_norms(model):
+        kinds = (nn.BatchNorm1d, nn.SyncBatchNorm)
+        return sum(isinstance(m, kinds) for m in model.modules())
+
+    def wrap(model):
+        return nn.SyncBatchNorm.convert_sync_batchnorm(model)
+
+    norm = nn.SyncBatchNorm(4)
+    """
+    lines = [f.span.start.line for f in findings(code, "XLA405")]
+    assert lines == [7, 9]
