@@ -343,3 +343,29 @@ def test_loader_wrap_waits_when_launch_safety_holds_the_device_fix_back():
     assert not wrap.fix.safe
     assert "XLA101's fix, which is left for review" in wrap.fix.review_reason
     assert "MpDeviceLoader" not in fixed(code)
+
+
+def test_a_logging_generator_over_the_loader_gets_the_loader_inside_it_wrapped():
+    # held-out 10 r4 (DINO's metric_logger.log_every(data_loader, ...)): wrapping the generator
+    # let the loader thread drain it ahead of the steps (every log line said "loss None");
+    # the loader inside is wrapped, for review (the generator now sees device batches).
+    code = """
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    def log_every(iterable, every):
+        for i, obj in enumerate(iterable):
+            yield obj
+
+    def train(model, ds, opt):
+        loader = DataLoader(ds, sampler=DistributedSampler(ds), batch_size=4)
+        for x, y in log_every(loader, 10):
+            loss = model(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """
+    (f,) = findings(code, "XLA106")
+    assert not f.fix.safe and "`log_every(...)` now receives device batches" in f.fix.review_reason
+    out = fixed(code, "XLA106", unsafe=True)
+    assert "in log_every(pl.MpDeviceLoader(loader, torch_xla.device()), 10):" in out

@@ -28,6 +28,10 @@ REVIEW_PARAMETER = (
     "pl.MpDeviceLoader, wrapping it again breaks training (the loader thread fails and no "
     "step runs, with exit code 0)"
 )
+REVIEW_WRAPPER = (
+    "`{wrapper}(...)` now receives device batches from the MpDeviceLoader inside it; check "
+    "that it only passes them on (timing, logging) and does not read or reshape them"
+)
 REVIEW_DEVICE = (
     "pl.MpDeviceLoader needs the XLA device, and {why}: with a CPU or CUDA device every run "
     'fails at the first batch ("Check failed: device.type() == at::kXLA"); convert the '
@@ -50,6 +54,16 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
     source = classify(model, loader)
     if loader is None or source in (Source.XLA, Source.NONE):
         return None
+    wrapper = _wrapping_generator(model, loader) if source is Source.UNKNOWN else None
+    if wrapper is not None:
+        # ``metric_logger.log_every(loader, 10)``: a generator running its own code around
+        # each item (timers, logging after the step). Wrapped whole, the MpDeviceLoader's
+        # thread would drain it ahead of the steps (every log line printed before the step
+        # it reports: held-out 10 r4); the loader inside it is wrapped instead.
+        loader = wrapper.args[0]
+        source = classify(model, loader)
+        if source in (Source.XLA, Source.NONE):
+            return None
     name = model.segment(loader)
     if source is Source.UNKNOWN:
         if "loader" not in name.lower():
@@ -67,11 +81,24 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
     reasons = []
     if source is not Source.PLAIN:
         reasons.append(REVIEW_PARAMETER.format(name=name))
+    if wrapper is not None:
+        reasons.append(REVIEW_WRAPPER.format(wrapper=model.segment(wrapper.func)))
     why = device_not_xla(model, target, device, loop.node)
     if why:
         reasons.append(REVIEW_DEVICE.format(why=why))
     ops = (Replace(model.span(loader), code), *e.imports)
     return Wrap(loader, code, ops, not reasons, "; ".join(reasons))
+
+
+def _wrapping_generator(model: ScriptModel, loader: ast.expr) -> ast.Call | None:
+    """``log_every(loader, 10)`` / ``metric_logger.log_every(data_loader, ...)``: a call (not a
+    loader's constructor) whose first argument names a loader."""
+    if not isinstance(loader, ast.Call) or not loader.args:
+        return None
+    first = loader.args[0]
+    if isinstance(first, ast.Starred) or "loader" not in model.segment(first).lower():
+        return None
+    return loader
 
 
 def _plans(model: ScriptModel, target: Target) -> dict[int, Wrap | None]:
