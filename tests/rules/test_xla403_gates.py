@@ -182,3 +182,38 @@ def test_a_gate_with_a_later_device_count_is_for_review():
     assert "line 8: torch.cuda.device_count() is 0 on an XLA host" in f.fix.review_reason
     assert "line 8" in f.message
     assert "if not torch.cuda.is_available():" in fixed(code, "XLA403")
+
+
+def test_an_availability_branch_whose_else_stops_is_reported_without_a_fix():
+    # held-out 10 r1 (DINO's init_distributed_mode): on an XLA host the elif is False and the
+    # else exits before training.
+    code = """
+    import os
+    import sys
+    import torch
+
+    def setup(args):
+        if "RANK" in os.environ:
+            args.rank = int(os.environ["RANK"])
+        elif torch.cuda.is_available():
+            args.rank = 0
+        else:
+            print("needs a GPU")
+            sys.exit(1)
+    """
+    (f,) = [f for f in findings(code, "XLA403") if "else branch" in f.message]
+    assert f.fix is None and f.span.start.line == 7
+    assert "`elif torch.cuda.is_available():` (line 8)" in f.message
+    assert "drop the availability test" in f.manual
+
+
+def test_an_availability_branch_whose_else_goes_on_is_no_stop():
+    code = """
+    import torch
+
+    if torch.cuda.is_available():
+        print("gpu")
+    else:
+        print("cpu")
+    """
+    assert [f for f in findings(code, "XLA403") if "else branch" in f.message] == []

@@ -145,7 +145,13 @@ def stop_gates(
 ) -> Iterator[Finding]:
     for gate in model.nodes_of(ast.If):
         assert isinstance(gate, ast.If)
-        if not gate.body or not _stops(model, gate.body[-1]) or never_runs_on_xla(gate):
+        if never_runs_on_xla(gate):
+            continue
+        found = _else_stop(model, code, gate)
+        if found is not None:
+            yield found
+            continue
+        if not gate.body or not _stops(model, gate.body[-1]):
             continue
         scope = _scope(model, gate)
         test = model.segment(gate.test)
@@ -172,6 +178,41 @@ def stop_gates(
                     "xr.world_size(), never before the launch).",
                 )
                 break
+
+
+def _else_stop(model: ScriptModel, code: str, gate: ast.If) -> Finding | None:
+    """``elif torch.cuda.is_available(): <single-process set-up> else: sys.exit(1)`` (DINO's
+    init_distributed_mode, held-out 10 r1): on an XLA host the test is False and the ``else``
+    stops the script. Advice only: which branch an XLA run should take is the script's call."""
+    orelse = gate.orelse
+    if not orelse or (len(orelse) == 1 and isinstance(orelse[0], ast.If)):
+        return None  # no else, or an elif chain (its own If is judged on its own)
+    if not _stops(model, orelse[-1]):
+        return None
+    scope = _scope(model, gate)
+    parts = _conjuncts(gate.test)
+    answer = next((a for a in (_answer(model, p, scope) for p in parts) if a), None)
+    if answer is None:
+        return None
+    keyword = "elif" if _is_elif(model, gate) else "if"
+    return Finding(
+        code,
+        f"`{keyword} {model.segment(gate.test)[:60]}:` (line {gate.lineno}) is False on an XLA "
+        f"host ({why_false_on_xla(model, answer)}), so its else branch (line "
+        f"{orelse[0].lineno}) stops the converted script before it trains",
+        model.span(answer),
+        Severity.WARNING,
+        manual=(
+            f"Let an XLA run take the branch at line {gate.lineno}: drop the availability test "
+            "there (or test for the XLA device instead); the XLA launcher starts one process "
+            "per device, and xr.world_size() / xr.global_ordinal() give the ranks inside one."
+        ),
+    )
+
+
+def _is_elif(model: ScriptModel, gate: ast.If) -> bool:
+    parent = model.parent(gate)
+    return isinstance(parent, ast.If) and parent.orelse == [gate]
 
 
 def _gate_finding(
