@@ -67,6 +67,9 @@ def test_loader_parameter_without_visible_callers_is_offered_for_review_only():
         for x in train_loader:
             model(x).sum().backward()
             optimizer.step()
+
+    if __name__ == "__main__":
+        xmp.spawn(run_replica)
     """
     (f,) = findings(code, "XLA106")
     # A caller outside this file may already wrap the loader: wrapping twice breaks training.

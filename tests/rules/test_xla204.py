@@ -1,3 +1,5 @@
+import ast
+
 from xla_lens.engine import fix_source
 from xla_lens.rules.base import Severity
 
@@ -244,3 +246,37 @@ def test_a_seed_left_in_the_launching_process_is_named_in_the_review_reason():
     assert not f.fix.safe
     assert "line 11: world_size" in f.fix.review_reason
     assert "the seed at line 12 would seed only the launching process" in f.fix.review_reason
+
+
+def test_an_unused_import_of_the_launcher_module_is_no_distribution():
+    # held-out 9 r7 (pytorch/xla's one-device AMP example imports xla_multiprocessing and
+    # never uses it): no entry point is asked for; a used alias still counts.
+    code = """
+    import torch
+    import torch_xla
+    import torch_xla.distributed.xla_multiprocessing as xmp
+
+    def main():
+        device = torch_xla.device()
+        model = torch.nn.Linear(2, 2).to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(3):
+            opt.zero_grad()
+            model(torch.ones(1, 2, device=device)).sum().backward()
+            opt.step()
+            torch_xla.sync()
+
+    if __name__ == "__main__":
+        main()
+    """
+    assert findings(code, "XLA204") == []
+    from xla_lens.semantic.model import ScriptModel
+
+    def distributed(text: str) -> bool:
+        text = src(text)
+        return ScriptModel(text, ast.parse(text), "t.py").is_distributed
+
+    assert not distributed(code)
+    assert distributed(
+        code.replace("        main()\n", "        start = xmp.spawn\n        main()\n")
+    )
