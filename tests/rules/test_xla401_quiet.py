@@ -146,3 +146,33 @@ def test_a_step_function_that_syncs_before_its_report_reads_computed_values():
     assert findings(code, "XLA401") == []
     without_barrier = code.replace(", barrier=True", "")
     assert len(findings(without_barrier, "XLA401")) == 1
+
+
+def test_a_meter_named_like_a_loss_is_an_object_not_a_tensor():
+    # held-out 9 r3 (LoRA's avg_lm_loss = AverageMeter() fed loss.item()): formatting its
+    # Python-float .val is no read; only the .item() is.
+    code = """
+    import torch
+
+    class Meter:
+        def __init__(self):
+            self.val = 0.0
+
+        def update(self, val):
+            self.val = val
+
+    def train(model, loader, opt, device):
+        avg_lm_loss = Meter()
+        for step, (x, y) in enumerate(loader):
+            x, y = x.to(device), y.to(device)
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            avg_lm_loss.update(loss.item())
+            print(f"step {step} loss {avg_lm_loss.val:5.2f}")
+    """
+    found = findings(code, "XLA401")
+    assert [src(code).splitlines()[f.span.start.line].strip() for f in found] == [
+        "avg_lm_loss.update(loss.item())"
+    ]

@@ -194,6 +194,8 @@ class TensorNames:
 
         for name in CONVENTIONAL | {b for b in bindings if b.endswith(("_loss", "_logits"))}:
             values = bindings.get(name)
+            if values and all(_plain_object(model, v) for v in values):
+                continue  # ``avg_lm_loss = AverageMeter()``: the name says nothing of a meter
             if not values or not all(host(v) for v in values):
                 names.add(name)
         names -= {n for n, vs in bindings.items() if all(host(v) for v in vs)}
@@ -297,3 +299,18 @@ __all__ = [
     "loop_nodes",
     "scope_of",
 ]
+
+
+def _plain_object(model: ScriptModel, value: ast.AST | None) -> bool:
+    """``AverageMeter()``: an instance of a class of this script that is no torch module (its
+    attributes are what its methods store, judged where they are read, not by its name)."""
+    from .calls import classes
+
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+        return False
+    cls = classes(model).get(value.func.id)
+    if cls is None or model.assignments.get(value.func.id):
+        return False
+    return not any(
+        (model.qualname(b) or dotted(b) or "").startswith(("torch", "nn.")) for b in cls.bases
+    )
