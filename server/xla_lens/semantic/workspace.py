@@ -52,6 +52,10 @@ class FunctionFacts:
     cuda_calls: tuple[tuple[str, int], ...] = ()
     # 1-based line of an ``init_process_group`` with the NCCL backend; 0 when none.
     nccl_line: int = 0
+    # The gradient-reducing wrapper it builds (``DistributedDataParallel``, FSDP) and its
+    # 1-based line: a ``wrap(model, opt)`` helper owns the all-reduce; "" / 0 when none.
+    reducer: str = ""
+    reducer_line: int = 0
 
 
 _cache: dict[tuple[str, int, int], dict[str, FunctionFacts]] = {}
@@ -182,12 +186,16 @@ def _helper_closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
     return out
 
 
-def _device_facts(model: ScriptModel, fn: ast.AST) -> tuple[int, tuple[tuple[str, int], ...], int]:
+def _device_facts(
+    model: ScriptModel, fn: ast.AST
+) -> tuple[int, tuple[tuple[str, int], ...], int, str, int]:
     from . import pickers  # pickers needs the model, which imports this module
+    from .frameworks import REDUCING_WRAPPERS
 
     picker_line = 0
     cuda_calls: list[tuple[str, int]] = []
     nccl_line = 0
+    reducer, reducer_line = "", 0
     for region in _helper_closure(model, fn):
         for n in model.walk_scope(region):
             if isinstance(n, ast.IfExp):
@@ -205,8 +213,10 @@ def _device_facts(model: ScriptModel, fn: ast.AST) -> tuple[int, tuple[tuple[str
                     cuda_calls.append((q, n.lineno))
                 elif q.endswith("init_process_group") and _uses_nccl(n) and not nccl_line:
                     nccl_line = n.lineno
+                elif q in REDUCING_WRAPPERS and not reducer_line:
+                    reducer, reducer_line = q.rpartition(".")[2], n.lineno
     cuda_calls.sort(key=lambda c: c[1])
-    return picker_line, tuple(cuda_calls), nccl_line
+    return picker_line, tuple(cuda_calls), nccl_line, reducer, reducer_line
 
 
 def _uses_nccl(call: ast.Call) -> bool:
