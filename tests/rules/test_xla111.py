@@ -88,3 +88,30 @@ def test_hover_states_the_measured_failure_and_both_targets():
     text = get_rule("XLA111").hover["torch.compile"]
     assert "KeyError: 'xla'" in text and "openxla" in text
     assert "modern" in text and "legacy" in text and "torch_xla.compile" in text
+
+
+def test_the_backend_waits_for_review_while_the_device_change_does():
+    # held-out 10 (SRGAN): openxla over tensors left on CUDA runs the model uncompiled,
+    # silently; the device picker here needs review (set_device in its block).
+    code = """
+    import torch
+
+    def build():
+        if torch.cuda.is_available():
+            device = torch.device("cuda", 0)
+            torch.cuda.set_device(device)
+        else:
+            device = torch.device("cpu")
+        return torch.compile(torch.nn.Linear(2, 2).to(device)), device
+    """
+    (picker,) = findings(code, "XLA101")
+    assert not picker.fix.safe
+    (f,) = findings(code, "XLA111")
+    assert not f.fix.safe and "uncompiled" in f.fix.review_reason
+    assert "line 4" in f.fix.review_reason
+    plain = """
+    import torch
+    model = torch.compile(torch.nn.Linear(2, 2).to("cuda"))
+    """
+    (g,) = findings(plain, "XLA111")
+    assert g.fix.safe
