@@ -352,3 +352,49 @@ def test_xla105s_optimizer_step_is_not_the_scripts_own_coordination():
     assert "xm.optimizer_step (line 13)" in f.fix.review_reason
     assert "XLA105" in f.fix.review_reason
     assert "torch_xla.launch" not in fixed(NO_REDUCTION.format(step="opt.step()"), None)
+
+
+TEACHER_STUDENT = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def train(args):
+    dist.init_process_group(backend="nccl", init_method="env://")
+    student = nn.Linear(4, 4).cuda()
+    teacher = nn.Linear(4, 4).cuda()
+    if any(isinstance(m, nn.BatchNorm1d) for m in student.modules()):
+        teacher = nn.parallel.DistributedDataParallel(teacher)
+    student = nn.parallel.DistributedDataParallel(student)
+    opt = torch.optim.SGD(student.parameters(), lr=0.1)
+    for _ in range(3):
+        loss = student(torch.ones(8, 4).cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+class Options:
+    lr = 0.1
+
+
+if __name__ == "__main__":
+    train(Options())
+"""
+
+
+def test_a_wrapper_under_a_condition_beside_one_that_always_runs_is_no_independence():
+    # held-out 10 r5 (DINO: the teacher is wrapped only with batch norms, the student always).
+    (f,) = findings(TEACHER_STUDENT, "XLA204")
+    assert f.fix is not None and f.fix.safe, f.fix.review_reason
+
+
+def test_launch_args_defined_in_the_main_block_cannot_reach_the_processes():
+    # torch_xla.launch pickles args=(...): a class of the main block is not in __mp_main__.
+    code = TEACHER_STUDENT.replace("\n\nclass Options:\n    lr = 0.1\n", "").replace(
+        'if __name__ == "__main__":\n',
+        'if __name__ == "__main__":\n    class Options:\n        lr = 0.1\n',
+    )
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe and "`Options`, defined there" in f.fix.review_reason

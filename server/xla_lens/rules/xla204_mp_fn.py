@@ -192,6 +192,40 @@ def _rewrite_guard(
     return ReplaceStatement(model.span(guard), code)
 
 
+def _unpicklable_args(guard: ast.If, call: ast.Call) -> str:
+    """Why the launcher cannot hand ``call``'s arguments to its processes: it pickles them
+    for processes that import the script as ``__mp_main__``, where the main block does not
+    run, so a class or function defined in that block (or a lambda) cannot be loaded there
+    (held-out 10 r5: "Can't get attribute 'A' on <module '__mp_main__'>")."""
+    local = {
+        n.name
+        for n in ast.walk(guard)
+        if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    bound = {
+        t.id: n.value
+        for n in ast.walk(guard)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    for arg in call.args:
+        values = [
+            arg,
+            *(bound[n.id] for n in ast.walk(arg) if isinstance(n, ast.Name) and n.id in bound),
+        ]
+        for value in values:
+            for n in ast.walk(value):
+                if isinstance(n, ast.Lambda) or (isinstance(n, ast.Name) and n.id in local):
+                    shown = "a lambda" if isinstance(n, ast.Lambda) else f"`{n.id}`"
+                    return (
+                        f"torch_xla.launch pickles args=(...) for its processes, which import "
+                        f"this file without running its main block: {shown}, defined there, "
+                        "cannot be loaded in them; move it to module level first"
+                    )
+    return ""
+
+
 def _launch_code(model: ScriptModel, ctx: RuleContext, call: ast.Call) -> tuple[str, Emitter]:
     e = Emitter(model)
     code = xla_api.launch(e, ctx.target, ENTRY)
@@ -247,10 +281,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             launch, e = _launch_code(model, ctx, call)
             setup = _process_setup(model, guard, call)
             reason = (
-                _setup_reason(model, setup, name)
-                if setup
-                else independent_replicas(model, model.functions[name]) or ""
-            ) or _rendezvous_reason(model, ctx)
+                (
+                    _setup_reason(model, setup, name)
+                    if setup
+                    else independent_replicas(model, model.functions[name]) or ""
+                )
+                or _rendezvous_reason(model, ctx)
+                or _unpicklable_args(guard, call)
+            )
             fix = Fix(
                 f"Add def {ENTRY}(index{', ...' if call.args else ''}) and start it with {launch}",
                 (_rewrite_guard(model, guard, call, launch), *e.imports),

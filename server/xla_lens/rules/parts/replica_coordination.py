@@ -395,6 +395,10 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
                 facts = model.steps.external(node)
                 trains |= facts is not None and facts.kind in ("step", "epoch")
     prefix = "the replicas would train independently: "
+    if wrappers:
+        # A wrapper that always runs reduces the gradients; another one under a condition
+        # (DINO's teacher, wrapped only when it has batch norms) takes nothing away from it.
+        gated = [g for g in gated if (model.call_name(g[0]) or "") not in WRAPPERS]
     if gated:
         # DDP gated is the clearest sign (no all-reduce), then the process group, then data.
         def rank(g: tuple[ast.Call, FunctionNode, ast.expr]) -> tuple[int, int]:
