@@ -169,3 +169,26 @@ def test_sampler_length_times_the_scripts_world_size_makes_the_fix_review():
     assert "line 10 computes len(val_loader.sampler) * args.world_size" in f.message
     assert "needs review" in f.message
     assert fixed(code, "XLA203") == src(code)
+
+
+def test_a_group_built_by_a_sibling_helper_is_named_in_the_message(tmp_path):
+    # held-out 9 (LoRA's gpu.py builds the group): "the XLA launcher does not create one"
+    # was a false premise there.
+    from xla_lens.engine import analyze
+
+    (tmp_path / "dist_helpers.py").write_text(
+        "import torch.distributed as dist\n\n\ndef setup():\n"
+        '    dist.init_process_group("nccl")\n',
+        encoding="utf-8",
+    )
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from torch.utils.data.distributed import DistributedSampler\n"
+        "from dist_helpers import setup\n\n\ndef main(ds):\n    setup()\n"
+        "    return DistributedSampler(ds)\n",
+        encoding="utf-8",
+    )
+    result = analyze(script.read_text(), str(script))
+    (f,) = [f for f in result.findings if f.code == "XLA203"]
+    assert "the process group that setup() builds (dist_helpers.py:5)" in f.message
+    assert "does not create one" not in f.message

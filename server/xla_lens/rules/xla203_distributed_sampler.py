@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from ..semantic import xla_api
 from ..semantic.device_intent import being_converted
@@ -82,10 +83,28 @@ def _sampler_length_times_world_size(model: ScriptModel) -> ast.BinOp | None:
     return None
 
 
+def _sibling_group(model: ScriptModel) -> str | None:
+    """``setup()`` of a sibling module that builds the process group (held-out 9, LoRA's
+    gpu.py): where, as the message says it; None when no call of this file reaches one."""
+    for call in model.calls:
+        facts = model.steps.external(call)
+        if facts is not None and facts.group_line:
+            return f"that {facts.name}() builds ({Path(facts.module).name}:{facts.group_line})"
+    return None
+
+
 def _message_and_review(model: ScriptModel, missing: list[str]) -> tuple[str, str]:
     """What the sampler would do unfixed, and why the fix needs review ("" when it does not)."""
     lacks = f"DistributedSampler without {' and '.join(missing)}"
     group = _group_world_size(model)
+    built = _sibling_group(model) if group is None else None
+    if built is not None:
+        message = (
+            f"{lacks}: it takes them from the process group {built}, which runs on the "
+            '"xla" backend after conversion; pass the XLA world size and ordinal so each '
+            "replica reads its own shard as the XLA runtime numbers them"
+        )
+        return message, ""
     if group is None:
         # The group may be built in another module (mingpt's trainer): say only what is sure.
         message = (

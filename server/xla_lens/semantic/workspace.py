@@ -56,6 +56,8 @@ class FunctionFacts:
     # 1-based line: a ``wrap(model, opt)`` helper owns the all-reduce; "" / 0 when none.
     reducer: str = ""
     reducer_line: int = 0
+    # 1-based line of any ``init_process_group`` there (whatever its backend); 0 when none.
+    group_line: int = 0
 
 
 _cache: dict[tuple[str, int, int], dict[str, FunctionFacts]] = {}
@@ -188,7 +190,7 @@ def _helper_closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
 
 def _device_facts(
     model: ScriptModel, fn: ast.AST
-) -> tuple[int, tuple[tuple[str, int], ...], int, str, int]:
+) -> tuple[int, tuple[tuple[str, int], ...], int, str, int, int]:
     from . import pickers  # pickers needs the model, which imports this module
     from .frameworks import REDUCING_WRAPPERS
 
@@ -196,6 +198,7 @@ def _device_facts(
     cuda_calls: list[tuple[str, int]] = []
     nccl_line = 0
     reducer, reducer_line = "", 0
+    group_line = 0
     for region in _helper_closure(model, fn):
         for n in model.walk_scope(region):
             if isinstance(n, ast.IfExp):
@@ -211,12 +214,14 @@ def _device_facts(
                     continue
                 if q.startswith("torch.cuda.") and q != "torch.cuda.is_available":
                     cuda_calls.append((q, n.lineno))
-                elif q.endswith("init_process_group") and _uses_nccl(n) and not nccl_line:
-                    nccl_line = n.lineno
+                elif q.endswith("init_process_group"):
+                    group_line = group_line or n.lineno
+                    if _uses_nccl(n) and not nccl_line:
+                        nccl_line = n.lineno
                 elif q in REDUCING_WRAPPERS and not reducer_line:
                     reducer, reducer_line = q.rpartition(".")[2], n.lineno
     cuda_calls.sort(key=lambda c: c[1])
-    return picker_line, tuple(cuda_calls), nccl_line, reducer, reducer_line
+    return picker_line, tuple(cuda_calls), nccl_line, reducer, reducer_line, group_line
 
 
 def _uses_nccl(call: ast.Call) -> bool:
