@@ -78,3 +78,31 @@ def test_a_handed_in_loader_gets_no_evaluation_sync():
     # XLA107's sync is for a provable DataLoader only (an MpDeviceLoader syncs already).
     code = HANDED_IN.replace("        meter.update(loss=loss.item())\n", "")
     assert [f for f in findings(code, "XLA107") if "evaluation" in f.message] == []
+
+
+def test_reads_in_an_evaluation_loop_the_training_loop_runs_are_reported():
+    # held-out 9 r4 (LoRA's evaluate() every eval_interval steps): the read runs the graph per
+    # evaluation batch; XLA107 still adds no evaluation sync inside the training loop's reach.
+    code = """
+    import torch
+
+    def evaluate(model, loader, device):
+        total = 0.0
+        with torch.no_grad():
+            for x, y in loader:
+                x, y = x.to(device), y.to(device)
+                total += torch.nn.functional.mse_loss(model(x), y).item()
+        return total
+
+    def train(model, loader, val_loader, opt, device):
+        for step, (x, y) in enumerate(loader):
+            loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if step % 100 == 0:
+                print(evaluate(model, val_loader, device))
+    """
+    (f,) = _eval_reads(code)
+    assert ".item()" in src(code).splitlines()[f.span.start.line]
+    assert [g for g in findings(code, "XLA107") if "evaluation" in g.message] == []

@@ -56,7 +56,8 @@ def evaluation_loops(
     accumulated on the device and read after the loop). With ``handed_in`` a loop over a
     loader the function is given as a parameter counts too (``for x, y in
     metric_logger.log_every(data_loader, ...)``: a read runs the graph per batch whatever the
-    loader is); a sync is added only over a provable DataLoader."""
+    loader is), and so does one the training loop runs (``evaluate()`` every N steps: held-out
+    9, LoRA); a sync is added only over a provable DataLoader outside the training loop."""
     if not model.training_loops or written_for_xla(model):
         return
     for loop in model.nodes_of(ast.For, ast.AsyncFor):
@@ -70,8 +71,8 @@ def evaluation_loops(
             continue
         if not _grad_off(model, loop) or not _moves_batch(model, loop):
             continue
-        if _inside(model, loop, _reached_from_training(model)):
-            continue
+        if not handed_in and _inside(model, loop, _reached_from_training(model)):
+            continue  # XLA107's question only (see the module's note); reads are asked too
         if loop_syncs(model, TrainingLoop(loop)):
             continue
         yield loop
