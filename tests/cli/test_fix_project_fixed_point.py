@@ -91,3 +91,26 @@ def test_fix_twice_is_fix_once_over_the_project(tmp_path: Path) -> None:
     other = _project(tmp_path / "folder")
     _fix(".", cwd=other)
     assert _texts(other) == once
+
+
+def test_the_preview_shows_every_pass_and_writes_nothing(tmp_path: Path) -> None:
+    # held-out 9 r5: --diff showed the first pass only, and said the callee's autocast was
+    # left for review though the same `fix` applies it in its second pass.
+    root = _project(tmp_path / "preview")
+    before = _texts(root)
+    preview = _fix("runner.py", "launch.py", "--diff", cwd=root)
+    assert _texts(root) == before
+    assert '+            with torch.autocast("xla"' in preview.stdout, preview.stdout
+    assert "0 findings left" in preview.stderr, preview.stderr
+    fixed = _project(tmp_path / "fixed")
+    _fix("runner.py", "launch.py", cwd=fixed)
+    patched = _project(tmp_path / "patched")
+    applied = subprocess.run(
+        ["git", "apply", "-p1", "-"],
+        cwd=patched,
+        input=preview.stdout,
+        text=True,
+        capture_output=True,
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert _texts(patched) == _texts(fixed)

@@ -13,6 +13,16 @@ import os
 import stat
 from pathlib import Path
 
+# Texts that stand in for files on disk (``fix --diff`` over several files: the later passes
+# read what the earlier ones would have written), by resolved path. Empty otherwise.
+_overlay: dict[str, bytes] = {}
+
+
+def set_overlay(texts: dict[Path, str]) -> None:
+    """Let ``read_regular`` answer these texts for these files (an empty dict: the disk)."""
+    _overlay.clear()
+    _overlay.update({os.path.realpath(p): t.encode("utf-8") for p, t in texts.items()})
+
 
 class UnreadableFile(OSError):
     """Not a regular file, larger than allowed, or it would block."""
@@ -21,6 +31,12 @@ class UnreadableFile(OSError):
 def read_regular(path: str | Path, limit: int) -> bytes:
     """The bytes of the regular file ``path`` (links followed), at most ``limit`` of them.
     Raises OSError (``UnreadableFile`` for the cases above) instead of blocking."""
+    if _overlay:
+        stand_in = _overlay.get(os.path.realpath(path))
+        if stand_in is not None:
+            if len(stand_in) > limit:
+                raise UnreadableFile(f"larger than {limit} bytes")
+            return stand_in
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
         st = os.fstat(fd)
