@@ -123,3 +123,39 @@ def test_a_removed_statement_keeps_its_comments_once() -> None:
     span = Span(Pos(0, 0), Pos(stmt.end_lineno - 1, stmt.end_col_offset))  # type: ignore[operator]
     out = apply_ops(source, [RemoveStatement(span)]).code
     assert out == "# on GPU\n# tune\n# one\n# call\nz = 2\n"
+
+
+def test_a_replacement_keeps_the_columns_of_the_source_lines_it_carries():
+    # held-out 10 (DINO's DINOLoss(...).cuda()): the receiver's lines were indented again by
+    # the block's indentation (+4 on screen) once made .to(device).
+    source = (
+        "def main(args):\n"
+        "    loss_fn = Loss(\n"
+        "        args.out_dim,\n"
+        "        args.crops + 2,  # two global crops\n"
+        "    ).cuda()\n"
+    )
+    tree = ast.parse(source)
+    call = next(
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    )
+    span = Span(
+        Pos(call.lineno - 1, call.col_offset), Pos(call.end_lineno - 1, call.end_col_offset)
+    )  # type: ignore[arg-type]
+    receiver = ast.get_source_segment(source, call.func.value)  # type: ignore[attr-defined]
+    out = apply_ops(source, [Replace(span, f"{receiver}.to(device)")]).code
+    assert out == source.replace(".cuda()", ".to(device)")
+    # A string written over lines keeps its text.
+    text = 'def f():\n    x = g("""a\n    b""").cuda()\n'
+    call = next(
+        n
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    )
+    span = Span(
+        Pos(call.lineno - 1, call.col_offset), Pos(call.end_lineno - 1, call.end_col_offset)
+    )  # type: ignore[arg-type]
+    inner = ast.get_source_segment(text, call.func.value)  # type: ignore[attr-defined]
+    assert apply_ops(text, [Replace(span, f"{inner}.to(d)")]).code == text.replace(
+        ".cuda()", ".to(d)"
+    )

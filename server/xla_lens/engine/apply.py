@@ -53,6 +53,22 @@ def _span_of(r: CodeRange) -> Span:
     return Span(Pos(r.start.line - 1, r.start.column), Pos(r.end.line - 1, r.end.column))
 
 
+def _block_relative(code: str, column: int) -> str:
+    """A replacement whose later lines come from the source (a call written over several
+    lines, made ``Loss(...).to(device)`` from ``.cuda()``) carries their columns as written, and
+    libcst indents each of them again by the block's indentation when it renders the statement:
+    those lines lose that indentation here (a string spanning lines is left as it is: its text
+    is not indentation)."""
+    if column <= 0 or '"""' in code or "'''" in code or "\\\n" in code:
+        return code
+    first, *rest = code.split("\n")
+    out = [first]
+    for line in rest:
+        width = len(line) - len(line.lstrip(" \t"))
+        out.append(line[min(width, column) :])
+    return "\n".join(out)
+
+
 class _Applier(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
@@ -155,9 +171,22 @@ class _Applier(cst.CSTTransformer):
     def _replacement(
         self, original: cst.CSTNode, updated: cst.CSTNode, op: Replace, took_parens: bool
     ) -> cst.CSTNode:
-        new = replace_expression(updated, expression(op.code, self.config))
+        code = op.code
+        if "\n" in code:
+            code = _block_relative(code, self._statement_column())
+        new = replace_expression(updated, expression(code, self.config))
         parent = self.path[-1] if self.path else None
         return anchors.in_place(original, updated, parent, new, took_parens)
+
+    def _statement_column(self) -> int:
+        """The indentation of the statement being visited (0 at module level)."""
+        for node in reversed(self.path):
+            if isinstance(node, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+                try:
+                    return self.get_metadata(PositionProvider, node).start.column
+                except KeyError:
+                    return 0
+        return 0
 
     # --- statements -----------------------------------------------------------------
     def _rewrite_body(
