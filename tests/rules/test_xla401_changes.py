@@ -242,45 +242,30 @@ def test_a_container_made_per_epoch_is_not_re_created_each_step():
     assert "re-created" not in reason and "miss this step's update" in reason
 
 
-def test_a_wrapped_read_keeps_its_continuation_line_where_it_was():
-    code = """
-    import torch
-    import torch_xla
+STEP_WITH_REPORT = """
+import torch
+import torch_xla
 
-    device = torch_xla.device()
-    net = torch.nn.Linear(4, 1).to(device)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    for step in range(3):
-        loss = net(torch.ones(2, 4, device=device)).sum()
-        loss.backward()
-        opt.step()
-        if step % 2 == 0:
-            print("loss",
-                  loss.item())
-        torch_xla.sync()
-    """
-    out = fixed(code, "XLA401")
-    assert (
-        '        xm.add_step_closure(lambda loss: print("loss",\n              loss.item()), args=(loss,))\n'
-        in out
-    )
+device = torch_xla.device()
+net = torch.nn.Linear(4, 1).to(device)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(3):
+    loss = net(torch.ones(2, 4, device=device)).sum()
+    loss.backward()
+    opt.step()
+REPORT
+    torch_xla.sync()
+"""
+
+
+def test_a_wrapped_read_keeps_its_continuation_line_where_it_was():
+    report = '    if step % 2 == 0:\n        print("loss",\n              loss.item())'
+    out = fixed(STEP_WITH_REPORT.replace("REPORT", report), "XLA401")
+    wrapped = '        xm.add_step_closure(lambda loss: print("loss",\n              loss.item()), args=(loss,))\n'
+    assert wrapped in out, out
 
 
 def test_a_wrapped_read_with_a_string_over_lines_keeps_the_string():
-    code = '''
-    import torch
-    import torch_xla
-
-    device = torch_xla.device()
-    net = torch.nn.Linear(4, 1).to(device)
-    opt = torch.optim.SGD(net.parameters(), lr=0.1)
-    for step in range(3):
-        loss = net(torch.ones(2, 4, device=device)).sum()
-        loss.backward()
-        opt.step()
-        print("""loss
-        is""", loss.item())
-        torch_xla.sync()
-    '''
-    out = fixed(code, "XLA401")
-    assert 'print("""loss\n    is""", loss.item())' in out
+    report = '    print("""loss\n    is""", loss.item())'
+    out = fixed(STEP_WITH_REPORT.replace("REPORT", report), "XLA401")
+    assert 'print("""loss\n    is""", loss.item())' in out, out
