@@ -93,19 +93,8 @@ def _with_device(model: ScriptModel, ctor: ast.Call, device: str) -> str:
         cut = end_col - start_col
     else:
         cut = sum(len(line) for line in lines[: end_line - start_line]) + end_col
-    return _dedent_continuations(model, ctor, f"{text[:cut]}, device={device}{text[cut:]}")
-
-
-def _dedent_continuations(model: ScriptModel, node: ast.AST, text: str) -> str:
-    """The engine indents a replacement's continuation lines by its block's indentation:
-    take that indentation off the source's lines so the layout comes out unchanged."""
-    stmt = model.enclosing_statement(node)
-    if stmt is None or "\n" not in text:
-        return text
-    line = model.line_text(stmt.lineno - 1)
-    indent = line[: len(line) - len(line.lstrip())]
-    first, *rest = text.split("\n")
-    return "\n".join([first, *(r[len(indent) :] if r.startswith(indent) else r for r in rest)])
+    # The source lines keep their columns: the engine re-bases them (``_block_relative``).
+    return f"{text[:cut]}, device={device}{text[cut:]}"
 
 
 def _moves(model: ScriptModel) -> Iterator[tuple[ast.Call, ast.Call, str, bool]]:

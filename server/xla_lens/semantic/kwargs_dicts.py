@@ -180,27 +180,9 @@ def without_entry(model: ScriptModel, entry: DictEntry) -> str | None:
         cut = (_end(start), _end(container.values[index]))
     begin, finish = _start(container), _end(container)
     code = _text(model, begin, cut[0]) + _text(model, cut[1], finish)
-    return _dedent_continuation(model, container, code)
-
-
-def _dedent_continuation(model: ScriptModel, node: ast.AST, code: str) -> str | None:
-    """The engine re-indents an expression's continuation lines by its block's indentation
-    (libcst), so they are written relative to it; None if one sits left of the block."""
-    lines = code.split("\n")
-    if len(lines) == 1:
-        return code
-    stmt = model.enclosing_statement(node) or node
-    first = model.lines[stmt.lineno - 1]  # type: ignore[attr-defined]
-    indent = first[: len(first) - len(first.lstrip(" \t"))]
-    out = [lines[0]]
-    for line in lines[1:]:
-        if line.startswith(indent):
-            out.append(line[len(indent) :])
-        elif line.strip():
-            return None
-        else:
-            out.append(line)
-    return "\n".join(out)
+    # Continuation lines keep the source's columns: the engine takes the block's indentation
+    # off them (engine/apply.py ``_block_relative``).
+    return code
 
 
 def _start(node: ast.AST) -> tuple[int, int]:

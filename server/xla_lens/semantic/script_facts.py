@@ -94,15 +94,19 @@ class ScriptFacts:
             return True
         if "_mp_fn" in self.functions:
             return True
-        # The launcher's module imported and used (``xmp.spawn`` through an alias, ...): an
-        # import left unused is no evidence (held-out 9 r7: pytorch/xla's one-device AMP
-        # example imports it and never calls it).
-        aliases = {
-            local
-            for local, t in self.imports.items()
-            if t.startswith("torch_xla.distributed.xla_multiprocessing")
-        }
-        return bool(aliases) and any(
+        # The launcher's module imported: used (``xmp.spawn`` through an alias), or the only
+        # torch_xla the script names (written in preparation for that launcher). An unused
+        # import beside other torch_xla code is a leftover, no evidence (held-out 9 r7:
+        # pytorch/xla's one-device AMP example imports it and never calls it).
+        launcher = "torch_xla.distributed.xla_multiprocessing"
+        aliases = {local for local, t in self.imports.items() if t.startswith(launcher)}
+        if not aliases:
+            return False
+        others = any(
+            t.split(".")[0] == "torch_xla" and not t.startswith(launcher)
+            for t in self.imports.values()
+        )
+        return not others or any(
             isinstance(n, ast.Name) and n.id in aliases and isinstance(n.ctx, ast.Load)
             for n in self.nodes_of(ast.Name)
         )
