@@ -177,8 +177,7 @@ def test_a_group_built_by_a_sibling_helper_is_named_in_the_message(tmp_path):
     from xla_lens.engine import analyze
 
     (tmp_path / "dist_helpers.py").write_text(
-        "import torch.distributed as dist\n\n\ndef setup():\n"
-        '    dist.init_process_group("nccl")\n',
+        'import torch.distributed as dist\n\n\ndef setup():\n    dist.init_process_group("nccl")\n',
         encoding="utf-8",
     )
     script = tmp_path / "train.py"
