@@ -340,6 +340,8 @@ def _evaluation_reads(
                     continue
                 if what == CONVERSION or _bare_numpy_in(model, node) is not None:
                     continue  # a crash, not a sync: XLA401's numpy findings say so elsewhere
+                if _periodic(model, TrainingLoop(loop), node) is not None:
+                    continue  # ``if i % 100 == 0: print(loss)``: every 100 batches, not each
                 yield Finding(
                     CODE,
                     f"{what} reads a device tensor on the host in every batch of the "
