@@ -208,6 +208,12 @@ class StepIndex:
     def external(self, call: ast.Call) -> FunctionFacts | None:
         """Facts about an imported function of a sibling module that ``call`` runs."""
         func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            # ``helpers.init_dist()`` after ``import helpers``.
+            module = self.model.imports.get(func.value.id)
+            if module is None or module.split(".")[0] in NOT_WORKSPACE:
+                return None
+            return imported_function_facts(self.model.path, module, func.attr, 0)
         if not isinstance(func, ast.Name):
             return None
         origin = self._import_of(func.id)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 
 from ...semantic.diskread import read_regular
 from ...semantic.model import ScriptModel
@@ -372,6 +373,7 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
     gated: list[tuple[ast.Call, FunctionNode, ast.expr]] = []
     grad_sync = trains = False
     written_sync: ast.Call | None = None
+    sibling_group = None  # a sibling module's function that starts the process group
     for fn, outer in _reach(model, entry):
         for node in model.walk_scope(fn):
             if isinstance(node, ast.Call):
@@ -394,6 +396,8 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
                 trains |= model._is_step_call(node) or name.startswith("torch.optim.")
                 facts = model.steps.external(node)
                 trains |= facts is not None and facts.kind in ("step", "epoch")
+                if facts is not None and facts.group_line and sibling_group is None:
+                    sibling_group = facts
     prefix = "the replicas would train independently: "
     if wrappers:
         # A wrapper that always runs reduces the gradients; another one under a condition
@@ -408,6 +412,13 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
         node, fn, test = min(gated, key=rank)
         what = f"{model.call_name(node).rsplit('.', 1)[-1]} (line {node.lineno})"  # type: ignore[union-attr]
         return prefix + _gate_reason(model, test, fn, what)
+    if (wrappers or grad_sync) and not inits and sibling_group is not None:
+        where = f"{Path(sibling_group.module).name}:{sibling_group.group_line}"
+        return (
+            f"the process group is started by {sibling_group.name}() ({where}), in another "
+            "module: check there that it takes the XLA runtime's ranks (torch_xla's launcher "
+            "sets none of torchrun's variables) before launching this way"
+        )
     if (wrappers or grad_sync) and not inits:
         return (
             prefix + "the process group is not started where the analysis can see it "
