@@ -142,3 +142,44 @@ def test_a_boolean_mask_assignment_in_the_loop_is_reported_with_masked_fill():
     """
     (f,) = findings(code, "XLA402")
     assert "assigns through a boolean mask" in f.message and "masked_fill_" in f.manual
+
+
+def test_a_random_crop_in_a_sibling_module_is_reported_at_its_call(tmp_path):
+    # held-out 10 R9 (SRGAN's imgproc.random_crop_torch called from train_net.py's loop).
+    from xla_lens.engine import analyze
+
+    (tmp_path / "augment.py").write_text(
+        src(
+            """
+            import random
+
+            def crop_pair(a, b, size):
+                top = random.randint(0, a.shape[-2] - size)
+                left = random.randint(0, a.shape[-1] - size)
+                return a[:, :, top:top + size, left:left + size], b[:, :, top:top + size, left:left + size]
+            """
+        ),
+        encoding="utf-8",
+    )
+    script = tmp_path / "train.py"
+    script.write_text(
+        src(
+            """
+            import torch
+            from augment import crop_pair
+
+            def train(model, batches, opt, device):
+                for x, y in batches:
+                    x, y = crop_pair(x.to(device), y.to(device), 32)
+                    loss = (model(x) - y).pow(2).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+            """
+        ),
+        encoding="utf-8",
+    )
+    result = analyze(script.read_text(), str(script))
+    (f,) = [f for f in result.findings if f.code == "XLA402"]
+    assert "`crop_pair(...)`" in f.message and "augment.py:6" in f.message
+    assert f.span.start.line == 5 and f.fix is None

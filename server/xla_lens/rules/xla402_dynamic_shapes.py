@@ -11,7 +11,7 @@ from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
 from .parts.eval_loader_batches import eval_loader_findings
 from .parts.loop_helpers import loop_helpers
-from .parts.random_offsets import random_offset_findings
+from .parts.random_offsets import random_offset_findings, sibling_offset_findings
 
 CODE = "XLA402"
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -302,6 +302,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from eval_loader_findings(model, _training_loaders(model))
     yield from _short_last_chunks(model)
     yield from random_offset_findings(model, CODE, _iteration_nodes(model), set())
+    yield from sibling_offset_findings(model, CODE)
     done: set[int] = set()
     for _loop, node in loop_nodes(model):
         what = _dynamic_op(model, node)

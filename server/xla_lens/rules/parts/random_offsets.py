@@ -16,7 +16,9 @@ import ast
 from collections.abc import Iterable, Iterator
 
 from ...semantic.arguments import local_bindings
+from ...semantic.loop_frames import loop_nodes
 from ...semantic.model import ScriptModel
+from ...semantic.workspace_calls import helper_target, parsed_module
 from ..base import Finding, Severity
 
 RANDOM_INTS = frozenset(
@@ -55,6 +57,59 @@ def random_offset_findings(
             Severity.WARNING,
             manual=MANUAL,
         )
+
+
+def sibling_offset_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """A call in the training loop of a sibling module's function that slices at random
+    offsets (SRGAN: ``random_crop_torch(gt, lr, ...)`` from ``imgproc.py``, held-out 10 R9),
+    reported at the call: the module is read, never imported."""
+    seen: set[int] = set()
+    for _loop, node in loop_nodes(model):
+        if not isinstance(node, ast.Call) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if model.steps.callee(node) is not None:
+            continue  # this file's own helpers: found where they are written
+        target = helper_target(model, node)
+        parsed = parsed_module(target.path) if target is not None else None
+        fn = parsed.functions.get(target.function) if parsed and target else None
+        if fn is None or parsed is None:
+            continue
+        sibling = _sibling(parsed)
+        slices = sorted(
+            (n for n in sibling.walk_scope(fn) if isinstance(n, ast.Subscript)),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+        for n in slices:
+            draw = _random_bound(sibling, n)
+            if draw is None:
+                continue
+            where = f"{parsed.path.name}:{n.lineno}"
+            yield Finding(
+                code,
+                f"`{model.segment(node.func)}(...)` slices at an offset drawn with "
+                f"{sibling.call_name(draw)} every step ({where}, in `{fn.name}`): a Python int in "
+                "a slice is a constant of the traced graph, so XLA compiles a new graph for "
+                "every new offset",
+                model.span(node),
+                Severity.WARNING,
+                manual=MANUAL,
+            )
+            break
+
+
+_siblings: dict[int, tuple[object, ScriptModel]] = {}
+
+
+def _sibling(parsed: object) -> ScriptModel:
+    cached = _siblings.get(id(parsed))
+    if cached is None or cached[0] is not parsed:
+        if len(_siblings) >= 16:
+            _siblings.clear()
+        text, tree = parsed.source, parsed.tree  # type: ignore[attr-defined]
+        cached = (parsed, ScriptModel(text, tree, "<sibling>"))
+        _siblings[id(parsed)] = cached
+    return cached[1]
 
 
 def _random_bound(model: ScriptModel, node: ast.Subscript) -> ast.Call | None:
