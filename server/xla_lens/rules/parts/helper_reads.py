@@ -249,7 +249,9 @@ def _read_values(read: ast.AST) -> list[ast.expr]:
 _sibling_models: dict[int, tuple[object, ScriptModel]] = {}
 
 
-def _sibling_model(parsed: ParsedModule) -> ScriptModel:
+def sibling_model(parsed: ParsedModule) -> ScriptModel:
+    """A sibling module as a model, built once per parsed version (XLA401's and XLA402's
+    reads of the helpers a loop calls in other files)."""
     cached = _sibling_models.get(id(parsed))
     if cached is None or cached[0] is not parsed:
         if len(_sibling_models) >= 32:
@@ -281,7 +283,7 @@ def _sibling_reads(
                 parsed, fn, bound = method.owner.module, method.method, True
     if parsed is None or fn is None:
         return None
-    sibling = _sibling_model(parsed)
+    sibling = sibling_model(parsed)
     if _not_a_helper(sibling, fn):
         return None
     judged: list[tuple[tuple[str, ...], ast.AST, str, str]] = []

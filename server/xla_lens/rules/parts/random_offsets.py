@@ -20,6 +20,7 @@ from ...semantic.loop_frames import loop_nodes
 from ...semantic.model import ScriptModel
 from ...semantic.workspace_calls import helper_target, parsed_module
 from ..base import Finding, Severity
+from .helper_reads import sibling_model
 
 RANDOM_INTS = frozenset(
     {
@@ -75,7 +76,7 @@ def sibling_offset_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
         fn = parsed.functions.get(target.function) if parsed and target else None
         if fn is None or parsed is None:
             continue
-        sibling = _sibling(parsed)
+        sibling = sibling_model(parsed)
         slices = sorted(
             (n for n in sibling.walk_scope(fn) if isinstance(n, ast.Subscript)),
             key=lambda n: (n.lineno, n.col_offset),
@@ -96,20 +97,6 @@ def sibling_offset_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
                 manual=MANUAL,
             )
             break
-
-
-_siblings: dict[int, tuple[object, ScriptModel]] = {}
-
-
-def _sibling(parsed: object) -> ScriptModel:
-    cached = _siblings.get(id(parsed))
-    if cached is None or cached[0] is not parsed:
-        if len(_siblings) >= 16:
-            _siblings.clear()
-        text, tree = parsed.source, parsed.tree  # type: ignore[attr-defined]
-        cached = (parsed, ScriptModel(text, tree, "<sibling>"))
-        _siblings[id(parsed)] = cached
-    return cached[1]
 
 
 def _random_bound(model: ScriptModel, node: ast.Subscript) -> ast.Call | None:
