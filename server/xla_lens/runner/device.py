@@ -64,6 +64,12 @@ class Probe:
     def gpu_visible(self) -> bool:
         return bool(self.gpu_names) or self.gpu_dev
 
+    @property
+    def gpu_models(self) -> str:
+        """'NVIDIA H200' from nvidia-smi's 'GPU 0: NVIDIA H200 (UUID: GPU-...)' lines."""
+        names = [re.sub(r"^GPU \d+:\s*|\s*\(UUID:.*\)$", "", n) for n in self.gpu_names]
+        return ", ".join(dict.fromkeys(n for n in names if n))
+
 
 @dataclass
 class DeviceChoice:
@@ -127,17 +133,42 @@ _GPU_HINT = (
 )
 
 
+def _missing_runtime(probe: Probe) -> str | None:
+    """Why this interpreter cannot run torch_xla at all, with what to do, or None."""
+    where = f"{probe.executable} (torch {probe.torch or 'not installed'})"
+    other = "or run with another interpreter (--interpreter, the xla-lens.interpreter setting)"
+    if not probe.torch_xla:
+        gpu = (
+            f"; torch_xla 2.9 has no CUDA device, so the {probe.gpu_models or 'GPU'} "
+            "will not be used"
+            if probe.gpu_visible
+            else ""
+        )
+        return (
+            f"torch_xla is not installed in {where}. Install it there with "
+            f"`pip install torch==2.9.0 torch_xla==2.9.0` (it runs on CPU PJRT{gpu}), {other}"
+        )
+    if probe.torch and _version(probe.torch) != _version(probe.torch_xla):
+        return (
+            f"torch_xla {probe.torch_xla} needs torch {'.'.join(map(str, _version(probe.torch_xla)))}"
+            f" exactly, but {where} has torch {probe.torch}: importing torch_xla would fail. "
+            f"Install matching versions (`pip install torch=={probe.torch_xla} "
+            f"torch_xla=={probe.torch_xla}`), {other}"
+        )
+    return None
+
+
 def choose_device(probe: Probe, requested: str = "auto") -> DeviceChoice:
     requested = requested.upper() if requested.lower() != "auto" else "auto"
     if requested == "GPU":
         requested = "CUDA"
-    if not probe.torch_xla:
-        return DeviceChoice(None, f"torch_xla is not installed in {probe.executable}", probe)
+    if missing := _missing_runtime(probe):
+        return DeviceChoice(None, missing, probe)
     if requested not in ("auto", *DEVICES):
         return DeviceChoice(
             None, f"unknown device {requested!r}: use auto, {', '.join(DEVICES)}", probe
         )
-    gpu = ", ".join(probe.gpu_names) or "an NVIDIA GPU"
+    gpu = probe.gpu_models or "an NVIDIA GPU"
     if requested == "CPU":
         return DeviceChoice("CPU", "CPU PJRT was requested", probe)
     if requested == "CUDA":
