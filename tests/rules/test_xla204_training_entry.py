@@ -131,3 +131,41 @@ def test_a_plain_main_call_is_still_wrapped():
     (f,) = findings(code, "XLA204")
     assert f.fix is not None, f.message
     assert guard_entry(_model(code)) == "main"
+
+
+def test_code_of_a_guard_that_trains_itself_is_not_called_launcher_parent_code():
+    # Held-out 9 (microsoft/LoRA gpt2_ft.py:326): the whole program is the guard, started by
+    # torchrun. No fix adds a launcher, and following XLA204's advice moves this code into the
+    # function the launcher starts: the device fixes there are not "in the launcher's parent".
+    device_fixes = [f for f in findings(TRAINING_IN_GUARD, "XLA101") if f.fix is not None]
+    assert device_fixes
+    for f in device_fixes:
+        assert "launcher's parent" not in f.message, f.message
+        assert f.fix.safe, f.fix.review_reason
+    converted = fixed(TRAINING_IN_GUARD, "XLA101")
+    assert '.to("cuda")' not in converted and 'device="cuda"' not in converted
+
+
+MODULE_LEVEL_BESIDE_GUARD = """
+import torch
+import torch.distributed as dist
+
+device = torch.device("cuda")
+
+if __name__ == "__main__":
+    dist.init_process_group(backend="nccl")
+    model = torch.nn.Linear(4, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_module_level_code_outside_the_guard_stays_the_launcher_parent():
+    # Moving the guard into a function leaves this line at module level: the parent runs it.
+    (f,) = [f for f in findings(MODULE_LEVEL_BESIDE_GUARD, "XLA101") if f.span.start.line == 3]
+    assert f.fix is not None and not f.fix.safe
+    assert "launcher's parent" in f.fix.review_reason

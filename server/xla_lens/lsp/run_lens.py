@@ -8,6 +8,7 @@ import re
 from lsprotocol import types
 
 from ..runner import RunSummary
+from ..semantic.node_helpers import main_guard
 from .core import XlaLensServer
 from .positions import split_lines
 from .run_messages import STOPPED, plural
@@ -26,18 +27,6 @@ _MAIN_GUARD = re.compile(
 _DEF_MAIN = re.compile(r"^(async\s+)?def\s+main\s*\(")
 
 
-def _is_main_guard(node: ast.stmt) -> bool:
-    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
-        return False
-    test = node.test
-    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
-        return False
-    sides = [test.left, test.comparators[0]]
-    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
-    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
-    return len(names) == 1 and len(consts) == 1
-
-
 def entry_line(text: str) -> int:
     """0-based line of ``if __name__ == "__main__":``, else of ``def main``, else 0."""
     try:
@@ -51,7 +40,7 @@ def entry_line(text: str) -> int:
             if hit is not None:
                 return hit
         return 0
-    guard = next((n for n in tree.body if _is_main_guard(n)), None)
+    guard = main_guard(tree)
     if guard is not None:
         return guard.lineno - 1
     main = next(

@@ -32,6 +32,7 @@ from ..semantic.launch import (
     runs_in_parent,
 )
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword
+from ..semantic.node_helpers import is_main_guard
 from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity
 from .xla204_mp_fn import guard_entry
 
@@ -96,22 +97,11 @@ class _Launch:
         return self.active and runs_in_parent(model, line, self.replicas, self.parents)
 
 
-def _is_main_guard(node: ast.AST) -> bool:
-    """``if __name__ == "__main__":``"""
-    test = node.test if isinstance(node, ast.If) else None
-    if not (isinstance(test, ast.Compare) and len(test.comparators) == 1):
-        return False
-    sides = [test.left, test.comparators[0]]
-    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in sides) and any(
-        isinstance(n, ast.Constant) and n.value == "__main__" for n in sides
-    )
-
-
 def _imported_by_workers(model: ScriptModel, call: ast.Call) -> bool:
     """Module-level code outside the main guard: a spawned worker re-imports the script and
     runs it too."""
     return not any(
-        isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or _is_main_guard(a)
+        isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or is_main_guard(a)
         for a in model.ancestors(call)
     )
 

@@ -14,6 +14,7 @@ from ..semantic import xla_api
 from ..semantic.device_intent import being_converted
 from ..semantic.launch import guard_runs_training_itself, has_own_launcher, training_entry_call
 from ..semantic.model import Emitter, ScriptModel
+from ..semantic.node_helpers import main_guard
 from .base import (
     Category,
     Finding,
@@ -37,18 +38,6 @@ def _takes_index(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     # xmp.spawn(fn, args=(...)) passes extra arguments after the index, so more is fine.
     a = fn.args
     return bool(a.posonlyargs or a.args or a.vararg)
-
-
-def _is_main_guard(node: ast.stmt) -> bool:
-    if not isinstance(node, ast.If):
-        return False
-    t = node.test
-    if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
-        return False
-    sides = [t.left, t.comparators[0]]
-    has_name = any(isinstance(s, ast.Name) and s.id == "__name__" for s in sides)
-    has_main = any(isinstance(s, ast.Constant) and s.value == "__main__" for s in sides)
-    return has_name and has_main
 
 
 def _calls_main(guard: ast.If) -> bool:
@@ -81,7 +70,7 @@ def _entry_call(model: ScriptModel, guard: ast.If) -> ast.Call | None:
 def guard_entry(model: ScriptModel) -> str | None:
     """The function the main guard starts (``main`` in ``main()``): the one the guard
     rewrite wraps in ``_mp_fn``, so each replica runs it."""
-    guard = next((s for s in model.tree.body if _is_main_guard(s)), None)
+    guard = main_guard(model.tree)
     call = _entry_call(model, guard) if isinstance(guard, ast.If) else None
     return call.func.id if call is not None else None  # type: ignore[attr-defined]
 
@@ -269,7 +258,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         # an earlier round): launching main() too would run that launcher inside a launched
         # process ("Runtime is already initialized").
         return
-    guard = next((s for s in model.tree.body if _is_main_guard(s)), None)
+    guard = main_guard(model.tree)
     message = (
         f"no {ENTRY}(index) entry point: the XLA launcher (torch_xla.launch / xmp.spawn) "
         f"calls {ENTRY}(index) once per device"

@@ -13,6 +13,24 @@ SCOPE_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
+def is_main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":`` (either side of the ``==``)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return len(names) == 1 and len(consts) == 1
+
+
+def main_guard(tree: ast.Module) -> ast.If | None:
+    """The module's first top-level ``if __name__ == "__main__":`` block."""
+    return next((s for s in tree.body if is_main_guard(s)), None)  # type: ignore[return-value]
+
+
 def split_lines(source: str) -> list[str]:
     """Lines (with their ends) as ``ast`` numbers them: only LF, CRLF and CR end a line.
     str.splitlines also breaks at form feed, vertical tab, U+001C..U+001E, NEL, U+2028 and

@@ -21,6 +21,7 @@ from ...semantic.launch import (
     FunctionNode,
     awaits_launcher,
     emits_runtime_call,
+    guard_runs_training_itself,
     is_launched,
     launch_targets,
     parent_functions,
@@ -28,6 +29,7 @@ from ...semantic.launch import (
     runs_in_parent,
 )
 from ...semantic.model import ScriptModel
+from ...semantic.node_helpers import main_guard
 from ..base import Finding, Fix, ReplaceStatement
 from ..xla204_mp_fn import guard_entry
 
@@ -77,22 +79,32 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
     # or not: a later fixpoint round, after this one's torch_xla imports, no longer offers it).
     wraps = awaiting or any(_wraps_entry(fx) for fx in launcher_fixes)
     wrapped = guard_entry(model) if wraps else None
+    moving: ast.If | None = None
     if awaiting and wrapped is None:
         # No entry to wrap yet (the training sits in the __main__ block or at module level):
         # XLA204 asks for the block to move into a function the launcher starts. Module-level
-        # code stays the parent's whatever the user writes; functions are left to that move.
+        # code stays the parent's whatever the user writes; functions are left to that move,
+        # and so is a main block that runs the training itself: its code moves with it.
         replicas: set[FunctionNode] = set(model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef))  # type: ignore[arg-type]
         parents: set[FunctionNode] = set()
+        guard = main_guard(model.tree)
+        moving = guard if guard is not None and guard_runs_training_itself(model, guard) else None
     else:
         replicas = replica_functions(model, launch_targets(model, wrapped))
         parents = parent_functions(model, wrapped)
+
+    def in_parent(line: int) -> bool:
+        if moving is not None and moving.lineno <= line <= (moving.end_lineno or moving.lineno):
+            return False
+        return runs_in_parent(model, line, replicas, parents)
+
     out = []
     for f in findings:
         if (
             f.fix is None
             and f.manual
             and emits_runtime_call(f.manual)
-            and runs_in_parent(model, f.span.start.line + 1, replicas, parents)
+            and in_parent(f.span.start.line + 1)
         ):
             # Advice naming a runtime query (XLA403's `xr.world_size()` for a CUDA device
             # count) would crash the launch where the parent follows it.
@@ -103,13 +115,9 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             f.fix is not None
             and (f.fix.safe or f.code in READ_ONLY_RULES)
             and f.code != LAUNCHER_RULE
-            and runs_in_parent(model, f.span.start.line + 1, replicas, parents)
+            and in_parent(f.span.start.line + 1)
         ):
-            parent = [
-                ln
-                for ln in _runtime_sites(f.fix)
-                if runs_in_parent(model, ln + 1, replicas, parents)
-            ]
+            parent = [ln for ln in _runtime_sites(f.fix) if in_parent(ln + 1)]
             if parent and f.code in READ_ONLY_RULES:
                 # The rule's own review note (a -1 default) no longer applies: no fix is offered.
                 message = f.message.split(" (fix needs review:")[0]
@@ -125,15 +133,11 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             and not f.fix.safe
             and f.code != LAUNCHER_RULE
             and f.fix.review_reason
-            and runs_in_parent(model, f.span.start.line + 1, replicas, parents)
+            and in_parent(f.span.start.line + 1)
         ):
             # Already for review (XLA203 under torchrun): accepted with XLA204's launcher,
             # the runtime call lands in the parent; the reason must say that too.
-            parent = [
-                ln
-                for ln in _runtime_sites(f.fix)
-                if runs_in_parent(model, ln + 1, replicas, parents)
-            ]
+            parent = [ln for ln in _runtime_sites(f.fix) if in_parent(ln + 1)]
             if parent:
                 old = f.fix.review_reason
                 reason = f"{old}; also {PARENT_REVIEW.format(line=parent[0] + 1)}"
