@@ -1,3 +1,5 @@
+from xla_lens.rules.xla202_rank_world_size import NO_LAUNCHER_REASON
+
 from tests.helpers import findings, fixed, src
 
 ENV = """
@@ -16,7 +18,10 @@ home = os.environ["HOME"]
 def test_env_reads_modern():
     found = findings(ENV, "XLA202")
     assert [f.span.start.line for f in found] == [3, 4, 5, 6]
-    assert fixed(ENV, "XLA202") == src(
+    # Nothing here starts the processes: how the script is launched decides (review).
+    assert all(f.fix.review_reason == NO_LAUNCHER_REASON for f in found)
+    assert fixed(ENV, "XLA202") == src(ENV)
+    assert fixed(ENV, "XLA202", unsafe=True) == src(
         """
         import os
         from os import environ as env
@@ -33,7 +38,7 @@ def test_env_reads_modern():
 
 
 def test_env_reads_legacy():
-    out = fixed(ENV, "XLA202", target="legacy")
+    out = fixed(ENV, "XLA202", target="legacy", unsafe=True)
     assert "local_rank = xm.get_local_ordinal()\n" in out
     assert "rank = xm.get_ordinal()\n" in out
     assert "world_size = xm.xrt_world_size()\n" in out
@@ -98,8 +103,8 @@ def test_rank_sentinels_become_world_size_tests():
         pass
     """
     found = findings(code, "XLA202")
-    assert len(found) == 4 and all(f.fix.safe for f in found)
-    out = fixed(code, "XLA202")
+    assert len(found) == 4 and all(f.fix.review_reason == NO_LAUNCHER_REASON for f in found)
+    out = fixed(code, "XLA202", unsafe=True)
     assert "ddp = xr.world_size() > 1  # torchrun?\n" in out
     assert "single = xr.world_size() == 1\n" in out
     assert "if xr.world_size() > 1:\n    pass\nif xr.world_size() > 1:\n" in out
@@ -160,4 +165,5 @@ def test_sentinel_guarding_no_device_placement_stays_safe():
         device = "cuda"
     """
     (f,) = findings(code, "XLA202")
-    assert f.fix.safe  # the device line is in the branch for runs without torchrun
+    # The device line is in the branch for runs without torchrun: only the launch question.
+    assert f.fix.review_reason == NO_LAUNCHER_REASON

@@ -160,10 +160,32 @@ def test_dist_queries_under_mp_spawn_are_for_review():
     assert not f.fix.safe and "torch.multiprocessing.spawn" in f.fix.review_reason
 
 
-def test_a_script_without_any_distributed_code_keeps_its_safe_fix():
+def test_a_script_that_starts_no_processes_leaves_the_rewrite_to_review():
+    # Held-out 11 (alpaca-lora finetune.py, an HF Trainer script run by torchrun): with no
+    # launcher and no process group, the env reads are all that says how the script starts.
+    # Under torchrun `xr.world_size()` is 1 while WORLD_SIZE is 2 (measured, PJRT CPU): the
+    # safe rewrite turned `ddp` off, so gradient accumulation was no longer divided.
     code = """
     import os
-    local_rank = int(os.environ["LOCAL_RANK"])
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    ddp = world_size != 1
+    """
+    (f,) = findings(code, "XLA202")
+    assert not f.fix.safe and "whoever starts it decides" in f.fix.review_reason
+    assert "torchrun" in f.fix.review_reason and "torch_xla.launch" in f.fix.review_reason
+
+
+def test_a_read_in_the_function_torch_xla_launches_keeps_its_safe_fix():
+    code = """
+    import os
+    import torch_xla
+
+    def _mp_fn(index):
+        local_rank = int(os.environ["LOCAL_RANK"])
+        print(local_rank)
+
+    if __name__ == "__main__":
+        torch_xla.launch(_mp_fn)
     """
     (f,) = findings(code, "XLA202")
     assert f.fix.safe

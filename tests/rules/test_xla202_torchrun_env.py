@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from xla_lens.rules.base import Category
 from xla_lens.rules.registry import all_rules
+from xla_lens.rules.xla202_rank_world_size import NO_LAUNCHER_REASON
 
 from tests.helpers import findings, fixed, src
 
@@ -144,8 +145,8 @@ def test_truth_test_of_an_unset_read_is_a_world_size_sentinel():
     single = not os.environ.get("LOCAL_RANK", "")
     """
     found = findings(code, "XLA202")
-    assert len(found) == 3 and all(f.fix.safe for f in found)
-    assert fixed(code, "XLA202") == src(
+    assert len(found) == 3 and all(f.fix.review_reason == NO_LAUNCHER_REASON for f in found)
+    assert fixed(code, "XLA202", unsafe=True) == src(
         """
         import os
         import torch_xla.runtime as xr
@@ -170,7 +171,7 @@ def test_values_whose_type_or_absence_the_rewrite_changes_are_reviewed():
     assert "None" in by_line[2].fix.review_reason and not by_line[2].fix.safe
     assert "number" in by_line[3].fix.review_reason and not by_line[3].fix.safe
     assert not by_line[4].fix.safe  # the value is used, not only its truth: no sentinel
-    assert by_line[5].fix.safe and by_line[6].fix.safe
-    out = fixed(code, "XLA202")
+    assert by_line[5].fix.review_reason == by_line[6].fix.review_reason == NO_LAUNCHER_REASON
+    out = fixed(code, "XLA202", unsafe=True)
     assert "first = xr.global_ordinal()\n" in out and "n = str(xr.world_size())\n" in out
-    assert 'rank = os.getenv("RANK", 0)\n' in out and 'ws = os.environ.get("WORLD_SIZE")\n' in out
+    assert fixed(code, "XLA202") == src(code)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ..semantic import xla_api
+from ..semantic.launch import has_own_launcher, is_launched
 from ..semantic.model import Emitter, ScriptModel
 from ..semantic.torchrun_env import (
     TORCHRUN_KEYS,
@@ -205,6 +206,27 @@ def _torchrun_mode(model: ScriptModel, node: ast.AST) -> bool:
     return torchrun_side(model, node) or used_only_on_torchrun_side(model, node)
 
 
+NO_LAUNCHER_REASON = (
+    "nothing in this script starts its processes, so whoever starts it decides what this "
+    "read means: under torchrun (which sets the variable) the XLA runtime numbers every "
+    "process 0 of 1, so the rewrite changes the answer; under torch_xla's launcher "
+    "(torch_xla.launch, xla_spawn) the rewrite is right and the variable is unset"
+)
+
+
+def _started_elsewhere(model: ScriptModel) -> bool:
+    """No launcher here and no process group either (an HF Trainer script reading
+    WORLD_SIZE): the reads themselves are all that says how the script is started."""
+    return not (is_launched(model) or has_own_launcher(model) or model.is_distributed)
+
+
+def _review_env_read(
+    model: ScriptModel, finding: Finding, node: ast.AST, target: Target
+) -> Finding:
+    reason = NO_LAUNCHER_REASON if _started_elsewhere(model) else None
+    return review_under_launcher(model, finding, node, target, reason)
+
+
 def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     handled: set[int] = set()
     for node in model.nodes_of(ast.BoolOp):
@@ -216,7 +238,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         handled.update(id(n) for n in ast.walk(node))
         if not any(_torchrun_mode(model, v) for v in node.values):
             finding = _sentinel_finding(model, node, asks.pop() is True, ctx.target)
-            yield review_under_launcher(model, finding, node, ctx.target)
+            yield _review_env_read(model, finding, node, ctx.target)
     for node in model.nodes_of(ast.Compare):
         if id(node) in handled:
             continue
@@ -226,7 +248,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         elif found is not None:
             handled.update(id(n) for n in ast.walk(node))
             finding = _sentinel_finding(model, node, found[1], ctx.target)
-            yield review_under_launcher(model, finding, node, ctx.target)
+            yield _review_env_read(model, finding, node, ctx.target)
     for node in model.nodes_of(ast.Subscript, ast.Call):
         if id(node) in handled:
             continue
@@ -241,7 +263,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if env_default(model, node) in FALSY_DEFAULTS and _truth_tested(model, node):
             # ``if os.environ.get("WORLD_SIZE"):`` asks "launched by torchrun?" like a sentinel.
             finding = _sentinel_finding(model, node, True, ctx.target)
-            yield review_under_launcher(model, finding, node, ctx.target)
+            yield _review_env_read(model, finding, node, ctx.target)
             continue
         wrapper = _int_wrapper(model, node)
         finding = _finding(
@@ -262,7 +284,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 fix=replace(fix, safe=False, review_reason=reason),
             )
         # Under torchrun or mp.spawn the runtime numbers every process 0 of 1.
-        yield review_under_launcher(model, finding, node, ctx.target)
+        yield _review_env_read(model, finding, node, ctx.target)
 
 
 def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
