@@ -286,3 +286,24 @@ def test_a_second_picker_on_the_flag_keeps_the_flag_from_becoming_true_safely():
     found = _pickers(code)
     assert found and not any(f.fix.safe for f in found)
     assert "use_cuda = torch.cuda.is_available()\n" in fixed(code, "XLA101")
+
+
+def test_a_hasattr_test_on_a_torch_setting_is_not_an_availability_guard():
+    # Held-out 11 (llm.c): `hasattr(config, "coordinate_descent_tuning")` on torch._inductor's
+    # config was named as a test that "still decides by CUDA availability".
+    code = """
+    import torch
+    import torch._inductor.config as config
+
+    device = "cpu"
+    if torch.cuda.is_available():
+        device = "cuda"
+    elif hasattr(torch.backends, "mps") and torch.backends.mps.is_available():
+        device = "mps"
+    model = torch.nn.Linear(4, 1).to(device)
+    if hasattr(config, "coordinate_descent_tuning"):
+        config.coordinate_descent_tuning = True
+        model = model.to(device)
+    """
+    for f in findings(code, "XLA101"):
+        assert "coordinate_descent_tuning" not in f.message, f.message

@@ -38,6 +38,12 @@ ACCELERATOR_CALL = "torch.accelerator.current_accelerator"
 OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
 
 
+# Modules whose attributes are device backends (hasattr on them asks "is there an mps?").
+BACKEND_OWNERS = frozenset(
+    {"torch", "torch.backends", "torch.cuda", "torch.xpu", "torch.mps", "torch.accelerator"}
+)
+
+
 def flag_values(model: ScriptModel, node: ast.AST) -> list[ast.expr]:
     """What a flag name was assigned (``use_cuda = torch.cuda.is_available()``)."""
     if isinstance(node, ast.Name):
@@ -65,13 +71,14 @@ def is_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> b
         name = model.call_name(node) or ""
         if name in AVAILABILITY_CALLS or name.rpartition(".")[2] in AVAILABILITY_HELPERS:
             return True
-        # hasattr(torch.backends, "mps")
-        return (
-            isinstance(node.func, ast.Name)
-            and node.func.id == "hasattr"
-            and len(node.args) == 2
-            and (model.qualname(node.args[0]) or "").startswith("torch.")
+        # hasattr(torch.backends, "mps"), hasattr(torch, "xpu"): asks whether a backend exists.
+        # Not hasattr(torch._inductor.config, "coordinate_descent_tuning") (llm.c): a setting.
+        owner = (
+            model.qualname(node.args[0]) or ""
+            if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and len(node.args) == 2
+            else ""
         )
+        return owner in BACKEND_OWNERS or owner.startswith("torch.backends.")
     if isinstance(node, ast.Attribute):
         return model.qualname(node) in AVAILABILITY_ATTRS
     return False
