@@ -175,3 +175,25 @@ def test_values_whose_type_or_absence_the_rewrite_changes_are_reviewed():
     out = fixed(code, "XLA202", unsafe=True)
     assert "first = xr.global_ordinal()\n" in out and "n = str(xr.world_size())\n" in out
     assert fixed(code, "XLA202") == src(code)
+
+
+def test_a_loop_read_under_a_membership_test_is_not_said_to_raise():
+    # Held-out 12 (timm utils/distributed.py): each read sits under `if v in os.environ`.
+    code = """
+    import os
+
+    def local_rank_from_env():
+        local = 0
+        for key in ("LOCAL_RANK", "SLURM_LOCALID"):
+            if key in os.environ:
+                local = int(os.environ[key])
+                break
+        return local
+
+    def unguarded():
+        for key in ("RANK", "SLURM_PROCID"):
+            return int(os.environ[key])
+    """
+    guarded, bare = findings(code, "XLA202")
+    assert "KeyError" not in guarded.message and "defaults on every replica" in guarded.message
+    assert "KeyError" in bare.message
