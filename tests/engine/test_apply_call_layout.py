@@ -159,3 +159,22 @@ def test_a_replacement_keeps_the_columns_of_the_source_lines_it_carries():
     assert apply_ops(text, [Replace(span, f"{inner}.to(d)")]).code == text.replace(
         ".cuda()", ".to(d)"
     )
+
+
+def test_a_keyword_added_to_arguments_on_one_line_joins_that_line():
+    # Held-out 11 (alpaca-lora's collator): the arguments on one line, `)` on the next; the
+    # new keyword went to a line of its own, indented like the `)`.
+    source = "g(\n    f(\n        a, b=1\n    ),\n)\n"
+    call = next(
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "f"
+    )
+    span = Span(
+        Pos(call.lineno - 1, call.col_offset), Pos(call.end_lineno - 1, call.end_col_offset)
+    )
+    out = apply_ops(source, [SetKeyword(span, "c", "2")]).code
+    assert out == "g(\n    f(\n        a, b=1, c=2\n    ),\n)\n"
+    commented = "f(\n    a, b=1  # why\n)\n"
+    out = _apply(commented, SetKeyword, name="c", code="2")
+    assert "# why" in out and out.index("# why") < out.index("c=2")

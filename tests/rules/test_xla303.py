@@ -116,3 +116,41 @@ def test_hover():
     assert (
         'padding="max_length"' in get_rule("XLA303").hover["transformers.DataCollatorWithPadding"]
     )
+
+
+TRUNCATED_THEN_COLLATED = """
+import transformers
+
+
+def train(tokenizer, model, data, cutoff_len: int = 256):
+    def tokenize(text):
+        return tokenizer(text, truncation=True, max_length=cutoff_len, padding=False)
+
+    data = data.map(lambda ex: tokenize(ex["text"]))
+    return transformers.Trainer(
+        model=model,
+        train_dataset=data,
+        data_collator=transformers.DataCollatorForSeq2Seq(
+            tokenizer, pad_to_multiple_of=8, return_tensors="pt", padding=True
+        ),
+    )
+"""
+
+
+def test_collator_pads_to_the_tokenizers_truncation_length_not_a_guess():
+    # Held-out 11 (alpaca-lora): max_length=128 under a 256 truncation made any batch with a
+    # longer example raise "Unable to create tensor" (a collator does not truncate).
+    (f,) = findings(TRUNCATED_THEN_COLLATED, "XLA303")
+    assert f.fix is not None and not f.fix.safe
+    assert "truncates to (line 6)" in f.fix.review_reason
+    out = fixed(TRUNCATED_THEN_COLLATED, "XLA303", unsafe=True)
+    assert 'padding="max_length", max_length=cutoff_len' in out and "128" not in out
+
+
+def test_a_collator_guess_says_that_longer_examples_raise():
+    code = """
+    import transformers
+    collator = transformers.DataCollatorWithPadding(tokenizer)
+    """
+    (f,) = findings(code, "XLA303")
+    assert "128" in f.fix.review_reason and "raises" in f.fix.review_reason

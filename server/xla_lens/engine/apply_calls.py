@@ -230,7 +230,15 @@ def _insert(call: cst.Call, i: int, arg: cst.Arg) -> cst.Call:
     last = args[-1]
     closing = _after(last)
     sep = _after(args[-2]) if len(args) > 1 else call.whitespace_before_args
-    if isinstance(closing, _PW):
+    if (
+        isinstance(closing, _PW)
+        and not isinstance(sep, _PW)
+        and closing.first_line.comment is None
+        and not closing.empty_lines
+    ):
+        # Arguments on one line, the ``)`` on the next: the new one joins that line.
+        between = sep if len(args) > 1 else cst.SimpleWhitespace(" ")
+    elif isinstance(closing, _PW):
         # The last argument's comments stay after it; the new one goes on its own line.
         like = sep if isinstance(sep, _PW) else closing
         between: Ws = closing.with_changes(indent=like.indent, last_line=like.last_line)

@@ -12,6 +12,7 @@ from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, Se
 from .parts.lm_collator_padding import lm_collator_findings
 from .parts.per_example_padding import labels_from_ids, per_example
 from .parts.sft_padding import sft_padding_findings
+from .parts.truncation_length import truncation_length
 
 CODE = "XLA303"
 DEFAULT_MAX_LENGTH = 128
@@ -113,7 +114,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _padding_sites(model: ScriptModel) -> Iterator[Finding]:
-    for site in _sites(model):
+    sites = list(_sites(model))
+    tokenizers = [site.call for site in sites if site.takes_truncation]
+    for site in sites:
         call = site.call
         padding = _argument(call, site.padding_index, "padding")
         if not _pads_to_longest(padding, site.pads_by_default):
@@ -130,19 +133,31 @@ def _padding_sites(model: ScriptModel) -> Iterator[Finding]:
         invented = max_length is None or (
             isinstance(max_length, ast.Constant) and max_length.value is None
         )
+        bound = (
+            truncation_length(model, call, tokenizers)
+            if invented and not site.takes_truncation
+            else None
+        )
+        length_text = bound[0] if bound else str(DEFAULT_MAX_LENGTH)
         if invented:
-            ops.append(SetKeyword(span, "max_length", str(DEFAULT_MAX_LENGTH)))
+            ops.append(SetKeyword(span, "max_length", length_text))
         if site.takes_truncation and keyword(call, "truncation") is None:
             ops.append(SetKeyword(span, "truncation", "True"))
         title = 'Pad to a fixed length: padding="max_length"'
-        if invented:
+        if bound:
+            title += f", max_length={length_text} (the tokenizer's truncation length)"
+        elif invented:
             title += f", max_length={DEFAULT_MAX_LENGTH} (a default: adjust to your data)"
         how = (
             "pads to the longest sequence (its default padding)"
             if padding is None
             else "pads to the longest sequence"
         )
-        review = _review_reason(call, max_length, invented, site.takes_truncation)
+        review = (
+            _bound_reason(*bound)
+            if bound
+            else _review_reason(call, max_length, invented, site.takes_truncation)
+        )
         switch = switch_deciding(model, call, PADDING_SWITCHES)
         message, severity = _message(how, switch)
         if site.takes_truncation:
@@ -244,12 +259,26 @@ def _labels_reason(model: ScriptModel, labels: ast.AST, one_example: bool) -> st
     )
 
 
+def _bound_reason(length: str, line: int) -> str:
+    return (
+        f"max_length={length} is the length the tokenizer truncates to (line {line}): an "
+        "example that grows after tokenization (an appended EOS token) is longer, and the "
+        "collator then raises; every batch is padded to it"
+    )
+
+
 def _review_reason(
     call: ast.Call, max_length: ast.expr | None, invented: bool, takes_truncation: bool
 ) -> str | None:
     """Why padding every batch to ``max_length`` may change the data; None when it cannot:
     a literal length and sequences already truncated to it (only the pad tokens, which the
     attention mask hides, change)."""
+    if invented and not takes_truncation:
+        return (
+            f"max_length={DEFAULT_MAX_LENGTH} is a guess: a collator does not truncate, so a "
+            "batch holding a longer example raises ('Unable to create tensor'), and shorter "
+            "data is over-padded; set it to the length your examples are truncated to"
+        )
     if invented:
         return f"max_length={DEFAULT_MAX_LENGTH} is a guess: it truncates or over-pads your data"
     if not (
