@@ -9,6 +9,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 
 from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
+from ..rules.parts.framework_device import leave_framework_device
 from ..rules.parts.launch_safety import review_parent_runtime_fixes
 from ..rules.parts.xla_branch_filter import leave_non_xla_code
 from ..rules.registry import all_rules
@@ -170,7 +171,9 @@ def _run_rules(
             result.findings.append(f)
     result.findings = [
         with_review_note(f)
-        for f in review_parent_runtime_fixes(model, leave_non_xla_code(model, result.findings))
+        for f in review_parent_runtime_fixes(
+            model, leave_framework_device(model, leave_non_xla_code(model, result.findings))
+        )
     ]
     result.findings.sort(key=lambda f: (f.span.start, f.code))
     return result

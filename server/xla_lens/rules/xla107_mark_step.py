@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 from ..semantic import xla_api
 from ..semantic.device_intent import finished_on_xla
+from ..semantic.frameworks import ownership
 from ..semantic.loaders import Source, creates_xla_loader, loop_source, passed_in_loader
 from ..semantic.loop_syncs import loop_syncs, sub_step_loop, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
@@ -77,6 +78,10 @@ def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop, target: Target) -
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    if ownership(model).device_agnostic:
+        # Lightning marks the steps: its set-up loaders are MpDeviceLoaders on XLA, and a
+        # sync of our own would import torch_xla into a script that also runs on CUDA/CPU.
+        return
     yield from _training_findings(model, ctx)
     yield from _eval_findings(model, ctx.target)
 

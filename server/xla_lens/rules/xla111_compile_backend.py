@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.frameworks import ownership
 from ..semantic.model import ScriptModel, keyword
 from .base import (
     Category,
@@ -65,6 +66,10 @@ def _review(model: ScriptModel, ctx: RuleContext) -> str:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    if ownership(model).device_agnostic:
+        # Lightning picks the device at run time: backend="openxla" written into the script
+        # would break its CUDA/CPU runs (the .md page says what to do for a TPU run).
+        return
     title = f"Compile with backend={BACKEND}"
     for call in model.calls_to(COMPILE):
         if keyword(call, "backend") is not None or any(kw.arg is None for kw in call.keywords):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.frameworks import ownership
 from ..semantic.host_calls import is_builtin_call
 from ..semantic.host_values import HostValues, host_values
 from ..semantic.model import (
@@ -288,6 +289,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     if not on_cpu:  # a script placing nothing on a device keeps these on the CPU
         for call, message, fix in crashes_outside_loops(model, values, REPORTING_METHODS):
             yield Finding(CODE, message, model.span(call), Severity.WARNING, fix=fix)
+    agnostic = _framework_manual(model)
     for loop, node in loop_nodes(model):
         what = _reads(model, values, node)
         if what is None:
@@ -305,7 +307,16 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             message, fix = crash
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
             continue
-        message = _message(what, on_cpu, _periodic(model, loop, node))
+        periodic = _periodic(model, loop, node)
+        message = _message(what, on_cpu, periodic)
+        if agnostic:
+            # Lightning runs it on any device: a note, no torch_xla fix; a periodic read costs
+            # one run per logging interval, not per step (as in evaluation loops): quiet.
+            if periodic is None:
+                yield Finding(
+                    CODE, message, model.span(node), Severity.INFORMATION, manual=agnostic
+                )
+            continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
@@ -322,6 +333,18 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         message = helper_message(read, _message(what, on_cpu))
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
         yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
+
+
+def _framework_manual(model: ScriptModel) -> str | None:
+    """Advice without torch_xla for a script Lightning runs on any device (None: not one)."""
+    who = ownership(model).device_agnostic
+    if who is None:
+        return None
+    return (
+        f"{who} picks the device, so torch_xla code (a step closure) would break its CUDA/CPU "
+        "runs: keep the value on the device (`total += loss.detach()`) and read it only at a "
+        "logging interval, where one extra graph run per interval is cheap"
+    )
 
 
 def _evaluation_reads(

@@ -9,6 +9,13 @@ would reduce twice or fight the framework:
   all-reduce during backward;
 - SPMD (``xr.use_spmd()``) shards one program over all devices: there is nothing to reduce;
 - a step inside ``torch_xla.compile`` is already traced as one graph.
+
+``device_agnostic`` goes further for a script that Lightning runs (a ``Fabric`` or a
+``Trainer``): the framework picks the device at run time (``accelerator="auto"``/``"tpu"``),
+wraps the loaders of ``fabric.setup_dataloaders`` in an ``MpDeviceLoader`` that marks every
+step on XLA, and steps the optimizer through its strategy (GUIDE I). Such a script is already
+converted: torch_xla code written into it (a sync, an ``openxla`` backend, a step closure)
+doubles what the strategy does and breaks its CUDA/CPU runs (``import torch_xla`` fails there).
 """
 
 from __future__ import annotations
@@ -41,6 +48,19 @@ REDUCING_CALLS = {
 XLA_OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 SPMD_CALLS = {"torch_xla.runtime.use_spmd"}
 COMPILE_CALLS = {"torch_xla.compile", "torch_xla.experimental.compile"}
+# Lightning objects that choose the device and run the loop on it (Fabric, the Trainer).
+DEVICE_CHOOSERS = {
+    "lightning.Fabric": "Lightning Fabric",
+    "lightning.fabric.Fabric": "Lightning Fabric",
+    "lightning.fabric.fabric.Fabric": "Lightning Fabric",
+    "lightning_fabric.Fabric": "Lightning Fabric",
+    "lightning_fabric.fabric.Fabric": "Lightning Fabric",
+    "lightning.Trainer": "the Lightning Trainer",
+    "lightning.pytorch.Trainer": "the Lightning Trainer",
+    "pytorch_lightning.Trainer": "the Lightning Trainer",
+}
+# Methods only a Fabric has: a script handed its ``fabric`` by another module still runs on it.
+FABRIC_METHODS = frozenset({"setup_dataloaders", "setup_module", "setup_optimizers"})
 
 
 class Ownership:
@@ -54,6 +74,31 @@ class Ownership:
             root = target.split(".")[0]
             if root in FRAMEWORK_MODULES:
                 return "lightning" if "lightning" in root else root
+        return None
+
+    @cached_property
+    def device_agnostic(self) -> str | None:
+        """The Lightning object that picks the device and runs this script's loop on it
+        (``"Lightning Fabric"``, ``"the Lightning Trainer"``), or None. Importing lightning is
+        not enough (``seed_everything`` or a ``LightningDataModule`` beside a hand-written CUDA
+        loop): the script must build one (``L.Fabric(...)``, ``Trainer(...)``), annotate a
+        parameter with it (``def fit(fabric: L.Fabric)``), or call a method only a Fabric has."""
+        if self.framework != "lightning":
+            return None
+        model = self.model
+        for call in model.calls:
+            name = model.call_name(call)
+            if name in DEVICE_CHOOSERS:
+                return DEVICE_CHOOSERS[name]
+        for arg in model.nodes_of(ast.arg):
+            assert isinstance(arg, ast.arg)
+            if arg.annotation is not None:
+                name = model.qualname(arg.annotation)
+                if name in DEVICE_CHOOSERS:
+                    return DEVICE_CHOOSERS[name]
+        for call in model.calls:
+            if isinstance(call.func, ast.Attribute) and call.func.attr in FABRIC_METHODS:
+                return "Lightning Fabric"
         return None
 
     @cached_property

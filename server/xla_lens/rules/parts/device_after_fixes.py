@@ -23,6 +23,7 @@ from ...semantic.precision import device_strings
 from ..base import Replace, ReplaceStatement, RuleContext, Span, Target
 from ..xla101_cuda_device import check as device_check
 from ..xla204_mp_fn import check as launch_check
+from .framework_device import leave_framework_device
 from .launch_safety import review_parent_runtime_fixes
 
 MAX_DEPTH = 4
@@ -51,7 +52,9 @@ def _device_edits(
             # The engine reports XLA101's crash itself; here it only means nothing is
             # proven about the device, so every fix that depends on it waits for review.
             return []
-        findings = review_parent_runtime_fixes(model, findings + launcher)[: len(findings)]
+        # In the engine's order; neither drops a finding, so the slice is XLA101's own.
+        kept = leave_framework_device(model, findings + launcher)
+        findings = review_parent_runtime_fixes(model, kept)[: len(findings)]
         for f in findings:
             if f.fix is None:
                 continue

@@ -4,7 +4,8 @@ A fix that is safe only because another rule's fix is applied too (XLA107 leavin
 sync to XLA106's ``pl.MpDeviceLoader`` wrap; XLA401's step closure counting on that wrap or
 on XLA107's sync) must ask whether that fix is *applied*, not whether the rule offers it as
 safe: the engine drops what the user silenced (settings, ``# xla-lens: ignore``) and then
-leaves alone code that never runs on XLA (``xla_branch_filter``) and holds back, for
+leaves alone code that never runs on XLA (``xla_branch_filter``), drops torch_xla fixes
+from a script Lightning runs on any device (``framework_device``) and holds back, for
 review, every safe fix that writes an XLA runtime call into the launcher's parent process
 (``launch_safety``). Counting on the raw rule output wrote, for instance, a
 step closure into a loop whose wrap the engine held back: nothing synced, the report never ran.
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable
 from ...semantic.model import ScriptModel
 from ..base import Finding, RuleContext, Span, Target
 from ..xla204_mp_fn import check as launch_check
+from .framework_device import leave_framework_device
 from .launch_safety import review_parent_runtime_fixes
 from .xla_branch_filter import leave_non_xla_code
 
@@ -46,7 +48,7 @@ def final_findings(model: ScriptModel, code: str, check: Check, target: Target) 
         except Exception:
             return []
         # The engine's order: code that never runs on XLA is left alone, then launch safety.
-        kept = leave_non_xla_code(model, own + launcher)
+        kept = leave_framework_device(model, leave_non_xla_code(model, own + launcher))
         return [f for f in review_parent_runtime_fixes(model, kept) if f.code == code]
 
     return model.memo(("final_fixes", code, target), compute)
