@@ -36,6 +36,8 @@ class CountArgs:
 
     ops: tuple[EditOp, ...] = ()
     note: str = ""
+    # Lines where the parent computes from the count outside the spawn: no fix while any.
+    blocked: str = ""
 
 
 def _count_of(model: ScriptModel, node: ast.expr) -> tuple[str, str] | None:
@@ -145,4 +147,29 @@ def device_count_args(
                 f"args[{i}] {shown} is 0 on an XLA host (no CUDA), and {fn_name}() gets it as "
                 f"passed: where it is the world size, read {target} from {runtime} instead"
             )
-    return CountArgs(tuple(ops), "; ".join(notes))
+    return CountArgs(tuple(ops), "; ".join(notes), parent_uses(model, spawn, args, nprocs))
+
+
+def parent_uses(
+    model: ScriptModel, spawn: ast.Call, args: ast.Tuple, nprocs: ast.expr | None
+) -> str:
+    """The parent's other reads of a device count it hands the spawn (``args.world_size =
+    n * args.world_size``, ``main_worker(args.gpu, n, args)``), or another count call in the
+    spawning frame, as ``line N (`code`)``: "" when none."""
+    given = [e for e in (*args.elts, nprocs) if e is not None]
+    names = {e.id for e in given if isinstance(e, ast.Name) and _count_of(model, e) is not None}
+    if not names and not any(_count_of(model, e) is not None for e in given):
+        return ""
+    scope = scope_of(model, spawn)
+    inside = {id(n) for n in ast.walk(spawn)}
+    bound = {id(value) for name in names for _, value in whole_bindings(model, scope, name)}
+    lines: dict[int, str] = {}
+    for node in ast.walk(scope):
+        if id(node) in inside or scope_of(model, node) is not scope:
+            continue
+        counted = isinstance(node, ast.Call) and model.call_name(node) in COUNTS
+        read = isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load)
+        if (counted and id(node) not in bound) or read:
+            stmt = model.enclosing_statement(node)
+            lines.setdefault(stmt.lineno, model.segment(stmt).splitlines()[0].strip()[:70])
+    return ", ".join(f"line {n} (`{code}`)" for n, code in sorted(lines.items()))

@@ -128,6 +128,21 @@ def spawn_findings(model: ScriptModel, ctx: RuleContext) -> list[Finding]:
                 "process context"
             )
         counts = device_count_args(model, ctx, call, args, _spawn_argument(call, "nprocs"), e)
+        if counts.blocked:
+            # A launch fix would carry the parent's 0-derived values into every replica.
+            out.append(
+                Finding(
+                    CODE,
+                    f"{message}; the parent computes from the CUDA device count (0 on an XLA "
+                    f"host) at {counts.blocked}, and what it computes reaches {fn_text}()",
+                    model.span(call),
+                    Severity.WARNING,
+                    manual=f"compute those values inside {fn_text}() from "
+                    f"{xla_api.world_size(Emitter(model), ctx.target)} (the XLA launcher starts "
+                    f"one process per device), then start it with {code}",
+                )
+            )
+            continue
         if counts.note:
             reason += f"; {counts.note}"
         branch = _branch(model, call)
