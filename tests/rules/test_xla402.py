@@ -183,3 +183,26 @@ def test_a_random_crop_in_a_sibling_module_is_reported_at_its_call(tmp_path):
     (f,) = [f for f in result.findings if f.code == "XLA402"]
     assert "`crop_pair(...)`" in f.message and "augment.py:6" in f.message
     assert f.span.start.line == 5 and f.fix is None
+
+
+def test_a_loader_whose_batch_is_replaced_before_use_needs_no_drop_last():
+    # Held-out 13 (lit-llama finetune/lora.py): the loop's batch is rebound from get_batch()
+    # on the body's first use, so the loader's short last batch never reaches the step.
+    code = """
+    import torch
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(range(10), batch_size=4)
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step, (x, y) in enumerate(loader):
+        if step > 3:
+            break
+        x, y = get_batch()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+    """
+    assert [f for f in findings(code, "XLA402") if "drop_last" in f.message] == []
+    used = code.replace("        x, y = get_batch()\n", "        x = x.float()\n")
+    assert [f for f in findings(used, "XLA402") if "drop_last" in f.message]
