@@ -372,3 +372,27 @@ def test_a_logging_generator_over_the_loader_gets_the_loader_inside_it_wrapped()
     assert not f.fix.safe and "`log_every(...)` now receives device batches" in f.fix.review_reason
     out = fixed(code, "XLA106", unsafe=True)
     assert "in log_every(pl.MpDeviceLoader(loader, torch_xla.device()), 10):" in out
+
+
+def test_no_safe_wrap_while_nothing_places_the_model_on_a_device():
+    # The wrap alone put the batches on XLA and left the model on the CPU: "Expected XLA
+    # tensor" at the first step (tests/conversions/fixtures/parent_loop_sampler.py).
+    code = """
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+    from torch.utils.data.distributed import DistributedSampler
+
+    def main():
+        data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
+        loader = DataLoader(data, batch_size=8, sampler=DistributedSampler(data))
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """
+    (f,) = findings(code, "XLA106")
+    assert f.fix is not None and not f.fix.safe
+    assert "XLA117" in f.fix.review_reason and "Expected XLA tensor" in f.fix.review_reason

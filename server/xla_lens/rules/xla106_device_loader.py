@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..semantic import device_sites, xla_api
-from ..semantic.device_intent import finished_on_xla
+from ..semantic.device_intent import finished_on_xla, hand_written_xla, places_on_a_device
 from ..semantic.loaders import Source, classify, iterated_loader, passed_in_loader
 from ..semantic.loop_syncs import loop_syncs, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
@@ -31,6 +31,11 @@ REVIEW_PARAMETER = (
 REVIEW_WRAPPER = (
     "`{wrapper}(...)` now receives device batches from the MpDeviceLoader inside it; check "
     "that it only passes them on (timing, logging) and does not read or reshape them"
+)
+REVIEW_UNPLACED = (
+    "nothing in this script places the model on a device (XLA117): the wrap would put the "
+    "batches on the XLA device while the model stays on the CPU, and the first step fails "
+    '("Expected XLA tensor"); place the model on the device first'
 )
 REVIEW_DEVICE = (
     "pl.MpDeviceLoader needs the XLA device, and {why}: with a CPU or CUDA device every run "
@@ -86,6 +91,8 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
     why = device_not_xla(model, target, device, loop.node)
     if why:
         reasons.append(REVIEW_DEVICE.format(why=why))
+    elif not (places_on_a_device(model) or hand_written_xla(model)):
+        reasons.append(REVIEW_UNPLACED)
     ops = (Replace(model.span(loader), code), *e.imports)
     return Wrap(loader, code, ops, not reasons, "; ".join(reasons))
 
