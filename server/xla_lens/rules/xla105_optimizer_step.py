@@ -21,8 +21,10 @@ from ..semantic.loaders import creates_xla_loader
 from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from ..semantic.params import argument_values, parameter_of
+from ..semantic.wrapped_steps import workspace_step
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.ddp_callers import ddp_callers, unseen_caller
+from .parts.unseen_ddp import unseen_ddp_reason
 
 CODE = "XLA105"
 # ZeroRedundancyOptimizer (and any other ...Optimizer class of torch_xla.distributed).
@@ -59,6 +61,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # were applied first, this goes quiet too; the step it would write is a no-op there.)
     if not model.is_distributed and finished_on_xla(model):
         return
+    yield from _workspace_wrapper_steps(model)
     # ``scaler.step(opt)`` is the step of an AMP loop: XLA103 turns it into ``opt.step()``
     # (modern) and XLA201 adds the all-reduce next to it (legacy, distributed).
     for call in model.method_calls("step"):
@@ -68,7 +71,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if _xla_sharded_optimizer(model, opt):
             continue
         # A closure (LBFGS) goes through optimizer_args; not worth guessing here.
-        if call.args or call.keywords or model.in_training_loop(call) is None:
+        loop = model.in_training_loop(call)
+        if call.args or call.keywords or loop is None:
             continue
         reduced_by_callers, callers_reason = ddp_callers(model, call)
         if reduced_by_callers:
@@ -77,7 +81,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         code = xla_api.optimizer_step(e, model.segment(opt))
         wrapper = _local_wrapper(model, opt)
         reasons = [r for r in (callers_reason, unseen_caller(model, call)) if r]
-        if _starts_replicas(model):
+        # The model may be wrapped in DDP where this file cannot see (a library's
+        # ``prepare_distributed(device_ids=...)``): a second all-reduce every step.
+        unseen_ddp = unseen_ddp_reason(model, loop, model.is_distributed or _starts_replicas(model))
+        if unseen_ddp is not None:
+            reasons.append(unseen_ddp)
+        elif _starts_replicas(model):
             # Several replicas and nothing of the script's own reduces their gradients (the
             # rule returned above otherwise): each trains its own model. xm.optimizer_step
             # all-reduces when the world has more than one process and would make them train
@@ -101,6 +110,31 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 safe=not reasons,
                 review_reason="; ".join(reasons),
             ),
+        )
+
+
+def _workspace_wrapper_steps(model: ScriptModel) -> Iterator[Finding]:
+    """``optimizer.step_and_update_lr()`` of a wrapper class in another module of the
+    project: the step to rewrite is that module's ``self._optimizer.step()``. Rewriting the
+    call here would be wrong (the wrapper has no torch ``step``, and its LR update would be
+    skipped), so the finding points there and fixes nothing in this file."""
+    for call in model.calls:
+        found = workspace_step(model, call)
+        if found is None or found.converted or model.in_training_loop(call) is None:
+            continue
+        inner = f"self.{found.attribute}"
+        where = f"{found.path.name}:{found.step.lineno}"
+        yield Finding(
+            CODE,
+            f"optimizer step on XLA: `{model.segment(call.func)}()` runs "
+            f"`{inner}.step()` of `{found.class_name}` ({where}), which on XLA must be "
+            f"xm.optimizer_step({inner}): it all-reduces the gradients across replicas before "
+            "stepping (a no-op on one device)",
+            model.span(call),
+            Severity.WARNING,
+            manual=f"in {found.path} line {found.step.lineno}, replace `{inner}.step()` with "
+            f"`xm.optimizer_step({inner})` (import torch_xla.core.xla_model as xm); keep this "
+            "call as it is (it also updates the learning rate)",
         )
 
 

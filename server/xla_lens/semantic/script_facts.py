@@ -61,8 +61,21 @@ class ScriptFacts:
             # Also a parameter named like one (``def train(model, loader, optimizer)``).
             return node.id in self.optimizer_names or optimizer_like(node.id)
         if isinstance(node, ast.Attribute):
-            return optimizer_like(node.attr)
+            return optimizer_like(node.attr) or self._wrapped_optimizer(node)
         return False
+
+    def _wrapped_optimizer(self, node: ast.Attribute) -> bool:
+        """``self._o`` of a wrapper class whose constructions all pass an optimizer for the
+        parameter ``__init__`` stores there (``Wrap(torch.optim.SGD(...))``)."""
+        from .wrapped_steps import SELF_NAMES, script_optimizer_attributes
+
+        if not (isinstance(node.value, ast.Name) and node.value.id in SELF_NAMES):
+            return False
+        cls = next(
+            (a for a in self.ancestors(node) if isinstance(a, ast.ClassDef)),  # type: ignore[attr-defined]
+            None,
+        )
+        return cls is not None and node.attr in script_optimizer_attributes(self, cls)  # type: ignore[arg-type]
 
     def _is_scaler(self, node: ast.AST | None) -> bool:
         return isinstance(node, ast.Name) and node.id in self.scaler_names

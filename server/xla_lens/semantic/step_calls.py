@@ -21,6 +21,7 @@ from .training_loops import (
     iter_loop_body_nodes,
     training_loop_of,
 )
+from .wrapped_steps import workspace_step
 
 T = TypeVar("T")
 
@@ -64,7 +65,12 @@ class StepCalls:
             return True
         if self.call_name(call) == "torch_xla.core.xla_model.optimizer_step":
             return True
-        return self._is_passed_in_loss_scaler(call)
+        if self._is_passed_in_loss_scaler(call):
+            return True
+        # ``optimizer.step_and_update_lr()`` of a wrapper class in another module of the
+        # project: its body is not this file's, so the call is the step (a class of this
+        # script is followed into instead: ``StepIndex.callee``).
+        return workspace_step(self, call) is not None  # type: ignore[arg-type]
 
     def _is_passed_in_loss_scaler(self, call: ast.Call) -> bool:
         """``loss_scaler(loss, optimizer, parameters=...)`` where ``loss_scaler`` is a parameter

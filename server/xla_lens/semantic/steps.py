@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .workspace import FunctionFacts, imported_function_facts
+from .wrapped_steps import instance_class
 
 if TYPE_CHECKING:
     from .model import ScriptModel
@@ -70,6 +71,7 @@ class StepIndex:
             assert isinstance(fn, FunctionNode)
             if not isinstance(model.parent(fn), ast.ClassDef):
                 self.module_functions.setdefault(fn.name, fn)
+        self._method_names = {m for methods in self._methods.values() for m in methods}
         self._from_imports: dict[str, tuple[str, str, int]] = {}
         for imp in model.import_nodes:  # source order: the last import of a name wins
             if isinstance(imp, ast.ImportFrom):
@@ -112,6 +114,16 @@ class StepIndex:
             and func.value.id in SELF_NAMES
         ):
             cls = self._enclosing_class(call)
+            return self._method(cls, func.attr) if cls is not None else None
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id not in self.model.imports
+            and func.attr in self._method_names
+        ):
+            # ``opt.step_and_update_lr()`` where ``opt`` holds an instance of a class of this
+            # script (``opt = WarmupOptim(...)``, or passed in by every caller): its method runs.
+            cls = instance_class(self.model, func.value)
             return self._method(cls, func.attr) if cls is not None else None
         return None
 

@@ -19,9 +19,9 @@ from ...semantic.model import ScriptModel, keyword
 from ..base import Finding, Severity
 
 
-def helper_device_ids_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
-    if model.uses_torch_xla:
-        return  # an XLA script passes its own device
+def unseen_device_ids_calls(model: ScriptModel) -> Iterator[tuple[ast.Call, ast.keyword]]:
+    """Calls handing a non-empty ``device_ids=`` to code this file does not show (neither
+    torch's own nor a function of this file): DDP is likely built there."""
     for call in model.calls:
         kw = keyword(call, "device_ids")
         if kw is None or _empty(kw.value):
@@ -31,6 +31,13 @@ def helper_device_ids_findings(model: ScriptModel, code: str) -> Iterator[Findin
             continue  # DDP itself, DataParallel (XLA110): reported where they are
         if callee(model, call) is not None:
             continue  # this file's function: its DDP call is reported where it is
+        yield call, kw
+
+
+def helper_device_ids_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
+    if model.uses_torch_xla:
+        return  # an XLA script passes its own device
+    for call, kw in unseen_device_ids_calls(model):
         shown = model.segment(call.func)
         yield Finding(
             code,

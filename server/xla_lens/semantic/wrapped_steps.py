@@ -1,0 +1,353 @@
+"""Optimizer steps hidden in a wrapper class: ``opt.step_and_update_lr()``.
+
+LR-schedule wrappers (``ScheduledOptim``, ``NoamOpt``-style classes) hold the torch optimizer in
+an attribute and step it from a method of their own: the training loop calls
+``optimizer.step_and_update_lr()``, whose body runs ``self._optimizer.step()``. That method
+call is the training step; without seeing it, the batch loop looks like a loop that only runs
+``backward()`` and the epoch loop around it is taken for the step loop.
+
+Two parts answer it:
+
+- *optimizer attributes*: ``self._o`` of a class whose ``__init__`` stores a parameter there
+  that every construction of the class in the script passes an optimizer for
+  (``Wrap(torch.optim.SGD(...))``); attributes named like an optimizer already count;
+- *instances*: which class a name holds: its assignments, or, for a parameter, what the
+  script's callers pass, followed a few names deep; every value must construct the same class.
+
+A class of the script: ``StepIndex.callee`` resolves ``opt.m()`` to its method, so the
+method's body counts as the step's. A class of another module of the project
+(``from transformer.Optim import ScheduledOptim``): its body is not this file's, so the call
+itself is the step call and ``workspace_step_method`` names the inner step for the report.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .node_helpers import optimizer_like
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+SELF_NAMES = frozenset({"self", "cls"})
+# Names followed from a parameter to the values callers pass (train -> train_epoch).
+MAX_DEPTH = 3
+NOT_OPTIMIZERS = ("torch.optim.lr_scheduler.", "torch.optim.swa_utils.")
+
+
+@dataclass(frozen=True)
+class WorkspaceStep:
+    """``receiver.method()`` runs ``step`` (``self._optimizer.step()``) in ``path``."""
+
+    call: ast.Call
+    path: Path
+    class_name: str
+    method: str
+    step: ast.Call
+    attribute: str
+    # Already ``xm.optimizer_step(self.X)``: still the step, nothing left to convert.
+    converted: bool = False
+
+
+def _methods(cls: ast.ClassDef) -> dict[str, FunctionNode]:
+    return {s.name: s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _is_optimizer_value(model: ScriptModel, value: ast.AST) -> bool:
+    if isinstance(value, ast.Call):
+        name = model.call_name(value) or ""
+        return name.startswith("torch.optim.") and not name.startswith(NOT_OPTIMIZERS)
+    return isinstance(value, ast.Name) and model.is_optimizer(value)
+
+
+def _stored_parameters(cls: ast.ClassDef) -> dict[str, tuple[int, str]]:
+    """``attribute -> (positional index after self, parameter)`` for ``self.X = param`` in
+    ``__init__``."""
+    init = _methods(cls).get("__init__")
+    if init is None:
+        return {}
+    params = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]
+    out: dict[str, tuple[int, str]] = {}
+    for stmt in ast.walk(init):
+        if not (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name)):
+            continue
+        if stmt.value.id not in params:
+            continue
+        for t in stmt.targets:
+            if (
+                isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id in SELF_NAMES
+            ):
+                out[t.attr] = (params.index(stmt.value.id), stmt.value.id)
+    return out
+
+
+def optimizer_attributes(
+    model: ScriptModel, cls: ast.ClassDef, constructions: list[ast.Call]
+) -> frozenset[str]:
+    """Attributes of ``cls`` that hold the optimizer every construction passes in."""
+    if not constructions:
+        return frozenset()
+    out = set()
+    for attr, (index, param) in _stored_parameters(cls).items():
+        values = []
+        for call in constructions:
+            kw = next((k.value for k in call.keywords if k.arg == param), None)
+            if kw is None and index < len(call.args):
+                kw = call.args[index]
+            values.append(kw)
+        if all(v is not None and _is_optimizer_value(model, v) for v in values):
+            out.add(attr)
+    return frozenset(out)
+
+
+def _constructions(model: ScriptModel, name: str) -> list[ast.Call]:
+    return [c for c in model.calls if isinstance(c.func, ast.Name) and c.func.id == name]
+
+
+def script_optimizer_attributes(model: ScriptModel, cls: ast.ClassDef) -> frozenset[str]:
+    """``optimizer_attributes`` of a class of this script, once per parse."""
+    memo: dict[int, frozenset[str]] = model.memo(("wrapped_steps", "attributes"), dict)
+    if id(cls) not in memo:
+        memo[id(cls)] = optimizer_attributes(model, cls, _constructions(model, cls.name))
+    return memo[id(cls)]
+
+
+def steps_attribute(call: ast.Call, attributes: frozenset[str] | set[str]) -> str | None:
+    """``X`` of ``self.X.step()`` (no arguments: a closure goes elsewhere) when ``X`` holds an
+    optimizer (named like one, or in ``attributes``)."""
+    func = call.func
+    if (
+        call.args
+        or call.keywords
+        or not isinstance(func, ast.Attribute)
+        or func.attr != "step"
+        or not isinstance(func.value, ast.Attribute)
+        or not isinstance(func.value.value, ast.Name)
+        or func.value.value.id not in SELF_NAMES
+    ):
+        return None
+    attr = func.value.attr
+    return attr if optimizer_like(attr) or attr in attributes else None
+
+
+def _plain_callee(model: ScriptModel) -> Callable[[ast.Call], FunctionNode | None]:
+    """Functions of the script by name, methods by ``self.m()``: enough to follow a parameter
+    to its callers without the step index (which asks this module)."""
+    functions = {
+        fn.name: fn
+        for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)
+        if not isinstance(model.parent(fn), ast.ClassDef)
+    }
+
+    def resolve(call: ast.Call) -> FunctionNode | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return functions.get(func.id)
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in SELF_NAMES
+        ):
+            for a in model.ancestors(call):
+                if isinstance(a, ast.ClassDef):
+                    return _methods(a).get(func.attr)
+        return None
+
+    return resolve
+
+
+def held_constructions(model: ScriptModel, name: ast.Name) -> list[ast.Call] | None:
+    """The calls whose results ``name`` may hold: its assignments, or what the callers pass
+    for the parameter it reads; None when any value is not a call or cannot be followed."""
+    memo: dict[tuple[int, str], list[ast.Call] | None] = model.memo(("wrapped_steps", "held"), dict)
+    fn = model.enclosing_function(name)
+    key = (id(fn), name.id)
+    if key not in memo:
+        resolve = model.memo(("wrapped_steps", "callee"), lambda: _plain_callee(model))
+        memo[key] = _values(model, name, resolve, 0)
+    return memo[key]
+
+
+def _values(
+    model: ScriptModel,
+    name: ast.Name,
+    resolve: Callable[[ast.Call], FunctionNode | None],
+    depth: int,
+) -> list[ast.Call] | None:
+    if depth > MAX_DEPTH:
+        return None
+    fn = model.enclosing_function(name)
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)] if fn is not None else []
+    if name.id in params:
+        is_method = isinstance(model.parent(fn), ast.ClassDef)
+        index = params.index(name.id) - (1 if is_method else 0)
+        passed: list[ast.expr] = []
+        for call in model.calls:
+            if resolve(call) is not fn:
+                continue
+            kw = next((k.value for k in call.keywords if k.arg == name.id), None)
+            if kw is None and 0 <= index < len(call.args):
+                if any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+                    return None
+                kw = call.args[index]
+            if kw is None:
+                return None
+            passed.append(kw)
+        values: list[ast.expr] = passed
+    else:
+        values = model.assigned_from(name.id)
+    if not values:
+        return None
+    out: list[ast.Call] = []
+    for v in values:
+        if isinstance(v, ast.Call):
+            out.append(v)
+        elif isinstance(v, ast.Name):
+            inner = _values(model, v, resolve, depth + 1)
+            if inner is None:
+                return None
+            out.extend(inner)
+        else:
+            return None
+    return out
+
+
+def instance_class(model: ScriptModel, name: ast.Name) -> ast.ClassDef | None:
+    """The class of this script that every value ``name`` may hold constructs."""
+    classes = model.memo(
+        ("wrapped_steps", "classes"),
+        lambda: {c.name: c for c in model.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)},
+    )
+    values = held_constructions(model, name)
+    if not values:
+        return None
+    found = {v.func.id for v in values if isinstance(v.func, ast.Name)}
+    if len(found) != 1 or len(values) != sum(isinstance(v.func, ast.Name) for v in values):
+        return None
+    return classes.get(found.pop())
+
+
+def workspace_step(model: ScriptModel, call: ast.Call) -> WorkspaceStep | None:
+    """``opt.m()`` where ``opt`` holds an instance of a class of another module of the
+    project whose method ``m`` (or a method it calls on ``self``) steps its optimizer."""
+    func = call.func
+    if (
+        not isinstance(func, ast.Attribute)
+        or not isinstance(func.value, ast.Name)
+        or func.value.id in SELF_NAMES
+        or func.attr in {"step", "backward"}
+        or not model.path
+        or model.path.startswith("<")
+    ):
+        return None
+    wrappers = model.memo(("wrapped_steps", "workspace"), lambda: _workspace_wrappers(model))
+    if not any(func.attr in methods for _ref, _calls, methods in wrappers.values()):
+        return None  # the usual case: no wrapper class of the project is built here
+    values = held_constructions(model, func.value)
+    if not values:
+        return None
+    keys = {id(v) for v in values}
+    for ref_name, (ref, calls, methods) in wrappers.items():
+        if keys <= {id(c) for c in calls} and func.attr in methods:
+            step, attr = methods[func.attr]
+            converted = _attribute_stepped(step) is None
+            return WorkspaceStep(call, ref.path, ref_name, func.attr, step, attr, converted)
+    return None
+
+
+def _workspace_wrappers(model: ScriptModel) -> dict:
+    """``class name -> (ClassRef, its constructions here, {method: (inner step, attribute)})``
+    for the classes of other modules that the script constructs and that step an optimizer."""
+    from .workspace_classes import call_root, chain, class_reference, class_roots, script_module
+
+    roots = class_roots(model)
+    if not roots:
+        return {}  # no module of the project imported: the usual case
+    module = script_module(model)
+    found: dict = {}
+    for call in model.calls:
+        if call_root(call.func) not in roots:
+            continue
+        ref = class_reference(module, call.func)
+        if ref is None or ref.path == Path(model.path):
+            continue
+        entry = found.setdefault(ref.name, [ref, [], None])
+        entry[1].append(call)
+    out = {}
+    for name, (ref, calls, _) in found.items():
+        attributes = optimizer_attributes(model, ref.node, calls)
+        methods: dict[str, tuple[ast.Call, str]] = {}
+        own: dict[str, FunctionNode] = {}
+        for c in reversed(chain(ref)):
+            own.update(_methods(c.node))
+        for mname, fn in own.items():
+            inner = _stepping(fn, own, attributes)
+            if inner is not None:
+                methods[mname] = inner
+        if methods:
+            out[name] = (ref, calls, methods)
+    return out
+
+
+def _stepping(
+    fn: FunctionNode, methods: dict[str, FunctionNode], attributes: frozenset[str]
+) -> tuple[ast.Call, str] | None:
+    """The ``self.X.step()`` the method runs, in its body or a method it calls on ``self``
+    (one level)."""
+    for region in (fn, *_self_callees(fn, methods)):
+        for n in ast.walk(region):
+            if not isinstance(n, ast.Call):
+                continue
+            attr = steps_attribute(n, attributes) or _converted_attribute(n)
+            if attr is not None:
+                return n, attr
+    return None
+
+
+def _attribute_stepped(call: ast.Call) -> tuple[str] | None:
+    """``(X,)`` for ``self.X.step()``, whatever X is named."""
+    func = call.func
+    if (
+        isinstance(func, ast.Attribute)
+        and func.attr == "step"
+        and isinstance(func.value, ast.Attribute)
+        and isinstance(func.value.value, ast.Name)
+        and func.value.value.id in SELF_NAMES
+    ):
+        return (func.value.attr,)
+    return None
+
+
+def _converted_attribute(call: ast.Call) -> str | None:
+    """``X`` of ``xm.optimizer_step(self.X)``: the wrapper after its step was converted (it
+    still runs the training step)."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name != "optimizer_step" or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name):
+        return arg.attr if arg.value.id in SELF_NAMES else None
+    return None
+
+
+def _self_callees(fn: FunctionNode, methods: dict[str, FunctionNode]) -> list[FunctionNode]:
+    out = []
+    for n in ast.walk(fn):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id in SELF_NAMES
+            and (m := methods.get(n.func.attr)) is not None
+            and m is not fn
+        ):
+            out.append(m)
+    return out
