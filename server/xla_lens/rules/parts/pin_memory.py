@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.frameworks import ownership
 from ...semantic.kwargs_dicts import (
     DictEntry,
     entries_reaching,
@@ -16,7 +17,6 @@ from ...semantic.kwargs_dicts import (
     only_unpacked_into,
     without_entry,
 )
-from ...semantic.frameworks import ownership
 from ...semantic.model import ScriptModel, keyword
 from ..base import EditOp, Finding, Fix, RemoveKeyword, Replace, Severity
 
