@@ -1,0 +1,216 @@
+"""Findings carried over an edit that changed only comments, blank lines or the space
+around code, without running a rule: what an editor shows while the full analysis of
+the new text runs.
+
+The carried findings are the very findings ``analyze`` gives for the new text, or there
+are none (``carry`` returns None and the caller waits for the analysis). Why:
+
+- Every rule reads the syntax tree, node positions and, through ``SourcePositions``, the
+  text of some lines (recorded in ``text_reads``). Nothing else of the text reaches a
+  rule but ``# xla-lens: ignore`` comments, which the engine reads.
+- The edited top-level statements are tokenized before and after the edit. When the
+  tokens the parser reads (all but comments and non-logical line ends) are the same, with
+  the same columns, the new tree is the old one with some lines renumbered: node for
+  node, field for field, column for column. The token lines give the renumbering.
+- So a rule's result differs only where it read the text of an edited line (refused:
+  such reads and findings on edited lines are checked) or wrote a line number into a
+  message (refused when a number in any message could name a renumbered line). What is
+  left — spans, related spans, read ranges — is renumbered.
+
+The result also records the renumbered reads and statements, so the next comment edit
+can be carried from it in turn.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass, replace
+
+from ..rules.base import Finding, Pos, Span
+from ..semantic.node_helpers import split_lines
+from .analysis import BOM, Analysis
+from .incremental import common_prefix, common_suffix
+
+# Tokens the parser never sees: their text and lines are free to change.
+_IGNORED = {tokenize.COMMENT, tokenize.NL, tokenize.ENDMARKER}
+# Tokens whose position follows from their neighbours' (a trailing comment moves where
+# NEWLINE starts); their kind and text still count.
+_UNPLACED = {tokenize.NEWLINE, tokenize.DEDENT}
+_NUMBER = re.compile(r"\d+")
+SUPPRESSION_MARK = "xla-lens"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """One text's findings, the line ranges its rules read, and its top-level statements'
+    0-based (first, last) lines, decorators included."""
+
+    source: str
+    findings: tuple[Finding, ...]
+    text_reads: tuple[tuple[int, int], ...]
+    statements: tuple[tuple[int, int], ...]
+
+
+def carried_from(analysis: Analysis) -> Carried | None:
+    """What ``carry`` needs of a finished analysis; None when it has nothing to carry (a
+    syntax error, a crashed rule)."""
+    model = analysis.model
+    if model is None or not analysis.ok or analysis.rule_errors:
+        return None
+    statements = tuple(
+        (
+            min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", ())]) - 1,
+            (s.end_lineno or s.lineno) - 1,
+        )
+        for s in model.tree.body
+    )
+    return Carried(analysis.source, tuple(analysis.findings), tuple(model.text_reads), statements)
+
+
+def _significant(text: str) -> list[tokenize.TokenInfo] | None:
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    return [t for t in tokens if t.type not in _IGNORED]
+
+
+def _token_lines(old: str, new: str) -> dict[int, int] | None:
+    """When the two texts give the parser the same tokens at the same columns: each old
+    token line (1-based) → its new line, one to one (so line order and "same line" are
+    kept both ways); otherwise None."""
+    a, b = _significant(old), _significant(new)
+    if a is None or b is None or len(a) != len(b):
+        return None
+    forward: dict[int, int] = {}
+    backward: dict[int, int] = {}
+    for x, y in zip(a, b, strict=True):
+        if x.type != y.type or x.string != y.string:
+            return None
+        if x.type in _UNPLACED:
+            continue
+        if x.start[1] != y.start[1] or x.end[1] != y.end[1]:
+            return None
+        if x.end[0] - x.start[0] != y.end[0] - y.start[0]:
+            return None
+        # A token spanning lines (a string) moves rigidly: its inner lines too.
+        for k in range(x.end[0] - x.start[0] + 1):
+            dx, dy = x.start[0] + k, y.start[0] + k
+            if forward.setdefault(dx, dy) != dy or backward.setdefault(dy, dx) != dx:
+                return None
+    return forward
+
+
+def _breaks(text: str, start: int = 0, end: int | None = None) -> int:
+    """Line ends (\\r\\n, \\r, \\n) in ``text[start:end]``, counted in C."""
+    stop = len(text) if end is None else end
+    return (
+        text.count("\n", start, stop)
+        + text.count("\r", start, stop)
+        - text.count("\r\n", start, stop)
+    )
+
+
+def _at_line_start(text: str, offset: int) -> bool:
+    if offset == 0:
+        return True
+    before = text[offset - 1]
+    return before == "\n" or (before == "\r" and text[offset : offset + 1] != "\n")
+
+
+def _touches(first: int, last: int, edit_first: int, edit_end: int) -> bool:
+    """Whether old lines ``first``..``last`` hold an edited line (``edit_first`` ≤ l <
+    ``edit_end``) or, for an edit that only inserted lines, the place they went."""
+    if edit_end > edit_first:
+        return first < edit_end and last >= edit_first
+    return first < edit_first <= last
+
+
+def _texts(f: Finding) -> list[str]:
+    texts = [f.message, f.manual or "", *(text for _, text in f.related)]
+    if f.fix is not None:
+        texts += [f.fix.title, f.fix.review_reason]
+    return texts
+
+
+def carry(previous: Carried, source: str) -> Carried | None:
+    """``previous``'s findings for ``source`` (a newer text of the same document, same
+    settings and workspace), or None when they might differ from ``analyze(source)``'s."""
+    if previous.source == source:
+        return previous
+    if previous.source.startswith(BOM) != source.startswith(BOM):
+        return None
+    # Findings count positions in the text without its BOM, as the rules saw it.
+    old, document = previous.source.removeprefix(BOM), source
+    source = source.removeprefix(BOM)
+    start = common_prefix(old, source)
+    tail = common_suffix(old, source, min(len(old), len(source)) - start)
+    if start and (old[start - 1] == "\r" or source[start - 1] == "\r"):
+        return None  # the edit may join "\r" with a "\n" into one line end
+    old_lines, new_lines = split_lines(old), split_lines(source)
+    # Old lines [edit_first, edit_end) became new lines [edit_first, new_end); the lines
+    # before are the same, and those after are the same text ``delta`` lines further on.
+    edit_first = _breaks(old, 0, start)
+    tail_at = len(old) - tail
+    tail_lines = len(split_lines(old[tail_at:])) if tail else 0
+    if tail and not (_at_line_start(old, tail_at) and _at_line_start(source, len(source) - tail)):
+        tail_lines -= 1  # its first line started before the tail
+    edit_end = max(len(old_lines) - tail_lines, edit_first)
+    delta = len(new_lines) - len(old_lines)
+    new_end = edit_end + delta
+    if new_end < edit_first:
+        return None
+    edited = "".join(old_lines[edit_first:edit_end]) + "".join(new_lines[edit_first:new_end])
+    if SUPPRESSION_MARK in edited:
+        return None
+    # The top-level statements the edit falls in, tokenized whole (a statement starts and
+    # ends the tokenizer at indentation 0 outside any bracket: it tokenizes alone).
+    region_first, region_last = edit_first, edit_end - 1
+    for first, last in previous.statements:
+        if _touches(first, last, edit_first, edit_end):
+            region_first, region_last = min(region_first, first), max(region_last, last)
+    relative = _token_lines(
+        "".join(old_lines[region_first : region_last + 1]),
+        "".join(new_lines[region_first : region_last + delta + 1]),
+    )
+    if relative is None:
+        return None
+    inside = {region_first + a - 1: region_first + b - 1 for a, b in relative.items()}
+    # Whether any line number changed: a message may name one.
+    moved = delta != 0 or any(a != b for a, b in inside.items())
+
+    def line(old_line: int) -> int:
+        return old_line if old_line < edit_first else old_line + delta
+
+    def span(s: Span) -> Span:
+        return Span(Pos(line(s.start.line), s.start.col), Pos(line(s.end.line), s.end.col))
+
+    reads: list[tuple[int, int]] = []
+    for first, last in previous.text_reads:
+        if _touches(first, last, edit_first, edit_end):
+            return None  # a rule read the text of an edited line
+        reads.append((line(first), line(last)))
+    findings: list[Finding] = []
+    for f in previous.findings:
+        spans = [f.span, *(s for s, _ in f.related)]
+        if any(_touches(s.start.line, s.end.line, edit_first, edit_end) for s in spans):
+            return None
+        if moved and any(int(n) > edit_first for text in _texts(f) for n in _NUMBER.findall(text)):
+            return None  # the message may name a line that moved
+        findings.append(
+            replace(f, span=span(f.span), related=tuple((span(s), t) for s, t in f.related))
+        )
+    statements = []
+    for first, last in previous.statements:
+        if _touches(first, last, edit_first, edit_end):
+            if first not in inside or last not in inside:
+                return None
+            statements.append((inside[first], inside[last]))
+        else:
+            statements.append((line(first), line(last)))
+    return Carried(document, tuple(findings), tuple(reads), tuple(statements))
+
+
+__all__ = ["Carried", "carried_from", "carry"]
