@@ -17,6 +17,7 @@ The targets are issue 12's (p50 of incremental edits, debounce included).
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import itertools
 import json
@@ -30,6 +31,29 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import make_script  # noqa: E402
 
 TARGETS_MS = {2000: 30.0, 10000: 150.0}
+# Edits in turn: two that change only comments (their findings are carried over without
+# running a rule, engine/carry_over.py) and one that changes code (a full analysis).
+EDIT_KINDS = ("comment line", "trailing comment", "code statement")
+
+
+def code_insertion(lines: list[str], row: int, i: int) -> tuple[int, str]:
+    """(row, text) of a new statement that parses above line ``row`` or a later one."""
+    for at in list(range(row, len(lines))) + list(range(0, row)):
+        text = lines[at]
+        if not text.strip() or text.lstrip().startswith(
+            ("#", "@", "else", "elif", "except", "finally", ")", "]", "}")
+        ):
+            continue
+        indent = text[: len(text) - len(text.lstrip())]
+        candidate = f"{indent}edit_{i} = {i}"
+        try:
+            ast.parse("\n".join(lines[:at] + [candidate] + lines[at:]))
+        except SyntaxError:
+            continue
+        return at, candidate
+    raise RuntimeError("no line takes a new statement")
+
+
 PENDING_TARGET_MS = 10.0
 COLD_TARGET_MS = 1000.0
 BIG_TARGETS = {"first_s": 5.0, "peak_mb": 400.0, "after_close": 1.2}
@@ -216,6 +240,7 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
     cold_ms = (first - t0) * 1000
 
     change_ms: list[float] = []
+    by_kind: dict[str, list[float]] = {}
     action_ms: list[float] = []
     pending_hover_ms: list[float] = []
     pending_action_ms: list[float] = []
@@ -226,7 +251,8 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
         version = i + 2
         line_count = len(doc_lines) - 1
         row = (line_count // 2 + i * 7) % line_count
-        if i % 2 == 0:
+        kind = EDIT_KINDS[i % len(EDIT_KINDS)]
+        if kind == "comment line":
             # Enter a comment line in the middle of the file: every later line moves.
             change = {
                 "range": {
@@ -236,7 +262,7 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
                 "text": f"# edited {i}\n",
             }
             doc_lines[row:row] = [f"# edited {i}"]
-        else:
+        elif kind == "trailing comment":
             # Type at the end of a code line: the line count stays (a keystroke's edit).
             while not doc_lines[row].strip() or doc_lines[row].rstrip().endswith("\\"):
                 row += 1
@@ -249,6 +275,18 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
                 "text": f"  # typed {i}",
             }
             doc_lines[row] += f"  # typed {i}"
+        else:
+            # A new statement of code, indented like the line it goes above: the syntax
+            # tree changes, so every rule runs again.
+            row, line_text = code_insertion(doc_lines, row, i)
+            change = {
+                "range": {
+                    "start": {"line": row, "character": 0},
+                    "end": {"line": row, "character": 0},
+                },
+                "text": line_text + "\n",
+            }
+            doc_lines[row:row] = [line_text]
         start = time.perf_counter()
         await client.notify(
             "textDocument/didChange",
@@ -284,6 +322,7 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
         pending_action_ms.append(pending_action)
         stamp = await client.diagnostics_for(uri, version)
         change_ms.append((stamp - start) * 1000)
+        by_kind.setdefault(kind, []).append((stamp - start) * 1000)
         start = time.perf_counter()
         await client.request(
             "textDocument/codeAction",
@@ -298,6 +337,7 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
         )
         action_ms.append((time.perf_counter() - start) * 1000)
     rss = rss_mb(proc.pid)
+    server_stats = (await client.request("xla-lens/stats", {})).get("result") or {}
     await client.request("shutdown", {})
     await client.notify("exit", {})
     try:
@@ -316,6 +356,9 @@ async def bench_size(lines: int, edits: int, folder: Path) -> dict:
         "pending_action_p95": pct(pending_action_ms, 0.95),
         "pending_other_hover_p95": pct(pending_other_hover_ms, 0.95),
         "rss_mb": rss,
+        "kinds": {k: (statistics.median(v), len(v)) for k, v in by_kind.items()},
+        "carried": server_stats.get("carried_publishes"),
+        "analyses": server_stats.get("analyses"),
     }
 
 
@@ -351,6 +394,12 @@ async def main() -> None:
         print(
             f"{r['lines']:>6} lines: pending hover p95 on a line the edit left alone "
             f"{r['pending_other_hover_p95']:.1f} ms (the other column: on the edited line)"
+        )
+    for r in rows:
+        kinds = ", ".join(f"{k} {ms:.1f} ms ({n})" for k, (ms, n) in r["kinds"].items())
+        print(
+            f"{r['lines']:>6} lines: didChange p50 by edit: {kinds}; "
+            f"{r['carried']} edits' findings carried over, {r['analyses']} full analyses"
         )
     print(f"load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after")
     for r in rows:

@@ -51,6 +51,8 @@ class Carried:
     findings: tuple[Finding, ...]
     text_reads: tuple[tuple[int, int], ...]
     statements: tuple[tuple[int, int], ...]
+    # The text without its BOM split into lines as ``ast`` numbers them (not to be changed).
+    lines: list[str]
 
 
 def carried_from(analysis: Analysis) -> Carried | None:
@@ -66,7 +68,9 @@ def carried_from(analysis: Analysis) -> Carried | None:
         )
         for s in model.tree.body
     )
-    return Carried(analysis.source, tuple(analysis.findings), tuple(model.text_reads), statements)
+    return Carried(
+        analysis.source, tuple(analysis.findings), tuple(model.text_reads), statements, model.lines
+    )
 
 
 def _significant(text: str) -> list[tokenize.TokenInfo] | None:
@@ -113,6 +117,21 @@ def _breaks(text: str, start: int = 0, end: int | None = None) -> int:
     )
 
 
+def _line_start(text: str, offset: int) -> int:
+    """Offset of the start of the line holding ``offset``."""
+    return max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
+
+
+def _next_line_start(text: str, offset: int) -> int:
+    """Offset of the start of the line after the one holding ``offset`` (the text's end
+    when there is none)."""
+    ends = [i for i in (text.find("\n", offset), text.find("\r", offset)) if i >= 0]
+    if not ends:
+        return len(text)
+    end = min(ends)
+    return end + 2 if text.startswith("\r\n", end) else end + 1
+
+
 def _at_line_start(text: str, offset: int) -> bool:
     if offset == 0:
         return True
@@ -147,17 +166,33 @@ def carry(previous: Carried, source: str) -> Carried | None:
     source = source.removeprefix(BOM)
     start = common_prefix(old, source)
     tail = common_suffix(old, source, min(len(old), len(source)) - start)
-    if start and (old[start - 1] == "\r" or source[start - 1] == "\r"):
+    tail_at, new_tail_at = len(old) - tail, len(source) - tail
+    if (start and (old[start - 1] == "\r" or source[start - 1] == "\r")) or (
+        tail
+        and (old[tail_at - 1 : tail_at] == "\r" or source[new_tail_at - 1 : new_tail_at] == "\r")
+    ):
         return None  # the edit may join "\r" with a "\n" into one line end
-    old_lines, new_lines = split_lines(old), split_lines(source)
     # Old lines [edit_first, edit_end) became new lines [edit_first, new_end); the lines
     # before are the same, and those after are the same text ``delta`` lines further on.
+    # Counted in C: only the edited lines are split.
+    old_lines = previous.lines
     edit_first = _breaks(old, 0, start)
-    tail_at = len(old) - tail
-    tail_lines = len(split_lines(old[tail_at:])) if tail else 0
-    if tail and not (_at_line_start(old, tail_at) and _at_line_start(source, len(source) - tail)):
-        tail_lines -= 1  # its first line started before the tail
-    edit_end = max(len(old_lines) - tail_lines, edit_first)
+    if tail and _at_line_start(old, tail_at) and _at_line_start(source, new_tail_at):
+        edit_end, whole_tail = _breaks(old, 0, tail_at), tail
+    elif tail:
+        edit_end = _breaks(old, 0, tail_at) + 1
+        whole_tail = len(old) - _next_line_start(old, tail_at)
+    else:
+        edit_end, whole_tail = len(old_lines), 0
+    edit_end = min(max(edit_end, edit_first), len(old_lines))
+    if edit_end == len(old_lines):
+        whole_tail = 0
+    first_at = _line_start(old, start)
+    new_lines = (
+        old_lines[:edit_first]
+        + split_lines(source[first_at : len(source) - whole_tail])
+        + old_lines[edit_end:]
+    )
     delta = len(new_lines) - len(old_lines)
     new_end = edit_end + delta
     if new_end < edit_first:
@@ -210,7 +245,7 @@ def carry(previous: Carried, source: str) -> Carried | None:
             statements.append((inside[first], inside[last]))
         else:
             statements.append((line(first), line(last)))
-    return Carried(document, tuple(findings), tuple(reads), tuple(statements))
+    return Carried(document, tuple(findings), tuple(reads), tuple(statements), new_lines)
 
 
 __all__ = ["Carried", "carried_from", "carry"]

@@ -25,7 +25,7 @@ from .memory import IdleCollector
 from .positions import UTF16
 from .protocol import XlaLensProtocol
 from .settings import SECTION, SettingsStore
-from .state import AnalysisCache, Entry
+from .state import AnalysisCache, CarriedState, Entry
 
 log = logging.getLogger("xla_lens.lsp")
 
@@ -55,6 +55,12 @@ class XlaLensServer(LanguageServer):
         # version are no longer current.
         self.generation = 0
         self.analyses = 0  # full analyses run, reported by xla-lens/stats
+        # uri → findings carried over comment-only edits and published before the document's
+        # analysis finished (lsp/carried.py); ``carried_publishes`` counts them for stats.
+        self.carried: dict[str, CarriedState] = {}
+        self.carried_publishes = 0
+        # Documents whose pending analysis waits for the typing to pause (after a carry).
+        self.deferred: set[str] = set()
         self.idle_collector = IdleCollector(lambda: bool(self.pending or self.inflight))
         # Called after every successful analysis (e.g. to refresh inlay hints / code lenses).
         self.analysis_listeners: list[AnalysisListener] = []

@@ -14,6 +14,7 @@ from pygls.uris import to_fs_path
 from ..engine.analysis import analyze
 from ..semantic.model import ScriptModel
 from . import memory
+from .carried import already_published, publish_carried
 from .core import XlaLensServer
 from .diagnostics import diagnostics_for
 from .settings import Resolved, resolve_blocking
@@ -21,6 +22,9 @@ from .state import Entry
 
 PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
 TURNS_BEFORE_ANALYSIS = 3
+# After findings were carried over a comment edit: how long the typing must pause before
+# the new text is analysed (for its fixes and hovers; its diagnostics are already up).
+CARRIED_ANALYSIS_DELAY_S = 0.75
 STATS = "xla-lens/stats"
 
 
@@ -132,16 +136,26 @@ def publish(ls: XlaLensServer, entry: Entry) -> None:
     )
 
 
-async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False) -> None:
+async def refresh(
+    ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False, carry: bool = False
+) -> None:
+    # An editor sends requests right behind a keystroke (code actions at the cursor, a
+    # hover): a few turns of the event loop first let those that have arrived be answered
+    # from the last analysis before this one takes the GIL (no waiting: each turn only runs
+    # what is ready).
+    for _ in range(TURNS_BEFORE_ANALYSIS):
+        await asyncio.sleep(0)
+    if carry:
+        # A comment-only edit: the findings on screen, renumbered, at once. The analysis
+        # of the new text is then only needed for fixes and hovers (which start it when
+        # asked) or once the typing stops: a burst of comment edits runs no rule.
+        ls.deferred.discard(uri)
+        if is_open(ls, uri) and publish_carried(ls, uri):
+            ls.deferred.add(uri)
+            delay = max(delay, CARRIED_ANALYSIS_DELAY_S)
     if delay:
         await asyncio.sleep(delay)
-    else:
-        # An editor sends requests right behind a keystroke (code actions at the cursor, a
-        # hover): a few turns of the event loop first let those that have arrived be
-        # answered from the last analysis before this one takes the GIL (no waiting: each
-        # turn only runs what is ready).
-        for _ in range(TURNS_BEFORE_ANALYSIS):
-            await asyncio.sleep(0)
+    ls.deferred.discard(uri)
     entry = await analyse(ls, uri, force)
     if entry is None:
         return
@@ -149,7 +163,8 @@ async def refresh(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool =
         # Mid-edit syntax errors are the Python extension's job; keep the last good
         # diagnostics on screen rather than flashing them away.
         return
-    publish(ls, entry)
+    if not already_published(ls, entry):
+        publish(ls, entry)
     for listener in list(ls.analysis_listeners):
         try:
             listener(ls, entry)
@@ -163,16 +178,20 @@ def change_delay(ls: XlaLensServer, uri: str) -> float:
     one that arrives while an analysis is scheduled or running is part of a burst: it waits
     out the debounce window (each newer edit restarts it) and then for the running analysis,
     so the burst costs one more analysis, of its last text."""
-    busy = uri in ls.pending or uri in ls.inflight
+    busy = (uri in ls.pending and uri not in ls.deferred) or uri in ls.inflight
     return ls.debounce_s if busy else 0.0
 
 
-def schedule(ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False) -> None:
-    """(Re)start the analysis of ``uri``; a newer change cancels the pending one."""
+def schedule(
+    ls: XlaLensServer, uri: str, delay: float = 0.0, force: bool = False, carry: bool = False
+) -> None:
+    """(Re)start the analysis of ``uri``; a newer change cancels the pending one. With
+    ``carry``, first publish the last findings carried over the edit when it only changed
+    comments (then the analysis waits for a pause in the typing)."""
     old = ls.pending.pop(uri, None)
     if old is not None and not old.done():
         old.cancel()
-    task = ls.spawn(refresh(ls, uri, delay, force), f"analysing {uri}")
+    task = ls.spawn(refresh(ls, uri, delay, force, carry), f"analysing {uri}")
     ls.pending[uri] = task
     task.add_done_callback(
         lambda t: ls.pending.pop(uri, None) if ls.pending.get(uri) is t else None
@@ -200,6 +219,7 @@ def stats(ls: XlaLensServer) -> dict[str, Any]:
         pass
     return {
         "analyses": ls.analyses,
+        "carried_publishes": ls.carried_publishes,
         "open_documents": len(ls.workspace.text_documents),
         "cached_documents": len(ls.cache.docs),
         "pending": len(ls.pending) + len(ls.inflight),
@@ -252,7 +272,7 @@ def register(ls: XlaLensServer) -> None:
     def did_change(ls: XlaLensServer, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
         if _is_python(uri, ls.workspace.get_text_document(uri).language_id):
-            schedule(ls, uri, change_delay(ls, uri))
+            schedule(ls, uri, change_delay(ls, uri), carry=True)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_SAVE)
     @ls.guarded("didSave")
@@ -272,6 +292,8 @@ def register(ls: XlaLensServer) -> None:
         if task is not None:
             task.cancel()
         ls.inflight.pop(uri, None)
+        ls.carried.pop(uri, None)
+        ls.deferred.discard(uri)
         ls.cache.drop(uri)
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])

@@ -17,6 +17,7 @@ from functools import cached_property
 from lsprotocol import types
 
 from ..engine.analysis import BOM, Analysis
+from ..engine.carry_over import Carried, carried_from
 from ..engine.config import Settings
 from ..engine.incremental import common_prefix, common_suffix
 from ..rules.base import Finding, Pos, Span, Target
@@ -40,6 +41,11 @@ class Entry:
     @cached_property
     def lines(self) -> list[str]:
         return split_lines(self.source)
+
+    @cached_property
+    def carried(self) -> Carried | None:
+        """What a comment-only edit of this text can carry over (engine/carry_over.py)."""
+        return carried_from(self.analysis)
 
     @property
     def ok(self) -> bool:
@@ -164,6 +170,17 @@ def _string_lines(text: str) -> frozenset[int] | None:
     except (tokenize.TokenError, SyntaxError):
         return None
     return frozenset(blocked)
+
+
+@dataclass
+class CarriedState:
+    """Findings carried over to a document version its analysis has not reached yet, and
+    the diagnostics published for them."""
+
+    version: int | None
+    carried: Carried
+    generation: int
+    diagnostics: list[types.Diagnostic]
 
 
 @dataclass

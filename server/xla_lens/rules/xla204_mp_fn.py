@@ -54,7 +54,7 @@ def _header_span(model: ScriptModel, node: ast.stmt) -> Span:
 
 
 def _newline(model: ScriptModel) -> str:
-    first = model.lines[0] if model.lines else "\n"
+    first = model.text_lines(0, 0)[0] if model.lines else "\n"
     return "\r\n" if first.endswith("\r\n") else "\n"
 
 
@@ -147,7 +147,7 @@ def _guard_text(model: ScriptModel, guard: ast.If) -> tuple[int, int]:
     first, last = guard.lineno - 1, (guard.end_lineno or guard.lineno) - 1
     # Indented comment lines after the last statement belong to the guard's block.
     for i in range(last + 1, len(model.lines)):
-        text = model.lines[i]
+        text = model.text_lines(i, i)[0]
         if text.strip() and not (text[:1].isspace() and text.lstrip().startswith("#")):
             break
         if text.strip():
@@ -163,7 +163,7 @@ def _rewrite_guard(
     keeps its text (comments included) byte for byte."""
     nl = _newline(model)
     first, last = _guard_text(model, guard)
-    lines = list(model.lines[first : last + 1])
+    lines = model.text_lines(first, last)
     params = [model.segment(a) for a in call.args]
     names = [p if p.isidentifier() else f"arg{i}" for i, p in enumerate(params)]
     header = ", ".join(["index", *names])

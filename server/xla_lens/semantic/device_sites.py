@@ -77,7 +77,7 @@ def is_str_valued(model: ScriptModel, node: ast.AST) -> bool:
 def comments_in(model: ScriptModel, node: ast.stmt) -> list[str]:
     """Comments inside a statement, so a rewrite that replaces it keeps them."""
     first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
-    text = "".join(model.lines[first : last + 1])
+    text = "".join(model.text_lines(first, last))
     found: list[str] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):

@@ -197,6 +197,7 @@ def _text(model: ScriptModel, begin: tuple[int, int], end: tuple[int, int]) -> s
     """Source between two ``ast`` positions (1-based lines, UTF-8 byte columns)."""
     (l1, c1), (l2, c2) = begin, end
     lines = model.lines
+    model.text_reads.append((l1 - 1, l2 - 1))
     if l1 == l2:
         return lines[l1 - 1].encode()[c1:c2].decode()
     return (

@@ -68,6 +68,7 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
         self.tree = tree
         self.path = path
         self.lines = split_lines(source)
+        self.text_reads = []
         index = index_tree(tree)
         self.parents: dict[ast.AST, ast.AST] = index.parents
         self.calls: list[ast.Call] = index.calls

@@ -17,6 +17,11 @@ class SourcePositions:
 
     lines: list[str]
     parents: dict[ast.AST, ast.AST]
+    # 0-based (first, last) line ranges whose text was read (comments included). A comment
+    # edit elsewhere cannot change what was read, which is what lets an editor carry the
+    # findings over such an edit (engine/carry_over.py); positions alone (``span``) are
+    # not text reads: a comment never shifts a code column.
+    text_reads: list[tuple[int, int]]
 
     def _col(self, lineno: int, byte_col: int) -> int:
         if lineno - 1 >= len(self.lines):
@@ -44,6 +49,7 @@ class SourcePositions:
         if end_line is None or end_col is None or end_line > len(self.lines):
             return ast.unparse(node)
         first, last = node.lineno - 1, end_line - 1
+        self.text_reads.append((first, last))
         if first == last:
             text = self.lines[first].encode()[node.col_offset : end_col].decode()
         else:
@@ -71,7 +77,13 @@ class SourcePositions:
         )
 
     def line_text(self, line0: int) -> str:
+        self.text_reads.append((line0, line0))
         return self.lines[line0].rstrip("\r\n") if 0 <= line0 < len(self.lines) else ""
+
+    def text_lines(self, first: int, last: int) -> list[str]:
+        """Lines ``first``..``last`` (0-based, inclusive) with their ends."""
+        self.text_reads.append((first, last))
+        return self.lines[first : last + 1]
 
     def in_indented_block(self, stmt: ast.stmt) -> bool:
         """False for a statement of a one-line suite (``if c: stmt``, ``for x in y: stmt``).

@@ -119,7 +119,6 @@ def _without(model: ScriptModel, with_node: ast.With, item: ast.withitem) -> str
     was the only item. Comments between the body's statements are in the text taken; the
     engine's statement replacement keeps the others (the ``with`` line's, those above the
     first statement and after the last one: engine/apply_comments.py)."""
-    lines = model.source.splitlines()
     first = with_node.body[0]
     if first.lineno == with_node.lineno:  # ``with ...: stmt`` on one line
         body = "\n".join(model.segment(s) for s in with_node.body)
@@ -128,9 +127,8 @@ def _without(model: ScriptModel, with_node: ast.With, item: ast.withitem) -> str
         # By the body's own indentation; a line indented less (a comment at column 0, the
         # inside of a string) is left as it is.
         cut = first.col_offset
-        body = "\n".join(
-            line[cut:] if line[:cut].isspace() else line for line in lines[first.lineno - 1 : end]
-        )
+        lines = [line.rstrip("\r\n") for line in model.text_lines(first.lineno - 1, end - 1)]
+        body = "\n".join(line[cut:] if line[:cut].isspace() else line for line in lines)
     others = [_item_code(model, i) for i in with_node.items if i is not item]
     if not others:
         return body
