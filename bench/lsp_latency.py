@@ -3,9 +3,11 @@
 Drives `python -m xla_lens serve` over stdio with a minimal JSON-RPC client (no editor in
 the loop) and prints, for 200, 2,000 and 10,000-line scripts generated from the samples:
 cold start to first diagnostics, didChange -> publishDiagnostics after small incremental
-edits (p50/p95; alternately a new comment line, which moves every later line, and typing at
-the end of a code line, which keeps the line count), hover and codeAction sent right after the edit, while its analysis is
-pending (p95), codeAction once the diagnostics are in (p50/p95), and the server's RSS.
+edits (p50/p95, and p50 per kind; in turn a new comment line, which moves every later line,
+a comment typed at the end of a code line, which keeps the line count — both change only
+comments, so their findings may be carried over without running a rule — and a new statement
+of code), hover and codeAction sent right after the edit, while its analysis is pending
+(p95), codeAction once the diagnostics are in (p50/p95), and the server's RSS.
 With --big-mb it also opens a generated file of that size in a fresh server: time to first
 diagnostics, peak RSS, and RSS after closing it against the RSS before opening it.
 
