@@ -9,6 +9,7 @@ from ..semantic.arguments import local_bindings
 from ..semantic.model import ScriptModel, keyword, method_name
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
+from .parts.drained_loaders import drained_loaders
 from .parts.eval_loader_batches import eval_loader_findings
 from .parts.loop_helpers import loop_helpers
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
@@ -33,6 +34,11 @@ MANUAL_CHUNKS = (
     "Keep every chunk the same length: stop the loop before the short tail (e.g. "
     "`range(0, n - bptt, bptt)`, which drops the last few tokens), or pad the last chunk to "
     "the full length and leave the padded positions out of the loss."
+)
+DRAINED_MESSAGE = (
+    "this DataLoader's batches reach the training step through next() and it keeps a smaller "
+    "last batch: whenever its iterator reaches the end, the step gets a new shape and XLA "
+    "compiles another graph for it; set drop_last=True (review: it drops the short batch)"
 )
 MASK_ASSIGNMENT = "boolean-mask assignment"
 MANUAL_OPS = (
@@ -132,10 +138,13 @@ def _training_loaders(model: ScriptModel) -> list[ast.Call]:
                     taken.add(id(calls))
                 for call in calls:
                     seen.setdefault(id(call), call)
+    for call in drained_loaders(model):  # advanced with next() each step
+        seen.setdefault(id(call), call)
     return sorted(seen.values(), key=lambda c: (c.lineno, c.col_offset))
 
 
 def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
+    drained = {id(c) for c in drained_loaders(model)}
     for call in _training_loaders(model):
         kw = keyword(call, "drop_last")
         if kw is not None and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
@@ -151,9 +160,11 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
             continue
         yield Finding(
             CODE,
-            "the training DataLoader keeps a smaller last batch: its new shape makes XLA compile "
-            "a second graph of the step (once: later epochs take it from the cache); set "
-            "drop_last=True (review: it drops the short batch)",
+            DRAINED_MESSAGE
+            if id(call) in drained
+            else "the training DataLoader keeps a smaller last batch: its new shape makes XLA "
+            "compile a second graph of the step (once: later epochs take it from the cache); "
+            "set drop_last=True (review: it drops the short batch)",
             model.span(kw.value if kw is not None else call),
             Severity.WARNING,
             fix=Fix(

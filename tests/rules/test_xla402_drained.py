@@ -1,0 +1,81 @@
+"""XLA402: DataLoaders drained with next() by a helper the training loop calls each step
+(held-out 13, deep-text-recognition's per-source loaders concatenated per batch)."""
+
+from tests.helpers import findings, fixed, src
+
+PER_SOURCE = src("""
+import torch
+from torch.utils.data import DataLoader
+
+class Mixer:
+    def __init__(self, sets, sizes):
+        self.loaders = [DataLoader(s, batch_size=b, shuffle=True) for s, b in zip(sets, sizes)]
+        self.iters = [iter(loader) for loader in self.loaders]
+
+    def next_batch(self):
+        xs = []
+        for i, it in enumerate(self.iters):
+            try:
+                x = next(it)
+            except StopIteration:
+                self.iters[i] = iter(self.loaders[i])
+                x = next(self.iters[i])
+            xs.append(x)
+        return torch.cat(xs)
+
+def main(sets, model, opt):
+    mixer = Mixer(sets, [4, 4])
+    for step in range(100):
+        x = mixer.next_batch()
+        loss = model(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+def test_a_loader_drained_with_next_in_a_method_the_loop_calls_is_found():
+    (f,) = findings(PER_SOURCE, "XLA402")
+    assert "next()" in f.message and "drop_last=True" in f.message
+    assert f.fix is not None and not f.fix.safe  # it drops samples: for review
+    assert f.span.start.line == PER_SOURCE.splitlines().index(
+        "        self.loaders = [DataLoader(s, batch_size=b, shuffle=True) for s, b in zip(sets, sizes)]"
+    )
+    out = fixed(PER_SOURCE, "XLA402", unsafe=True)
+    assert "DataLoader(s, batch_size=b, shuffle=True, drop_last=True)" in out
+
+
+def test_a_loader_sampled_once_before_training_is_left_alone():
+    code = src("""
+    import torch
+    from torch.utils.data import DataLoader
+
+    def main(data, model, opt):
+        loader = DataLoader(data, batch_size=4)
+        example = next(iter(loader))  # only to learn the input shape
+        model.build(example.shape)
+        for step in range(100):
+            x = torch.randn(4, 8)
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """)
+    assert findings(code, "XLA402") == []
+
+
+def test_a_cycled_loader_advanced_in_the_loop_is_found():
+    code = src("""
+    import itertools
+    import torch
+    from torch.utils.data import DataLoader
+
+    def main(data, model, opt):
+        batches = itertools.cycle(DataLoader(data, batch_size=4, drop_last=False))
+        for step in range(1000):
+            x = next(batches)
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+    """)
+    (f,) = findings(code, "XLA402")
+    assert "next()" in f.message
