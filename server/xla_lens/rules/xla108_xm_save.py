@@ -32,6 +32,7 @@ from ..semantic.model import (
     method_name,
 )
 from ..semantic.params import argument_values, parameter_of
+from ..semantic.replica_paths import per_replica_path
 from .base import (
     Category,
     EditOp,
@@ -158,6 +159,8 @@ def _fix(model: ScriptModel, call: ast.Call) -> Fix | None:
 def _mentions_rank(model: ScriptModel, node: ast.AST | None) -> bool:
     if node is None:
         return False
+    if per_replica_path(model, node):
+        return True
     for n in ast.walk(node):
         ident = (
             n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
@@ -247,17 +250,22 @@ def _data_finding(model: ScriptModel, call: ast.Call, moved: ast.AST) -> Finding
     the file changes too, which a swap of the save cannot do."""
     loads = [c.lineno for c in model.calls_to("torch.load")]
     where = f" (line {', '.join(map(str, loads))})" if loads else ""
+    own_file = per_replica_path(model, arg_or_keyword(call, 1, "f"))
+    # One file per replica: xm.save's default writes on the master only.
+    save = "xm.save(data, path, master_only=False)" if own_file else "xm.save(data, path)"
     return Finding(
         CODE,
         f"torch.save of tensors on the device (moved at line {moved.lineno}, "  # type: ignore[attr-defined]
         f"`{model.segment(moved)[:60]}`): after conversion they are XLA tensors, which "
         "torch.save pickles as XLA tensors (the file loads only where torch_xla is "
-        "installed); xm.save moves them to the CPU first and writes on the master ordinal only",
+        "installed); xm.save moves them to the CPU first and writes on the master ordinal "
+        f"only{', unless given master_only=False' if own_file else ''}",
         model.span(call),
         Severity.WARNING,
         manual=(
-            "Save with xm.save(data, path) (same arguments), and move what torch.load "
-            f"returns{where} to the device after loading: xm.save writes CPU tensors, so the "
+            f"Save with {save} (same arguments"
+            f"{'; the path names the replica, so each keeps its own file' if own_file else ''}"
+            f"), and move what torch.load returns{where} to the device after loading: xm.save writes CPU tensors, so the "
             "reloaded data is no longer on the device. Or keep torch.save if the file is only "
             "ever reloaded where torch_xla is installed."
         ),

@@ -24,6 +24,7 @@ from ..semantic.model import (
     dotted,
 )
 from ..semantic.rank_guards import caller_rank_guard, run_function
+from ..semantic.replica_paths import per_replica_path
 from ..semantic.workspace_print import printed_after_override, replaces_print
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetArgs, Severity
 from .parts.master_first import master_first_branch
@@ -70,6 +71,11 @@ def _mentions_rank(node: ast.AST | None) -> bool:
         if ident is not None and (RANKISH.search(ident) or ident in LOCAL_RANK_NAMES):
             return True
     return False
+
+
+def _own_file(model: ScriptModel, path: ast.AST | None) -> bool:
+    """Whether each replica writes a file of its own (the path carries its rank)."""
+    return _mentions_rank(path) or per_replica_path(model, path)
 
 
 def _names_replica(node: ast.AST) -> bool:
@@ -136,9 +142,9 @@ class Guards:
         if cache is not None:
             return cache
         for a in self.model.ancestors(node):
-            if isinstance(a, ast.If | ast.IfExp | ast.While) and _mentions_rank(a.test):
+            if isinstance(a, ast.If | ast.IfExp | ast.While) and self._rank_test(a.test):
                 return a
-            if isinstance(a, ast.BoolOp) and _mentions_rank(a):
+            if isinstance(a, ast.BoolOp) and self._rank_test(a):
                 return a  # ``is_master and print(...)``
             if isinstance(a, SCOPE_TYPES):
                 stmt = self.model.enclosing_statement(node)
@@ -158,9 +164,21 @@ class Guards:
                 # ``if rank != 0: return`` or ``if is_master: ... else: return``: either way
                 # only some replicas get past it.
                 and any(isinstance(b, ast.Return) for b in (*s.body, *s.orelse))
-                and _mentions_rank(s.test)
+                and self._rank_test(s.test)
             ]
         return found
+
+    def _rank_test(self, test: ast.AST) -> bool:
+        """A rank check, also through a name bound to one (``is_root =
+        xm.is_master_ordinal(local=False)`` then ``if is_root:``)."""
+        if _mentions_rank(test):
+            return True
+        names = [n.id for n in ast.walk(test) if isinstance(n, ast.Name)]
+        for name in names:
+            values = self.model.assigned_from(name)
+            if values and all(_mentions_rank(v) for v in values):
+                return True
+        return False
 
 
 def _in_replica_code(
@@ -221,7 +239,7 @@ def _writes(model: ScriptModel) -> Iterator[tuple[ast.Call, str]]:
         if _is_builtin(model, call, "open"):
             mode = const_str(arg_or_keyword(call, 1, "mode"))
             path = arg_or_keyword(call, 0, "file")
-            if mode and WRITE_MODES.search(mode) and not _mentions_rank(path):
+            if mode and WRITE_MODES.search(mode) and not _own_file(model, path):
                 yield call, "open(..., " + repr(mode) + ")"
             continue
         name = model.call_name(call)
@@ -229,13 +247,15 @@ def _writes(model: ScriptModel) -> Iterator[tuple[ast.Call, str]]:
             continue
         if name == "torch.save" and (
             _is_state_dict(model, arg_or_keyword(call, 0, "obj"))
-            or _mentions_rank(arg_or_keyword(call, 1, "f"))
+            or _own_file(model, arg_or_keyword(call, 1, "f"))
         ):
             continue  # XLA108 makes it xm.save (master only); per-rank paths are meant
         if name in {"json.dump", "pickle.dump", "yaml.dump"} and _inside_open_write(model, call):
             continue  # the open() it writes to is reported
         if _in_memory(model, _destination(call, name)):
             continue  # torch.save(obj, io.BytesIO()) to upload it: each replica has its own
+        if _own_file(model, _destination(call, name)):
+            continue  # a file per replica, named after its rank
         yield call, (dotted(call.func) or name) + "(...)"
 
 
