@@ -11,7 +11,11 @@ Two kinds, both decided from the source alone:
   ``.cuda()``, a ``"cuda..."``/``"nccl"`` string) and whose test does not ask about CUDA (the
   conversion's own ``"cuda" if "cuda" in d else "xla"`` is a CUDA picker); every other ``if`` on the same test (or its
   ``not``) splits the same way. A switch whose XLA side always leaves the block (``return``,
-  ``raise``) makes the rest of the block the CUDA side.
+  ``raise``) makes the rest of the block the CUDA side. A test of torch_xla itself
+  (``if is_torch_xla_available(): xm.save(...) else: torch.save(...)``) is a switch whatever
+  the other side holds: it never runs where torch_xla does. In HF Trainer code (a script that
+  runs a Trainer or defines a Trainer / TrainingArguments subclass), ``if args.n_gpu > 1:`` is
+  the Trainer's own CUDA side: TrainingArguments set n_gpu to 0 on XLA.
 * **Code under a guard that is False on an XLA host.** ``if torch.cuda.is_available():``,
   ``torch.cuda.device_count() > 0``, ``device.type == "cuda"`` (the device the conversion makes
   XLA), ``x.is_cuda``, or a flag bound once to one of them (``use_cuda = device.type ==
@@ -40,6 +44,9 @@ CUDA_STRINGS = ("cuda", "nccl")
 DEVICE_CHOICES = frozenset({"torch.device", "torch.accelerator.current_accelerator"})
 PLACING_METHODS = frozenset({"to", "cuda"})
 STOPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+TORCH_XLA_AVAILABILITY = frozenset(
+    {"is_torch_xla_available", "is_torch_tpu_available", "is_tpu_available"}
+)
 
 
 @dataclass(frozen=True)
@@ -174,7 +181,12 @@ def _compute(model: ScriptModel) -> Regions:
         if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
             rest = _siblings(model, node)
             other = rest
-        if not other or code.is_xla(other) or not code.is_cuda(other):
+        if not other or code.is_xla(other):
+            continue
+        if not code.is_cuda(other) and not _asks_for_torch_xla(model, node.test):
+            # Without CUDA code on the other side, only a test of torch_xla itself
+            # (``if is_torch_xla_available(): xm.save(...) else: torch.save(...)``) says
+            # that side never runs where torch_xla does.
             continue
         test, negated = _key(node.test)
         switch_keys.setdefault((test, negated != xla_else), node.lineno)
@@ -200,6 +212,15 @@ def _compute(model: ScriptModel) -> Regions:
                     span = model.span(other[0]) if other else None
                 if span is not None:
                     not_xla.append(Region(span, line))
+    if _hf_trainer_code(model):
+        # HF TrainingArguments set n_gpu to 0 on XLA (the Trainer's own device switch):
+        # ``if args.n_gpu > 1: model = nn.DataParallel(model)`` is its CUDA side.
+        for node in model.nodes_of(ast.If):
+            assert isinstance(node, ast.If)
+            if any(_several_gpus(part) for part in _conjuncts(node.test)):
+                span = _block_span(model, node.body)
+                if span is not None:
+                    not_xla.append(Region(span, node.lineno))
     # A test that decides a device or a placement is rewritten with the device picker
     # (placement_guards: ``use_cuda = True``), so what it guards may run on XLA after all.
     deciding: set[int] = set()
@@ -222,6 +243,42 @@ def _compute(model: ScriptModel) -> Regions:
     ]
     first = min(switch_keys.values()) if switch_keys else None
     return Regions(tuple(not_xla), tuple(cuda_only), first)
+
+
+def _hf_trainer_code(model: ScriptModel) -> bool:
+    """A script that runs an HF Trainer, or defines a Trainer / TrainingArguments subclass."""
+    from .hf_args import is_trainer_name, is_training_args_name
+
+    if model.uses_trainer:
+        return True
+    for cls in model.nodes_of(ast.ClassDef):
+        for base in cls.bases:  # type: ignore[attr-defined]
+            name = model.qualname(base)
+            if is_trainer_name(name) or is_training_args_name(name):
+                return True
+    return False
+
+
+def _several_gpus(part: ast.expr) -> bool:
+    """``args.n_gpu > 1`` / ``self.args.n_gpu >= 1``: a count that is 0 on XLA."""
+    if not (isinstance(part, ast.Compare) and len(part.ops) == 1):
+        return False
+    left, op, right = part.left, part.ops[0], part.comparators[0]
+    bound = right.value if isinstance(right, ast.Constant) else None
+    if not (isinstance(left, ast.Attribute) and left.attr == "n_gpu" and type(bound) is int):
+        return False
+    return (isinstance(op, ast.Gt) and bound >= 0) or (isinstance(op, ast.GtE) and bound >= 1)
+
+
+def _asks_for_torch_xla(model: ScriptModel, test: ast.expr) -> bool:
+    """``is_torch_xla_available()`` / ``is_torch_tpu_available()`` (transformers,
+    accelerate), possibly negated: True exactly where torch_xla is usable."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if not isinstance(test, ast.Call):
+        return False
+    name = model.call_name(test) or (test.func.id if isinstance(test.func, ast.Name) else "")
+    return name.rpartition(".")[2] in TORCH_XLA_AVAILABILITY
 
 
 def _flags(test: ast.expr) -> set[str]:
