@@ -39,7 +39,8 @@ META_ATTRS = frozenset(
 )
 CONVENTIONAL = frozenset({"loss", "logits", "outputs", "output", "preds", "pred", "predictions"})
 CALLABLE_HINTS = ("model", "net", "criterion", "loss")
-# ``unwrap_model(model)`` (accelerate) hands back the module, it does not run it.
+# ``unwrap_model(model)`` (accelerate) hands back the module, it does not run it; HF's
+# ``model_init(trial)`` (any ``..._init``) builds one.
 FACTORY_PREFIXES = ("get_", "build_", "create_", "make_", "load_", "init_", "unwrap_")
 NOT_TENSOR_TORCH_PREFIXES = (
     "torch.cuda.",
@@ -85,6 +86,38 @@ def is_torch_tensor_function(qualname: str | None) -> bool:
     if qualname.startswith("torch.nn.") and not qualname.startswith("torch.nn.functional."):
         return False  # nn.Linear(...) builds a module, not a tensor
     return not qualname.rpartition(".")[2][:1].isupper()
+
+
+def _factory_ident(ident: str) -> bool:
+    return ident[:1].isupper() or ident.startswith(FACTORY_PREFIXES) or ident.endswith("_init")
+
+
+def _builds_model(model: ScriptModel, call: ast.Call) -> bool:
+    """``self.m(...)`` where ``m``, a method of the class around the call, returns only what
+    a factory builds (``return self.model_init(trial)``)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    ):
+        return False
+    cls = next((a for a in model.ancestors(call) if isinstance(a, ast.ClassDef)), None)
+    method = next(
+        (
+            s
+            for s in (cls.body if cls is not None else [])
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == func.attr
+        ),
+        None,
+    )
+    if method is None:
+        return False
+    returns = [n.value for n in ast.walk(method) if isinstance(n, ast.Return)]
+    return bool(returns) and all(
+        isinstance(v, ast.Call) and (i := _identifier(v.func)) is not None and _factory_ident(i)
+        for v in returns
+    )
 
 
 def _identifier(node: ast.AST) -> str | None:
@@ -141,10 +174,12 @@ class TensorNames:
         if ident in self._module_like:
             return True
         # ``Net()``, ``get_model()``, a def of this script: these build models, not tensors.
-        if ident[:1].isupper() or ident.startswith(FACTORY_PREFIXES):
+        if _factory_ident(ident):
             return False
         if isinstance(call.func, ast.Name) and ident in self.model.functions:
             return False
+        if _builds_model(self.model, call):
+            return False  # ``self.call_model_init(trial)`` returns ``self.model_init(trial)``
         low = ident.lower()
         return any(h in low for h in CALLABLE_HINTS)
 
