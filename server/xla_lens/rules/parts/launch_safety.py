@@ -17,10 +17,12 @@ import ast
 from dataclasses import replace
 
 from ...semantic.launch import (
+    LAUNCHERS,
     PARENT_REVIEW,
     FunctionNode,
     awaits_launcher,
     emits_runtime_call,
+    enclosing_functions_at,
     guard_runs_training_itself,
     is_launched,
     launch_targets,
@@ -93,9 +95,18 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
         replicas = replica_functions(model, launch_targets(model, wrapped))
         parents = parent_functions(model, wrapped)
 
+    # ``_mp_fn`` for a launcher outside the file (xla_spawn.py imports it and spawns
+    # ``_mp_fn``): the parent runs the module's top level only, and a function no path from
+    # there reaches (a property read in a replica, ``args.device``) is no parent code.
+    external = not wraps and not any(model.call_name(c) in LAUNCHERS for c in model.calls)
+
     def in_parent(line: int) -> bool:
         if moving is not None and moving.lineno <= line <= (moving.end_lineno or moving.lineno):
             return False
+        if external:
+            enclosing = enclosing_functions_at(model, line)
+            if enclosing and not any(fn in parents for fn in enclosing):
+                return False
         return runs_in_parent(model, line, replicas, parents)
 
     out = []

@@ -1,0 +1,56 @@
+"""Launch safety with a launcher outside the file (held-out 15, SimCSE: ``_mp_fn(index):
+main()`` for xla_spawn.py): a function only a replica reaches — here through a property
+read, ``args.device`` — is no parent code, so its runtime call keeps a safe fix; module-level
+runtime calls stay the parent's."""
+
+from tests.helpers import findings, src
+
+EXTERNAL = src("""
+import torch
+from transformers import HfArgumentParser, TrainingArguments
+
+
+class Args(TrainingArguments):
+    @property
+    def _setup_devices(self):
+        import torch_xla.core.xla_model as xm
+        device = xm.xla_device()
+        self._n_gpu = 0
+        return device
+
+
+def main():
+    (args,) = HfArgumentParser((Args,)).parse_args_into_dataclasses()
+    print(args.device)
+
+
+def _mp_fn(index):
+    main()
+
+
+if __name__ == "__main__":
+    main()
+""")
+
+
+def test_a_runtime_call_only_replicas_reach_keeps_its_safe_fix():
+    (f,) = findings(EXTERNAL, "XLA501")
+    assert f.fix is not None and f.fix.safe
+    assert "parent process" not in f.message
+
+
+def test_with_the_launch_in_the_file_a_module_level_call_is_still_the_parents():
+    own = EXTERNAL.replace(
+        'if __name__ == "__main__":\n    main()',
+        'DEVICE = xm.xla_device()\n\nif __name__ == "__main__":\n    torch_xla.launch(_mp_fn)',
+    ).replace(
+        "import torch\n",
+        "import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n",
+        1,
+    )
+    module_level = [
+        f for f in findings(own, "XLA501") if "DEVICE" in own.splitlines()[f.span.start.line]
+    ]
+    (f,) = module_level
+    assert f.fix is not None and not f.fix.safe
+    assert "parent process" in f.fix.review_reason
