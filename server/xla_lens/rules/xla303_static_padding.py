@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..semantic.bool_options import BoolSwitch, switch_deciding
 from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .parts.collator_fields import field_padding_finding, field_values
 from .parts.lm_collator_padding import lm_collator_findings
 from .parts.per_example_padding import labels_from_ids, per_example
 from .parts.sft_padding import sft_padding_findings
@@ -119,6 +120,12 @@ def _padding_sites(model: ScriptModel) -> Iterator[Finding]:
     for site in sites:
         call = site.call
         padding = _argument(call, site.padding_index, "padding")
+        values = field_values(model, padding) if padding is not None else None
+        if values is not None:
+            longest = [v for v in values if _pads_to_longest(v.value, False)]
+            if longest:
+                yield field_padding_finding(model, call, padding, longest[0], CODE)  # type: ignore[arg-type]
+            continue
         if not _pads_to_longest(padding, site.pads_by_default):
             continue
         if padding is None and any(kw.arg is None for kw in call.keywords):
