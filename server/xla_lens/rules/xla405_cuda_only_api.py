@@ -19,6 +19,7 @@ from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.cuda_device_context import device_context_findings
+from .parts.cuda_libraries import CUDA_LIBRARIES, LIBRARY_MANUAL, library_findings
 from .parts.cuda_module_holders import (
     MESH_ADVICE,
     MESH_CALLS,
@@ -156,31 +157,6 @@ ALIAS_MANUAL = (
     "Bind the alias to the XLA equivalent XLA403 writes for this call (torch_xla.sync for "
     "torch.cuda.synchronize, ...), or call that equivalent directly."
 )
-LIBRARY_MANUAL = {
-    "apex": 'Replace apex with torch.autocast("xla", dtype=torch.bfloat16), torch.optim or '
-    "torch_xla.amp.syncfree optimizers, and DDP over the xla backend.",
-    "bitsandbytes": "Drop bitsandbytes: train with bf16 weights and torch.optim or syncfree "
-    "optimizers.",
-    "xformers": "Call torch.nn.functional.scaled_dot_product_attention instead of the "
-    "xformers kernels.",
-    "flash_attn": "Call torch.nn.functional.scaled_dot_product_attention (or torch_xla's "
-    "flash_attention on TPU) instead of flash-attn.",
-    "pynvml": "Read device memory with xm.get_memory_info(device) instead of NVML.",
-    "cupy": "Keep the data in torch tensors on the XLA device instead of CuPy arrays.",
-}
-CUDA_LIBRARIES = {
-    "apex": "NVIDIA apex builds CUDA kernels (amp, FusedAdam, DDP): on XLA use torch.autocast"
-    '("xla", dtype=torch.bfloat16), torch.optim / torch_xla.amp.syncfree optimizers and DDP over '
-    "the xla backend",
-    "bitsandbytes": "bitsandbytes quantization and 8-bit optimizers are CUDA kernels: on XLA use "
-    "bf16 weights and torch.optim / syncfree optimizers",
-    "xformers": "xformers attention kernels are CUDA-only: use "
-    "torch.nn.functional.scaled_dot_product_attention (lowered by XLA)",
-    "flash_attn": "flash-attn kernels are CUDA-only: use "
-    "torch.nn.functional.scaled_dot_product_attention, or torch_xla's flash_attention on TPU",
-    "pynvml": "NVML queries NVIDIA GPUs only: use xm.get_memory_info(device) on XLA",
-    "cupy": "CuPy arrays live on CUDA: keep the data in torch tensors on the XLA device",
-}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -297,25 +273,6 @@ def _default_tensor_type(model: ScriptModel) -> Iterator[Finding]:
         )
 
 
-def _libraries(model: ScriptModel) -> Iterator[Finding]:
-    seen: set[str] = set()
-    for imp in model.import_nodes:
-        names = [a.name for a in imp.names] if isinstance(imp, ast.Import) else [imp.module or ""]
-        if isinstance(imp, ast.ImportFrom) and imp.level:
-            continue
-        for name in names:
-            root = name.split(".")[0]
-            if root in CUDA_LIBRARIES and root not in seen:
-                seen.add(root)
-                yield Finding(
-                    CODE,
-                    f"{root} is a CUDA-only library: {CUDA_LIBRARIES[root]}",
-                    model.span(imp),
-                    Severity.WARNING,
-                    manual=LIBRARY_MANUAL[root],
-                )
-
-
 def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
     holders = cuda_module_holders(model)
     for call in model.calls:
@@ -352,7 +309,7 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_methods(model)
-    yield from _libraries(model)
+    yield from library_findings(model, CODE)
     yield from quantization_findings(model, CODE)
     yield from _api_findings(model)
     yield from _default_tensor_type(model)

@@ -1,0 +1,93 @@
+"""XLA405's CUDA-only libraries: an import of apex, bitsandbytes, xformers, flash-attn,
+pynvml or CuPy, once per library, with what to use on XLA instead. apex imported only for
+LARC (held-out 15, SwAV) is told apart: LARC is plain PyTorch with no torch.optim
+equivalent, so "replace apex" would change the optimizer."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic.model import ScriptModel
+from ..base import Finding, Severity
+
+LIBRARY_MANUAL = {
+    "apex": 'Replace apex with torch.autocast("xla", dtype=torch.bfloat16), torch.optim or '
+    "torch_xla.amp.syncfree optimizers, and DDP over the xla backend.",
+    "bitsandbytes": "Drop bitsandbytes: train with bf16 weights and torch.optim or syncfree "
+    "optimizers.",
+    "xformers": "Call torch.nn.functional.scaled_dot_product_attention instead of the "
+    "xformers kernels.",
+    "flash_attn": "Call torch.nn.functional.scaled_dot_product_attention (or torch_xla's "
+    "flash_attention on TPU) instead of flash-attn.",
+    "pynvml": "Read device memory with xm.get_memory_info(device) instead of NVML.",
+    "cupy": "Keep the data in torch tensors on the XLA device instead of CuPy arrays.",
+}
+LARC_MESSAGE = (
+    "apex's LARC is plain PyTorch (it rescales each parameter's learning rate by its trust "
+    "ratio) and runs on XLA, but apex itself is built for CUDA and is rarely installed on XLA "
+    "hosts; LARC's per-parameter `if param_norm != 0 and grad_norm != 0` also reads two device "
+    "values per parameter every step (a sync each)"
+)
+LARC_MANUAL = (
+    "Keep LARC (no torch.optim optimizer does the same: replacing it changes the optimizer): "
+    "copy its class into the project, or install apex without its CUDA extensions; to drop the "
+    "per-parameter syncs, compute the trust ratio with torch.where instead of the Python `if`."
+)
+CUDA_LIBRARIES = {
+    "apex": "NVIDIA apex builds CUDA kernels (amp, FusedAdam, DDP): on XLA use torch.autocast"
+    '("xla", dtype=torch.bfloat16), torch.optim / torch_xla.amp.syncfree optimizers and DDP over '
+    "the xla backend",
+    "bitsandbytes": "bitsandbytes quantization and 8-bit optimizers are CUDA kernels: on XLA use "
+    "bf16 weights and torch.optim / syncfree optimizers",
+    "xformers": "xformers attention kernels are CUDA-only: use "
+    "torch.nn.functional.scaled_dot_product_attention (lowered by XLA)",
+    "flash_attn": "flash-attn kernels are CUDA-only: use "
+    "torch.nn.functional.scaled_dot_product_attention, or torch_xla's flash_attention on TPU",
+    "pynvml": "NVML queries NVIDIA GPUs only: use xm.get_memory_info(device) on XLA",
+    "cupy": "CuPy arrays live on CUDA: keep the data in torch tensors on the XLA device",
+}
+
+
+def _larc_only(model: ScriptModel) -> bool:
+    """Every apex import of the script is LARC (``from apex.parallel.LARC import LARC``)."""
+    found = False
+    for imp in model.import_nodes:
+        if isinstance(imp, ast.Import):
+            mods = [a.name for a in imp.names if a.name.split(".")[0] == "apex"]
+            if any(m != "apex.parallel.LARC" for m in mods):
+                return False
+            found = found or bool(mods)
+        elif not imp.level and (imp.module or "").split(".")[0] == "apex":
+            larc = imp.module == "apex.parallel.LARC" or (
+                imp.module == "apex.parallel" and all(a.name == "LARC" for a in imp.names)
+            )
+            if not larc:
+                return False
+            found = True
+    return found
+
+
+def library_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
+    seen: set[str] = set()
+    larc = _larc_only(model)
+    for imp in model.import_nodes:
+        names = [a.name for a in imp.names] if isinstance(imp, ast.Import) else [imp.module or ""]
+        if isinstance(imp, ast.ImportFrom) and imp.level:
+            continue
+        for name in names:
+            root = name.split(".")[0]
+            if root == "apex" and larc and root not in seen:
+                seen.add(root)
+                yield Finding(
+                    code, LARC_MESSAGE, model.span(imp), Severity.WARNING, manual=LARC_MANUAL
+                )
+            if root in CUDA_LIBRARIES and root not in seen:
+                seen.add(root)
+                yield Finding(
+                    code,
+                    f"{root} is a CUDA-only library: {CUDA_LIBRARIES[root]}",
+                    model.span(imp),
+                    Severity.WARNING,
+                    manual=LIBRARY_MANUAL[root],
+                )
