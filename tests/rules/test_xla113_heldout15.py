@@ -81,5 +81,46 @@ def test_a_writer_used_only_under_a_rank_check_held_in_a_name_writes_once():
     assert findings(ROOT_WRITER, "XLA113") == []
     unguarded = ROOT_WRITER.replace(
         "    if is_root:\n        metrics.write", "    if True:\n        metrics.write"
+    ).replace(
+        "    if is_root:\n        metrics = Metrics", "    if True:\n        metrics = Metrics"
     )
     assert [f.code for f in findings(unguarded, "XLA113")] == ["XLA113"]
+
+
+BUILT_ON_ROOT = src("""
+import json
+import os
+import torch
+import torch.distributed as dist
+
+
+class Results:
+    def __init__(self, path):
+        self.path = path
+
+    def _rewrite(self, data):
+        with open(self.path, "w") as f:
+            json.dump(data, f)
+
+    def store(self, data):
+        self.save(data)  # reaches _rewrite by a name xla-lens cannot follow
+
+
+def main():
+    dist.init_process_group("xla", init_method="xla://")
+    is_root = dist.get_rank() == 0
+    if is_root:
+        results = Results("results.json")
+    for step in range(3):
+        if is_root:
+            results.store({"step": step})
+""")
+
+
+def test_methods_of_a_class_built_only_on_the_root_replica_write_once():
+    assert findings(BUILT_ON_ROOT, "XLA113") == []
+    everywhere = BUILT_ON_ROOT.replace(
+        '    if is_root:\n        results = Results("results.json")',
+        '    results = Results("results.json")',
+    )
+    assert [f.code for f in findings(everywhere, "XLA113")] == ["XLA113"]

@@ -134,7 +134,22 @@ class Guards:
         ``self._save``) that every call site of this script calls under such a check, one or
         two calls up."""
         guard = caller_rank_guard(self.model, node, self._guard_in_function, every_caller=True)
-        return guard is not None
+        return guard is not None or self._built_on_one_rank(node)
+
+    def _built_on_one_rank(self, node: ast.AST) -> bool:
+        """In a method of a class this script builds only under a rank check (``if is_root:
+        writer = MetricsFile(path)``): its instances, and so its methods, exist on that rank
+        alone, however the methods are reached."""
+        cls = next((a for a in self.model.ancestors(node) if isinstance(a, ast.ClassDef)), None)
+        if cls is None or not self.model.is_module_level(cls):
+            return False
+        built = [
+            c for c in self.model.calls if isinstance(c.func, ast.Name) and c.func.id == cls.name
+        ]
+        return bool(built) and all(
+            caller_rank_guard(self.model, c, self._guard_in_function, every_caller=True) is not None
+            for c in built
+        )
 
     def _guard_in_function(self, node: ast.AST) -> ast.AST | None:
         # The cache the master builds while the others wait at a barrier (master-first).
