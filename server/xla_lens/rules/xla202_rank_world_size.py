@@ -310,7 +310,9 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
 
 def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # With a process group (DDP kept, backend "xla") torch.distributed answers correctly.
-    has_group = any(True for _ in model.calls_to("torch.distributed.init_process_group"))
+    has_group = any(True for _ in model.calls_to("torch.distributed.init_process_group")) or any(
+        (facts := model.steps.external(c)) is not None and facts.group_line for c in model.calls
+    )  # also a sibling module's helper that starts it (vicreg's init_distributed_mode(args))
     for call in model.calls:
         name = model.call_name(call)
         if name not in DIST_CALLS or has_group or torchrun_side(model, call):

@@ -180,13 +180,14 @@ def _replica_functions(model: ScriptModel, targets: list[FunctionNode]) -> set[F
                 callee = model.steps.callee(node)
                 if callee is not None and callee not in seen:
                     todo.append(callee)
-                # A class the replica instantiates: its methods run in the replica too.
-                if isinstance(node.func, ast.Name) and node.func.id in classes:
-                    todo.extend(
-                        s
-                        for s in classes[node.func.id].body
-                        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
-                    )
+            # A class the replica instantiates or uses (``GatherAll.apply(z)``, an autograd
+            # Function): its methods run in the replica too.
+            if isinstance(node, ast.Name) and node.id in classes:
+                todo.extend(
+                    s
+                    for s in classes[node.id].body
+                    if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)
+                )
     return seen
 
 
