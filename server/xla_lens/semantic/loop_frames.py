@@ -83,6 +83,9 @@ def batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
 
     if counts_through_name(model, it, lambda call: _is_counter(model, call)):
         return []  # ``steps = range(n)`` (maybe ``tqdm(steps)``) then ``for i in steps:``
+    values = model.assigned_from(it.id) if isinstance(it, ast.Name) else [it]
+    if values and all(plain_numbers(v) for v in values):
+        return []  # ``warm = sorted({0, 1} | {...})``: Python numbers, no data
     if (
         isinstance(it, ast.Call)
         and isinstance(it.func, ast.Name)
@@ -92,3 +95,48 @@ def batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
     ):
         return [n for t in target.elts[1:] for n in target_names(t)]
     return target_names(target)
+
+
+NUMBER_BUILTINS = frozenset(
+    {"sorted", "list", "set", "tuple", "range", "reversed", "min", "max", "int", "abs"}
+)
+
+
+def plain_numbers(node: ast.AST) -> bool:
+    """Whether ``node`` builds Python numbers (or collections of them) from literals alone:
+    literals, collections, comprehensions over them, arithmetic and the builtins that sort,
+    collect or count. A name counts only as a comprehension's own variable."""
+    bound = {
+        n.id
+        for g in ast.walk(node)
+        if isinstance(g, ast.comprehension)
+        for n in ast.walk(g.target)
+        if isinstance(n, ast.Name)
+    }
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            if n.id not in bound and n.id not in NUMBER_BUILTINS:
+                return False
+        elif isinstance(n, ast.Call):
+            if not (isinstance(n.func, ast.Name) and n.func.id in NUMBER_BUILTINS) or n.keywords:
+                return False
+        elif isinstance(n, ast.Constant):
+            if not isinstance(n.value, int | float) or isinstance(n.value, bool):
+                return False
+        elif not isinstance(
+            n,
+            ast.List
+            | ast.Tuple
+            | ast.Set
+            | ast.ListComp
+            | ast.SetComp
+            | ast.GeneratorExp
+            | ast.comprehension
+            | ast.BinOp
+            | ast.UnaryOp
+            | ast.operator
+            | ast.unaryop
+            | ast.expr_context,
+        ):
+            return False
+    return True
