@@ -54,6 +54,8 @@ HOST_FUNCTIONS = frozenset(
         "torch_xla.core.xla_model.get_local_ordinal",
     }
 )
+# Modules whose functions give Python or NumPy values, never a pending device tensor.
+HOST_MODULES = ("math.", "numpy.", "random.", "statistics.")
 HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
 # Methods that move a value to a device (or may: ``type`` takes a CUDA tensor type).
 MOVES = frozenset({"to", "cuda", "xpu", "npu", "mps", "type", "new_tensor", "new"})
@@ -94,6 +96,10 @@ class HostCalls:
         qualname = model.call_name(call)
         if qualname in LOADERS or qualname in HOST_FUNCTIONS or self._parsed_arguments(call):
             return True
+        if qualname is not None and (
+            qualname.startswith(HOST_MODULES) or qualname == "torch.from_numpy"
+        ):
+            return True  # ``math.ceil(...)``, NumPy values, ``torch.from_numpy`` (CPU memory)
         if qualname in HOST_CONSTRUCTORS | LIKE_CONSTRUCTORS:
             return self._host_constructor(call, qualname, depth)
         if recv is not None and name not in MOVES and self.is_host(recv, depth):

@@ -1,0 +1,31 @@
+"""XLA401, held-out 14 (airbench, modded-nanogpt): reads of CPU tensors are no device syncs —
+``torch.arange`` sized by ``math.ceil(...)``, ``torch.from_numpy`` of NumPy data. A device
+tensor read next to them is still reported."""
+
+from tests.helpers import findings, src
+
+CPU_READS = src("""
+from math import ceil
+import numpy as np
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+steps = ceil(20 * 0.99)
+decay = 0.95 * (torch.arange(steps + 1) / steps) ** 3
+for step in range(1, steps + 1):
+    loss = model(torch.randn(8, 4, device="cuda")).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    counts = torch.from_numpy(np.array([3, 1, 2]))
+    total = counts.sum().item()
+    rate = decay[step].item()
+    print(loss.item())
+""")
+
+
+def test_cpu_tensors_read_on_the_host_are_no_syncs():
+    lines = [
+        CPU_READS.splitlines()[f.span.start.line].strip() for f in findings(CPU_READS, "XLA401")
+    ]
+    assert lines == ["print(loss.item())"]
