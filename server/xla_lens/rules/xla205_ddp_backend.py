@@ -22,13 +22,14 @@ from collections.abc import Iterator
 
 from ..semantic.arguments import argparse_options, attribute_reads, literal_sources
 from ..semantic.device_intent import runs_on_cuda
-from ..semantic.model import ScriptModel, arg_or_keyword, const_str
+from ..semantic.model import ScriptModel, arg_or_keyword, const_str, keyword
 from .base import (
     AddImport,
     Category,
     EditOp,
     Finding,
     Fix,
+    RemoveKeyword,
     Replace,
     Rule,
     RuleContext,
@@ -49,7 +50,20 @@ DDP = {
 }
 XLA_BACKEND_IMPORT = "import torch_xla.distributed.xla_backend"
 BACKEND_MESSAGE = 'NCCL is CUDA-only: on XLA devices torch.distributed uses the "xla" backend'
-CUDA_BACKENDS = {"nccl", "cuda:nccl", "cpu:gloo,cuda:nccl"}
+
+
+class _CudaBackends:
+    """``text in CUDA_BACKENDS``: "nccl", or a per-device-type list with an NCCL part
+    (``"cuda:nccl,cpu:gloo"``)."""
+
+    def __contains__(self, text: object) -> bool:
+        if not isinstance(text, str):
+            return False
+        parts = [p.strip() for p in text.split(",")]
+        return any(p == "nccl" or p.endswith(":nccl") for p in parts)
+
+
+CUDA_BACKENDS = _CudaBackends()
 
 
 def _quoted(model: ScriptModel, node: ast.AST, text: str) -> str:
@@ -122,7 +136,11 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
     if value is not None:
         if value not in CUDA_BACKENDS:
             return None
-        ops = [Replace(model.span(backend), _quoted(model, backend, "xla"))]
+        ops: list[EditOp] = [Replace(model.span(backend), _quoted(model, backend, "xla"))]
+        if keyword(call, "device_id") is not None:
+            # Measured (torch 2.9, PJRT CPU): device_id=<the XLA device> raises ValueError
+            # ("does not match the current compilation's accelerator support: cuda").
+            ops.append(RemoveKeyword(model.span(call), "device_id"))
         return _finding(
             model,
             backend,
