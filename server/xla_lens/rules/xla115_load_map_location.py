@@ -20,6 +20,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.model import ScriptModel, arg_or_keyword, is_cuda_string, keyword, method_name
+from ..semantic.params import parameter_of
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .xla108_xm_save import is_checkpoint
 from .xla116_manual_seed import runs_on_cuda
@@ -34,6 +35,36 @@ REVIEW = (
 )
 
 
+def _is_int(node: ast.AST | None) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int)
+        and not isinstance(node.value, bool)
+    )
+
+
+def _int_index(model: ScriptModel, node: ast.AST) -> bool:
+    """An integer: ``torch.device(0)`` is accelerator (CUDA) index 0. A name counts when it
+    is bound only to integer literals, or is a parameter whose default is one."""
+    if _is_int(node):
+        return True
+    if not isinstance(node, ast.Name):
+        return False
+    param = parameter_of(model, node)
+    if param is not None:
+        fn = param[0]
+        args = fn.args  # type: ignore[attr-defined]
+        positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+        with_default = positional[len(positional) - len(args.defaults) :]
+        defaults = dict(zip(with_default, args.defaults, strict=True))
+        defaults.update(
+            {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d}
+        )
+        return _is_int(defaults.get(node.id))
+    values = model.assigned_from(node.id)
+    return bool(values) and all(_is_int(v) for v in values)
+
+
 def _cuda_device_text(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
     """``"cuda"``/``"cuda:0"``, ``f"cuda:{gpu}"``, ``"cuda:{}".format(gpu)``,
     ``torch.device("cuda", gpu)``, or a name bound only to those."""
@@ -46,8 +77,10 @@ def _cuda_device_text(model: ScriptModel, node: ast.AST | None, depth: int = 0) 
             base = node.func.value
             return isinstance(base, ast.Constant) and str(base.value).startswith("cuda")
         if model.call_name(node) == "torch.device" and node.args:
-            return _cuda_device_text(model, node.args[0], depth + 1) or (
-                isinstance(node.args[0], ast.Constant) and node.args[0].value == "cuda"
+            return (
+                _cuda_device_text(model, node.args[0], depth + 1)
+                or (isinstance(node.args[0], ast.Constant) and node.args[0].value == "cuda")
+                or (len(node.args) == 1 and not node.keywords and _int_index(model, node.args[0]))
             )
         return False
     if isinstance(node, ast.Name):
