@@ -44,6 +44,7 @@ from .parts.numpy_reads import (
     numpy_conversion,
     tensor_valued,
 )
+from .parts.periodic_blocks import periodic_block
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -234,33 +235,6 @@ CPU_SCRIPT = (
 )
 
 
-def _periodic(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast.If | None:
-    """The ``if step % log_every == 0:`` (a test with a ``%``, or a name bound to one) the
-    read sits under inside the loop: it runs every few steps, not every step."""
-    child = node
-    for a in model.ancestors(node):
-        if a is loop.node or isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
-            return None
-        if isinstance(a, ast.If) and child in a.body and _has_modulo(model, a.test):
-            return a
-        child = a
-    return None
-
-
-def _has_modulo(model: ScriptModel, test: ast.expr) -> bool:
-    for n in ast.walk(test):
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
-            return True
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-            values = model.assigned_from(n.id)
-            if values and all(
-                any(isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mod) for m in ast.walk(v))
-                for v in values
-            ):
-                return True
-    return False
-
-
 def _message(what: str, on_cpu: bool, periodic: ast.If | None = None) -> str:
     if periodic is not None:
         every = f"every step that runs the periodic block on line {periodic.lineno}"
@@ -307,7 +281,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             message, fix = crash
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
             continue
-        periodic = _periodic(model, loop, node)
+        periodic = periodic_block(model, loop, node)
         message = _message(what, on_cpu, periodic)
         if agnostic:
             # Lightning runs it on any device: a note, no torch_xla fix; a periodic read costs
@@ -324,7 +298,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
     if not on_cpu:
         yield from _evaluation_reads(model, values, closures)
-    every_step = lambda loop, node: _periodic(model, loop, node) is None  # noqa: E731
+    every_step = lambda loop, node: periodic_block(model, loop, node) is None  # noqa: E731
     for read in helper_reads(model, _helper_read, every_step, lambda fn: fn.name in closures):
         what = read.what
         if read.mixed and not what.startswith(MAYBE):
@@ -363,7 +337,7 @@ def _evaluation_reads(
                     continue
                 if what == CONVERSION or _bare_numpy_in(model, node) is not None:
                     continue  # a crash, not a sync: XLA401's numpy findings say so elsewhere
-                if _periodic(model, TrainingLoop(loop), node) is not None:
+                if periodic_block(model, TrainingLoop(loop), node) is not None:
                     continue  # ``if i % 100 == 0: print(loss)``: every 100 batches, not each
                 yield Finding(
                     CODE,

@@ -1,0 +1,61 @@
+"""XLA401: the block a host read sits in when it runs every few steps, not every step: under
+``if step % log_every == 0:`` (a ``%`` in the test, or a name bound to one) or under a clock
+(``if now - last_log > 60:``, a ``time.time()`` read in the test or a name bound to one:
+held-out 14, vicreg's once-a-minute log)."""
+
+from __future__ import annotations
+
+import ast
+
+from ...semantic.model import ScriptModel
+from ...semantic.training_loops import TrainingLoop
+
+
+def periodic_block(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast.If | None:
+    """The ``if step % log_every == 0:`` (a test with a ``%``, or a name bound to one) the
+    read sits under inside the loop: it runs every few steps, not every step."""
+    child = node
+    for a in model.ancestors(node):
+        if a is loop.node or isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        if (
+            isinstance(a, ast.If)
+            and child in a.body
+            and (_has_modulo(model, a.test) or _reads_clock(model, a.test))
+        ):
+            return a
+        child = a
+    return None
+
+
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic"})
+
+
+def _reads_clock(model: ScriptModel, test: ast.expr) -> bool:
+    """``if now - last_log > 60:`` (a clock read in the test, or a name bound to one): the
+    block runs every so many seconds, not every step."""
+    for n in ast.walk(test):
+        if isinstance(n, ast.Call) and model.call_name(n) in CLOCKS:
+            return True
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            values = model.assigned_from(n.id)
+            if values and all(
+                any(isinstance(m, ast.Call) and model.call_name(m) in CLOCKS for m in ast.walk(v))
+                for v in values
+            ):
+                return True
+    return False
+
+
+def _has_modulo(model: ScriptModel, test: ast.expr) -> bool:
+    for n in ast.walk(test):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+            return True
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            values = model.assigned_from(n.id)
+            if values and all(
+                any(isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mod) for m in ast.walk(v))
+                for v in values
+            ):
+                return True
+    return False

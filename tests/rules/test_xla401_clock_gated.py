@@ -1,0 +1,32 @@
+"""XLA401, held-out 14 (vicreg): a read under a wall-clock gate (``if now - last_log > 60:``)
+runs every so many seconds, not every step, and the message says so."""
+
+from tests.helpers import findings, src
+
+CLOCK = src("""
+import time
+import torch
+import torch.nn as nn
+
+model = nn.Linear(4, 1).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+last_log = time.time()
+for step in range(1000):
+    loss = model(torch.randn(8, 4, device="cuda")).pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    now = time.time()
+    if now - last_log > 60:
+        print({"step": step, "loss": loss.item()})
+        last_log = now
+""")
+
+
+def test_a_clock_gated_read_is_periodic():
+    (f,) = findings(CLOCK, "XLA401")
+    assert "every step that runs the periodic block on line 12" in f.message
+
+
+def test_an_ungated_read_is_every_step():
+    plain = CLOCK.replace("    if now - last_log > 60:\n", "    if True:\n")
+    (f,) = findings(plain, "XLA401")
+    assert "periodic block" not in f.message and "every step" in f.message
