@@ -11,6 +11,7 @@ from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
 from .parts.drained_loaders import drained_loaders
 from .parts.eval_loader_batches import eval_loader_findings
+from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
 
@@ -331,7 +332,11 @@ def _helper_op_findings(model: ScriptModel, done: set[int]) -> Iterator[Finding]
             where = f" in `{name}`, which the training step runs through `{entry}(...)`"
         for node in model.walk_scope(helper.fn):
             what = _dynamic_op(model, node)
-            if what is not None and id(node) not in done:
+            if (
+                what is not None
+                and id(node) not in done
+                and not on_host_here(model, helper.fn, node)
+            ):
                 done.add(id(node))
                 yield _op_finding(model, node, what, where)
 

@@ -1,0 +1,64 @@
+"""XLA402: a data-dependent op on data the function moves to the device only afterwards runs
+on the host (held-out 14, modded-nanogpt's batch generator: ``starts = torch.nonzero(inputs
+== BOS)`` on the CPU token buffer, then ``inputs.to("cuda")``): XLA never traces it.
+
+The op's operands are followed to the names they read in the same function; when one of
+them is moved with ``.to(...)`` / ``.cuda()`` by a later line of that function, it was on
+the host when the op ran.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...semantic.model import ScriptModel, method_name, receiver
+
+MOVES = frozenset({"to", "cuda"})
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def on_host_here(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
+    """Whether the operands of ``op`` (in ``fn``) are moved to a device later in ``fn``."""
+    if not isinstance(op, ast.Call | ast.Subscript):
+        return False
+    operands = _names(op) - {"torch"}
+    line = getattr(op, "lineno", 0)
+    # One step back through plain assignments: ``inputs = buf[:-1]`` moved later counts
+    # for ``buf`` too, and the other way round.
+    for node in model.walk_scope(fn):
+        if isinstance(node, ast.Assign) and node.lineno < line:
+            targets = {n for t in node.targets for n in _names(t)}
+            if targets & operands:
+                operands |= _names(node.value)
+    for node in model.walk_scope(fn):
+        if (
+            isinstance(node, ast.Call)
+            and method_name(node) in MOVES
+            and getattr(node, "lineno", 0) > line
+            and isinstance(receiver(node), ast.Name)
+            and receiver(node).id in operands  # type: ignore[union-attr]
+            and _moves_to_a_device(node)
+        ):
+            return True
+    return False
+
+
+def _moves_to_a_device(call: ast.Call) -> bool:
+    """``.cuda()``, ``.to("cuda")``, ``.to(device, non_blocking=True)``; not a dtype cast
+    (``.to(torch.float16)``, ``.to(dtype=...)``)."""
+    if method_name(call) == "cuda":
+        return True
+    if any(k.arg == "device" for k in call.keywords):
+        return True
+    first = call.args[0] if call.args else None
+    if first is None:
+        return False
+    is_dtype = (
+        isinstance(first, ast.Attribute)
+        and isinstance(first.value, ast.Name)
+        and first.value.id == "torch"
+    )
+    return not is_dtype

@@ -1,0 +1,43 @@
+"""XLA402, held-out 14 (modded-nanogpt): a data-dependent op in a batch generator, on the CPU
+buffer the generator moves to the device only afterwards, runs on the host: XLA never traces
+it. The same op on data already on the device is reported."""
+
+from tests.helpers import findings, src
+
+GENERATOR = src("""
+import torch
+import torch.nn as nn
+
+def batches(tokens, n):
+    pos = 0
+    while True:
+        buf = tokens[pos:pos + n + 1]
+        inputs, targets = buf[:-1], buf[1:]
+        starts = torch.nonzero(inputs == 0)[:, 0]
+        yield inputs.to("cuda", non_blocking=True), targets.to("cuda"), starts.to("cuda")
+        pos += n
+
+emb = nn.Embedding(50, 50).cuda()
+opt = torch.optim.SGD(emb.parameters(), lr=0.1)
+for step in range(20):
+    val = batches(tokens, 64)
+    x, y, _ = next(val)
+    loss = nn.functional.cross_entropy(emb(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+""")
+
+
+def test_an_op_on_data_moved_to_the_device_afterwards_runs_on_the_host():
+    assert findings(GENERATOR, "XLA402") == []
+
+
+def test_the_op_after_the_move_is_reported():
+    after = GENERATOR.replace(
+        "        starts = torch.nonzero(inputs == 0)[:, 0]\n"
+        '        yield inputs.to("cuda", non_blocking=True), targets.to("cuda"), starts.to("cuda")',
+        '        inputs = inputs.to("cuda")\n'
+        "        starts = torch.nonzero(inputs == 0)[:, 0]\n"
+        '        yield inputs, targets.to("cuda"), starts',
+    )
+    assert "inputs = inputs.to" in after
+    assert [f.code for f in findings(after, "XLA402")] == ["XLA402"]
