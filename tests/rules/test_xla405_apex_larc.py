@@ -27,3 +27,15 @@ def test_apex_amp_still_gets_the_replace_advice():
     (f,) = findings(both, "XLA405")
     assert "CUDA-only library" in f.message
     assert f.manual is not None and f.manual.startswith("Replace apex")
+
+
+def test_triton_is_a_cuda_only_library():
+    code = src("""
+    import torch
+    import triton
+    import triton.language as tl
+
+    x = torch.randn(4).cuda()
+    """)
+    (f,) = findings(code, "XLA405")
+    assert "Triton kernels" in f.message and f.manual is not None and "Pallas" in f.manual

@@ -22,6 +22,8 @@ LIBRARY_MANUAL = {
     "flash_attention on TPU) instead of flash-attn.",
     "pynvml": "Read device memory with xm.get_memory_info(device) instead of NVML.",
     "cupy": "Keep the data in torch tensors on the XLA device instead of CuPy arrays.",
+    "triton": "Replace each Triton kernel with the PyTorch ops it computes (XLA fuses them), or "
+    "with a Pallas kernel on TPU.",
 }
 LARC_MESSAGE = (
     "apex's LARC is plain PyTorch (it rescales each parameter's learning rate by its trust "
@@ -46,6 +48,8 @@ CUDA_LIBRARIES = {
     "torch.nn.functional.scaled_dot_product_attention, or torch_xla's flash_attention on TPU",
     "pynvml": "NVML queries NVIDIA GPUs only: use xm.get_memory_info(device) on XLA",
     "cupy": "CuPy arrays live on CUDA: keep the data in torch tensors on the XLA device",
+    "triton": "Triton kernels (@triton.jit) run on CUDA/ROCm tensors only and cannot take XLA "
+    "tensors: the first launch on an XLA tensor fails",
 }
 
 
