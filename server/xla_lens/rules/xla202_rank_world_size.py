@@ -32,6 +32,7 @@ from .parts.env_sentinel import (
     sentinel_test,
 )
 from .parts.foreign_launcher import XLA_LAUNCHERS, review_under_launcher
+from .parts.sentinel_paths import only_setup_path
 from .parts.spawn_launch import SPAWN_CALLS
 from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
 
@@ -98,6 +99,14 @@ def _sentinel_finding(model: ScriptModel, node: ast.AST, distributed: bool, targ
             "today; with the rewrite it runs on every replica: convert that placement first"
         )
         message = f"{message} (fix needs review: {reason})"
+        fix = replace(fix, safe=False, review_reason=reason)
+    single = only_setup_path(model, node) if distributed else None
+    if single is not None:
+        reason = single if not fix.review_reason else f"{fix.review_reason}; also {single}"
+        if fix.review_reason:
+            message = message.replace(fix.review_reason, reason)
+        else:
+            message = f"{message} (fix needs review: {reason})"
         fix = replace(fix, safe=False, review_reason=reason)
     return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
 
