@@ -43,5 +43,17 @@ def test_a_loop_over_data_still_binds_tensors():
     data = WARMUP.replace(
         "warm = sorted({0, 1} | {s + o for s in [5] for o in [-1, 0]})",
         "warm = sorted(batches)",
+    ).replace(
+        "for step in warm:\n",
+        "for step in warm:\n    if step.mean() > 0:\n        step = -step\n",
     )
-    assert "if last_step or step % 5 == 0:" in _lines(data, "XLA404")
+    assert _lines(data, "XLA404") == ["if step.mean() > 0:"]
+
+
+def test_a_range_loop_counter_is_an_int_whatever_an_earlier_loop_bound():
+    unknown = WARMUP.replace(
+        "warm = sorted({0, 1} | {s + o for s in [5] for o in [-1, 0]})",
+        "warm = schedule.transition_steps()",
+    )
+    assert _lines(unknown, "XLA404") == []
+    assert _lines(unknown, "XLA401") == ['print(f"step {step} val {val:.4f}")']

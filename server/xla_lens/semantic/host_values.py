@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
+from .loop_frames import counts
 from .model import ScriptModel, method_name, receiver
 from .node_helpers import dotted, is_group_setting, keyword
 from .params import parameter_of
@@ -82,7 +83,7 @@ class HostValues(HostCalls):
         if isinstance(expr, ast.Call) and self._is_host_call(expr, deeper):
             return False
         if isinstance(expr, ast.Name):
-            if self.enumerate_index(expr):
+            if self.enumerate_index(expr) or self.counter_at(expr):
                 return False
             return not self.host_at(expr, strict=_is_conventional(expr.id), depth=deeper)
         if isinstance(expr, ast.Attribute):
@@ -187,6 +188,25 @@ class HostValues(HostCalls):
             return False
         found = walk_back(self.model, expr, expr.id, self._is_sync)
         return found is not None and found[0] is not None and not found[1]
+
+    def counter_at(self, name: ast.Name) -> bool:
+        """``step`` read in the body of the ``for step in range(...)`` around it, which the
+        body never rebinds: a Python int, whatever else the name is bound to elsewhere in
+        its frame (modded-nanogpt's warmup loop over ``step`` before the main one)."""
+        child: ast.AST = name
+        for a in self.model.ancestors(name):
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+                return False
+            if isinstance(a, ast.For) and isinstance(a.target, ast.Name) and a.target.id == name.id:
+                if child not in a.body or not counts(self.model, a):
+                    return False
+                return not any(
+                    isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                    for stmt in a.body
+                    for n in ast.walk(stmt)
+                )
+            child = a
+        return False
 
     def enumerate_index(self, name: ast.Name) -> bool:
         """``i`` of ``for i, (x, y) in pbar:`` where every binding of ``pbar`` is an

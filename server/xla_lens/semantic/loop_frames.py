@@ -71,6 +71,17 @@ def _is_counter(model: ScriptModel, call: ast.Call) -> bool:
     return isinstance(call.func, ast.Name) and call.func.id in RANGE_FUNCTIONS
 
 
+def counts(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """``for step in range(n)`` (``tqdm(range(n))``, ``itertools.count()``): a plain-name
+    target that takes Python ints."""
+    return (
+        isinstance(loop.target, ast.Name)
+        and isinstance(loop.iter, ast.Call)
+        and _is_counter(model, loop.iter)
+        and not loop.iter.keywords
+    )
+
+
 def batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
     """Names the loop binds to data from a loader (not ``enumerate``'s index, not ``range``)."""
     it, target = loop.iter, loop.target
