@@ -14,6 +14,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ...semantic.calls import class_methods, classes
 from ...semantic.loop_frames import loop_nodes
 from ...semantic.model import ScriptModel
 
@@ -52,6 +53,12 @@ def loop_helpers(model: ScriptModel) -> list[Helper]:
             if id(fn) not in out and fn not in loop_step_functions(model):
                 out[id(fn)] = h = Helper(fn, call, feeds)
                 frontier.append(h)
+    for loop in model.training_loops:
+        if isinstance(loop.node, ast.For | ast.AsyncFor):
+            for call, fn in _iterated_classes(model, loop.node.iter):
+                if id(fn) not in out:
+                    out[id(fn)] = h = Helper(fn, call, True)
+                    frontier.append(h)
     for _ in range(HELPER_DEPTH - 1):
         found: list[Helper] = []
         for h in frontier:
@@ -66,3 +73,18 @@ def loop_helpers(model: ScriptModel) -> list[Helper]:
 def loop_step_functions(model: ScriptModel) -> list[ast.AST]:
     """Step functions whose nodes ``loop_nodes`` already yields."""
     return [fn for loop in model.training_loops for fn in loop.step_functions]
+
+
+def _iterated_classes(model: ScriptModel, it: ast.expr) -> list[tuple[ast.Call, ast.AST]]:
+    """``for x, y in loader:`` over an instance of a class of this script (``loader =
+    DeviceLoader(...)``): its ``__iter__`` runs as the loop draws batches (held-out 14,
+    airbench's loader that crops each epoch's data on the device)."""
+    values = model.assigned_from(it.id) if isinstance(it, ast.Name) else [it]
+    out = []
+    for value in values:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            cls = classes(model).get(value.func.id)
+            method = class_methods(cls).get("__iter__") if cls is not None else None
+            if method is not None:
+                out.append((value, method))
+    return out
