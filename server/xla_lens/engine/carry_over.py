@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from ..rules.base import Finding, Pos, Span
 from ..semantic.node_helpers import split_lines
 from .analysis import BOM, Analysis
-from .incremental import common_prefix, common_suffix
+from .incremental import common_prefix, common_suffix, line_breaks
 
 # Tokens the parser never sees: their text and lines are free to change.
 _IGNORED = {tokenize.COMMENT, tokenize.NL, tokenize.ENDMARKER}
@@ -107,16 +107,6 @@ def _token_lines(old: str, new: str) -> dict[int, int] | None:
     return forward
 
 
-def _breaks(text: str, start: int = 0, end: int | None = None) -> int:
-    """Line ends (\\r\\n, \\r, \\n) in ``text[start:end]``, counted in C."""
-    stop = len(text) if end is None else end
-    return (
-        text.count("\n", start, stop)
-        + text.count("\r", start, stop)
-        - text.count("\r\n", start, stop)
-    )
-
-
 def _line_start(text: str, offset: int) -> int:
     """Offset of the start of the line holding ``offset``."""
     return max(text.rfind("\n", 0, offset), text.rfind("\r", 0, offset)) + 1
@@ -176,11 +166,11 @@ def carry(previous: Carried, source: str) -> Carried | None:
     # before are the same, and those after are the same text ``delta`` lines further on.
     # Counted in C: only the edited lines are split.
     old_lines = previous.lines
-    edit_first = _breaks(old, 0, start)
+    edit_first = line_breaks(old, 0, start)
     if tail and _at_line_start(old, tail_at) and _at_line_start(source, new_tail_at):
-        edit_end, whole_tail = _breaks(old, 0, tail_at), tail
+        edit_end, whole_tail = line_breaks(old, 0, tail_at), tail
     elif tail:
-        edit_end = _breaks(old, 0, tail_at) + 1
+        edit_end = line_breaks(old, 0, tail_at) + 1
         whole_tail = len(old) - _next_line_start(old, tail_at)
     else:
         edit_end, whole_tail = len(old_lines), 0

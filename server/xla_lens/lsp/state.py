@@ -19,7 +19,7 @@ from lsprotocol import types
 from ..engine.analysis import BOM, Analysis
 from ..engine.carry_over import Carried, carried_from
 from ..engine.config import Settings
-from ..engine.incremental import common_prefix, common_suffix
+from ..engine.incremental import common_prefix, common_suffix, line_breaks
 from ..rules.base import Finding, Pos, Span, Target
 from .positions import UTF16, from_position, split_lines, to_range
 
@@ -275,19 +275,9 @@ def line_map(old_lines: list[str], new_lines: list[str]) -> LineMap:
     return LineMap(prefix, suffix, len(old_lines), len(new_lines))
 
 
-def _breaks(text: str, start: int = 0, end: int | None = None) -> int:
-    """Line ends (\\r\\n, \\r, \\n) in ``text[start:end]``, counted in C."""
-    stop = len(text) if end is None else end
-    return (
-        text.count("\n", start, stop)
-        + text.count("\r", start, stop)
-        - text.count("\r\n", start, stop)
-    )
-
-
 def _line_count(text: str) -> int:
     """``len(split_lines(text))`` without splitting."""
-    return _breaks(text) + (1 if text and text[-1] not in "\r\n" else 0)
+    return line_breaks(text) + (1 if text and text[-1] not in "\r\n" else 0)
 
 
 def text_line_map(old: str, old_count: int, new: str) -> LineMap:
@@ -299,7 +289,7 @@ def text_line_map(old: str, old_count: int, new: str) -> LineMap:
     tail = common_suffix(old, new, min(len(old), len(new)) - start)
     # Lines wholly before the first change; one less when the edit may turn the "\r"
     # ending the last of them into "\r\n".
-    prefix = _breaks(old, 0, start)
+    prefix = line_breaks(old, 0, start)
     if prefix and start and old[start - 1] == "\r":
         prefix -= 1
     # Lines wholly inside the common tail that start after a line end inside it.

@@ -32,7 +32,7 @@ from ..semantic.model import (
     method_name,
 )
 from ..semantic.params import argument_values, parameter_of
-from ..semantic.replica_paths import per_replica_path
+from ..semantic.replica_paths import names_matching, per_replica_path
 from .base import (
     Category,
     EditOp,
@@ -159,15 +159,7 @@ def _fix(model: ScriptModel, call: ast.Call) -> Fix | None:
 def _mentions_rank(model: ScriptModel, node: ast.AST | None) -> bool:
     if node is None:
         return False
-    if per_replica_path(model, node):
-        return True
-    for n in ast.walk(node):
-        ident = (
-            n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
-        )
-        if ident is not None and RANKISH.search(ident):
-            return True
-    return False
+    return per_replica_path(model, node) or names_matching(node, RANKISH)
 
 
 def _rank_guard(model: ScriptModel, call: ast.Call, depth: int = 0) -> ast.If | None:

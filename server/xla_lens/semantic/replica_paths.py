@@ -16,12 +16,13 @@ REPLICA_ID = re.compile(r"rank|ordinal|process_index", re.IGNORECASE)
 MAX_DEPTH = 3
 
 
-def _names_replica_id(node: ast.AST) -> bool:
+def names_matching(node: ast.AST, pattern: re.Pattern[str]) -> bool:
+    """Whether a name or attribute in ``node`` matches ``pattern``."""
     for n in ast.walk(node):
         ident = (
             n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
         )
-        if ident is not None and REPLICA_ID.search(ident):
+        if ident is not None and pattern.search(ident):
             return True
     return False
 
@@ -31,7 +32,7 @@ def per_replica_path(model: ScriptModel, node: ast.AST | None, depth: int = 0) -
     value assigned to it is (a parameter, with no assignment, does not)."""
     if node is None or depth > MAX_DEPTH:
         return False
-    if _names_replica_id(node):
+    if names_matching(node, REPLICA_ID):
         return True
     if isinstance(node, ast.Name):
         values = model.assigned_from(node.id)
