@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from xla_lens.engine import analyze
-from xla_lens.semantic import workspace, workspace_callers, workspace_calls
 
 from tests.helpers import src
 
@@ -72,12 +71,7 @@ if __name__ == "__main__":
 """
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    workspace_calls.clear_cache()
-    workspace.clear_cache()
-    workspace_callers.clear_cache()
-    yield
+pytestmark = pytest.mark.usefixtures("fresh_workspace_caches")
 
 
 def test_rank_queries_under_a_sibling_started_group_are_fine(tmp_path: Path):
