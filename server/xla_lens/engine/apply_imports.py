@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import libcst as cst
 
 from ..rules.base import AddImport
+
+TORCH_XLA_IMPORT = re.compile(r"(?m)^\s*(?:import|from)\s+torch_xla\b")
 
 
 def statements(code: str, config: cst.PartialParserConfig | None = None) -> list[cst.BaseStatement]:
@@ -35,6 +38,19 @@ def add_imports(
             existing.add(op.statement.strip())
     if not new:
         return body
+    guard = _torch_xla_guard(module, body)
+    if guard is not None:
+        # The script imports torch_xla only where it is usable (``if is_torch_xla_available():
+        # import torch_xla.core.xla_model as xm``): its torch_xla imports go there too, or
+        # the script's other mode would fail at import.
+        index, block = guard
+        xla = [s for s in new if _imports_torch_xla(module, s)]
+        new = [s for s in new if not _imports_torch_xla(module, s)]
+        inner = [*block.body.body, *xla]  # type: ignore[attr-defined]
+        body = [*body]
+        body[index] = block.with_changes(body=block.body.with_changes(body=inner))
+        if not new:
+            return body
     # After the last import of the leading import block (docstring and __future__
     # imports stay first); with no imports, after the docstring.
     insert_at = 0
@@ -48,6 +64,32 @@ def add_imports(
         else:
             break
     return [*body[:insert_at], *new, *body[insert_at:]]
+
+
+def _torch_xla_guard(
+    module: cst.Module, body: list[cst.BaseStatement]
+) -> tuple[int, cst.If] | None:
+    """The module-level ``if <test>:`` block of only imports, torch_xla's among them, when
+    the module imports torch_xla nowhere else at its top level."""
+    found = None
+    for i, stmt in enumerate(body):
+        if _is_import_line(stmt) and _imports_torch_xla(module, stmt):
+            return None  # imported unconditionally: new imports go beside it
+        if (
+            found is None
+            and isinstance(stmt, cst.If)
+            and stmt.orelse is None
+            and isinstance(stmt.body, cst.IndentedBlock)
+            and all(_is_import_line(s) for s in stmt.body.body)
+            and any(_imports_torch_xla(module, s) for s in stmt.body.body)
+        ):
+            found = (i, stmt)
+    return found
+
+
+def _imports_torch_xla(module: cst.Module, stmt: cst.BaseStatement) -> bool:
+    """``import torch_xla...`` / ``from torch_xla... import`` (not ``is_torch_xla_available``)."""
+    return TORCH_XLA_IMPORT.search(module.code_for_node(stmt)) is not None
 
 
 def _is_import_line(stmt: cst.BaseStatement) -> bool:

@@ -27,6 +27,7 @@ from ...semantic.span import Span
 from ...semantic.xla_branches import Regions, lines_off_xla, regions
 from ..base import Finding
 from ..xla403_cuda_only_call import COUNTS, SEEDS
+from .guarded_sync import guarded_sync, is_guarded_sync
 
 CONVERSION_PREFIXES = ("XLA1", "XLA2", "XLA3", "XLA403", "XLA405")
 # What never runs on XLA under a False guard and only matters there: CUDA-only calls, prints.
@@ -110,6 +111,10 @@ def _dead_on_xla(model: ScriptModel, found: Regions, f: Finding) -> bool:
 
 
 def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
+    # A script that imports torch_xla only where it is usable gets its sync the same way,
+    # which serves both of its modes.
+    findings = [guarded_sync(model, f) or f for f in findings]
+    both_modes = {id(f) for f in findings if is_guarded_sync(f)}
     found = regions(model)
     if not (found.not_xla or found.cuda_only or any(f.code == HELPER_CODE for f in findings)):
         return findings
@@ -127,8 +132,9 @@ def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Find
                     f"{touched.line}), which runs only when the script is not on XLA"
                 )
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
-            elif f.code == SHARED_AUTOCAST or (
-                f.code.startswith(CONVERSION_PREFIXES) and _writes_xla(f)
+            elif id(f) not in both_modes and (
+                f.code == SHARED_AUTOCAST
+                or (f.code.startswith(CONVERSION_PREFIXES) and _writes_xla(f))
             ):
                 reason = (
                     f"the script already switches between XLA and CUDA (line "
