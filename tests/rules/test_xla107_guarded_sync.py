@@ -50,3 +50,56 @@ def test_after_convert_the_gpu_mode_imports_no_torch_xla():
     last = loop.body[-1]
     assert isinstance(last, ast.If) and "is_torch_tpu_available()" in ast.unparse(last.test)
     assert fixed(out) == out  # idempotent
+
+
+TRY_IMPORT = src("""
+import torch
+
+try:
+    import torch_xla.core.xla_model as xm
+    HAS_XLA = True
+except ImportError:
+    HAS_XLA = False
+
+
+def train(model, loader, optimizer):
+    for batch in loader:
+        loss = model(batch).sum()
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if HAS_XLA:
+            xm.mark_step()
+    return xm.xla_device() if HAS_XLA else "cpu"
+""")
+
+
+def test_new_torch_xla_imports_join_a_try_import_block():
+    out = fixed(TRY_IMPORT)
+    tree = ast.parse(out)
+    assert not any(
+        isinstance(s, ast.Import | ast.ImportFrom) and "torch_xla" in ast.unparse(s)
+        for s in tree.body
+    ), out
+    block = next(s for s in tree.body if isinstance(s, ast.Try))
+    assert "import torch_xla\n" in ast.unparse(block) + "\n"
+    assert out.count("import torch_xla.core.xla_model as xm") == 1
+
+
+LOCAL_IMPORT = src("""
+import torch
+
+
+def pick_device(use_xla):
+    if use_xla:
+        import torch_xla.core.xla_model as xm
+        return xm.xla_device()
+    return torch.device("cpu")
+""")
+
+
+def test_a_module_import_where_the_script_imports_torch_xla_locally_waits_for_review():
+    (f,) = findings(LOCAL_IMPORT, "XLA501")
+    assert f.fix is not None and not f.fix.safe
+    assert "imports torch_xla only inside" in f.fix.review_reason
+    assert fixed(LOCAL_IMPORT) == LOCAL_IMPORT

@@ -31,6 +31,13 @@ def add_imports(
         if isinstance(s, cst.SimpleStatementLine)
         and all(isinstance(x, cst.Import | cst.ImportFrom) for x in s.body)
     }
+    guard = _torch_xla_guard(module, body)
+    if guard is not None:  # imports already in the guarded block count too
+        existing |= {
+            module.code_for_node(s).strip()
+            for s in guard[1].body.body  # type: ignore[attr-defined]
+            if _is_import_line(s)
+        }
     new = []
     for op in imports:
         if op.statement.strip() not in existing:
@@ -38,7 +45,6 @@ def add_imports(
             existing.add(op.statement.strip())
     if not new:
         return body
-    guard = _torch_xla_guard(module, body)
     if guard is not None:
         # The script imports torch_xla only where it is usable (``if is_torch_xla_available():
         # import torch_xla.core.xla_model as xm``): its torch_xla imports go there too, or
@@ -46,7 +52,9 @@ def add_imports(
         index, block = guard
         xla = [s for s in new if _imports_torch_xla(module, s)]
         new = [s for s in new if not _imports_torch_xla(module, s)]
-        inner = [*block.body.body, *xla]  # type: ignore[attr-defined]
+        inner = list(block.body.body)  # type: ignore[attr-defined]
+        last = max(i for i, st in enumerate(inner) if _imports_torch_xla(module, st))
+        inner[last + 1 : last + 1] = xla
         body = [*body]
         body[index] = block.with_changes(body=block.body.with_changes(body=inner))
         if not new:
@@ -75,15 +83,16 @@ def _torch_xla_guard(
     for i, stmt in enumerate(body):
         if _is_import_line(stmt) and _imports_torch_xla(module, stmt):
             return None  # imported unconditionally: new imports go beside it
+        guarded = (isinstance(stmt, cst.If) and stmt.orelse is None) or (
+            isinstance(stmt, cst.Try) and bool(stmt.handlers)  # ``except ImportError:``
+        )
         if (
             found is None
-            and isinstance(stmt, cst.If)
-            and stmt.orelse is None
-            and isinstance(stmt.body, cst.IndentedBlock)
-            and all(_is_import_line(s) for s in stmt.body.body)
-            and any(_imports_torch_xla(module, s) for s in stmt.body.body)
+            and guarded
+            and isinstance(stmt.body, cst.IndentedBlock)  # type: ignore[union-attr]
+            and any(_imports_torch_xla(module, s) for s in stmt.body.body)  # type: ignore[union-attr]
         ):
-            found = (i, stmt)
+            found = (i, stmt)  # type: ignore[assignment]
     return found
 
 

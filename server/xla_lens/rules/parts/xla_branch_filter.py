@@ -28,6 +28,7 @@ from ...semantic.xla_branches import Regions, lines_off_xla, regions
 from ..base import Finding
 from ..xla403_cuda_only_call import COUNTS, SEEDS
 from .guarded_sync import guarded_sync, is_guarded_sync
+from .nested_xla_imports import review_module_imports
 
 CONVERSION_PREFIXES = ("XLA1", "XLA2", "XLA3", "XLA403", "XLA405")
 # What never runs on XLA under a False guard and only matters there: CUDA-only calls, prints.
@@ -113,7 +114,7 @@ def _dead_on_xla(model: ScriptModel, found: Regions, f: Finding) -> bool:
 def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
     # A script that imports torch_xla only where it is usable gets its sync the same way,
     # which serves both of its modes.
-    findings = [guarded_sync(model, f) or f for f in findings]
+    findings = review_module_imports(model, [guarded_sync(model, f) or f for f in findings])
     both_modes = {id(f) for f in findings if is_guarded_sync(f)}
     found = regions(model)
     if not (found.not_xla or found.cuda_only or any(f.code == HELPER_CODE for f in findings)):
