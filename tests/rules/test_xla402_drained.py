@@ -79,3 +79,12 @@ def test_a_cycled_loader_advanced_in_the_loop_is_found():
     """)
     (f,) = findings(code, "XLA402")
     assert "next()" in f.message
+
+
+def test_a_loader_whose_sampler_sets_the_epoch_length_is_left_alone():
+    # minGPT: RandomSampler(replacement=True, num_samples=int(1e10)) never runs out.
+    code = PER_SOURCE.replace(
+        "DataLoader(s, batch_size=b, shuffle=True)",
+        "DataLoader(s, batch_size=b, sampler=RandomSampler(s, replacement=True, num_samples=int(1e10)))",
+    )
+    assert findings(code, "XLA402") == []

@@ -45,8 +45,16 @@ def _drained(model: ScriptModel) -> list[ast.Call]:
             and node.args
         ):
             for call in _loaders(model, node.args[0], 0, set()):
-                found.setdefault(id(call), call)
+                if not _counted_sampler(call):
+                    found.setdefault(id(call), call)
     return sorted(found.values(), key=lambda c: (c.lineno, c.col_offset))
+
+
+def _counted_sampler(call: ast.Call) -> bool:
+    """``sampler=RandomSampler(ds, replacement=True, num_samples=int(1e10))``: the script
+    chose the epoch's length (minGPT: never-ending), so its end is no step's concern."""
+    sampler = next((k.value for k in call.keywords if k.arg == "sampler"), None)
+    return isinstance(sampler, ast.Call) and any(k.arg == "num_samples" for k in sampler.keywords)
 
 
 def _loop_iterables(model: ScriptModel) -> dict[str, list[ast.expr]]:
