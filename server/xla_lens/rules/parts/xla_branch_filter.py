@@ -31,6 +31,9 @@ from .guarded_sync import guarded_sync, is_guarded_sync
 from .nested_xla_imports import review_module_imports
 
 CONVERSION_PREFIXES = ("XLA1", "XLA2", "XLA3", "XLA403", "XLA405")
+# Fixes that write XLA code into code both modes run: the conversion rules', and XLA401's step
+# closure (``xm.add_step_closure`` around a read the CUDA mode also makes).
+SHARED_CODE_PREFIXES = (*CONVERSION_PREFIXES, "XLA401")
 # What never runs on XLA under a False guard and only matters there: CUDA-only calls, prints.
 CUDA_ONLY_CODES = frozenset({"XLA403", "XLA405", "XLA113"})
 LAUNCHER = "XLA204"
@@ -135,7 +138,7 @@ def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Find
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
             elif id(f) not in both_modes and (
                 f.code == SHARED_AUTOCAST
-                or (f.code.startswith(CONVERSION_PREFIXES) and _writes_xla(f))
+                or (f.code.startswith(SHARED_CODE_PREFIXES) and _writes_xla(f))
             ):
                 reason = (
                     f"the script already switches between XLA and CUDA (line "
