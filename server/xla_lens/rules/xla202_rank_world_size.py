@@ -26,13 +26,12 @@ from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, 
 from .parts.env_sentinel import (
     ENV_GETTERS,
     SENTINELS,
-    device_setup_in_branch,
     env_default,
     env_key,
     sentinel_test,
 )
 from .parts.foreign_launcher import XLA_LAUNCHERS, review_under_launcher
-from .parts.sentinel_paths import only_setup_path
+from .parts.sentinel_paths import sentinel_finding
 from .parts.spawn_launch import SPAWN_CALLS
 from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
 
@@ -79,36 +78,6 @@ def _finding(
         Severity.WARNING,
         fix=Fix(f"Replace with {code}", (Replace(model.span(node), code), *e.imports)),
     )
-
-
-def _sentinel_finding(model: ScriptModel, node: ast.AST, distributed: bool, target) -> Finding:
-    e = Emitter(model)
-    code = f"{xla_api.world_size(e, target)} {'>' if distributed else '=='} 1"
-    message = (
-        f"`{model.segment(node)}` asks whether torchrun launched several processes: the XLA "
-        "launcher sets no such env var; the question is whether the world size is above 1"
-    )
-    fix = Fix(f"Replace with {code}", (Replace(model.span(node), code), *e.imports))
-    setup = device_setup_in_branch(model, node, distributed)
-    if setup is not None:
-        # Under the XLA launcher the env var is unset, so this branch was skipped; the rewrite
-        # runs it, and what it sets up is per-rank CUDA placement.
-        reason = (
-            f"the branch it guards places devices by rank (line {setup.lineno}: "
-            f"{model.line_text(setup.lineno - 1).strip()[:50]}), which the XLA launcher skips "
-            "today; with the rewrite it runs on every replica: convert that placement first"
-        )
-        message = f"{message} (fix needs review: {reason})"
-        fix = replace(fix, safe=False, review_reason=reason)
-    single = only_setup_path(model, node) if distributed else None
-    if single is not None:
-        reason = single if not fix.review_reason else f"{fix.review_reason}; also {single}"
-        if fix.review_reason:
-            message = message.replace(fix.review_reason, reason)
-        else:
-            message = f"{message} (fix needs review: {reason})"
-        fix = replace(fix, safe=False, review_reason=reason)
-    return Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
 
 
 def _truth_tested(model: ScriptModel, node: ast.AST) -> bool:
@@ -267,7 +236,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         handled.update(id(n) for n in ast.walk(node))
         if not any(_torchrun_mode(model, v) for v in node.values):
-            finding = _sentinel_finding(model, node, asks.pop() is True, ctx.target)
+            finding = sentinel_finding(model, node, asks.pop() is True, ctx.target, CODE)
             yield _review_env_read(model, finding, node, ctx.target)
     for node in model.nodes_of(ast.Compare):
         if id(node) in handled:
@@ -277,7 +246,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             handled.update(id(n) for n in ast.walk(node))
         elif found is not None:
             handled.update(id(n) for n in ast.walk(node))
-            finding = _sentinel_finding(model, node, found[1], ctx.target)
+            finding = sentinel_finding(model, node, found[1], ctx.target, CODE)
             yield _review_env_read(model, finding, node, ctx.target)
     for node in model.nodes_of(ast.Subscript, ast.Call):
         if id(node) in handled:
@@ -292,7 +261,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         if env_default(model, node) in FALSY_DEFAULTS and _truth_tested(model, node):
             # ``if os.environ.get("WORLD_SIZE"):`` asks "launched by torchrun?" like a sentinel.
-            finding = _sentinel_finding(model, node, True, ctx.target)
+            finding = sentinel_finding(model, node, True, ctx.target, CODE)
             yield _review_env_read(model, finding, node, ctx.target)
             continue
         wrapper = _int_wrapper(model, node)
