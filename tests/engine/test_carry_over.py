@@ -49,8 +49,12 @@ NON_ASCII = (
 
 
 def _facts(f: Finding) -> tuple:
-    fix = (f.fix.title, f.fix.safe, f.fix.review_reason) if f.fix is not None else None
-    return (f.code, f.message, f.span, f.severity, f.manual, f.deprecated, f.related, fix)
+    # ``marked`` too: a carried result is carried again, so its marked line references (what
+    # the next carry renumbers) must be the full analysis's as well.
+    fix = (
+        (f.fix.title, f.fix.safe, f.fix.review_reason, f.fix.marked) if f.fix is not None else None
+    )
+    return (f.code, f.message, f.span, f.severity, f.manual, f.deprecated, f.related, fix, f.marked)
 
 
 def _edit(rng: random.Random, text: str) -> str:
@@ -135,6 +139,53 @@ def test_a_new_comment_line_moves_the_later_findings() -> None:
         f.span.start.line + 1 for f in state.findings
     ]
     assert result.findings
+
+
+# XLA107 names the line its sync goes before; XLA203 the process group's line.
+NAMES_LINES = """import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+dist.init_process_group("nccl")
+model = torch.nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randn(16, 2))
+sampler = DistributedSampler(data)
+for x, y in DataLoader(data, sampler=sampler):
+    loss = ((model(x.cuda()) - y.cuda()) ** 2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+    if loss.item() < 0.01:
+        break
+"""
+
+
+def test_a_new_comment_line_renumbers_the_lines_messages_name() -> None:
+    state = _base(NAMES_LINES)
+    named = [f for f in state.findings if f.marked is not None]
+    assert any("line 5" in f.message for f in named), [f.message for f in state.findings]
+    new = NAMES_LINES.replace("import torch\n", "import torch\n# the model\n", 1)
+    result = carry(state, new)
+    assert result is not None
+    assert [_facts(f) for f in result.findings] == [_facts(f) for f in analyze(new).findings]
+    moved = [f for f in result.findings if f.marked is not None]
+    assert any("line 6" in f.message for f in moved)
+    assert not any("line 5" in f.message for f in moved)
+
+
+def test_a_plain_number_that_may_name_a_moved_line_stops_the_carry() -> None:
+    # A number written without line_ref (another file's line, a count) is not renumbered:
+    # below it the carry cannot tell, so the rules run.
+    from dataclasses import replace
+
+    state = _base(NAMES_LINES)
+    f = state.findings[0]
+    odd = replace(state, findings=(replace(f, message=f"{f.message} (see line 9)"),))
+    new = NAMES_LINES.replace("import torch\n", "import torch\n# the model\n", 1)
+    assert carry(odd, new) is None
+    below = NAMES_LINES + "# the end\n"
+    assert carry(odd, below) is not None
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,16 @@ import traceback
 import warnings
 from dataclasses import dataclass, field, replace
 
-from ..rules.base import Finding, Pos, RuleContext, Severity, Span, Target
+from ..rules.base import (
+    Finding,
+    Pos,
+    RuleContext,
+    Severity,
+    Span,
+    Target,
+    message_as_written,
+    review_reason_as_written,
+)
 from ..rules.parts.framework_device import leave_framework_device
 from ..rules.parts.launch_safety import review_parent_runtime_fixes
 from ..rules.parts.xla_branch_filter import leave_non_xla_code
@@ -184,7 +193,8 @@ def with_review_note(f: Finding) -> Finding:
     once, whichever rule or check made the fix review-only."""
     if f.fix is None or f.fix.safe or not f.fix.review_reason or "needs review" in f.message:
         return f
-    return replace(f, message=f"{f.message} (the fix needs review: {f.fix.review_reason})")
+    reason = review_reason_as_written(f.fix)
+    return replace(f, message=f"{message_as_written(f)} (the fix needs review: {reason})")
 
 
 __all__ = ["Analysis", "Severity", "SyntaxProblem", "analyze", "parse"]

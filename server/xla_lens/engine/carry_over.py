@@ -24,11 +24,12 @@ can be carried from it in turn.
 from __future__ import annotations
 
 import io
-import re
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..rules.base import Finding, Pos, Span
+from ..semantic.line_refs import plain_numbers, renumbered
 from ..semantic.node_helpers import split_lines
 from .analysis import BOM, Analysis
 from .incremental import common_prefix, common_suffix, line_breaks
@@ -38,7 +39,6 @@ _IGNORED = {tokenize.COMMENT, tokenize.NL, tokenize.ENDMARKER}
 # Tokens whose position follows from their neighbours' (a trailing comment moves where
 # NEWLINE starts); their kind and text still count.
 _UNPLACED = {tokenize.NEWLINE, tokenize.DEDENT}
-_NUMBER = re.compile(r"\d+")
 SUPPRESSION_MARK = "xla-lens"
 
 
@@ -137,11 +137,46 @@ def _touches(first: int, last: int, edit_first: int, edit_end: int) -> bool:
     return first < edit_first <= last
 
 
-def _texts(f: Finding) -> list[str]:
-    texts = [f.message, f.manual or "", *(text for _, text in f.related)]
-    if f.fix is not None:
-        texts += [f.fix.title, f.fix.review_reason]
-    return texts
+def _written(f: Finding) -> tuple[tuple[str | None, ...], tuple[str | None, ...]]:
+    """The finding's texts and its fix's, as the rule wrote them (line references marked)."""
+    texts = f.marked or (f.message, f.manual, *(text for _, text in f.related))
+    fix = f.fix
+    fix_texts = () if fix is None else fix.marked or (fix.title, fix.review_reason)
+    return texts, fix_texts
+
+
+def _renumbered(
+    texts: tuple[str | None, ...], named_line: Callable[[int], int | None]
+) -> tuple[str | None, ...] | None:
+    out = []
+    for text in texts:
+        moved = None if text is None else renumbered(text, named_line)
+        if text is not None and moved is None:
+            return None
+        out.append(moved)
+    return tuple(out)
+
+
+def _moved(
+    f: Finding,
+    span: Callable[[Span], Span],
+    texts: tuple[str | None, ...],
+    fix_texts: tuple[str | None, ...],
+) -> Finding:
+    """``f`` at its new spans with its texts (line references marked) as given."""
+    related = tuple((span(s), t) for (s, _), t in zip(f.related, texts[2:], strict=True))
+    fix = f.fix
+    if fix is not None:
+        fix = replace(fix, title=fix_texts[0], review_reason=fix_texts[1], marked=None)
+    return replace(
+        f,
+        span=span(f.span),
+        message=texts[0],
+        manual=texts[1],
+        related=related,
+        fix=fix,
+        marked=None,
+    )
 
 
 def carry(previous: Carried, source: str) -> Carried | None:
@@ -217,16 +252,30 @@ def carry(previous: Carried, source: str) -> Carried | None:
         if _touches(first, last, edit_first, edit_end):
             return None  # a rule read the text of an edited line
         reads.append((line(first), line(last)))
+
+    def named_line(old_line: int) -> int | None:
+        """The new number of 1-based old line ``old_line`` that a message names."""
+        at = old_line - 1
+        if edit_first <= at < edit_end:
+            return None if at not in inside else inside[at] + 1
+        return line(at) + 1
+
     findings: list[Finding] = []
     for f in previous.findings:
         spans = [f.span, *(s for s, _ in f.related)]
         if any(_touches(s.start.line, s.end.line, edit_first, edit_end) for s in spans):
             return None
-        if moved and any(int(n) > edit_first for text in _texts(f) for n in _NUMBER.findall(text)):
-            return None  # the message may name a line that moved
-        findings.append(
-            replace(f, span=span(f.span), related=tuple((span(s), t) for s, t in f.related))
-        )
+        texts, fix_texts = _written(f)
+        if moved:
+            every = [t for t in (*texts, *fix_texts) if t is not None]
+            if any(n > edit_first for t in every for n in plain_numbers(t)):
+                return None  # a plain number may name a line that moved
+            moved_texts = _renumbered(texts, named_line)
+            moved_fix_texts = _renumbered(fix_texts, named_line)
+            if moved_texts is None or moved_fix_texts is None:
+                return None  # a named line was edited
+            texts, fix_texts = moved_texts, moved_fix_texts
+        findings.append(_moved(f, span, texts, fix_texts))
     statements = []
     for first, last in previous.statements:
         if _touches(first, last, edit_first, edit_end):

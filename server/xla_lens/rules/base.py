@@ -26,6 +26,7 @@ from ..semantic.edits import (  # noqa: F401  (re-exported: the vocabulary rules
     SetArgs,
     SetKeyword,
 )
+from ..semantic.line_refs import has_refs, rendered
 from ..semantic.span import Pos, Span  # noqa: F401
 from ..semantic.xla_api import Target  # noqa: F401
 
@@ -115,6 +116,16 @@ class Fix:
     safe: bool = True
     # Why the fix needs review (shown with the finding): required when ``safe`` is False.
     review_reason: str = ""
+    # (title, review_reason) as written, with their line references marked; None when they
+    # have none (see ``semantic.line_refs``).
+    marked: tuple[str | None, ...] | None = field(default=None, repr=False)
+
+    _TEXTS = ("title", "review_reason")
+
+    def __post_init__(self) -> None:
+        _settle_marks(
+            self, _texts_of(self, self._TEXTS), lambda texts: _set(self, self._TEXTS, texts)
+        )
 
 
 @dataclass(frozen=True)
@@ -128,6 +139,66 @@ class Finding:
     manual: str | None = None
     deprecated: bool = False
     related: tuple[tuple[Span, str], ...] = ()
+    # (message, manual, each related text) as written, with their line references marked;
+    # None when they have none (see ``semantic.line_refs``).
+    marked: tuple[str | None, ...] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        texts = (self.message, self.manual, *(text for _, text in self.related))
+
+        def store(plain: tuple[str | None, ...]) -> None:
+            object.__setattr__(self, "message", plain[0])
+            object.__setattr__(self, "manual", plain[1])
+            related = tuple((s, t) for (s, _), t in zip(self.related, plain[2:], strict=True))
+            object.__setattr__(self, "related", related)
+
+        _settle_marks(self, texts, store)
+
+
+def _texts_of(obj: object, names: tuple[str, ...]) -> tuple[str | None, ...]:
+    return tuple(getattr(obj, name) for name in names)
+
+
+def _set(obj: object, names: tuple[str, ...], texts: tuple[str | None, ...]) -> None:
+    for name, text in zip(names, texts, strict=True):
+        object.__setattr__(obj, name, text)
+
+
+def _settle_marks(
+    obj: Fix | Finding,
+    texts: tuple[str | None, ...],
+    store: Callable[[tuple[str | None, ...]], None],
+) -> None:
+    """Texts written with marked line references are stored rendered, their marked form in
+    ``marked``. A ``marked`` passed in (by ``dataclasses.replace``) still gives the marked
+    form of each text it renders to; a text changed since is taken as given."""
+    prior = obj.marked if obj.marked is not None and len(obj.marked) == len(texts) else None
+    written = tuple(
+        prior[i] if prior is not None and not has_refs(t) and _plain(prior[i]) == t else t
+        for i, t in enumerate(texts)
+    )
+    if any(has_refs(t) for t in written):
+        store(tuple(_plain(t) for t in written))
+        object.__setattr__(obj, "marked", written)
+    else:
+        object.__setattr__(obj, "marked", None)
+
+
+def _plain(text: str | None) -> str | None:
+    return None if text is None else rendered(text)
+
+
+def message_as_written(f: Finding) -> str:
+    """The finding's message with its line references still marked (to build on it)."""
+    return f.marked[0] or f.message if f.marked is not None else f.message
+
+
+def manual_as_written(f: Finding) -> str | None:
+    return f.marked[1] if f.marked is not None else f.manual
+
+
+def review_reason_as_written(fix: Fix) -> str:
+    return fix.marked[1] or fix.review_reason if fix.marked is not None else fix.review_reason
 
 
 @dataclass(frozen=True)

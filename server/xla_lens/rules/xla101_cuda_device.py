@@ -23,6 +23,7 @@ from ..semantic import device_sites as sites
 from ..semantic import dict_devices, if_pickers, pickers, xla_api
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
+from ..semantic.line_refs import line_ref
 from ..semantic.model import (
     Emitter,
     ScriptModel,
@@ -330,7 +331,7 @@ def _in_step(choices: list[Advice], moves: list[Advice]) -> list[Advice]:
         return placements
     line = waiting.span.start.line + 1
     reason = (
-        f"the device choice at line {line} waits for review; applied without it, this moves "
+        f"the device choice at line {line_ref(line)} waits for review; applied without it, this moves "
         "to the XLA device while what that line places stays on the CPU (tensors on two "
         "devices). Take both together"
     )

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import replace
 
+from ..semantic.line_refs import line_refs
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
 from ..semantic.precision import ACCELERATORS, device_strings
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
@@ -240,7 +241,7 @@ def _module_imports(model: ScriptModel) -> Iterator[Finding]:
             parts = []
             for name, lines in sorted(uses.items(), key=lambda u: min(u[1])):
                 kind, rule = _USE_KINDS.get(name, (f"torch.cuda.amp.{name}", None))
-                at = ", ".join(map(str, sorted(set(lines))))
+                at = line_refs(sorted(set(lines)))
                 parts.append(f"{kind} (line {at}{f', {rule}' if rule else ''})")
             described = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
             yield Finding(

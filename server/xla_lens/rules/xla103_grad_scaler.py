@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import replace
 
+from ..semantic.line_refs import line_ref
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
 from ..semantic.precision import float16_uses
 from .base import (
@@ -191,7 +192,7 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
         if blocker is None and fp16:
             node, why = fp16[0]
             reason = (
-                f"line {node.lineno}: {why}; without loss scaling float16 gradients can "  # type: ignore[attr-defined]
+                f"line {line_ref(node.lineno)}: {why}; without loss scaling float16 gradients can "  # type: ignore[attr-defined]
                 "underflow, and torch.cuda.amp.GradScaler switches itself off without CUDA"
             )
             fix = _xla_scaler_fix(model, call)
@@ -206,7 +207,7 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
         caller = device_from_caller(model, "modern") if kept is not None else None
         if kept is not None:
             reason = caller or (
-                f"the CUDA autocast at line {kept} stays (XLA102's change there is not applied "
+                f"the CUDA autocast at line {line_ref(kept)} stays (XLA102's change there is not applied "
                 "automatically): on CUDA its float16 gradients need the scaler"
             )
             fix = Fix(
@@ -220,7 +221,7 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
             return Fix("Remove the GradScaler: bf16 needs no loss scaling", tuple(ops)), None
         why = (
             f"`{bound[0]}` is used beyond scale/step/update/unscale_ "
-            f"(line {blocker.lineno}: `{model.line_text(blocker.lineno - 1).strip()}`)"
+            f"(line {line_ref(blocker.lineno)}: `{model.line_text(blocker.lineno - 1).strip()}`)"
         )
     manual = (
         f"Removing the scaler is not automatic here: {why}. With bf16 autocast remove it by "

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from ..semantic import xla_api
 from ..semantic.device_intent import finished_on_xla
 from ..semantic.frameworks import ownership
+from ..semantic.line_refs import line_ref
 from ..semantic.loaders import Source, creates_xla_loader, loop_source, passed_in_loader
 from ..semantic.loop_syncs import loop_syncs, sub_step_loop, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
@@ -120,8 +121,8 @@ def _training_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding
         )
         if point.exit is not None and point.before is not None and not point.why_not:
             title = (
-                f"Add {code} before line {point.before.lineno}, which every iteration reaches "
-                f"(line {point.exit.lineno} may end the iteration)"
+                f"Add {code} before line {line_ref(point.before.lineno)}, which every iteration reaches "
+                f"(line {line_ref(point.exit.lineno)} may end the iteration)"
             )
         else:
             title = f"Add {code} at the end of the loop body" + (

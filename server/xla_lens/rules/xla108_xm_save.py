@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 
 from ..semantic.calls import classes
+from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import (
     SCOPE_TYPES,
     Emitter,
@@ -187,7 +188,7 @@ def _review(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> str:
         if guard is not None:
             return (
                 f"torch_xla 1.x's xm.save waits for every replica at a rendezvous, but this "
-                f"save runs only under the rank check on line {guard.lineno}: the other "
+                f"save runs only under the rank check on line {line_ref(guard.lineno)}: the other "
                 "replicas never arrive and the run hangs; call xm.save on every replica "
                 "instead (it writes on the master only)"
             )
@@ -241,13 +242,13 @@ def _data_finding(model: ScriptModel, call: ast.Call, moved: ast.AST) -> Finding
     then torch.load gives xla:0, xm.save then torch.load gives cpu), so the code that loads
     the file changes too, which a swap of the save cannot do."""
     loads = [c.lineno for c in model.calls_to("torch.load")]
-    where = f" (line {', '.join(map(str, loads))})" if loads else ""
+    where = f" (line {line_refs(loads)})" if loads else ""
     own_file = per_replica_path(model, arg_or_keyword(call, 1, "f"))
     # One file per replica: xm.save's default writes on the master only.
     save = "xm.save(data, path, master_only=False)" if own_file else "xm.save(data, path)"
     return Finding(
         CODE,
-        f"torch.save of tensors on the device (moved at line {moved.lineno}, "  # type: ignore[attr-defined]
+        f"torch.save of tensors on the device (moved at line {line_ref(moved.lineno)}, "  # type: ignore[attr-defined]
         f"`{model.segment(moved)[:60]}`): after conversion they are XLA tensors, which "
         "torch.save pickles as XLA tensors (the file loads only where torch_xla is "
         "installed); xm.save moves them to the CPU first and writes on the master ordinal "

@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.accelerate_prepare import is_prepare_move, stale_optimizers
+from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import ScriptModel, dotted
 from ..semantic.optimizer_events import Event
 from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
@@ -93,7 +94,7 @@ def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None,
     title = f"Move the model to the device first: `{model.segment(move.stmt)}` before the optimizer"
     touching = [s for s in between if _touches(s, move.path)]
     if touching:
-        lines = ", ".join(str(s.lineno) for s in touching)
+        lines = line_refs(s.lineno for s in touching)
         reason = f"line {lines} uses `{move.path}` between the optimizer and the move"
         return Fix(title, ops, safe=False, review_reason=reason), reason
     if is_prepare_move(move):
@@ -110,7 +111,7 @@ def _where(model: ScriptModel, event: Event) -> str:
     text = text.replace("( ", "(").replace(" )", ")").replace(", )", ")")
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"`{text}` (line {event.node.lineno})"  # type: ignore[attr-defined]
+    return f"`{text}` (line {line_ref(event.node.lineno)})"  # type: ignore[attr-defined]
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.line_refs import line_ref
 from ..semantic.model import ScriptModel, arg_or_keyword, is_cuda_string, keyword, method_name
 from ..semantic.params import parameter_of
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
@@ -134,10 +135,10 @@ def _other_use(model: ScriptModel, call: ast.Call) -> str | None:
                 continue
             if isinstance(parent.ctx, ast.Load) and isinstance(model.parent(parent), ast.Compare):
                 continue  # `if "optimizer" in ckpt` style tests never touch tensors
-            return f"`{model.segment(parent)}` on line {node.lineno}"
+            return f"`{model.segment(parent)}` on line {line_ref(node.lineno)}"
         if isinstance(parent, ast.Compare):
             continue
-        return f"`{name}` on line {node.lineno}"
+        return f"`{name}` on line {line_ref(node.lineno)}"
     return None
 
 

@@ -31,6 +31,7 @@ from ..semantic.launch import (
     replica_functions,
     runs_in_parent,
 )
+from ..semantic.line_refs import line_ref
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword
 from ..semantic.node_helpers import is_main_guard
 from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity
@@ -150,7 +151,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 manual=f"Call {code} right after this seed.",
             )
             continue
-        reason = PARENT_REVIEW.format(line=call.lineno) if in_parent else ""
+        reason = PARENT_REVIEW.format(line=line_ref(call.lineno)) if in_parent else ""
         yield Finding(
             CODE,
             message,

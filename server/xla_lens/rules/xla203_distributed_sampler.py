@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..semantic import xla_api
 from ..semantic.device_intent import being_converted
+from ..semantic.line_refs import line_ref
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, keyword
 from ..semantic.torchrun_env import runs_under_torchrun_on_xla
 from ..semantic.xla_process_group import makes_xla_group, xla_group_exists_before
@@ -114,7 +115,7 @@ def _message_and_review(model: ScriptModel, missing: list[str]) -> tuple[str, st
         return message, ""
     call, size = group
     message = (
-        f"{lacks}: it takes them from the process group (line {call.lineno}), which runs on the "
+        f"{lacks}: it takes them from the process group (line {line_ref(call.lineno)}), which runs on the "
         '"xla" backend after conversion; pass the XLA world size and ordinal so each replica '
         "reads its own shard as the XLA runtime numbers them"
     )
@@ -124,13 +125,13 @@ def _message_and_review(model: ScriptModel, missing: list[str]) -> tuple[str, st
     # instead, and code that pairs the sampler with the script's value relies on both agreeing.
     moved = (
         f"num_replicas then comes from the XLA runtime, not from the process group's "
-        f"world_size={model.segment(size)} (line {call.lineno})"
+        f"world_size={model.segment(size)} (line {line_ref(call.lineno)})"
     )
     product = _sampler_length_times_world_size(model)
     if product is None:
         return f"{message}; {moved}", ""
     reason = (
-        f"{moved}, and line {product.lineno} computes {model.segment(product)[:60]}: that "
+        f"{moved}, and line {line_ref(product.lineno)} computes {model.segment(product)[:60]}: that "
         f"holds only if {model.segment(size)} equals the XLA world size"
     )
     return message, reason
@@ -178,9 +179,9 @@ def _xla_script_message(
     if xla_group_exists_before(model, call, launched):
         if not launched:
             return None  # another launcher (torch.multiprocessing.spawn): the usual message
-        return THREADED_REPLICAS.format(lacks=lacks, line=init.lineno), ""
+        return THREADED_REPLICAS.format(lacks=lacks, line=line_ref(init.lineno)), ""
     message = (
-        f"{lacks}: it asks torch.distributed, whose xla process group (line {init.lineno}) "
+        f"{lacks}: it asks torch.distributed, whose xla process group (line {line_ref(init.lineno)}) "
         'is not built yet where this sampler is ("Default process group has not been '
         'initialized"); pass the XLA world size and ordinal'
     )

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from ..semantic import xla_api
 from ..semantic.device_intent import being_converted
 from ..semantic.launch import guard_runs_training_itself, has_own_launcher, training_entry_call
+from ..semantic.line_refs import line_ref
 from ..semantic.model import Emitter, ScriptModel
 from ..semantic.node_helpers import main_guard
 from .base import (
@@ -111,16 +112,16 @@ def _process_setup(model: ScriptModel, guard: ast.If, call: ast.Call) -> list[as
 
 def _setup_reason(model: ScriptModel, setup: list[ast.AST], entry: str) -> str:
     lines = sorted({_line(n) for n in setup})
-    shown = "; ".join(f"line {ln}: {model.line_text(ln - 1).strip()[:50]}" for ln in lines[:3]) + (
-        "; ..." if len(lines) > 3 else ""
-    )
+    shown = "; ".join(
+        f"line {line_ref(ln)}: {model.line_text(ln - 1).strip()[:50]}" for ln in lines[:3]
+    ) + ("; ..." if len(lines) > 3 else "")
     seeds = [
         n
         for n in setup
         if isinstance(n, ast.Call) and "seed" in (model.call_name(n) or "").rpartition(".")[2]
     ]
     unseeded = (
-        f" (the seed at line {_line(seeds[0])} would seed only the launching process: the "
+        f" (the seed at line {line_ref(_line(seeds[0]))} would seed only the launching process: the "
         "replicas would start unseeded)"
         if seeds
         else ""

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from ..semantic.arguments import argparse_options, attribute_reads, literal_sources
 from ..semantic.device_intent import runs_on_cuda
+from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import ScriptModel, arg_or_keyword, const_str, keyword
 from .base import (
     AddImport,
@@ -232,11 +233,11 @@ def _source_findings(model: ScriptModel, call: ast.Call) -> Iterator[Finding]:
         if const_str(literal) in CUDA_BACKENDS:
             yield Finding(
                 CODE,
-                f'"nccl" here becomes the process-group backend at line {call.lineno} '
+                f'"nccl" here becomes the process-group backend at line {line_ref(call.lineno)} '
                 f'(`{model.segment(backend)}`): on XLA devices it must be "xla"',
                 model.span(literal),
                 Severity.WARNING,
-                manual=f"see the finding at line {call.lineno}",
+                manual=f"see the finding at line {line_ref(call.lineno)}",
             )
 
 
@@ -261,25 +262,25 @@ def _fix_at_source(
                 return None  # "xla" is probably not among the choices: a hand edit
             others = [r for r in attribute_reads(model, backend.attr) if r is not backend]
             if others:
-                lines = ", ".join(str(r.lineno) for r in others)
+                lines = line_refs(r.lineno for r in others)
                 reasons.append(
                     f"`{backend.attr}` is also read on line {lines}: a new default changes "
                     "what those lines see"
                 )
             stores = other_stores(model, backend.attr)
             if stores:
-                lines = ", ".join(str(a.lineno) for a in stores)
+                lines = line_refs(a.lineno for a in stores)
                 reasons.append(
                     f"`{backend.attr}` is also set on line {lines}: the call may not read the "
                     "default"
                 )
-            where = f"the --{backend.attr} default (line {literal.lineno})"
+            where = f"the --{backend.attr} default (line {line_ref(literal.lineno)})"
         else:
             reasons.append("the value also configures anything else that reads it")
-            where = f"line {literal.lineno}"
+            where = f"line {line_ref(literal.lineno)}"
     else:
         reasons.append("the config value may be read elsewhere too")
-        where = f"line {literal.lineno}"
+        where = f"line {line_ref(literal.lineno)}"
     more, method_reason = _backend_ops(model, call, ctx, literal)
     ops.extend(more)
     if method_reason:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..semantic.bool_options import BoolSwitch, switch_deciding
+from ..semantic.line_refs import line_ref
 from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .parts.collator_fields import field_padding_finding, field_values
@@ -258,7 +259,7 @@ def _labels_reason(model: ScriptModel, labels: ast.AST, one_example: bool) -> st
     shown = model.line_text(line - 1).strip()[:60] if line else ""
     before = "where there were none" if one_example else "more of them than before"
     return (
-        f"labels are derived from the tokenized ids (line {line}: `{shown}`): padded to "
+        f"labels are derived from the tokenized ids (line {line_ref(line)}: `{shown}`): padded to "
         f"max_length they include pad tokens that are not -100 ({before}), so the loss "
         "changes; mask them (labels[labels == tokenizer.pad_token_id] = -100) or pad in the "
         "collator (DataCollatorWithPadding(tokenizer, pad_to_multiple_of=...), or a fixed "
@@ -268,7 +269,7 @@ def _labels_reason(model: ScriptModel, labels: ast.AST, one_example: bool) -> st
 
 def _bound_reason(length: str, line: int) -> str:
     return (
-        f"max_length={length} is the length the tokenizer truncates to (line {line}): an "
+        f"max_length={length} is the length the tokenizer truncates to (line {line_ref(line)}): an "
         "example that grows after tokenization (an appended EOS token) is longer, and the "
         "collator then raises; every batch is padded to it"
     )

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from ..semantic.arguments import argparse_options, attribute_reads, literal_sources
 from ..semantic.hf_args import hf_arguments
+from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import ScriptModel, const_str, keyword
 from .base import (
     Category,
@@ -126,7 +127,7 @@ def _accelerators(model: ScriptModel) -> Iterator[Finding]:
             # Shown on the option too: that is where the user picks fp16.
             yield Finding(
                 CODE,
-                f"this option feeds Accelerator(mixed_precision=...) at line {call.lineno}: "
+                f"this option feeds Accelerator(mixed_precision=...) at line {line_ref(call.lineno)}: "
                 f'on XLA pass "bf16", not "fp16" ({WHY})',
                 model.span(option.call.args[0]),
                 Severity.INFORMATION,
@@ -170,7 +171,7 @@ def _fix_option_default(model: ScriptModel, value: ast.expr) -> Fix | None:
         (Replace(model.span(option.default), f"{quote}bf16{quote}"),),
         safe=not others,
         review_reason=(
-            f"`{value.attr}` is also read on line {', '.join(str(r.lineno) for r in others)}"
+            f"`{value.attr}` is also read on line {line_refs(r.lineno for r in others)}"
             if others
             else ""
         ),

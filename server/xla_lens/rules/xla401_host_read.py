@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from ..semantic.frameworks import ownership
 from ..semantic.host_calls import is_builtin_call
 from ..semantic.host_values import HostValues, host_values
+from ..semantic.line_refs import line_ref
 from ..semantic.model import (
     Emitter,
     ScriptModel,
@@ -237,7 +238,7 @@ CPU_SCRIPT = (
 
 def _message(what: str, on_cpu: bool, periodic: ast.If | None = None) -> str:
     if periodic is not None:
-        every = f"every step that runs the periodic block on line {periodic.lineno}"
+        every = f"every step that runs the periodic block on line {line_ref(periodic.lineno)}"
         return _message(what, on_cpu).replace("every step", every)
     if what.startswith(MAYBE):
         head = f"{what.removeprefix(MAYBE)} may read a tensor on the host inside the training loop"
@@ -342,7 +343,7 @@ def _evaluation_reads(
                 yield Finding(
                     CODE,
                     f"{what} reads a device tensor on the host in every batch of the "
-                    f"evaluation loop on line {loop.lineno}: each read compiles and runs the "
+                    f"evaluation loop on line {line_ref(loop.lineno)}: each read compiles and runs the "
                     "pending graph right there, once per batch",
                     model.span(node),
                     Severity.WARNING,

@@ -19,6 +19,7 @@ from .base import (
     Rule,
     RuleContext,
     Severity,
+    message_as_written,
 )
 from .parts.cuda_asserts import cuda_availability_asserts, cuda_uses_after
 from .parts.cuda_gates import AVAILABILITY, stop_gates
@@ -351,7 +352,9 @@ def _gates_kept_for_cuda_uses(model: ScriptModel) -> Iterator[Finding]:
             yield f
             continue
         fix = dataclasses.replace(f.fix, safe=False, review_reason=reason)
-        yield dataclasses.replace(f, message=f"{f.message} (fix needs review: {reason})", fix=fix)
+        yield dataclasses.replace(
+            f, message=f"{message_as_written(f)} (fix needs review: {reason})", fix=fix
+        )
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

@@ -16,6 +16,7 @@ from . import device_flags, xla_api
 from . import device_sites as sites
 from .advice import Advice, FixPlan
 from .edits import Replace
+from .line_refs import line_ref, line_refs
 from .model import Emitter, ScriptModel
 from .xla_api import Target
 
@@ -38,7 +39,7 @@ def flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
     When it guards only moves that XLA101 rewrites (``if cuda: model.cuda()``) and tensor
     type aliases that get their own fix, making it true is offered for review."""
     for node, name, tests in sites.availability_flags(model, handled):
-        lines = ", ".join(str(t.lineno) for t in tests[:4])
+        lines = line_refs(t.lineno for t in tests[:4])
         base = (
             f"{name} is whether CUDA is available (False on an XLA host): the CUDA placement "
             f"it turns on (line {lines}) never runs there"
@@ -53,7 +54,7 @@ def flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
                 f"then make {name} true on the XLA host (no automatic fix: {plan.blocker}).",
             )
             continue
-        guarded = ", ".join(str(n) for n in plan.guarded_lines)
+        guarded = line_refs(plan.guarded_lines)
         reason = (
             f"it makes {name} true on every host, so what it guards (line {guarded}) always "
             "runs: accept it together with the review fixes of those lines (their CUDA moves "
@@ -85,7 +86,7 @@ def device_flag_findings(model: ScriptModel) -> Iterator[Advice]:
             if flag.is_field or flag.negated or flag.default is None
             else f"{flag.spelled} is given"
         )
-        where = f"{shown} decides the device at line {flag.picker_line}"
+        where = f"{shown} decides the device at line {line_ref(flag.picker_line)}"
         if flag.device_by_default is False:
             yield Advice(
                 f"{where}: after conversion the XLA device is used only when {set_to}; "
@@ -118,7 +119,7 @@ def tensor_type_findings(model: ScriptModel, target: Target) -> Iterator[Advice]
         e = Emitter(model)
         ops = tensor_types.alias_edits(model, alias, e, target)
         dev = xla_api.device(Emitter(model), target)
-        uses = ", ".join(str(n) for n in alias.use_lines[:6])
+        uses = line_refs(alias.use_lines[:6])
         cuda_type = f"torch.cuda.{alias.type_name}"
         when = f" when {model.segment(alias.flag)} is true" if alias.flag is not None else ""
         reason = (

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from . import pickers, xla_api
 from .device_sites import device_ref_at
 from .edits import EditOp, Replace
+from .line_refs import line_ref
 from .model import Emitter, ScriptModel, is_cuda_string, method_name, receiver
 from .xla_api import Target
 
@@ -120,7 +121,7 @@ def _classify_uses(
             continue
         p = model.parent(n)
         if not isinstance(n.ctx, ast.Load):
-            blocker = blocker or f"{name} is rebound on line {n.lineno}"
+            blocker = blocker or f"{name} is rebound on line {line_ref(n.lineno)}"
         elif isinstance(p, ast.Call) and p.func is n and not p.keywords:
             constructors.append(p)
         elif _is_cast(model, n):
@@ -129,7 +130,9 @@ def _classify_uses(
         else:
             stmt = model.enclosing_statement(n) or n
             shown = model.line_text(stmt.lineno - 1).strip()[:60]
-            blocker = blocker or f"{name} is also used as a value on line {n.lineno} ({shown})"
+            blocker = (
+                blocker or f"{name} is also used as a value on line {line_ref(n.lineno)} ({shown})"
+            )
     if not blocker and not (constructors or casts):
         blocker = f"{name} is never used"
     uses = [*constructors, *casts]
@@ -208,7 +211,7 @@ def flag_plan(model: ScriptModel, assign: ast.Assign, name: str) -> FlagPlan:
         p = model.parent(n)
         alias = by_test.get(id(n))
         if not isinstance(n.ctx, ast.Load):
-            blocker = f"{name} is rebound on line {n.lineno}"
+            blocker = f"{name} is rebound on line {line_ref(n.lineno)}"
         elif isinstance(p, ast.If) and p.test is n and _only_placements(model, p):
             placements.append(p)
         elif isinstance(p, ast.If | ast.IfExp) and p.test is n and _availability_picker(model, p):
@@ -216,10 +219,12 @@ def flag_plan(model: ScriptModel, assign: ast.Assign, name: str) -> FlagPlan:
         elif alias is not None and not alias.blocker:
             aliases.append(alias)
         elif alias is not None:
-            blocker = f"line {n.lineno} chooses a CUDA tensor type with no fix ({alias.blocker})"
+            blocker = f"line {line_ref(n.lineno)} chooses a CUDA tensor type with no fix ({alias.blocker})"
         else:
             shown = model.line_text(n.lineno - 1).strip()[:60]
-            blocker = f"{name} also decides line {n.lineno} ({shown}), which has no XLA rewrite"
+            blocker = (
+                f"{name} also decides line {line_ref(n.lineno)} ({shown}), which has no XLA rewrite"
+            )
     if not blocker and not (placements or aliases):
         blocker = f"{name} guards nothing XLA101 rewrites"
     return FlagPlan(tuple(placements), tuple(aliases), blocker, tuple(rewritten))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from .edits import Replace
+from .line_refs import line_ref
 from .model import ScriptModel, keyword
 
 CPU_DEVICE = '"cpu"'
@@ -111,7 +112,7 @@ def cpu_generator(model: ScriptModel, call: ast.Call, arg: ast.AST) -> tuple[Rep
     reads = generator_reads(model, call)
     reason = ""
     if reads:
-        lines = ", ".join(f"line {a.lineno} `.{a.attr}`" for a in reads[:3])  # type: ignore[attr-defined]
+        lines = ", ".join(f"line {line_ref(a.lineno)} `.{a.attr}`" for a in reads[:3])  # type: ignore[attr-defined]
         reason = (
             f"the generator becomes a CPU one and the script reads its device, restores a "
             f"state into it or draws with it where XLA takes no generator ({lines}): that "

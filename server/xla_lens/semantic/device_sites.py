@@ -15,6 +15,7 @@ from dataclasses import replace
 from . import dict_devices, pickers
 from .advice import Advice
 from .edits import Replace
+from .line_refs import line_ref, line_refs
 from .model import ScriptModel, const_str, method_name
 from .span import Span
 from .values import DISPLAY_FUNCTIONS, DISPLAY_METHODS, DeviceFlow, Use, option_dest
@@ -105,7 +106,7 @@ def flag_name_edit(model: ScriptModel, test: ast.AST) -> tuple[tuple, bool, str]
                 others.append(n)
     if not others:
         return ops, True, ""
-    lines = ", ".join(str(n.lineno) for n in others[:3])
+    lines = line_refs(n.lineno for n in others[:3])
     return ops, False, f"{test.id} also decides other code (line {lines}), which will now run"
 
 
@@ -352,7 +353,7 @@ def reviewed_if_displayed(model: ScriptModel, value: ast.AST, advice: Advice) ->
         return advice
     reason = (
         "the index is also printed, which would show the XLA device instead of the number: "
-        + ", ".join(f"line {u.node.lineno}" for u in shown[:3])  # type: ignore[attr-defined]
+        + ", ".join(f"line {line_ref(u.node.lineno)}" for u in shown[:3])  # type: ignore[attr-defined]
     )
     return replace(
         advice,

@@ -19,6 +19,7 @@ from . import device_sites as sites
 from . import pickers, placement_guards, xla_api
 from .advice import Advice, FixPlan
 from .edits import AddImport, Replace
+from .line_refs import line_ref
 from .model import Emitter, ScriptModel
 from .values import Use
 from .xla_api import Target
@@ -265,7 +266,7 @@ def int_device_move_advice(
         dev = xla_api.device(Emitter(model), target_api)
         base = (
             f".to({name}) places {model.segment(receiver_of(call))} on a CUDA device number "
-            f"(`{name} = {model.segment(value)}`, line {line}): on XLA the model goes to {dev}"
+            f"(`{name} = {model.segment(value)}`, line {line_ref(line)}): on XLA the model goes to {dev}"
         )
         plan = definition.fix
         if plan is None:
@@ -275,7 +276,7 @@ def int_device_move_advice(
             model,
             target,
             message(base, plan.safe, plan.review_reason),
-            replace(plan, title=f"{plan.title} for {name} at line {line}"),
+            replace(plan, title=f"{plan.title} for {name} at line {line_ref(line)}"),
         )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from . import pickers
 from .device_sites import bool_value
 from .edits import EditOp, Replace
+from .line_refs import line_ref
 from .model import ScriptModel, const_str, method_name
 
 # CUDA calls that do nothing harmful on a host without CUDA (seeding is lazy).
@@ -361,6 +362,6 @@ def _describe(model: ScriptModel, nodes: list, limit: int = 2) -> str:
     for n in nodes[:limit]:
         stmt = model.enclosing_statement(n) or n
         line = getattr(stmt, "lineno", 0)
-        parts.append(f"line {line} `{model.line_text(line - 1).strip()[:60]}`")
+        parts.append(f"line {line_ref(line)} `{model.line_text(line - 1).strip()[:60]}`")
     more = f" and {len(nodes) - limit} more" if len(nodes) > limit else ""
     return ", ".join(parts) + more

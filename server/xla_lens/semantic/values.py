@@ -20,6 +20,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from . import calls, device_refusals
+from .line_refs import line_ref
 from .model import SCOPE_TYPES, ScriptModel, const_str, method_name
 
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map", "output_device"})
@@ -138,7 +139,7 @@ class DeviceFlow:
             stmt = self.model.enclosing_statement(u.node) or u.node
             line = getattr(stmt, "lineno", 0)
             text = self.model.line_text(line - 1).strip()
-            parts.append(f"line {line} `{text[:60]}` ({u.why})")
+            parts.append(f"line {line_ref(line)} `{text[:60]}` ({u.why})")
         more = f" and {len(uses) - limit} more" if len(uses) > limit else ""
         return "; ".join(parts) + more
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, const_str
 from ...semantic.precision import device_strings
 from ..base import Finding, Fix, Replace, RuleContext, Severity
@@ -108,7 +109,7 @@ def _derivation(model: ScriptModel, assign: ast.Assign, ctx: RuleContext) -> Fin
         found_reads.problems.insert(
             0,
             f'torch 1.13\'s torch.autocast has no "xla" device type: use torch_xla.amp.autocast '
-            f"at line {line} instead (XLA102 there)",
+            f"at line {line_ref(line)} instead (XLA102 there)",
         )
     return _finding(model, assign, value, literal, fallback, found_reads)
 
@@ -126,11 +127,11 @@ def _finding(
         read, chooser = reads.gates[0]
         other = other_branch(chooser)
         shown = f"`{model.segment(other)}`" if other is not None else "no autocast"
-        consequence = f"line {read.lineno} chooses {shown} instead of the autocast"  # type: ignore[attr-defined]
+        consequence = f"line {line_ref(read.lineno)} chooses {shown} instead of the autocast"  # type: ignore[attr-defined]
     else:
         read = reads.direct[0]
         consequence = (
-            f'the autocast at line {read.lineno} gets device type "{fallback}", which casts '  # type: ignore[attr-defined]
+            f'the autocast at line {line_ref(read.lineno)} gets device type "{fallback}", which casts '  # type: ignore[attr-defined]
             "nothing on XLA tensors"
         )
     message = (

@@ -15,6 +15,7 @@ import ast
 from dataclasses import dataclass, field
 
 from ...semantic.calls import callee, parameter_for
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, arg_or_keyword, const_str
 from ...semantic.precision import AUTOCASTS
 from ..base import Replace
@@ -97,7 +98,7 @@ def reads_of(model: ScriptModel, assign: ast.Assign, name: str) -> list[ast.Name
 def classify_read(model: ScriptModel, read: ast.expr, out: Reads, depth: int) -> None:
     """Adds to ``out`` what ``read`` does with the name (``depth``: calls still followed)."""
     parent = model.parent(read)
-    line = read.lineno
+    line = line_ref(read.lineno)
     holder = model.parent(parent) if isinstance(parent, ast.keyword) else parent
     if isinstance(holder, ast.Call) and model.call_name(holder) in AUTOCASTS:
         if arg_or_keyword(holder, 0, "device_type") is read:
@@ -123,7 +124,7 @@ def compare_read(model: ScriptModel, read: ast.expr, cmp: ast.Compare, out: Read
     other = cmp.comparators[0] if cmp.left is read else cmp.left
     op = cmp.ops[0]
     texts = _strings(other)
-    line = read.lineno
+    line = line_ref(read.lineno)
     if texts is None or not isinstance(op, COMPARE_OPS):
         out.problems.append(
             f"line {line} compares `{model.segment(read)}` in a way xla-lens cannot read"
@@ -238,7 +239,7 @@ def _autocast_chooser(model: ScriptModel, cmp: ast.Compare) -> ast.AST | None:
 
 
 def _passed(model: ScriptModel, read: ast.expr, call: ast.Call, out: Reads, depth: int) -> None:
-    line = read.lineno
+    line = line_ref(read.lineno)
     if isinstance(call.func, ast.Name) and call.func.id in HARMLESS:
         return
     if isinstance(call.func, ast.Attribute) and call.func.attr in LOGGING:
@@ -259,7 +260,9 @@ def _passed(model: ScriptModel, read: ast.expr, call: ast.Call, out: Reads, dept
         return
     fn = target[0]
     if _binds_in_body(fn, param):
-        out.problems.append(f"`{shown}` (line {fn.lineno}) rebinds its `{param}` parameter")
+        out.problems.append(
+            f"`{shown}` (line {line_ref(fn.lineno)}) rebinds its `{param}` parameter"
+        )
         return
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and n.id == param and isinstance(n.ctx, ast.Load):

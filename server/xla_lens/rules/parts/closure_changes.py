@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import SCOPE_TYPES, ScriptModel, TrainingLoop, method_name, receiver
 from ...semantic.tensors import scope_of
 from .closure_reads import (
@@ -70,9 +71,7 @@ def changed_before_sync(
             continue
         path, line, text = change
         what = reads.paths[path]
-        where = (
-            f"the deferred call runs at the step's sync; {what} `{shown(path)}`, and line {line}"
-        )
+        where = f"the deferred call runs at the step's sync; {what} `{shown(path)}`, and line {line_ref(line)}"
         kind = _kind(node, path)
         if kind in ("removes", "may remove"):
             would = "would" if kind == "removes" else "may"

@@ -9,6 +9,7 @@ import ast
 from bisect import bisect_left
 from types import ModuleType
 
+from ...semantic.line_refs import line_ref
 from ...semantic.loaders import Source, classify, loop_source
 from ...semantic.loop_syncs import loop_syncs
 from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, method_name
@@ -57,13 +58,13 @@ def ends_iteration_early(
         if returns_to_sync and isinstance(node, ast.Return):
             continue
         if isinstance(node, ast.Break | ast.Continue | ast.Return | ast.Raise):
-            return f"a `{type(node).__name__.lower()}` follows on line {node.lineno}"
+            return f"a `{type(node).__name__.lower()}` follows on line {line_ref(node.lineno)}"
         if isinstance(node, ast.Call):
             name = model.call_name(node) or (
                 node.func.id if isinstance(node.func, ast.Name) else None
             )
             if name in EXITS:
-                return f"`{name}()` follows on line {node.lineno}"
+                return f"`{name}()` follows on line {line_ref(node.lineno)}"
     return None
 
 
@@ -238,7 +239,7 @@ def sync_runs_after(
     # the exit checks that end the loop body, or before a continue that would skip it.
     guard = sync_point(model, loop).before if plan == "added" and not syncs else None
     if guard is not None and not after(guard, stmt):
-        why = f"the step's sync goes before the exit check on line {guard.lineno}, before it"
+        why = f"the step's sync goes before the exit check on line {line_ref(guard.lineno)}, before it"
         return lost(why=why, what="report")
     for region in loop.regions():
         if any(a is region for a in model.ancestors(stmt)):
@@ -256,7 +257,10 @@ def sync_runs_after(
         return None  # the loader marks the step before each batch and after the last one
     if not syncs or any(after(n, stmt) for n in syncs):
         return None  # a sync follows (in a helper it calls, or XLA107 adds one at the end)
-    return lost(why=f"the loop's only sync (line {syncs[0].lineno}) comes before it", what="report")
+    return lost(
+        why=f"the loop's only sync (line {line_ref(syncs[0].lineno)}) comes before it",
+        what="report",
+    )
 
 
 def _always_follows(model: ScriptModel, sync: ast.Call, stmt: ast.stmt, region: ast.AST) -> bool:
@@ -294,6 +298,6 @@ def closed_resource(model: ScriptModel, stmt: ast.stmt) -> str | None:
                 if names & used:
                     return (
                         f"it uses `{', '.join(sorted(names & used))}` of the `with` on line "
-                        f"{a.lineno}, which is closed by the time the closure runs"
+                        f"{line_ref(a.lineno)}, which is closed by the time the closure runs"
                     )
     return None

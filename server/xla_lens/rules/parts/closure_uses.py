@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, receiver
 from ...semantic.tensors import scope_of
 from .closure_changes import Changes, rest_of_iteration
@@ -51,14 +52,14 @@ def used_before_sync(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> 
         if read is None:
             continue
         head = (
-            f"line {node.lineno} reads `{shown(read)}` before the sync, and the deferred call "
+            f"line {line_ref(node.lineno)} reads `{shown(read)}` before the sync, and the deferred call "
             "that changes it runs only at the sync"
         )
         made = _re_created(model, loop, stmt, written) if len(read) > len(written) else None
         if made is not None:
             line, error = made
             return (
-                f"{head}: with `{shown(written)}` re-created on line {line} each step, the "
+                f"{head}: with `{shown(written)}` re-created on line {line_ref(line)} each step, the "
                 f"lookup would raise {error} where only the deferred call sets it, and miss "
                 "this step's update otherwise"
             )

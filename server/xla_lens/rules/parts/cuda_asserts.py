@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ...semantic.node_helpers import method_name
 from ..base import Finding, Fix, RemoveStatement, Severity
@@ -144,7 +145,7 @@ def cuda_uses_after(
     uses.sort()
     line, why = uses[0]
     more = f" (and {len(uses) - 1} more CUDA uses after it)" if len(uses) > 1 else ""
-    return f"line {line}: {why}{more}; keep the requirement until that use is converted"
+    return f"line {line_ref(line)}: {why}{more}; keep the requirement until that use is converted"
 
 
 def cuda_availability_asserts(
@@ -178,7 +179,7 @@ def cuda_availability_asserts(
             continue
         handler = _catching_try(model, node)
         reason = (
-            f"the try at line {handler.lineno} catches its AssertionError: the assert chooses "
+            f"the try at line {line_ref(handler.lineno)} catches its AssertionError: the assert chooses "
             "a branch there, and without it the try's body always runs"
             if handler is not None
             else cuda_uses_after(model, node, never_runs_on_xla)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ..base import Finding, Fix, RemoveStatement, Severity
 
@@ -170,10 +171,10 @@ def stop_gates(
                     f"`{model.segment(answer)}` is False on an XLA host ("
                     f"{why_false_on_xla(model, answer)}): {model.segment(helper.func)}() then "
                     f"answers False and `if {test[:60]}:` "
-                    f"(line {gate.lineno}) stops the script before it trains",
+                    f"(line {line_ref(gate.lineno)}) stops the script before it trains",
                     model.span(answer),
                     Severity.WARNING,
-                    manual=f"Drop the GPU requirement at line {gate.lineno}: the XLA launcher "
+                    manual=f"Drop the GPU requirement at line {line_ref(gate.lineno)}: the XLA launcher "
                     "starts one process per XLA device (count them inside a replica with "
                     "xr.world_size(), never before the launch).",
                 )
@@ -197,13 +198,13 @@ def _else_stop(model: ScriptModel, code: str, gate: ast.If) -> Finding | None:
     keyword = "elif" if _is_elif(model, gate) else "if"
     return Finding(
         code,
-        f"`{keyword} {model.segment(gate.test)[:60]}:` (line {gate.lineno}) is False on an XLA "
+        f"`{keyword} {model.segment(gate.test)[:60]}:` (line {line_ref(gate.lineno)}) is False on an XLA "
         f"host ({why_false_on_xla(model, answer)}), so its else branch (line "
         f"{orelse[0].lineno}) stops the converted script before it trains",
         model.span(answer),
         Severity.WARNING,
         manual=(
-            f"Let an XLA run take the branch at line {gate.lineno}: drop the availability test "
+            f"Let an XLA run take the branch at line {line_ref(gate.lineno)}: drop the availability test "
             "there (or test for the XLA device instead); the XLA launcher starts one process "
             "per device, and xr.world_size() / xr.global_ordinal() give the ranks inside one."
         ),
@@ -239,7 +240,7 @@ def _gate_finding(
         )
     handler = _enclosing_try(model, gate)
     reason = (
-        f"the try at line {handler.lineno} may catch the stop: the gate may choose a branch "
+        f"the try at line {line_ref(handler.lineno)} may catch the stop: the gate may choose a branch "
         "there, and without it the try's body always goes on"
         if handler is not None
         else ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, keyword
 from ..base import EditOp, Finding, Fix, RemoveKeyword, SetArgs, SetKeyword, Severity
 from .ddp_cpu_input import cpu_input_findings
@@ -78,9 +79,7 @@ def _ddp_finding(model: ScriptModel, call: ast.Call, code: str) -> Finding | Non
     # unless every forward call visibly passes on-device inputs.
     cpu = unmoved_input(model, call) if _single_device(call) else None
     if cpu is not None:
-        message += (
-            f"; but device_ids also moved each forward's inputs onto the device (line {cpu.line})"
-        )
+        message += f"; but device_ids also moved each forward's inputs onto the device (line {line_ref(cpu.line)})"
     reasons = [r for r in (cpu.reason if cpu else None, kwargs_review_reason(model, call)) if r]
     reason = "; ".join(reasons)
     return Finding(

@@ -19,6 +19,7 @@ import ast
 from dataclasses import dataclass
 
 from ...semantic.calls import callee, enclosing_class
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, const_str, method_name
 from .ddp_input_placement import (
     DDP_NAMES,
@@ -105,7 +106,7 @@ class _Tracer(InputPlacement):
             return self.use(node, depth)
         return CpuInput(
             node.lineno,
-            f"the DDP model at line {node.lineno} is not bound to a name this file follows",
+            f"the DDP model at line {line_ref(node.lineno)} is not bound to a name this file follows",
         )
 
     def target_uses(self, target: ast.expr, node: ast.expr, depth: int) -> CpuInput | None:
@@ -178,7 +179,7 @@ class _Tracer(InputPlacement):
     def lost(self, use: ast.expr, name: str) -> CpuInput:
         return CpuInput(
             use.lineno,
-            f"line {use.lineno} hands `{name}` on where xla-lens cannot follow its forward calls",
+            f"line {line_ref(use.lineno)} hands `{name}` on where xla-lens cannot follow its forward calls",
         )
 
     def passed(self, call: ast.Call, use: ast.expr, name: str, depth: int) -> CpuInput | None:
@@ -192,7 +193,7 @@ class _Tracer(InputPlacement):
             shown = self.model.segment(call.func)
             return CpuInput(
                 use.lineno,
-                f"line {use.lineno} passes `{name}` to `{shown}`, whose forward calls "
+                f"line {line_ref(use.lineno)} passes `{name}` to `{shown}`, whose forward calls "
                 "this file does not show",
             )
         return self.name_uses(param, target[0], (target[0].lineno, 0), depth - 1)

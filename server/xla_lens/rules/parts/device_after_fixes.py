@@ -17,6 +17,7 @@ import ast
 
 from ...semantic import xla_api
 from ...semantic.arguments import local_bindings
+from ...semantic.line_refs import line_ref
 from ...semantic.model import Emitter, ScriptModel
 from ...semantic.params import argument_values
 from ...semantic.precision import device_strings
@@ -142,7 +143,7 @@ class _Resolver:
     def _binding(self, stmt: ast.Assign | ast.AnnAssign, depth: int) -> str | None:
         value = stmt.value
         if value is None:
-            return f"line {_line(stmt)} leaves the device unset"
+            return f"line {line_ref(_line(stmt))} leaves the device unset"
         targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
         if len(targets) == 1:
             expected = f"{self.model.segment(targets[0])} = {self.code}"
@@ -160,9 +161,7 @@ class _Resolver:
         if isinstance(value, ast.Name):
             return self._name(value.id, value, depth + 1)
         text = self.model.segment(value)
-        return (
-            f"line {_line(value)} sets it to `{text[:60]}`, which no safe fix makes the XLA device"
-        )
+        return f"line {line_ref(_line(value))} sets it to `{text[:60]}`, which no safe fix makes the XLA device"
 
     def _covered(
         self, span: Span, *, statement: str | None = None, expression: bool = False
@@ -183,7 +182,7 @@ class _Resolver:
                 makes_xla = op.code.strip() == self.code
             if makes_xla and safe:
                 return ""
-            line = op.span.start.line + 1
+            line = line_ref(op.span.start.line + 1)
             found = (
                 f"the device set at line {line} becomes the XLA device only through XLA101's "
                 "fix, which is left for review"

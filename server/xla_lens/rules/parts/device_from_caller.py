@@ -19,6 +19,7 @@ import os
 
 from ...semantic.device_intent import runs_on_cuda, uses_xla_device
 from ...semantic.diskread import read_regular
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, method_name
 from ...semantic.params import parameter_of
 from ...semantic.workspace import MAX_BYTES
@@ -44,7 +45,7 @@ def _reason(model: ScriptModel, target: Target) -> str | None:
     if site is None:
         return None
     expr, owner = site
-    shown = f"`{model.segment(expr)}` (line {expr.lineno})"
+    shown = f"`{model.segment(expr)}` (line {line_ref(expr.lineno)})"
     if _called_here(model, owner):
         return None  # the whole script is in this file: its device is converted with it
     callers = workspace_callers(model, owner)

@@ -9,6 +9,7 @@ findings as the engine finally reports them: ``final_fixes``).
 
 from __future__ import annotations
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ..base import Target
 from ..xla101_cuda_device import check as device_check
@@ -26,7 +27,7 @@ def device_held(model: ScriptModel, target: Target) -> str | None:
             if f.fix is None or not f.fix.safe:
                 return (
                     f"the script's tensors reach the XLA device only through XLA101's change at "
-                    f"line {f.span.start.line + 1}, which is not applied automatically"
+                    f"line {line_ref(f.span.start.line + 1)}, which is not applied automatically"
                 )
         return None
 

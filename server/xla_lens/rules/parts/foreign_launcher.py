@@ -25,10 +25,11 @@ import ast
 from dataclasses import dataclass, replace
 
 from ...semantic.launch import ENTRY, XLA_LAUNCHERS, has_own_launcher
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ...semantic.workspace_callers import workspace_callers
 from ...semantic.xla_process_group import INIT, makes_xla_group
-from ..base import Finding, RuleContext, Target
+from ..base import Finding, RuleContext, Target, message_as_written, review_reason_as_written
 from ..xla204_mp_fn import check as launch_check
 from .final_fixes import final_findings
 from .spawn_launch import SPAWN_CALLS
@@ -63,7 +64,9 @@ def _foreign_launcher(model: ScriptModel, target: Target) -> ForeignLauncher | N
     safe = {f.span for f in _launcher_findings(model, target) if f.fix and f.fix.safe}
     for call in spawns:
         if model.span(call) not in safe:
-            return ForeignLauncher(f"torch.multiprocessing.spawn (line {call.lineno})", False)
+            return ForeignLauncher(
+                f"torch.multiprocessing.spawn (line {line_ref(call.lineno)})", False
+            )
     if spawns or safe:
         return None
     return ForeignLauncher(
@@ -112,7 +115,7 @@ def env_rendezvous_reason(model: ScriptModel, target: Target) -> str:
     if not left:
         return ""
     return (
-        f"the process group at line {left[0].lineno} rendezvouses by env:// or an address "
+        f"the process group at line {line_ref(left[0].lineno)} rendezvouses by env:// or an address "
         "(RANK, WORLD_SIZE, MASTER_ADDR), which torch_xla's launcher does not set: started by "
         'it, the script fails at start ("environment variable RANK expected"); give the group '
         'init_method="xla://" (and the "xla" backend) first'
@@ -137,7 +140,7 @@ def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
     # both processes still answer ordinal 0 of 1 after that group is built).
     init = next(iter(model.calls_to(INIT)), None)
     group = (
-        f" (the process group at line {init.lineno} numbers them as torchrun does: keep "
+        f" (the process group at line {line_ref(init.lineno)} numbers them as torchrun does: keep "
         "reading ranks from it or from torchrun's variables)"
         if init is not None
         else ""
@@ -226,10 +229,11 @@ def review_under_launcher(
     if not reason:
         return finding
     if not fix.safe:
-        reason = f"{fix.review_reason}; also {reason}"
-        message = finding.message.replace(fix.review_reason, reason)
+        written = review_reason_as_written(fix)
+        reason = f"{written}; also {reason}"
+        message = message_as_written(finding).replace(written, reason)
     else:
-        message = f"{finding.message} (fix needs review: {reason})"
+        message = f"{message_as_written(finding)} (fix needs review: {reason})"
     return replace(finding, message=message, fix=replace(fix, safe=False, review_reason=reason))
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ...semantic.calls import FunctionNode
 from ...semantic.host_values import HostValues, host_values
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, TrainingLoop, method_name, receiver
 from ...semantic.tensors import HOST_METHODS, loop_nodes, scope_of
 from ...semantic.value_kinds import CPU, DEV, UNK, Value, verdict
@@ -98,7 +99,7 @@ def helper_reads(
 
 def helper_message(read: HelperRead, message: str) -> str:
     """The rule's ``message`` for a read in the loop, said of the helper that makes it."""
-    loop_line = read.loop.node.lineno
+    loop_line = line_ref(read.loop.node.lineno)
     through = ""
     if len(read.chain) > 1:
         through = ", through " + ", ".join(f"`{name}`" for name in read.chain[:-1])
@@ -109,7 +110,7 @@ def helper_message(read: HelperRead, message: str) -> str:
         return head + message.replace(IN_LOOP, where)
     where = (
         f"in `{read.chain[-1]}`, which the training loop on line {loop_line} calls every step "
-        f"(line {read.call.lineno}{through})"
+        f"(line {line_ref(read.call.lineno)}{through})"
     )
     return message.replace(IN_LOOP, where)
 

@@ -30,9 +30,17 @@ from ...semantic.launch import (
     replica_functions,
     runs_in_parent,
 )
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ...semantic.node_helpers import main_guard
-from ..base import Finding, Fix, ReplaceStatement
+from ..base import (
+    Finding,
+    Fix,
+    ReplaceStatement,
+    manual_as_written,
+    message_as_written,
+    review_reason_as_written,
+)
 from ..xla204_mp_fn import guard_entry
 
 LAUNCHER_RULE = "XLA204"
@@ -119,7 +127,7 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
         ):
             # Advice naming a runtime query (XLA403's `xr.world_size()` for a CUDA device
             # count) would crash the launch where the parent follows it.
-            f = replace(f, manual=PARENT_QUERY_MANUAL.format(advice=f.manual))
+            f = replace(f, manual=PARENT_QUERY_MANUAL.format(advice=manual_as_written(f)))
         # Fixes write next to what they report: only a finding in parent code can put a
         # runtime call there, and checking that first keeps lazily built fixes lazy.
         if (
@@ -132,12 +140,12 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             if parent and f.code in READ_ONLY_RULES:
                 # The rule's own review note (a -1 default) no longer applies: no fix is offered.
                 message = f.message.split(" (fix needs review:")[0]
-                where = f"it runs in the launcher's parent process (line {parent[0] + 1})"
+                where = f"it runs in the launcher's parent process (line {line_ref(parent[0] + 1)})"
                 f = replace(
                     f, message=f"{message} (no fix here: {where})", fix=None, manual=PARENT_MANUAL
                 )
             elif parent:
-                reason = PARENT_REVIEW.format(line=parent[0] + 1)
+                reason = PARENT_REVIEW.format(line=line_ref(parent[0] + 1))
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
         elif (
             f.fix is not None
@@ -150,11 +158,11 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             # the runtime call lands in the parent; the reason must say that too.
             parent = [ln for ln in _runtime_sites(f.fix) if in_parent(ln + 1)]
             if parent:
-                old = f.fix.review_reason
-                reason = f"{old}; also {PARENT_REVIEW.format(line=parent[0] + 1)}"
+                old = review_reason_as_written(f.fix)
+                reason = f"{old}; also {PARENT_REVIEW.format(line=line_ref(parent[0] + 1))}"
                 f = replace(
                     f,
-                    message=f.message.replace(old, reason),
+                    message=message_as_written(f).replace(old, reason),
                     fix=replace(f.fix, review_reason=reason),
                 )
         out.append(f)

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...semantic.diskread import read_regular
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ...semantic.steps import FunctionNode
 from ...semantic.workspace import MAX_BYTES, module_file
@@ -363,7 +364,7 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
         read = _required_env_read(model, fn)
         if read is not None:
             return (
-                f"each replica would fail at once: line {read.lineno} reads "
+                f"each replica would fail at once: line {line_ref(read.lineno)} reads "
                 f"`{model.segment(read)[:50]}` of torchrun's environment, which the XLA "
                 "launcher does not set (KeyError); ask the XLA runtime instead "
                 "(xr.global_ordinal(), xr.local_ordinal(), xr.world_size())"
@@ -410,7 +411,7 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
             return (0 if name in WRAPPERS else 1 if name == INIT else 2, g[0].lineno)
 
         node, fn, test = min(gated, key=rank)
-        what = f"{model.call_name(node).rsplit('.', 1)[-1]} (line {node.lineno})"  # type: ignore[union-attr]
+        what = f"{model.call_name(node).rsplit('.', 1)[-1]} (line {line_ref(node.lineno)})"  # type: ignore[union-attr]
         return prefix + _gate_reason(model, test, fn, what)
     if (wrappers or grad_sync) and not inits and sibling_group is not None:
         where = f"{Path(sibling_group.module).name}:{sibling_group.group_line}"
@@ -429,7 +430,7 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
             return (
                 "nothing of the script's own all-reduces the gradients (no DDP/FSDP wrapper or "
                 "all_reduce in reach of the entry function): the only reduction is "
-                f"xm.optimizer_step (line {written_sync.lineno}), which XLA105's fix writes for "
+                f"xm.optimizer_step (line {line_ref(written_sync.lineno)}), which XLA105's fix writes for "
                 "optimizer.step(); under torchrun the processes trained independently, launched "
                 "they would average their gradients: check that data-parallel training is meant"
             )

@@ -14,6 +14,7 @@ import ast
 from dataclasses import replace
 
 from ...semantic import xla_api
+from ...semantic.line_refs import line_ref
 from ...semantic.model import Emitter, ScriptModel
 from ...semantic.node_helpers import dotted
 from ..base import Finding, Fix, Replace, Severity, Target
@@ -50,7 +51,7 @@ def only_setup_path(model: ScriptModel, node: ast.AST) -> str | None:
     return (
         f"on a single XLA device the rewritten test is False (world size 1), while torchrun "
         f"with one process passed it: the branch, the only place that sets {shown}, is "
-        f"skipped and the else returns (line {guard.orelse[-1].lineno}), so code that reads "
+        f"skipped and the else returns (line {line_ref(guard.orelse[-1].lineno)}), so code that reads "
         f"them fails; keep the branch for one process too (e.g. test >= 1) or set them in "
         f"the else"
     )
@@ -73,7 +74,7 @@ def sentinel_finding(
         # Under the XLA launcher the env var is unset, so this branch was skipped; the rewrite
         # runs it, and what it sets up is per-rank CUDA placement.
         reason = (
-            f"the branch it guards places devices by rank (line {setup.lineno}: "
+            f"the branch it guards places devices by rank (line {line_ref(setup.lineno)}: "
             f"{model.line_text(setup.lineno - 1).strip()[:50]}), which the XLA launcher skips "
             "today; with the rewrite it runs on every replica: convert that placement first"
         )

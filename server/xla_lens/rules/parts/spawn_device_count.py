@@ -21,6 +21,7 @@ import ast
 from dataclasses import dataclass
 
 from ...semantic import xla_api
+from ...semantic.line_refs import line_ref
 from ...semantic.loop_frames import scope_of
 from ...semantic.model import Emitter, ScriptModel
 from ...semantic.reaching import whole_bindings
@@ -172,4 +173,4 @@ def parent_uses(
         if (counted and id(node) not in bound) or read:
             stmt = model.enclosing_statement(node)
             lines.setdefault(stmt.lineno, model.segment(stmt).splitlines()[0].strip()[:70])
-    return ", ".join(f"line {n} (`{code}`)" for n, code in sorted(lines.items()))
+    return ", ".join(f"line {line_ref(n)} (`{code}`)" for n, code in sorted(lines.items()))

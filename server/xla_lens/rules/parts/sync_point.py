@@ -11,6 +11,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, TrainingLoop
 from ...semantic.node_helpers import LOOP_TYPES, SCOPE_TYPES
 from ...semantic.steps import trailing_exit_guard
@@ -109,7 +110,7 @@ def _sync_point(model: ScriptModel, loop: TrainingLoop) -> SyncPoint:
     return SyncPoint(
         guard,
         e,
-        why_not=f"the `continue` on line {e.lineno} can end an iteration after its step (line "
-        f"{step_line}) began, and no line of the loop body runs after the step on every "
+        why_not=f"the `continue` on line {line_ref(e.lineno)} can end an iteration after its step (line "
+        f"{line_ref(step_line)}) began, and no line of the loop body runs after the step on every "
         "iteration: those iterations skip the sync and the next graph spans them too",
     )

@@ -27,6 +27,7 @@ import ast
 from collections.abc import Iterator
 
 from ...semantic import xla_api
+from ...semantic.line_refs import line_ref
 from ...semantic.model import Emitter, ScriptModel
 from ...semantic.node_helpers import SCOPE_TYPES
 from ...semantic.training_loops import TrainingLoop
@@ -165,7 +166,7 @@ def _in_loop_reason(model: ScriptModel, stmt: ast.stmt) -> str:
         where = _reached_in(model, stmt, loop)
         if where:
             return (
-                f"the wait runs {where} of the training loop on line {loop.node.lineno}: the "
+                f"the wait runs {where} of the training loop on line {line_ref(loop.node.lineno)}: the "
                 "sync it adds cuts the step's graph on the iterations it runs, and XLA107 "
                 "takes it for the loop's own per-step sync; check the loop still syncs once "
                 "per step"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ...semantic.torchrun_env import RUNTIME_RANK_CALLS
 from ...semantic.xla_process_group import xla_group_exists_before
@@ -55,7 +56,7 @@ def runtime_ranks_in_torchrun_branch(
                 continue
             yield Finding(
                 "XLA202",
-                f"`{model.segment(call)}` in a branch only torchrun reaches (line {node.lineno}: "
+                f"`{model.segment(call)}` in a branch only torchrun reaches (line {line_ref(node.lineno)}: "
                 f"`{model.segment(node.test)[:60]}`), and no torch_xla launcher starts this "
                 "script: under torchrun the XLA runtime numbers the processes only after "
                 'init_process_group("xla", init_method="xla://"), so here every process gets '
