@@ -94,3 +94,36 @@ def test_flags_that_decide_no_device_are_not_reported():
     """
     assert _flag_findings(code) == []
     assert src(code)
+
+
+def test_picker_with_the_cpu_first_keeps_the_flag_and_says_it_is_negated():
+    # held-out 17 (3D-ResNets): the CPU side first, the flag asks for *no* CUDA.
+    code = """
+    import argparse
+    import torch
+    def run(opts):
+        net = torch.nn.Linear(4, 2).to(opts.device)
+        return net(torch.randn(2, 4).to(opts.device))
+    if __name__ == "__main__":
+        p = argparse.ArgumentParser()
+        p.add_argument("--no_gpu", action="store_true")
+        opts = p.parse_args()
+        opts.device = torch.device("cpu" if opts.no_gpu else "cuda")
+        run(opts)
+    """
+    pickers = [f for f in findings(code, "XLA101") if "device picker" in f.message]
+    assert [f.span.start.line + 1 for f in pickers] == [10] and pickers[0].fix.safe
+    (flag,) = _flag_findings(code)
+    assert "the XLA device by default, the CPU when it is set" in flag.message
+    out = fixed(code, "XLA101")
+    assert 'opts.device = torch.device("cpu" if opts.no_gpu else "xla")' in out
+
+
+def test_cpu_first_picker_on_availability_becomes_the_xla_device():
+    code = """
+    import torch
+    device = torch.device("cpu" if not torch.cuda.is_available() else "cuda")
+    x = torch.randn(2).to(device)
+    """
+    out = fixed(code, "XLA101")
+    assert "is_available" not in out and "torch_xla.device()" in out

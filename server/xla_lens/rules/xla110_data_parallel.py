@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.line_refs import line_ref
 from ..semantic.model import ScriptModel, arg_or_keyword, dotted, method_name, optimizer_like
 from .base import (
     Category,
@@ -23,6 +24,7 @@ from .base import (
     RuleContext,
     Severity,
 )
+from .parts.ddp_inputs import unmoved_input
 
 CODE = "XLA110"
 DATA_PARALLEL = {
@@ -35,6 +37,9 @@ WHOLE_MODEL_IO = {"torch.save", "torch.load", "torch_xla.core.xla_model.save"}
 # Receivers of state_dict() that are not the model (their keys do not change).
 NOT_MODEL_HINTS = ("optim", "sched", "scaler", "lr_", "ema")
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
+
+
+MOVER = "nn.DataParallel"
 
 
 def _launcher(ctx: RuleContext) -> str:
@@ -123,12 +128,30 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return
     reason = _review_reason(model)
     for call in calls:
-        fix = _fix(model, call, reason)
         message = (
             "nn.DataParallel only knows CUDA devices: on XLA it runs one replica (or scatters "
             f"onto CUDA): use the XLA launcher ({_launcher(ctx)}, one process per device) with "
             "xm.optimizer_step, or DDP over the xla backend"
         )
+        # DataParallel also scattered each forward's CPU batch onto the GPUs: unwrapped, a
+        # CPU input reaches the XLA model ("Expected XLA tensor"), so the unwrap waits for review.
+        cpu = unmoved_input(model, call, MOVER)
+        reasons = [r for r in (reason, cpu.reason if cpu else "") if r]
+        if cpu is not None:
+            message += (
+                "; but DataParallel also moved each forward's inputs onto the device "
+                f"(line {line_ref(cpu.line)})"
+            )
+            if cpu.forward is not None:
+                yield Finding(
+                    CODE,
+                    "this input is a CPU tensor: nn.DataParallel moved it onto the device, "
+                    "nothing does on XLA (the model would get a CPU tensor)",
+                    model.span(cpu.forward),
+                    Severity.WARNING,
+                    manual="move the inputs with .to(device)",
+                )
+        fix = _fix(model, call, "; ".join(reasons))
         yield Finding(
             CODE,
             message,

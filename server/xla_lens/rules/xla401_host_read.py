@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.frameworks import ownership
 from ..semantic.host_calls import is_builtin_call
 from ..semantic.host_values import HostValues, host_values
 from ..semantic.line_refs import line_ref
@@ -36,7 +35,10 @@ from .parts.closure_names import free_names
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
 from .parts.eval_loops import evaluation_loops
+from .parts.forward_buffer_reads import READ_MANUAL, forward_buffer_reads, read_message
+from .parts.framework_device import framework_read_manual
 from .parts.helper_reads import HELPER_MANUAL, helper_message, helper_reads
+from .parts.loader_fields import reads_cpu_loader_field
 from .parts.narrowed_modules import narrowed_module
 from .parts.numpy_reads import (
     bare_numpy,
@@ -264,7 +266,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     if not on_cpu:  # a script placing nothing on a device keeps these on the CPU
         for call, message, fix in crashes_outside_loops(model, values, REPORTING_METHODS):
             yield Finding(CODE, message, model.span(call), Severity.WARNING, fix=fix)
-    agnostic = _framework_manual(model)
+    agnostic = framework_read_manual(model)
     for loop, node in loop_nodes(model):
         what = _reads(model, values, node)
         if what is None:
@@ -299,6 +301,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
     if not on_cpu:
         yield from _evaluation_reads(model, values, closures)
+    for read in forward_buffer_reads(model):  # every forward, wherever the loop is
+        yield Finding(
+            CODE,
+            read_message(model, read),
+            model.span(read.node),
+            Severity.WARNING,
+            manual=READ_MANUAL,
+        )
     every_step = lambda loop, node: periodic_block(model, loop, node) is None  # noqa: E731
     for read in helper_reads(model, _helper_read, every_step, lambda fn: fn.name in closures):
         what = read.what
@@ -308,18 +318,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         message = helper_message(read, _message(what, on_cpu))
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
         yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
-
-
-def _framework_manual(model: ScriptModel) -> str | None:
-    """Advice without torch_xla for a script Lightning runs on any device (None: not one)."""
-    who = ownership(model).device_agnostic
-    if who is None:
-        return None
-    return (
-        f"{who} picks the device, so torch_xla code (a step closure) would break its CUDA/CPU "
-        "runs: keep the value on the device (`total += loss.detach()`) and read it only at a "
-        "logging interval, where one extra graph run per interval is cheap"
-    )
 
 
 def _evaluation_reads(
@@ -338,6 +336,8 @@ def _evaluation_reads(
                     continue
                 if what == CONVERSION or _bare_numpy_in(model, node) is not None:
                     continue  # a crash, not a sync: XLA401's numpy findings say so elsewhere
+                if reads_cpu_loader_field(model, loop, node):
+                    continue  # a batch field the loop never moves: a CPU tensor
                 if periodic_block(model, TrainingLoop(loop), node) is not None:
                     continue  # ``if i % 100 == 0: print(loss)``: every 100 batches, not each
                 yield Finding(

@@ -7,10 +7,13 @@ from collections.abc import Iterator, Sequence
 
 from ..semantic.arguments import local_bindings
 from ..semantic.model import ScriptModel, keyword, method_name
+from ..semantic.sibling_loops import sibling_loop_arguments
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
+from .parts.discarded_batches import batch_discarded
 from .parts.drained_loaders import drained_loaders
 from .parts.eval_loader_batches import eval_loader_findings
+from .parts.forward_buffer_reads import SLICE_MANUAL, forward_buffer_reads, slice_message
 from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
@@ -89,49 +92,11 @@ def _name_loader_calls(model: ScriptModel, name: str, depth: int) -> list[ast.Ca
     return found
 
 
-def _batch_names(loop: ast.For | ast.AsyncFor) -> set[str]:
-    target = loop.target
-    it = loop.iter
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "enumerate"
-        and isinstance(target, ast.Tuple)
-        and len(target.elts) == 2
-    ):
-        target = target.elts[1]  # the index is not the batch
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-
-
-def _batch_discarded(loop: ast.For | ast.AsyncFor) -> bool:
-    """Every name the loader's batch is bound to is rebound before any read (lit-llama's
-    ``for i, (x, y) in enumerate(loader): ... x, y = get_batch(...)``): that loader's batch
-    never reaches the step, so its shape does not matter."""
-    names = _batch_names(loop)
-    if not names:
-        return False
-    left = set(names)
-    for stmt in loop.body:
-        mentioned = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)} & left
-        if not mentioned:
-            continue
-        if not isinstance(stmt, ast.Assign):
-            return False
-        read = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
-        stored = {n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        if mentioned & read or not mentioned <= stored:
-            return False
-        left -= mentioned
-        if not left:
-            return True
-    return False
-
-
 def _training_loaders(model: ScriptModel) -> list[ast.Call]:
     seen: dict[int, ast.Call] = {}
     taken: set[int] = set()  # ids of the shared per-name lists already taken in full
     for loop in model.training_loops:
-        if isinstance(loop.node, ast.For | ast.AsyncFor) and not _batch_discarded(loop.node):
+        if isinstance(loop.node, ast.For | ast.AsyncFor) and not batch_discarded(loop.node):
             for calls in _loader_call_lists(model, loop.node.iter):
                 if isinstance(calls, list):
                     if id(calls) in taken:
@@ -141,6 +106,9 @@ def _training_loaders(model: ScriptModel) -> list[ast.Call]:
                     seen.setdefault(id(call), call)
     for call in drained_loaders(model):  # advanced with next() each step
         seen.setdefault(id(call), call)
+    for arg in sibling_loop_arguments(model):  # the training loop is in a sibling module
+        for call in _loader_calls(model, arg):
+            seen.setdefault(id(call), call)
     return sorted(seen.values(), key=lambda c: (c.lineno, c.col_offset))
 
 
@@ -365,6 +333,15 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         done.add(id(node))
         yield _op_finding(model, node, what, " inside the training loop")
     yield from _helper_op_findings(model, done)
+    for read in forward_buffer_reads(model):
+        for store in read.slices:
+            yield Finding(
+                CODE,
+                slice_message(model, read),
+                model.span(store),
+                Severity.WARNING,
+                manual=SLICE_MANUAL,
+            )
 
 
 HOVER_LOADER = """\

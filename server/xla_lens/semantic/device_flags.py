@@ -56,8 +56,8 @@ def _device_flags(model: ScriptModel) -> list[DeviceFlag]:
     found: dict[int, DeviceFlag] = {}
     if not any(any(w in name.lower() for w in FLAG_WORDS) for name in _declared_names(model)):
         return []  # the common case: no option or field named for CUDA, nothing to follow
-    for test, line in _picker_tests(model):
-        for attr, negated in _flag_attributes(model, test, False, 0):
+    for test, line, chooses_when_false in _picker_tests(model):
+        for attr, negated in _flag_attributes(model, test, chooses_when_false, 0):
             for declared, default, is_field in _declarations(model, attr):
                 if isinstance(declared, ast.Call):
                     spelled = next((const_str(a) for a in declared.args if const_str(a)), attr)
@@ -70,17 +70,18 @@ def _device_flags(model: ScriptModel) -> list[DeviceFlag]:
     return sorted(found.values(), key=lambda f: (f.declared.lineno, f.declared.col_offset))
 
 
-def _picker_tests(model: ScriptModel) -> Iterator[tuple[ast.expr, int]]:
-    """The tests of device pickers that keep the user's flag when converted."""
+def _picker_tests(model: ScriptModel) -> Iterator[tuple[ast.expr, int, bool]]:
+    """The tests of device pickers that keep the user's flag when converted, and whether
+    the device is chosen when the test is False (``"cpu" if opt.no_cuda else "cuda"``)."""
     for node in model.nodes_of(ast.IfExp):
         pk = pickers.picker(model, node)
         if pk is not None and pk.test_kind in {"flag", "mixed", "mixed-name"}:
             assert isinstance(node, ast.IfExp)
-            yield node.test, node.lineno
+            yield node.test, node.lineno, pk.chooses_when_false
     for node in model.nodes_of(ast.If):
         assert isinstance(node, ast.If)
         if chooses_device(model, node):
-            yield node.test, node.lineno
+            yield node.test, node.lineno, False
 
 
 def _declared_names(model: ScriptModel) -> Iterator[str]:

@@ -226,19 +226,46 @@ def mentions_cuda(model: ScriptModel, call: ast.Call) -> bool:
     ) or any("cuda" in model.segment(k.value) for k in call.keywords if k.arg == "choices")
 
 
-def availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
-    """Blocks that run only when CUDA (or another accelerator) is available."""
+def availability_guards(model: ScriptModel) -> list[tuple[Span, str, str]]:
+    """Blocks that run only when CUDA (or another accelerator) is available, or only when a
+    device's type is (or is not) "cuda": (statement span, the test's text, what it tests)."""
     return model.memo(availability_guards, lambda: _availability_guards(model))
 
 
-def _availability_guards(model: ScriptModel) -> list[tuple[Span, str]]:
+def _availability_guards(model: ScriptModel) -> list[tuple[Span, str, str]]:
     guards = []
     for node in model.nodes_of(ast.If):
-        if isinstance(node, ast.If) and pickers.mentions_availability(model, node.test):
-            test = model.segment(node.test)
-            for stmt in (*node.body, *node.orelse):
-                guards.append((model.span(stmt), test))
+        if not isinstance(node, ast.If):
+            continue
+        if pickers.mentions_availability(model, node.test):
+            kind = "a CUDA availability test"
+        elif tests_cuda_type(node.test):
+            kind = 'a test of the device type against "cuda"'
+        else:
+            continue
+        test = model.segment(node.test)
+        for stmt in (*node.body, *node.orelse):
+            guards.append((model.span(stmt), test, kind))
     return guards
+
+
+def tests_cuda_type(test: ast.AST) -> bool:
+    """``device.type == "cuda"`` / ``x.device.type in ("cuda", "mps")``: a device's type
+    compared with "cuda", which says otherwise once the device is the XLA device (held-out
+    17: the only model move sat under one, in a helper handed the device)."""
+    for n in ast.walk(test):
+        if not isinstance(n, ast.Compare):
+            continue
+        sides = [n.left, *n.comparators]
+        typed = any(isinstance(c, ast.Attribute) and c.attr == "type" for c in sides)
+        names = [
+            const_str(e)
+            for c in sides
+            for e in (c.elts if isinstance(c, ast.Tuple | ast.List | ast.Set) else [c])
+        ]
+        if typed and "cuda" in names:
+            return True
+    return False
 
 
 def availability_flags(

@@ -226,10 +226,11 @@ def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[A
         if f.fix is not None and f.fix.safe:
             if guards is None:
                 guards = sites.availability_guards(model)
-            test = next((t for span, t in guards if span.contains(f.span)), None)
-            if test is not None:
+            guard = next(((t, k) for span, t, k in guards if span.contains(f.span)), None)
+            if guard is not None:
+                test, kind = guard
                 reason = (
-                    f"{UNDER_GUARD} `if {test}:`, a CUDA availability test that decides "
+                    f"{UNDER_GUARD} `if {test}:`, {kind} that decides "
                     "differently on an XLA host (the guard keeps this code from running there)"
                 )
                 f = replace(

@@ -192,13 +192,19 @@ class Picker:
     test_kind: str
     flags: tuple[ast.expr, ...] = ()
 
+    @property
+    def chooses_when_false(self) -> bool:
+        """``"cpu" if opt.no_cuda else "cuda"``: the device is the ``else`` side."""
+        return self.device_branch is self.node.orelse
+
 
 def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
-    """``"cuda" if <test> else "cpu"`` (chains through further pickers or other devices)."""
+    """``"cuda" if <test> else "cpu"`` (chains through further pickers or other devices),
+    or the other way round, ``"cpu" if <test> else "cuda"``."""
     if not isinstance(node, ast.IfExp):
         return None
     if not is_device_value(model, node.body):
-        return None
+        return _reversed_picker(model, node)
     rest = node.orelse
     if not _is_device_chain(model, rest) or _tests_a_device(node.test):
         return None
@@ -215,6 +221,20 @@ def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
     if not mentions_availability(model, node.test) and not isinstance(rest, ast.IfExp):
         return Picker(node, node.body, "flag")
     return Picker(node, node.body, "unknown")
+
+
+def _reversed_picker(model: ScriptModel, node: ast.IfExp) -> Picker | None:
+    """``"cpu" if opt.no_cuda else "cuda"`` / ``"cpu" if not avail() else "cuda"``: only
+    the plain two-way form (a flag alone, or availability alone)."""
+    if not (is_other_device(node.body) and is_device_value(model, node.orelse)):
+        return None
+    if _tests_a_device(node.test):
+        return None
+    if is_availability(model, node.test):
+        return Picker(node, node.orelse, "availability")
+    if not mentions_availability(model, node.test):
+        return Picker(node, node.orelse, "flag")
+    return Picker(node, node.orelse, "unknown")
 
 
 def _is_device_chain(model: ScriptModel, node: ast.AST) -> bool:

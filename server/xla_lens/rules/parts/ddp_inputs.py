@@ -47,9 +47,12 @@ class CpuInput:
     value: ast.expr | None = None  # that input
 
 
-def unmoved_input(model: ScriptModel, ddp_call: ast.Call) -> CpuInput | None:
-    """None when every forward call of the DDP result passes on-device inputs."""
-    return _Tracer(model).result_uses(ddp_call, MAX_DEPTH)
+def unmoved_input(
+    model: ScriptModel, ddp_call: ast.Call, mover: str = "DDP with device_ids"
+) -> CpuInput | None:
+    """None when every forward call of the wrapper's result passes on-device inputs.
+    ``mover`` names what moved the inputs before (for the reason)."""
+    return _Tracer(model, mover).result_uses(ddp_call, MAX_DEPTH)
 
 
 def module_device(model: ScriptModel, ddp_call: ast.Call) -> ast.expr | None:
@@ -79,9 +82,10 @@ def module_device(model: ScriptModel, ddp_call: ast.Call) -> ast.expr | None:
 class _Tracer(InputPlacement):
     """Follows the DDP model from its binding to every forward call and checks its inputs."""
 
-    def __init__(self, model: ScriptModel) -> None:
+    def __init__(self, model: ScriptModel, mover: str = "DDP with device_ids") -> None:
         super().__init__(model)
         self.seen: set[tuple[ast.AST, str]] = set()
+        self.mover = mover
 
     def result_uses(self, node: ast.expr, depth: int) -> CpuInput | None:
         parent = self.model.parent(node)
@@ -166,6 +170,8 @@ class _Tracer(InputPlacement):
             return None  # .parameters(), .module, .train(), .no_sync(), .state_dict()...
         if isinstance(parent, ast.Call):
             return self.passed(parent, use, name, depth)
+        if isinstance(parent, ast.Return) and parent.value is use:
+            return self.returned(use, name, depth)
         if isinstance(parent, ast.Assign) and parent.value is use:
             return self.result_uses(use, depth - 1) if depth > 0 else self.lost(use, name)
         # ``m = ddp if c else other`` / ``ddp or other``: the value may be the DDP model.
@@ -181,6 +187,22 @@ class _Tracer(InputPlacement):
             use.lineno,
             f"line {line_ref(use.lineno)} hands `{name}` on where xla-lens cannot follow its forward calls",
         )
+
+    def returned(self, use: ast.expr, name: str, depth: int) -> CpuInput | None:
+        """``return net`` from a helper that wraps it: the helper's calls in this file."""
+        fn = self.model.enclosing_function(use)
+        if fn is None or depth <= 0:
+            return self.lost(use, name)
+        calls = [
+            c for c in self.model.calls if (t := callee(self.model, c)) is not None and t[0] is fn
+        ]
+        if not calls:
+            return self.lost(use, name)
+        for call in calls:
+            found = self.result_uses(call, depth - 1)
+            if found is not None:
+                return found
+        return None
 
     def passed(self, call: ast.Call, use: ast.expr, name: str, depth: int) -> CpuInput | None:
         if isinstance(call.func, ast.Name) and call.func.id in HARMLESS:
@@ -206,11 +228,17 @@ class _Tracer(InputPlacement):
             if not self.on_device(value, VALUE_DEPTH):
                 shown = self.model.segment(value)
                 certain = self.certainly_cpu(value)
-                kind = "a CPU tensor" if certain else "an input not visibly on the device"
+                # Unsure: it may hold strings (a caption batch), which .to() would break on.
+                what = (
+                    f"a CPU tensor (`{shown}`): move it with .to(device)"
+                    if certain
+                    else f"an input not visibly on the device (`{shown}`): if it holds "
+                    "tensors, move them with .to(device)"
+                )
                 return CpuInput(
                     value.lineno,
-                    f"DDP with device_ids moved the inputs to the device; without it line "
-                    f"{value.lineno} passes {kind} (`{shown}`): move it with .to(device)",
+                    f"{self.mover} moved the inputs to the device; without it line "
+                    f"{line_ref(value.lineno)} passes {what}",
                     call if certain else None,
                     value if certain else None,
                 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 
 from ...semantic import xla_api
-from ...semantic.arguments import local_bindings
+from ...semantic.arguments import argparse_options, local_bindings
 from ...semantic.line_refs import line_ref
 from ...semantic.model import Emitter, ScriptModel
 from ...semantic.params import argument_values
@@ -90,6 +90,10 @@ def _line(node: ast.AST) -> int:
     return getattr(node, "lineno", 0)
 
 
+# What XLA101 writes for a string-typed device (an option's default).
+XLA_TEXTS = frozenset({'"xla"', "'xla'"})
+
+
 class _Resolver:
     def __init__(self, model: ScriptModel, target: Target) -> None:
         self.model = model
@@ -160,8 +164,27 @@ class _Resolver:
             return None  # already the XLA device
         if isinstance(value, ast.Name):
             return self._name(value.id, value, depth + 1)
+        if self._option_made_xla(value):
+            return None
         text = self.model.segment(value)
         return f"line {line_ref(_line(value))} sets it to `{text[:60]}`, which no safe fix makes the XLA device"
+
+    def _option_made_xla(self, value: ast.AST) -> bool:
+        """``torch.device(args.device)`` / ``args.device`` whose ``--device`` default a safe
+        XLA101 fix makes "xla" (held-out 17, BLIP)."""
+        if isinstance(value, ast.Call) and self.model.call_name(value) == "torch.device":
+            value = value.args[0] if len(value.args) == 1 and not value.keywords else value
+        if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)):
+            return False
+        option = argparse_options(self.model).get(value.attr)
+        default = option.default if option is not None else None
+        if default is None:
+            return False
+        span = self.model.span(default)
+        return any(
+            safe and isinstance(op, Replace) and op.span == span and op.code.strip() in XLA_TEXTS
+            for safe, op in _edits_at_line(self.model, self.target, span.start.line)
+        )
 
     def _covered(
         self, span: Span, *, statement: str | None = None, expression: bool = False

@@ -42,4 +42,16 @@ def leave_framework_device(model: ScriptModel, findings: list[Finding]) -> list[
     return out
 
 
-__all__ = ["leave_framework_device"]
+def framework_read_manual(model: ScriptModel) -> str | None:
+    """Advice without torch_xla for a script Lightning runs on any device (None: not one)."""
+    who = ownership(model).device_agnostic
+    if who is None:
+        return None
+    return (
+        f"{who} picks the device, so torch_xla code (a step closure) would break its CUDA/CPU "
+        "runs: keep the value on the device (`total += loss.detach()`) and read it only at a "
+        "logging interval, where one extra graph run per interval is cheap"
+    )
+
+
+__all__ = ["framework_read_manual", "leave_framework_device"]

@@ -1,0 +1,106 @@
+"""Batch fields an evaluation loop never moves: CPU tensors, whose host reads sync nothing.
+
+    for image, ids in loader:                 # a plain DataLoader
+        image = image.to(device)              # only the images go to the device
+        for caption, uid in zip(captions, ids):
+            out.append({"id": uid.item()})    # a CPU tensor: no XLA graph runs for it
+
+Held-out 17 (BLIP's evaluate): XLA401 called ``img_id.item()`` a device read. A field is on the
+CPU when the loop's loader is not an XLA loader (``pl.MpDeviceLoader`` moves whole batches) and
+the loop body never rebinds the field (``ids = ids.to(device)``); ``zip`` and ``enumerate`` pass
+the field's elements through.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...semantic.loaders import Source, classify, creates_xla_loader
+from ...semantic.model import ScriptModel
+
+MAX_HOPS = 3
+
+
+def reads_cpu_loader_field(model: ScriptModel, loop: ast.For | ast.AsyncFor, read: ast.AST) -> bool:
+    """Whether the host read ``read`` (``x.item()``, ``int(x)``) inside ``loop`` reads a
+    field of ``loop``'s batch that stays on the CPU."""
+    if not isinstance(read, ast.Call):
+        return False
+    if isinstance(read.func, ast.Attribute):
+        value = read.func.value
+    elif len(read.args) == 1:
+        value = read.args[0]
+    else:
+        return False
+    return _field(model, loop, value, MAX_HOPS)
+
+
+def _field(model: ScriptModel, loop: ast.For | ast.AsyncFor, expr: ast.AST, hops: int) -> bool:
+    if hops < 0 or not isinstance(expr, ast.Name):
+        return False
+    binder = next(
+        (
+            a
+            for a in model.ancestors(expr)
+            if isinstance(a, ast.For | ast.AsyncFor) and expr.id in _target_names(a.target)
+        ),
+        None,
+    )
+    if binder is None or _rebound(binder, expr.id):
+        return False
+    if binder is loop:
+        source = classify(model, loop.iter)
+        # A loader handed in may be an MpDeviceLoader only where the file makes one.
+        plain = source is Source.PLAIN or (
+            source is Source.UNKNOWN and not creates_xla_loader(model)
+        )
+        return plain and _plain_unpacking(loop, expr.id)
+    source = _zipped_source(binder, expr.id)
+    return source is not None and _field(model, loop, source, hops - 1)
+
+
+def _target_names(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+def _rebound(loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for stmt in loop.body
+        for n in ast.walk(stmt)
+    )
+
+
+def _plain_unpacking(loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    """``for a, b in loader`` / ``for i, (a, b) in enumerate(loader)``: ``name`` is one field."""
+    target = loop.target
+    if isinstance(target, ast.Tuple) and any(
+        isinstance(e, ast.Name) and e.id == name for e in target.elts
+    ):
+        return True
+    return (
+        isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[1], ast.Tuple)
+        and any(isinstance(e, ast.Name) and e.id == name for e in target.elts[1].elts)
+    )
+
+
+def _zipped_source(loop: ast.For | ast.AsyncFor, name: str) -> ast.expr | None:
+    """``for c, u in zip(captions, ids)``: ``u`` comes from ``ids``."""
+    it, target = loop.iter, loop.target
+    if not (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "zip"
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == len(it.args)
+    ):
+        return None
+    for element, source in zip(target.elts, it.args, strict=True):
+        if isinstance(element, ast.Name) and element.id == name:
+            return source
+    return None
+
+
+__all__ = ["reads_cpu_loader_field"]

@@ -1,0 +1,63 @@
+"""XLA402: the training DataLoader built here, iterated by a training loop in a sibling module
+(held-out 17, 3D-ResNets: ``train_epoch`` in training.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import analyze
+
+from tests.helpers import src
+
+LOOP = """
+def train_one(loader, net, sgd, device):
+    for x, y in loader:
+        loss = net(x.to(device)).sum() + y.to(device).sum()
+        sgd.zero_grad()
+        loss.backward()
+        sgd.step()
+
+def evaluate(loader, net):
+    for x, _ in loader:
+        net(x)
+"""
+
+SCRIPT = """
+import torch
+from loop import train_one, evaluate
+
+def make_loaders(bs):
+    ds = torch.utils.data.TensorDataset(torch.randn(10, 4), torch.randn(10))
+    train_loader = torch.utils.data.DataLoader(ds, batch_size=bs, shuffle=True)
+    val_loader = torch.utils.data.DataLoader(ds, batch_size=bs)
+    return train_loader, val_loader
+
+def main(net, sgd, device):
+    train_loader, val_loader = make_loaders(4)
+    for _ in range(2):
+        train_one(train_loader, net, sgd, device)
+        evaluate(val_loader, net)
+"""
+
+
+@pytest.fixture(autouse=True)
+def _siblings(fresh_workspace_caches):
+    yield
+
+
+def test_loader_fed_to_a_sibling_training_loop_gets_drop_last(tmp_path: Path) -> None:
+    (tmp_path / "loop.py").write_text(src(LOOP), encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text(src(SCRIPT), encoding="utf-8")
+    found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == "XLA402"]
+    # The training loader only: the evaluation loop calls no backward().
+    assert [f.span.start.line + 1 for f in found] == [6]
+    assert found[0].fix is not None and not found[0].fix.safe
+
+
+def test_without_the_sibling_nothing_is_claimed(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(src(SCRIPT), encoding="utf-8")
+    found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == "XLA402"]
+    assert found == []
