@@ -29,6 +29,7 @@ def _source(name: str) -> str:
         ("device_int_index.py", True),
         ("device_examples_flags.py", False),
         ("device_cpu_first_flag.py", True),
+        ("device_dataparallel_inputs.py", False),
     ],
 )
 def test_device_idiom_converts_and_trains_on_xla(fixture, shim):

@@ -123,7 +123,7 @@ def test_quiet_on_xla_scripts_frameworks_and_scripts_without_a_training_loop():
 
 def test_rule_is_registered_with_a_page():
     rule = get_rule("XLA117")
-    assert rule is not None and not rule.has_fix and "## Fix safety" in rule.doc
+    assert rule is not None and rule.has_fix and "## Fix safety" in rule.doc
 
 
 SIBLING_BUILT = """

@@ -21,7 +21,9 @@ from collections.abc import Iterator
 from ..semantic.device_intent import built_where_placed, hand_written_xla, places_on_a_device
 from ..semantic.model import ScriptModel, method_name
 from ..semantic.training_loops import TrainingLoop
-from .base import Category, Finding, Rule, RuleContext, Severity
+from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
+from .parts.eval_loops import grad_off
+from .parts.unmoved_batch_fields import unmoved_batch_fields
 
 CODE = "XLA117"
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters", "zero_grad"})
@@ -72,7 +74,39 @@ def _device_code(ctx: RuleContext) -> str:
     return "xm.xla_device()" if ctx.target == "legacy" else "torch_xla.device()"
 
 
+def _unmoved_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[Finding]:
+    for found in unmoved_batch_fields(model, loops):
+        name = found.arg.id
+        moved = f"{name}.to({found.device})" if found.device else f"{name}.cuda()"
+        yield Finding(
+            CODE,
+            f"`{name}` goes to the model without being moved to the device, while "
+            f"`{found.moved}` is: on CUDA nn.DataParallel or DDP(device_ids) moved it inside "
+            "forward; on XLA nothing does and the model on the XLA device gets a CPU tensor "
+            '("Expected XLA tensor")',
+            model.span(found.arg),
+            Severity.WARNING,
+            fix=Fix(
+                f"Move it where `{found.moved}` goes: {moved}",
+                (Replace(model.span(found.arg), moved),),
+            ),
+        )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    loops = model.training_loops
+    if not hand_written_xla(model):
+        no_grad = [n for n in model.nodes_of(ast.For, ast.AsyncFor) if grad_off(model, n)]
+        yield from _unmoved_fields(model, [*(loop.node for loop in loops), *no_grad])
+    yield from _placed_nothing(model, ctx)
+
+
+def places_nothing(model: ScriptModel, ctx: RuleContext) -> bool:
+    """Whether the script trains without placing its model or batches on any device."""
+    return next(_placed_nothing(model, ctx), None) is not None
+
+
+def _placed_nothing(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     loops = model.training_loops
     if not loops or hand_written_xla(model) or places_on_a_device(model):
         return
@@ -121,6 +155,6 @@ RULE = Rule(
     "device = torch_xla.device(), model.to(device) before the optimizer, batches .to(device)",
     severity=Severity.WARNING,
     check=check,
-    has_fix=False,
+    has_fix=True,
     hover={},
 )

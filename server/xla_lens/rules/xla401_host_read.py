@@ -261,7 +261,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     # CPU as written and after conversion: its reads sync nothing until the tensors are moved.
     on_cpu = model.memo(
         (CODE, xla117_not_on_device.CODE, ctx.target),
-        lambda: next(iter(xla117_not_on_device.check(model, ctx)), None) is not None,
+        lambda: xla117_not_on_device.places_nothing(model, ctx),
     )
     if not on_cpu:  # a script placing nothing on a device keeps these on the CPU
         for call, message, fix in crashes_outside_loops(model, values, REPORTING_METHODS):

@@ -94,6 +94,12 @@ def _parameter_loader(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
     return node.id in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
 
 
+def grad_off(model: ScriptModel, loop: ast.AST) -> bool:
+    """Whether ``loop`` runs under ``torch.no_grad()`` / ``inference_mode`` (a ``with`` or a
+    decorator of its function)."""
+    return _grad_off(model, loop)
+
+
 def _grad_off(model: ScriptModel, loop: ast.AST) -> bool:
     for a in model.ancestors(loop):
         if isinstance(a, ast.With | ast.AsyncWith):

@@ -1,0 +1,152 @@
+"""A training loop that moves some fields of its batch to the device and hands another to the
+model unmoved (XLA117):
+
+    for i, (inputs, targets) in enumerate(data_loader):
+        targets = targets.to(device, non_blocking=True)
+        outputs = model(inputs)                 # nn.DataParallel / DDP(device_ids) moved it
+
+On CUDA the wrapper scattered the CPU batch onto the GPUs inside ``forward``; on XLA there is no
+DataParallel and DDP without ``device_ids`` moves nothing, so the model on the XLA device gets a
+CPU tensor ("Expected XLA tensor"; held-out 17, 3D-ResNets training.py and validation.py, where
+the wrapper is built in another module). Only the model call's first positional argument is
+judged: a later one may be a batch of strings (BLIP's captions), which ``.to()`` would break.
+
+The fix moves that argument where the loop moves the other field (the same device expression,
+in the same loop): the wrapper on CUDA scattered it from wherever it was, and on XLA the model's
+device is where the loss already meets the moved field. Other uses of the name are untouched.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ...semantic.loaders import Source, classify, creates_xla_loader
+from ...semantic.model import ScriptModel, method_name
+from .ddp_input_placement import names_a_device
+
+MOVES = frozenset({"to", "cuda"})
+
+
+@dataclass(frozen=True)
+class UnmovedField:
+    arg: ast.Name  # the model call's first argument
+    call: ast.Call  # the model call
+    moved: str  # the field the loop does move
+    device: str  # the device expression it moves it with ("" for .cuda())
+
+
+def unmoved_batch_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[UnmovedField]:
+    """``loops``: the training and evaluation loops (their ``for`` statements)."""
+    seen: set[int] = set()
+    for node in loops:
+        if not isinstance(node, ast.For | ast.AsyncFor) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if not isinstance(node, ast.For | ast.AsyncFor):
+            continue
+        source = classify(model, node.iter)
+        if source is Source.XLA or (source is not Source.PLAIN and creates_xla_loader(model)):
+            continue
+        fields = _fields(node)
+        if len(fields) < 2:
+            continue
+        moves = _moves(node, fields)
+        if not moves:
+            continue
+        moved_name, device = next(iter(moves.items()))
+        for call in _model_calls(model, node):
+            first = call.args[0]
+            if (
+                isinstance(first, ast.Name)
+                and first.id in fields
+                and first.id not in moves
+                and not _rebound(node, first.id)
+            ):
+                yield UnmovedField(first, call, moved_name, device)
+
+
+def _fields(loop: ast.For | ast.AsyncFor) -> set[str]:
+    """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)``: the batch's fields."""
+    target = loop.target
+    it = loop.iter
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+    ):
+        target = target.elts[1]
+    if not isinstance(target, ast.Tuple):
+        return set()
+    return {e.id for e in target.elts if isinstance(e, ast.Name)}
+
+
+def _moves(loop: ast.For | ast.AsyncFor, fields: set[str]) -> dict[str, str]:
+    """Fields the loop moves to a device (``y = y.to(device)``, ``y.cuda()``) → the device
+    expression's text ("" for ``.cuda()``)."""
+    out: dict[str, str] = {}
+    for stmt in loop.body:
+        for n in ast.walk(stmt):
+            if not (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id in fields
+                and n.func.attr in MOVES
+            ):
+                continue
+            if n.func.attr == "to":
+                if not names_a_device(n):
+                    continue
+                device = (
+                    n.args[0] if n.args else next(k.value for k in n.keywords if k.arg == "device")
+                )
+                out.setdefault(n.func.value.id, ast.unparse(device))
+            else:
+                out.setdefault(n.func.value.id, "")
+    return out
+
+
+def _rebound(loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for stmt in loop.body
+        for n in ast.walk(stmt)
+    )
+
+
+def _model_calls(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> Iterator[ast.Call]:
+    """Calls of a module object: ``model(x)`` / ``self.model(x)``, not a function of this file,
+    a library function or a method (``x.view(...)``)."""
+    for stmt in loop.body:
+        for n in ast.walk(stmt):
+            if not isinstance(n, ast.Call) or not n.args:
+                continue
+            func = n.func
+            if isinstance(func, ast.Name):
+                if func.id in model.functions or model.call_name(n) is not None:
+                    continue
+                if hasattr(builtins, func.id):
+                    continue
+                yield n
+            elif (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+                and method_name(n) not in _own_methods(model, n)
+            ):
+                yield n
+
+
+def _own_methods(model: ScriptModel, node: ast.AST) -> set[str]:
+    cls = next((a for a in model.ancestors(node) if isinstance(a, ast.ClassDef)), None)
+    if cls is None:
+        return set()
+    return {s.name for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+__all__ = ["UnmovedField", "unmoved_batch_fields"]
