@@ -173,12 +173,17 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                 )
                 continue
             title = f"Use the XLA device where CUDA was chosen ({code}); keep the flag"
+        chooses = (
+            f"device picker chooses CUDA or the CPU by `{model.segment(node.test)[:60]}` (the "
+            "user's choice, kept)"
+            if pk.test_kind == "flag"
+            else "device picker chooses CUDA (or the CPU when CUDA is missing, as on an XLA host)"
+        )
         yield advice(
             model,
             node,
             message(
-                "device picker chooses CUDA (or the CPU when CUDA is missing, as on an XLA "
-                "host): the XLA device is " + xla_api.device(Emitter(model), target),
+                f"{chooses}: the XLA device is " + xla_api.device(Emitter(model), target),
                 safe,
                 reason,
             ),
