@@ -96,7 +96,11 @@ def _unmoved_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[Findin
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     loops = model.training_loops
     if not hand_written_xla(model):
-        no_grad = [n for n in model.nodes_of(ast.For, ast.AsyncFor) if grad_off(model, n)]
+        no_grad = [
+            n
+            for n in model.nodes_of(ast.For, ast.AsyncFor)
+            if isinstance(n.target, ast.Tuple) and grad_off(model, n)  # type: ignore[attr-defined]
+        ]
         yield from _unmoved_fields(model, [*(loop.node for loop in loops), *no_grad])
     yield from _placed_nothing(model, ctx)
 

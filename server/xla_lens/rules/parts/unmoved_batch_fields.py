@@ -47,14 +47,14 @@ def unmoved_batch_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[U
         seen.add(id(node))
         if not isinstance(node, ast.For | ast.AsyncFor):
             continue
-        source = classify(model, node.iter)
-        if source is Source.XLA or (source is not Source.PLAIN and creates_xla_loader(model)):
-            continue
         fields = _fields(node)
         if len(fields) < 2:
             continue
         moves = _moves(node, fields)
-        if not moves:
+        if not moves or len(moves) == len(fields):
+            continue
+        source = classify(model, node.iter)
+        if source is Source.XLA or (source is not Source.PLAIN and creates_xla_loader(model)):
             continue
         moved_name, device = next(iter(moves.items()))
         for call in _model_calls(model, node):
