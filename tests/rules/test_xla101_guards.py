@@ -1,7 +1,7 @@
 """XLA101: a move that runs only under a test for CUDA never runs on an XLA host, so its
 rewrite alone leaves the model on the CPU: the fix waits for review and names the guard."""
 
-from tests.helpers import findings
+from tests.helpers import findings, fixed
 
 
 def test_move_under_a_device_type_test_in_a_helper_handed_the_device_needs_review():
@@ -28,3 +28,39 @@ def test_move_under_a_test_against_the_cpu_stays_safe():
     """
     (f,) = [f for f in findings(code, "XLA101") if ".cuda()" in f.message]
     assert f.fix is not None and f.fix.safe
+
+
+def test_a_default_argument_test_is_no_cuda_guard():
+    # held-out 16 (ddim): `if device is None:` picks a default; the picker always runs.
+    code = """
+    import torch
+    class Runner:
+        def __init__(self, device=None):
+            if device is None:
+                device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+            self.device = device
+    Runner()
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.fix is not None and f.fix.safe, f.fix.review_reason
+
+
+def test_an_availability_flag_stored_on_the_options_keeps_only_the_users_flag():
+    # held-out 16 (pygcn): `args.cuda = not args.no_cuda and torch.cuda.is_available()`.
+    code = """
+    import argparse
+    import torch
+    p = argparse.ArgumentParser()
+    p.add_argument("--no-cuda", action="store_true")
+    args = p.parse_args()
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    model = torch.nn.Linear(4, 2)
+    if args.cuda:
+        model.cuda()
+    """
+    found = findings(code, "XLA101")
+    (flag,) = [f for f in found if "args.cuda is whether CUDA is available" in f.message]
+    assert flag.fix is not None and not flag.fix.safe
+    assert "args.cuda = not args.no_cuda\n" in fixed(code, "XLA101", unsafe=True)
+    (move,) = [f for f in found if ".cuda()" in f.message]
+    assert not move.fix.safe and "`if args.cuda:`" in move.fix.review_reason

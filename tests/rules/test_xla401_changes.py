@@ -269,3 +269,43 @@ def test_a_wrapped_read_with_a_string_over_lines_keeps_the_string():
     report = '    print("""loss\n    is""", loss.item())'
     out = fixed(STEP_WITH_REPORT.replace("REPORT", report), "XLA401")
     assert 'print("""loss\n    is""", loss.item())' in out, out
+
+
+def test_a_scheduler_step_after_the_report_changes_the_learning_rate_it_prints():
+    # held-out 16 (pytorch-cifar100): deferred, every printed LR was the next step's.
+    code = """
+    import torch
+    import torch_xla
+    net = torch.nn.Linear(4, 2).to(torch_xla.device())
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    warmup_scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / 10)
+    for step in range(5):
+        loss = net(torch.randn(8, 4, device=torch_xla.device())).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        print("loss {:.4f} lr {:.6f}".format(loss.item(), opt.param_groups[0]["lr"]))
+        warmup_scheduler.step()
+    """
+    (f,) = [f for f in findings(code, "XLA401") if f.fix is not None]
+    assert not f.fix.safe
+    assert "steps a learning-rate scheduler first" in f.fix.review_reason
+
+
+def test_a_scheduler_step_before_the_report_changes_nothing_it_reads_later():
+    code = """
+    import torch
+    import torch_xla
+    net = torch.nn.Linear(4, 2).to(torch_xla.device())
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (s + 1) / 10)
+    for step in range(5):
+        loss = net(torch.randn(8, 4, device=torch_xla.device())).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        print("loss {:.4f} lr {:.6f}".format(loss.item(), opt.param_groups[0]["lr"]))
+    """
+    (f,) = [f for f in findings(code, "XLA401") if f.fix is not None]
+    assert f.fix.safe, f.fix.review_reason

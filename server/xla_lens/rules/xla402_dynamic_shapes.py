@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from ..semantic.arguments import local_bindings
 from ..semantic.model import ScriptModel, keyword, method_name
-from ..semantic.sibling_loops import sibling_loop_arguments
+from ..semantic.sibling_loops import returned_to_training_loops, sibling_loop_arguments
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
 from .parts.discarded_batches import batch_discarded
@@ -109,6 +109,12 @@ def _training_loaders(model: ScriptModel) -> list[ast.Call]:
     for arg in sibling_loop_arguments(model):  # the training loop is in a sibling module
         for call in _loader_calls(model, arg):
             seen.setdefault(id(call), call)
+    if any(c for c in model.calls if model.call_name(c) in DATALOADERS):
+        for fn in returned_to_training_loops(model):  # ... and iterates what this returns
+            for ret in ast.walk(fn):
+                if isinstance(ret, ast.Return) and ret.value is not None:
+                    for call in _loader_calls(model, ret.value):
+                        seen.setdefault(id(call), call)
     return sorted(seen.values(), key=lambda c: (c.lineno, c.col_offset))
 
 

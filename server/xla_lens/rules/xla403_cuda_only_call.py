@@ -23,7 +23,12 @@ from .base import (
 )
 from .parts.cuda_asserts import cuda_availability_asserts, cuda_uses_after
 from .parts.cuda_gates import AVAILABILITY, stop_gates
-from .parts.cuda_memory_queries import MEMORY_ADVICE, MEMORY_QUERIES, skipped_memory_figure
+from .parts.cuda_memory_queries import (
+    MEMORY_ADVICE,
+    MEMORY_QUERIES,
+    memory_message,
+    skipped_memory_figure,
+)
 from .parts.pin_memory import pin_memory_findings
 from .parts.pin_memory_options import pin_option_findings
 from .parts.timer_sync import SYNCHRONIZE, times_device_work, wait_fix
@@ -209,13 +214,7 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 ),
             )
         elif q in MEMORY_QUERIES:
-            yield _finding(
-                model,
-                call,
-                f"{q}() reports CUDA memory: on XLA it reads nothing useful (0 on a host "
-                "without CUDA)",
-                manual=MEMORY_ADVICE,
-            )
+            yield _finding(model, call, memory_message(q), manual=MEMORY_ADVICE)
         elif q in DEVICE_QUERIES:
             ws = xla_api.world_size(Emitter(model), target)
             yield _finding(

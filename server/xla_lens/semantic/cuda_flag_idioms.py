@@ -9,10 +9,11 @@ that the rule reports.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from . import cuda_tensor_types as tensor_types
-from . import device_flags, xla_api
+from . import device_flags, pickers, xla_api
 from . import device_sites as sites
 from .advice import Advice, FixPlan
 from .edits import Replace
@@ -68,6 +69,54 @@ def flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
             _fix(
                 f"Make {name} true: the placements it guards go to the XLA device",
                 (Replace(model.span(node.value), "True"),),
+                Emitter(model),
+                reason,
+            ),
+        )
+
+
+def attribute_flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
+    """``args.cuda = not args.no_cuda and torch.cuda.is_available()`` (an attribute, so not
+    one of ``flag_findings``' names): False on an XLA host, so every ``if args.cuda:`` placement
+    stays on the CPU. The review fix keeps the user's flag and drops the availability part."""
+    for attr, node in pickers.attribute_flags(model).items():
+        if id(node.value) in handled:
+            continue
+        target = model.segment(node.targets[0])
+        tests = [
+            n
+            for n in model.nodes_of(ast.If, ast.IfExp)
+            if any(isinstance(a, ast.Attribute) and a.attr == attr for a in ast.walk(n.test))  # type: ignore[attr-defined]
+        ]
+        if not tests:
+            continue
+        base = (
+            f"{target} is whether CUDA is available (False on an XLA host): the CUDA placement "
+            f"it turns on (line {line_refs(t.lineno for t in tests[:4])}) never runs there"
+        )
+        flags = pickers.flag_part(model, node.value)
+        if not isinstance(flags, list):
+            yield _finding(
+                model,
+                node.value,
+                base,
+                manual=f"Make {target} true on the XLA host (place on torch_xla.device() where "
+                "it is true).",
+            )
+            continue
+        kept = " and ".join(model.segment(f) for f in flags)
+        reason = (
+            f"{target} then follows the flag alone, so what it guards always runs unless the "
+            "flag says no: accept it together with the review fixes of those lines (their CUDA "
+            "moves become the XLA device); alone, that code still calls CUDA"
+        )
+        yield _finding(
+            model,
+            node.value,
+            _message(base, reason),
+            _fix(
+                f"Keep the flag only: {target} = {kept}",
+                (Replace(model.span(node.value), kept),),
                 Emitter(model),
                 reason,
             ),

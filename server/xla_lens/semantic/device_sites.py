@@ -237,6 +237,8 @@ def _availability_guards(model: ScriptModel) -> list[tuple[Span, str, str]]:
     for node in model.nodes_of(ast.If):
         if not isinstance(node, ast.If):
             continue
+        if _none_test(node.test):
+            continue  # ``if device is None:`` asks for a default, not for CUDA (held-out 16)
         if pickers.mentions_availability(model, node.test):
             kind = "a CUDA availability test"
         elif tests_cuda_type(node.test):
@@ -247,6 +249,17 @@ def _availability_guards(model: ScriptModel) -> list[tuple[Span, str, str]]:
         for stmt in (*node.body, *node.orelse):
             guards.append((model.span(stmt), test, kind))
     return guards
+
+
+def _none_test(test: ast.AST) -> bool:
+    """``x is None`` / ``x is not None``."""
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is | ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
 
 
 def tests_cuda_type(test: ast.AST) -> bool:

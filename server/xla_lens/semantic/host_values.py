@@ -87,8 +87,8 @@ class HostValues(HostCalls):
                 return False
             return not self.host_at(expr, strict=_is_conventional(expr.id), depth=deeper)
         if isinstance(expr, ast.Attribute):
-            if dotted(expr) in self.tensors.names_at(expr):
-                return True
+            if dotted(expr) in self.tensors.names_at(expr) or expr.attr == "grad":
+                return True  # a parameter's gradient lives where the parameter does
             return self.is_device(expr.value, deeper)
         if isinstance(expr, ast.Subscript):
             return self.is_device(expr.value, deeper)

