@@ -47,6 +47,7 @@ from .base import (
 )
 from .parts import device_arguments, external_devices
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
+from .parts.sparse_tensors import SPARSE_REASON, is_sparse
 
 CODE = "XLA101"
 RANK_NAME = re.compile(r"(^|_)(local_rank|rank|gpu|gpu_id|device_id|local_device)$")
@@ -78,17 +79,20 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
                 continue
             e = Emitter(model)
             dev = _direct_device(model, e, target, call)
-            code = f"{model.segment(recv)}.to({dev})"
+            sparse = is_sparse(model, recv)
+            dense = ".to_dense()" if sparse else ""
+            code = f"{model.segment(recv)}{dense}.to({dev})"
+            message = f".cuda() moves to a CUDA device: use .to({dev}) for the XLA device"
             yield pf.advice(
                 model,
                 call,
-                f".cuda() moves to a CUDA device: use .to({dev}) for the XLA device",
+                pf.message(message, not sparse, SPARSE_REASON),
                 pf.fix_plan(
-                    f"Replace .cuda() with .to({dev})",
+                    f"Replace .cuda() with {dense}.to({dev})",
                     (Replace(model.span(call), code),),
                     e,
-                    True,
-                    "",
+                    not sparse,
+                    SPARSE_REASON if sparse else "",
                 ),
             )
             continue
