@@ -1,12 +1,14 @@
-"""Training loops whose loader batch never reaches the step (XLA402: its shape does not
-matter, so its loader needs no ``drop_last``)."""
+"""The batch a loop binds: its target past ``enumerate``'s index, whether the body rebinds a
+name, and loops whose loader batch never reaches the step (XLA402: its shape does not matter,
+so its loader needs no ``drop_last``)."""
 
 from __future__ import annotations
 
 import ast
 
 
-def _batch_names(loop: ast.For | ast.AsyncFor) -> set[str]:
+def batch_target(loop: ast.For | ast.AsyncFor) -> ast.expr:
+    """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)``: ``x, y``."""
     target = loop.target
     it = loop.iter
     if (
@@ -17,7 +19,19 @@ def _batch_names(loop: ast.For | ast.AsyncFor) -> set[str]:
         and len(target.elts) == 2
     ):
         target = target.elts[1]  # the index is not the batch
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return target
+
+
+def rebound_in_body(loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for stmt in loop.body
+        for n in ast.walk(stmt)
+    )
+
+
+def _batch_names(loop: ast.For | ast.AsyncFor) -> set[str]:
+    return {n.id for n in ast.walk(batch_target(loop)) if isinstance(n, ast.Name)}
 
 
 def batch_discarded(loop: ast.For | ast.AsyncFor) -> bool:
@@ -44,4 +58,4 @@ def batch_discarded(loop: ast.For | ast.AsyncFor) -> bool:
     return False
 
 
-__all__ = ["batch_discarded"]
+__all__ = ["batch_discarded", "batch_target", "rebound_in_body"]

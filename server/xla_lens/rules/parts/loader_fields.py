@@ -17,6 +17,7 @@ import ast
 
 from ...semantic.loaders import Source, classify, creates_xla_loader
 from ...semantic.model import ScriptModel
+from .discarded_batches import rebound_in_body
 
 MAX_HOPS = 3
 
@@ -46,7 +47,7 @@ def _field(model: ScriptModel, loop: ast.For | ast.AsyncFor, expr: ast.AST, hops
         ),
         None,
     )
-    if binder is None or _rebound(binder, expr.id):
+    if binder is None or rebound_in_body(binder, expr.id):
         return False
     if binder is loop:
         source = classify(model, loop.iter)
@@ -61,14 +62,6 @@ def _field(model: ScriptModel, loop: ast.For | ast.AsyncFor, expr: ast.AST, hops
 
 def _target_names(target: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-
-
-def _rebound(loop: ast.For | ast.AsyncFor, name: str) -> bool:
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for stmt in loop.body
-        for n in ast.walk(stmt)
-    )
 
 
 def _plain_unpacking(loop: ast.For | ast.AsyncFor, name: str) -> bool:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from ...semantic.loaders import Source, classify, creates_xla_loader
 from ...semantic.model import ScriptModel, method_name
 from .ddp_input_placement import names_a_device
+from .discarded_batches import batch_target, rebound_in_body
 
 MOVES = frozenset({"to", "cuda"})
 
@@ -63,23 +64,14 @@ def unmoved_batch_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[U
                 isinstance(first, ast.Name)
                 and first.id in fields
                 and first.id not in moves
-                and not _rebound(node, first.id)
+                and not rebound_in_body(node, first.id)
             ):
                 yield UnmovedField(first, call, moved_name, device)
 
 
 def _fields(loop: ast.For | ast.AsyncFor) -> set[str]:
-    """``for x, y in loader`` / ``for i, (x, y) in enumerate(loader)``: the batch's fields."""
-    target = loop.target
-    it = loop.iter
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "enumerate"
-        and isinstance(target, ast.Tuple)
-        and len(target.elts) == 2
-    ):
-        target = target.elts[1]
+    """The batch's fields: the names of the loop's (tuple) target."""
+    target = batch_target(loop)
     if not isinstance(target, ast.Tuple):
         return set()
     return {e.id for e in target.elts if isinstance(e, ast.Name)}
@@ -109,14 +101,6 @@ def _moves(loop: ast.For | ast.AsyncFor, fields: set[str]) -> dict[str, str]:
             else:
                 out.setdefault(n.func.value.id, "")
     return out
-
-
-def _rebound(loop: ast.For | ast.AsyncFor, name: str) -> bool:
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-        for stmt in loop.body
-        for n in ast.walk(stmt)
-    )
 
 
 def _model_calls(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> Iterator[ast.Call]:
