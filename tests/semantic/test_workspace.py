@@ -166,3 +166,18 @@ def test_module_file_relative_import_of_the_package_itself(tmp_path, monkeypatch
     assert module_file("sub/train_util.py", "x", 2) == Path("x.py")
     assert module_file(str(pkg / "sub" / "train_util.py"), "", 2) == pkg / "__init__.py"
     assert module_file(str(pkg / "sub" / "train_util.py"), "x", 2) == pkg / "x.py"
+
+
+def test_an_absolute_package_import_from_inside_the_package_by_a_relative_path(
+    tmp_path, monkeypatch
+):
+    """``from pygcn.utils import load_data`` in pygcn/train.py, checked as ``train.py`` from
+    inside pygcn/ (held-out 16): the package's parent is found by climbing the absolute path."""
+    pkg = tmp_path / "pygcn"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text("def load_data():\n    return 1\n")
+    (pkg / "train.py").write_text("from pygcn.utils import load_data\n")
+    monkeypatch.chdir(pkg)
+    assert module_file("train.py", "pygcn.utils", 0) == (pkg / "utils.py").absolute()
+    assert module_file("train.py", "utils", 0) == Path("utils.py")

@@ -98,8 +98,11 @@ def search_folders(script_folder: Path) -> list[Path]:
     """Where ``from x import f`` is looked for: the script's folder, the top of its package,
     then up to ``MAX_ASCENT`` folders above, never past the project root."""
     out = [script_folder]
-    top = _package_root(script_folder)
-    if top != script_folder:
+    # A relative folder (``train.py`` checked from inside its package: ``Path(".")``) has no
+    # parents to climb: climb its absolute one (held-out 16, pygcn's ``from pygcn.utils``).
+    here = script_folder if script_folder.is_absolute() else script_folder.absolute()
+    top = _package_root(here)
+    if top != here:
         out.append(top)
     folder = top
     for _ in range(MAX_ASCENT):
