@@ -122,15 +122,7 @@ def _flag_attributes(
 
 def _attribute_values(model: ScriptModel, attr: str) -> list[ast.expr]:
     """Values stored in ``<name>.<attr> = value`` anywhere in the script."""
-    out = []
-    for node in model.nodes_of(ast.Assign):
-        assert isinstance(node, ast.Assign)
-        if any(
-            isinstance(t, ast.Attribute) and t.attr == attr and isinstance(t.value, ast.Name)
-            for t in node.targets
-        ):
-            out.append(node.value)
-    return out
+    return [node.value for node in pickers.attribute_stores(model).get(attr, [])]
 
 
 def _declarations(model: ScriptModel, attr: str) -> Iterator[tuple[ast.AST, bool | None, bool]]:

@@ -94,26 +94,33 @@ def mentions_availability(model: ScriptModel, node: ast.AST, follow: bool = True
     return _mentions_directly(model, node)
 
 
+def attribute_stores(model: ScriptModel) -> dict[str, list[ast.Assign]]:
+    """``<name>.<attr> = value`` assignments anywhere in the script, by ``attr``."""
+
+    def build() -> dict[str, list[ast.Assign]]:
+        found: dict[str, list[ast.Assign]] = {}
+        for node in model.nodes_of(ast.Assign):
+            assert isinstance(node, ast.Assign)
+            for t in node.targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                    found.setdefault(t.attr, []).append(node)
+        return found
+
+    return model.memo(attribute_stores, build)
+
+
 def attribute_flags(model: ScriptModel) -> dict[str, ast.Assign]:
     """``args.cuda = not args.no_cuda and torch.cuda.is_available()``: attributes named for
     CUDA that the script sets, once, from an availability question (held-out 16, pygcn) →
     the assignment."""
 
     def build() -> dict[str, ast.Assign]:
-        found: dict[str, list[ast.Assign]] = {}
-        for node in model.nodes_of(ast.Assign):
-            assert isinstance(node, ast.Assign)
-            for t in node.targets:
-                if (
-                    isinstance(t, ast.Attribute)
-                    and isinstance(t.value, ast.Name)
-                    and any(k in t.attr.lower() for k in ("cuda", "gpu"))
-                ):
-                    found.setdefault(t.attr, []).append(node)
         return {
             attr: nodes[0]
-            for attr, nodes in found.items()
-            if len(nodes) == 1 and _mentions_directly(model, nodes[0].value)
+            for attr, nodes in attribute_stores(model).items()
+            if any(k in attr.lower() for k in ("cuda", "gpu"))
+            and len(nodes) == 1
+            and _mentions_directly(model, nodes[0].value)
         }
 
     return model.memo(attribute_flags, build)
