@@ -1,5 +1,6 @@
 """XLA405's CUDA-only libraries: an import of apex, bitsandbytes, xformers, flash-attn,
-pynvml or CuPy, once per library, with what to use on XLA instead. apex imported only for
+pynvml, CuPy or Triton, once per library, and each kernel fetched from the Hugging Face hub
+(``kernels.get_kernel``), with what to use on XLA instead. apex imported only for
 LARC (held-out 15, SwAV) is told apart: LARC is plain PyTorch with no torch.optim
 equivalent, so "replace apex" would change the optimizer."""
 
@@ -53,6 +54,19 @@ CUDA_LIBRARIES = {
 }
 
 
+# Hugging Face's kernel hub (``kernels`` package): prebuilt CUDA (ROCm, Metal) kernels.
+HUB_KERNEL_CALLS = frozenset({"kernels.get_kernel", "kernels.get_local_kernel"})
+HUB_KERNEL_MESSAGE = (
+    "{call}() loads a prebuilt kernel from the Hugging Face hub: those are CUDA (or ROCm/Metal) "
+    "binaries and cannot take XLA tensors, so the first call on the model's tensors fails"
+)
+HUB_KERNEL_MANUAL = (
+    "Call the PyTorch op the kernel implements instead (for attention kernels "
+    "torch.nn.functional.scaled_dot_product_attention, lowered by XLA), or torch_xla's "
+    "Pallas kernels (flash_attention) on TPU."
+)
+
+
 def _larc_only(model: ScriptModel) -> bool:
     """Every apex import of the script is LARC (``from apex.parallel.LARC import LARC``)."""
     found = False
@@ -95,3 +109,12 @@ def library_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
                     Severity.WARNING,
                     manual=LIBRARY_MANUAL[root],
                 )
+    for call in model.calls_to(*HUB_KERNEL_CALLS):
+        shown = model.segment(call.func)
+        yield Finding(
+            code,
+            HUB_KERNEL_MESSAGE.format(call=shown),
+            model.span(call),
+            Severity.WARNING,
+            manual=HUB_KERNEL_MANUAL,
+        )
