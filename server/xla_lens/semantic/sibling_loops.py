@@ -61,17 +61,34 @@ def returned_to_training_loops(
     def build() -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
         if not model.path or model.path.startswith("<"):
             return []
+        returning = _top_level_statements_returning(model)
         out = []
         for stmt in model.tree.body:
             if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
-            if not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(stmt)):
+            if stmt not in returning:
                 continue
             if any(c.trains_on_result for c in workspace_callers(model, stmt.name)):
                 out.append(stmt)
         return out
 
     return model.memo(returned_to_training_loops, build)
+
+
+def _top_level_statements_returning(model: ScriptModel) -> set[ast.AST]:
+    """Top-level statements holding a ``return <value>`` (from the index of returns: a walk
+    of every function was ~5 % of the analysis of a 10,000-line script)."""
+    out: set[ast.AST] = set()
+    for ret in model.nodes_of(ast.Return):
+        if getattr(ret, "value", None) is None:
+            continue
+        top = ret
+        for parent in model.ancestors(ret):
+            if isinstance(parent, ast.Module):
+                break
+            top = parent
+        out.add(top)
+    return out
 
 
 def _iterated_parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:

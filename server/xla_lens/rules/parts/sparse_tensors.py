@@ -48,17 +48,36 @@ def _sparse(model: ScriptModel, expr: ast.AST, depth: int) -> bool:
             return _sparse(model, receiver(expr), depth + 1)  # type: ignore[arg-type]
         return False
     if isinstance(expr, ast.Name):
+        for node in model.assignments.get(expr.id, ()):
+            if isinstance(node, ast.Assign) and _sparse(model, node.value, depth + 1):
+                return True
+        for call, index in _tuple_unpacks(model).get(expr.id, ()):
+            if _helper_returns_sparse(model, call, index):
+                return True
+    return False
+
+
+def _tuple_unpacks(model: ScriptModel) -> dict[str, list[tuple[ast.Call, int]]]:
+    """Each name unpacked from a call's result (``adj, features = load_data()``): the call
+    and the name's place in the tuple. Indexed once per analysis: a scan of every
+    assignment per moved name was ~10 % of the analysis of a 10,000-line script."""
+
+    def build() -> dict[str, list[tuple[ast.Call, int]]]:
+        out: dict[str, list[tuple[ast.Call, int]]] = {}
         for node in model.nodes_of(ast.Assign):
             assert isinstance(node, ast.Assign)
+            if not isinstance(node.value, ast.Call):
+                continue
             for target in node.targets:
-                if isinstance(target, ast.Name) and target.id == expr.id:
-                    if _sparse(model, node.value, depth + 1):
-                        return True
-                elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Call):
-                    index = _index_of(target, expr.id)
-                    if index is not None and _helper_returns_sparse(model, node.value, index):
-                        return True
-    return False
+                if isinstance(target, ast.Tuple):
+                    seen: set[str] = set()
+                    for i, e in enumerate(target.elts):
+                        if isinstance(e, ast.Name) and e.id not in seen:
+                            seen.add(e.id)
+                            out.setdefault(e.id, []).append((node.value, i))
+        return out
+
+    return model.memo(_tuple_unpacks, build)
 
 
 def _builds_sparse(name: str | None, call: ast.Call) -> bool:
@@ -66,13 +85,6 @@ def _builds_sparse(name: str | None, call: ast.Call) -> bool:
         return True
     spelled = dotted(call.func) or ""
     return "sparse" in spelled.rpartition(".")[2].lower()
-
-
-def _index_of(target: ast.Tuple, name: str) -> int | None:
-    for i, e in enumerate(target.elts):
-        if isinstance(e, ast.Name) and e.id == name:
-            return i
-    return None
 
 
 def _helper_returns_sparse(model: ScriptModel, call: ast.Call, index: int) -> bool:
