@@ -116,3 +116,94 @@ def test_a_read_every_hundred_evaluation_batches_is_not_a_per_batch_read():
     ).replace("            correct += out.argmax(1).eq(y).sum().item()\n", "")
     assert "print(out.sum().item())" in src(code)
     assert _eval_reads(code) == []
+
+
+FROM_HELPER = """
+import argparse
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--gpu", action="store_true")
+args = parser.parse_args()
+net = nn.Linear(4, 2)
+if args.gpu:
+    net = net.cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+train_loader = make_train_loader(8)
+test_loader = make_test_loader(8)
+
+
+def train():
+    for x, y in train_loader:
+        if args.gpu:
+            x, y = x.cuda(), y.cuda()
+        loss = nn.functional.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+@torch.no_grad()
+def evaluate():
+    test_loss = 0.0
+    for x, y in test_loader:
+        if args.gpu:
+            x, y = x.cuda(), y.cuda()
+        test_loss += nn.functional.cross_entropy(net(x), y).item()
+    return test_loss
+"""
+
+LOADERS = """
+import torch
+
+
+def make_train_loader(bs):
+    data = torch.utils.data.TensorDataset(torch.randn(32, 4), torch.randint(0, 2, (32,)))
+    return torch.utils.data.DataLoader(data, batch_size=bs, shuffle=True)
+
+
+def make_test_loader(bs):
+    data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
+    return torch.utils.data.DataLoader(data, batch_size=bs)
+"""
+
+
+def _eval_reads_of(path) -> list:
+    from xla_lens.engine import analyze
+
+    result = analyze(path.read_text(encoding="utf-8"), str(path))
+    assert not result.rule_errors, result.rule_errors
+    return [f for f in result.findings if f.code == "XLA401" and "evaluation" in f.message]
+
+
+def test_reads_in_an_evaluation_loop_over_a_sibling_helpers_loader_are_reported(
+    tmp_path, fresh_workspace_caches
+):
+    # held-out 16 (pytorch-cifar100's eval_training): the test loader comes from
+    # get_test_dataloader() in utils.py; its loop's `loss.item()` runs the graph per batch.
+    (tmp_path / "loaders.py").write_text(src(LOADERS), encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from loaders import make_test_loader, make_train_loader\n" + src(FROM_HELPER),
+        encoding="utf-8",
+    )
+    (f,) = _eval_reads_of(script)
+    line = script.read_text(encoding="utf-8").splitlines()[f.span.start.line]
+    assert "test_loss +=" in line and f.fix is None and "after the loop" in f.manual
+
+
+def test_reads_in_an_evaluation_loop_over_a_local_helpers_loader_are_reported():
+    (f,) = _eval_reads(src(LOADERS) + src(FROM_HELPER))
+    assert f.fix is None
+
+
+def test_an_unresolved_loader_call_is_not_claimed(tmp_path, fresh_workspace_caches):
+    # Without the sibling module the loader's maker is out of reach: nothing is claimed.
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from loaders import make_test_loader, make_train_loader\n" + src(FROM_HELPER),
+        encoding="utf-8",
+    )
+    assert _eval_reads_of(script) == []

@@ -29,6 +29,7 @@ from ...semantic.loaders import Source, classify, iterated_loader
 from ...semantic.loop_syncs import loop_syncs, written_for_xla
 from ...semantic.model import ScriptModel, TrainingLoop, method_name
 from ...semantic.node_helpers import SCOPE_TYPES
+from ...semantic.workspace_calls import helper_target
 
 NO_GRAD = frozenset(
     {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.set_grad_enabled"}
@@ -66,7 +67,9 @@ def evaluation_loops(
             continue
         source = classify(model, iterated_loader(model, loop))
         if source is not Source.PLAIN and not (
-            handed_in and source is Source.UNKNOWN and _parameter_loader(model, loop)
+            handed_in
+            and source is Source.UNKNOWN
+            and (_parameter_loader(model, loop) or _helper_loader(model, loop))
         ):
             continue
         if not _grad_off(model, loop) or not _moves_batch(model, loop):
@@ -92,6 +95,23 @@ def _parameter_loader(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
         return False
     a = fn.args
     return node.id in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+
+
+def _helper_loader(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """The loop draws from a name a helper of this file or of the workspace returned
+    (``test_loader = get_test_dataloader(...)`` with the helper in a sibling ``utils.py``:
+    held-out 16, pytorch-cifar100)."""
+    node = iterated_loader(model, loop)
+    if not isinstance(node, ast.Name):
+        return False
+    for value in model.assigned_from(node.id):
+        if not isinstance(value, ast.Call):
+            continue
+        if isinstance(value.func, ast.Name) and value.func.id in model.functions:
+            return True
+        if helper_target(model, value) is not None:
+            return True
+    return False
 
 
 def grad_off(model: ScriptModel, loop: ast.AST) -> bool:
