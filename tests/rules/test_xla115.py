@@ -131,3 +131,32 @@ def test_a_save_xla108_already_turned_into_xm_save_still_counts():
     sd = torch.load("best.pt")
     """
     assert findings(reload, "XLA115") == []
+
+
+WHOLE_MODULE_IN_A_DICT = """
+import torch
+import torch.nn as nn
+
+if resume:
+    checkpoint = torch.load("ckpt.t7")
+    net = checkpoint["net"]
+    torch.set_rng_state(checkpoint["rng_state"])
+else:
+    net = nn.Linear(4, 2)
+net.cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+
+def save(acc):
+    torch.save({"net": net, "acc": acc, "rng_state": torch.get_rng_state()}, "ckpt.t7")
+"""
+
+
+def test_a_dict_holding_the_cuda_module_is_a_checkpoint_the_cuda_run_wrote():
+    # held-out 20 (mixup-cifar10): `torch.save({'net': net, ...})` of the CUDA model, resumed
+    # with a bare torch.load: on an XLA host that load fails. The review names the first use
+    # that keeps tensors (the module), not the RNG state, which must stay on the CPU.
+    (f,) = findings(WHOLE_MODULE_IN_A_DICT, "XLA115")
+    assert f.span.start.line + 1 == 5 and not f.fix.safe
+    assert '`checkpoint["net"]` on line 6' in f.fix.review_reason
+    assert "rng_state" not in f.fix.review_reason

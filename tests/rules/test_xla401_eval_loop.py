@@ -207,3 +207,49 @@ def test_an_unresolved_loader_call_is_not_claimed(tmp_path, fresh_workspace_cach
         encoding="utf-8",
     )
     assert _eval_reads_of(script) == []
+
+
+EVAL_MODE = """
+import torch
+import torch.nn as nn
+
+net = nn.Linear(4, 2).cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randint(0, 2, (16,)))
+loader = torch.utils.data.DataLoader(data, batch_size=4)
+
+
+def train():
+    net.train()
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        loss = nn.functional.cross_entropy(net(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def test():
+    net.eval()
+    correct = 0
+    for x, y in loader:
+        x, y = x.cuda(), y.cuda()
+        correct += net(x).argmax(1).eq(y).cpu().sum()
+    return correct
+"""
+
+
+def test_a_loop_after_eval_mode_without_no_grad_is_an_evaluation_loop():
+    # held-out 20 (mixup-cifar10's test(): `net.eval()`, the legacy `Variable(x, volatile=True)`
+    # and no `torch.no_grad()`): its per-batch `.cpu()` runs the graph once per batch.
+    (f,) = _eval_reads(EVAL_MODE)
+    assert ".cpu()" in src(EVAL_MODE).splitlines()[f.span.start.line] and f.fix is None
+
+
+def test_a_loop_that_trains_after_eval_mode_is_no_evaluation_loop():
+    # Batch norm frozen with `net.eval()` while training: the loop steps, it is no evaluation.
+    code = EVAL_MODE.replace(
+        "        correct += net(x).argmax(1).eq(y).cpu().sum()\n",
+        "        loss = net(x).sum()\n        loss.backward()\n        correct += loss.cpu()\n",
+    )
+    assert _eval_reads(code) == []

@@ -290,8 +290,11 @@ def _held_reason(held: list[Held]) -> str:
 
 
 def is_checkpoint(model: ScriptModel, obj: ast.AST | None) -> bool:
-    """What ``torch.save`` writes is a state-dict checkpoint or a whole module on a device."""
-    return _is_state_dict(model, obj) or (obj is not None and placed_module(model, obj))
+    """What ``torch.save`` writes is a state-dict checkpoint, or a whole module on a device,
+    alone or in a dict (``{'net': net, 'acc': acc}``: held-out 20, mixup-cifar10)."""
+    return _is_state_dict(model, obj) or (
+        obj is not None and (placed_module(model, obj) or _holds_placed_module(model, obj))
+    )
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

@@ -29,7 +29,8 @@ from .xla116_manual_seed import runs_on_cuda
 CODE = "XLA115"
 LOADS = frozenset({"torch.load"})
 # Checkpoint entries that hold plain Python values (counters, settings), not tensors.
-PLAIN_KEYS = ("epoch", "step", "iter", "args", "config", "arch", "name", "version")
+PLAIN_KEYS = ("epoch", "step", "iter", "args", "config", "arch", "name", "version", "rng")
+# (``rng_state`` is a tensor, but ``torch.set_rng_state`` wants it on the CPU.)
 REVIEW = (
     "the checkpoint is used other than through load_state_dict ({use}); on the CPU those "
     "tensors stay off the XLA device — move them with .to(device) where they are used"
@@ -121,9 +122,16 @@ def _other_use(model: ScriptModel, call: ast.Call) -> str | None:
         return "its result is not kept in one name"
     name = stmt.targets[0].id
     scope = model.enclosing_function(call) or model.tree
-    for node in model.walk_scope(scope):
-        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
-            continue
+    # The first use in the source is the one named (walk_scope runs in no source order).
+    loads = sorted(
+        (
+            node
+            for node in model.walk_scope(scope)
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+        ),
+        key=lambda node: (node.lineno, node.col_offset),
+    )
+    for node in loads:
         if _into_load_state_dict(model, node):
             continue
         parent = model.parent(node)

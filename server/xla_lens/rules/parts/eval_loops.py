@@ -2,7 +2,8 @@
 
 An evaluation loop here is a ``for`` over a torch DataLoader (``loaders.classify`` proves it
 PLAIN) that runs with gradients off (inside ``with torch.no_grad()`` / ``inference_mode()`` /
-``set_grad_enabled(False)``, or in a function decorated with one of them) and moves its batch
+``set_grad_enabled(False)``, or in a function decorated with one of them; or after its
+function put a module in eval mode, with no backward pass or step in the loop) and moves its batch
 to a device in its body (``.to(...)`` / ``.cuda(...)``), in a script that trains (it has a
 training loop) and was not written for XLA by hand.
 
@@ -38,6 +39,8 @@ NO_GRAD = frozenset(
 HOST_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
 HOST_BUILTINS = frozenset({"float", "int", "bool"})
 MOVES = frozenset({"to", "cuda"})
+# A loop calling one of these trains, whatever mode its module is in.
+TRAINING_CALLS = frozenset({"backward", "step", "train"})
 
 
 def eval_loops(model: ScriptModel) -> Iterator[ast.For | ast.AsyncFor]:
@@ -72,7 +75,7 @@ def evaluation_loops(
             and (_parameter_loader(model, loop) or _helper_loader(model, loop))
         ):
             continue
-        if not _grad_off(model, loop) or not _moves_batch(model, loop):
+        if not _evaluating(model, loop) or not _moves_batch(model, loop):
             continue
         if not handed_in and _inside(model, loop, _reached_from_training(model)):
             continue  # XLA107's question only (see the module's note); reads are asked too
@@ -118,6 +121,31 @@ def grad_off(model: ScriptModel, loop: ast.AST) -> bool:
     """Whether ``loop`` runs under ``torch.no_grad()`` / ``inference_mode`` (a ``with`` or a
     decorator of its function)."""
     return _grad_off(model, loop)
+
+
+def _evaluating(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """Gradients off, or the function put a module in eval mode before the loop and the
+    loop runs no backward pass (held-out 20, mixup-cifar10's ``test()``: ``net.eval()``, then
+    a loop with the legacy ``Variable(x, volatile=True)`` and no ``no_grad``)."""
+    return _grad_off(model, loop) or _eval_mode(model, loop)
+
+
+def _eval_mode(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    fn = model.enclosing_function(loop)
+    if fn is None:
+        return False
+    evals = any(
+        isinstance(n, ast.Call)
+        and method_name(n) == "eval"
+        and isinstance(n.func, ast.Attribute)
+        and not n.args
+        and n.lineno < loop.lineno
+        for n in model.walk_scope(fn)
+    )
+    return evals and not any(
+        isinstance(n, ast.Call) and method_name(n) in TRAINING_CALLS
+        for n in _body_nodes(model, loop)
+    )
 
 
 def _grad_off(model: ScriptModel, loop: ast.AST) -> bool:
