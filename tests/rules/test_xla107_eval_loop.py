@@ -156,15 +156,20 @@ def test_an_eval_loop_in_a_decorated_function_over_a_tqdm_loader_is_found():
 
 
 @pytest.mark.xla
-def test_the_converted_eval_loop_gives_the_same_count_one_graph_per_batch(tmp_path: Path):
+@pytest.mark.parametrize("grad_off", ["    with torch.no_grad():\n", "    if True:\n"])
+def test_the_converted_eval_loop_gives_the_same_count_one_graph_per_batch(
+    tmp_path: Path, grad_off: str
+):
+    # Also with gradients on after `net.eval()` (held-out 20's legacy `volatile=True` loop).
+    code = src(ACCUMULATING_EVAL).replace("    with torch.no_grad():\n", grad_off)
     original = tmp_path / "orig.py"
-    original.write_text(src(ACCUMULATING_EVAL).replace('device = "cuda"', 'device = "cpu"'))
+    original.write_text(code.replace('device = "cuda"', 'device = "cpu"'))
     run = subprocess.run(
         [sys.executable, str(original)], capture_output=True, text=True, timeout=600
     )
     assert run.returncode == 0, run.stderr[-2000:]
     expected = run.stdout.split()
-    out = fix_source(src(ACCUMULATING_EVAL)).source
+    out = fix_source(code).source
     assert "            torch_xla.sync()\n" in out and "cuda" not in out, out
     script = tmp_path / "conv.py"
     script.write_text(out)
