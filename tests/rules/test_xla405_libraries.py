@@ -15,3 +15,24 @@ def test_a_kernel_fetched_from_the_hub_is_cuda_only():
     found = [f for f in findings(code, "XLA405") if "Hugging Face hub" in f.message]
     assert [f.span.start.line + 1 for f in found] == [3]
     assert "scaled_dot_product_attention" in found[0].manual
+
+
+def test_apex_use_sites_are_named_beside_its_import():
+    # held-out 20 (ViT-pytorch): `model = DDP(model, ...)` of apex.parallel is where the script
+    # changes; the import's finding alone left the site unreported.
+    code = """
+    import torch
+    from apex.parallel import DistributedDataParallel as DDP, convert_syncbn_model
+    from apex.optimizers import FusedAdam
+    from apex.parallel.LARC import LARC
+
+    model = convert_syncbn_model(torch.nn.Linear(2, 2))
+    opt = LARC(FusedAdam(model.parameters(), lr=1e-3))
+    model = DDP(model, message_size=250000000)
+    """
+    found = [f for f in findings(code, "XLA405") if f.span.start.line > 3]
+    assert [f.span.start.line for f in found] == [5, 6, 7]
+    assert "apex.parallel.convert_syncbn_model" in found[0].message
+    assert "apex.optimizers.FusedAdam" in found[1].message and "torch.optim.Adam" in found[1].manual
+    assert "NCCL" in found[2].message and "xm.optimizer_step" in found[2].manual
+    assert all(f.fix is None for f in found)  # LARC itself is plain PyTorch: no finding

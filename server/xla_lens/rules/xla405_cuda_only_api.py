@@ -19,7 +19,12 @@ from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.cuda_device_context import device_context_findings
-from .parts.cuda_libraries import CUDA_LIBRARIES, LIBRARY_MANUAL, library_findings
+from .parts.cuda_libraries import (
+    CUDA_LIBRARIES,
+    LIBRARY_MANUAL,
+    apex_site_findings,
+    library_findings,
+)
 from .parts.cuda_module_holders import (
     MESH_ADVICE,
     MESH_CALLS,
@@ -310,6 +315,7 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_methods(model)
     yield from library_findings(model, CODE)
+    yield from apex_site_findings(model, CODE)
     yield from quantization_findings(model, CODE)
     yield from _api_findings(model)
     yield from _default_tensor_type(model)

@@ -67,6 +67,51 @@ HUB_KERNEL_MANUAL = (
 )
 
 
+# apex's use sites beside its import (amp.initialize / amp.scale_loss are XLA103's): where the
+# script must change, not only that it imports apex (held-out 20, ViT-pytorch's apex DDP).
+APEX_SITES: tuple[tuple[str, str, str], ...] = (
+    (
+        "apex.parallel.DistributedDataParallel",
+        "it all-reduces the gradients with NCCL",
+        "Wrap the model in torch.nn.parallel.DistributedDataParallel over the xla process group "
+        "(dist.init_process_group('xla', init_method='xla://') under torch_xla.launch), or drop "
+        "the wrapper and step with xm.optimizer_step(optimizer), which all-reduces the gradients.",
+    ),
+    (
+        "apex.parallel.convert_syncbn_model",
+        "its batch statistics are CUDA kernels synchronised over NCCL",
+        "Keep a plain BatchNorm per replica, or all-reduce its statistics with xm.all_reduce.",
+    ),
+    (
+        "apex.parallel.SyncBatchNorm",
+        "its batch statistics are CUDA kernels synchronised over NCCL",
+        "Keep a plain BatchNorm per replica, or all-reduce its statistics with xm.all_reduce.",
+    ),
+    (
+        "apex.optimizers.",
+        "its update is a fused CUDA kernel",
+        "Use the torch.optim optimizer with the same update (FusedAdam: torch.optim.Adam, or "
+        "AdamW with adam_w_mode; FusedSGD: torch.optim.SGD), or a torch_xla.amp.syncfree one.",
+    ),
+)
+
+
+def apex_site_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """Each call of apex's DDP, SyncBatchNorm and fused optimizers, with what replaces it."""
+    for call, name in model.calls_to_prefix("apex"):
+        for prefix, what, manual in APEX_SITES:
+            if name == prefix or (prefix.endswith(".") and name.startswith(prefix)):
+                shown = model.segment(call.func)
+                yield Finding(
+                    code,
+                    f"{shown}() ({name}) is CUDA-only: {what}; it cannot take XLA tensors",
+                    model.span(call),
+                    Severity.WARNING,
+                    manual=manual,
+                )
+                break
+
+
 def _larc_only(model: ScriptModel) -> bool:
     """Every apex import of the script is LARC (``from apex.parallel.LARC import LARC``)."""
     found = False
