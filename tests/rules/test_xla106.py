@@ -374,6 +374,39 @@ def test_a_logging_generator_over_the_loader_gets_the_loader_inside_it_wrapped()
     assert "in log_every(pl.MpDeviceLoader(loader, torch_xla.device()), 10):" in out
 
 
+def test_a_progress_bar_bound_to_a_name_gets_the_loader_inside_it_wrapped():
+    # held-out 20 (ViT-pytorch): `epoch_iterator = tqdm(train_loader, ...)`, then
+    # `for step, batch in enumerate(epoch_iterator):` and `epoch_iterator.set_description(...)`.
+    code = """
+    import torch
+    import torch.distributed as dist
+    from tqdm import tqdm
+    from loaders import get_loader
+
+    def train(model, opt, args):
+        dist.init_process_group("nccl")
+        train_loader, test_loader = get_loader(args)
+        epoch_iterator = tqdm(train_loader, desc="Training")
+        for step, (x, y) in enumerate(epoch_iterator):
+            loss = model(x.cuda()).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            epoch_iterator.set_description("loss=%.3f" % 1.0)
+    """
+    (f,) = findings(code, "XLA106")
+    assert not f.fix.safe and "`tqdm(...)` now receives device batches" in f.fix.review_reason
+    out = fixed(code, "XLA106", unsafe=True)
+    assert "tqdm(pl.MpDeviceLoader(train_loader, torch_xla.device()), desc=" in out
+    assert "epoch_iterator.set_description(" in out
+    # Bound twice in the function: which one the loop sees is not followed.
+    twice = code.replace(
+        "        for step, (x, y)",
+        "        epoch_iterator = tqdm(test_loader)\n        for step, (x, y)",
+    )
+    assert [g.fix for g in findings(twice, "XLA106")] == []
+
+
 def test_no_safe_wrap_while_nothing_places_the_model_on_a_device():
     # The wrap alone put the batches on XLA and left the model on the CPU: "Expected XLA
     # tensor" at the first step (tests/conversions/fixtures/parent_loop_sampler.py).

