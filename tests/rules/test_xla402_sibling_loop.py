@@ -103,3 +103,51 @@ def test_a_loader_a_helper_returns_to_a_sibling_training_loop(tmp_path: Path) ->
     (tmp_path / "train.py").write_text(src(TRAIN), encoding="utf-8")
     found = [f for f in analyze(helpers.read_text(), str(helpers)).findings if f.code == "XLA402"]
     assert [f.span.start.line + 1 for f in found] == [5]
+
+
+PAIR = """
+import torch
+
+def get_loader(bs):
+    ds = torch.utils.data.TensorDataset(torch.randn(10, 4), torch.randn(10))
+    train_loader = torch.utils.data.DataLoader(ds, batch_size=bs, shuffle=True)
+    test_loader = torch.utils.data.DataLoader(ds, batch_size=bs)
+    return train_loader, test_loader
+"""
+
+PAIR_TRAIN = """
+import torch
+from tqdm import tqdm
+from utils.data import get_loader
+
+net = torch.nn.Linear(4, 1)
+sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+
+def valid(test_loader):
+    epoch_iterator = tqdm(test_loader)
+    for x, y in epoch_iterator:
+        print(net(x).sum().item())
+
+def train():
+    train_loader, test_loader = get_loader(4)
+    epoch_iterator = tqdm(train_loader, desc="Training")
+    for step, (x, y) in enumerate(epoch_iterator):
+        loss = (net(x).squeeze(1) - y).pow(2).mean()
+        sgd.zero_grad()
+        loss.backward()
+        sgd.step()
+    valid(test_loader)
+"""
+
+
+def test_the_element_of_a_returned_pair_a_sibling_trains_on(tmp_path: Path) -> None:
+    # held-out 20 (ViT-pytorch): utils/ has no __init__.py (a namespace package imported from
+    # the folder above); get_loader returns (train_loader, test_loader); the training loop
+    # iterates `epoch_iterator = tqdm(train_loader, ...)`. Only the training loader is asked
+    # for drop_last, not the test loader of the pair.
+    (tmp_path / "utils").mkdir()
+    helpers = tmp_path / "utils" / "data.py"
+    helpers.write_text(src(PAIR), encoding="utf-8")
+    (tmp_path / "train.py").write_text(src(PAIR_TRAIN), encoding="utf-8")
+    found = [f for f in analyze(helpers.read_text(), str(helpers)).findings if f.code == "XLA402"]
+    assert [f.span.start.line + 1 for f in found] == [5]

