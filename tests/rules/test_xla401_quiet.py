@@ -176,3 +176,26 @@ def test_a_meter_named_like_a_loss_is_an_object_not_a_tensor():
     assert [src(code).splitlines()[f.span.start.line].strip() for f in found] == [
         "avg_lm_loss.update(loss.item())"
     ]
+
+
+def test_a_logarithm_is_no_logging_call():
+    # held-out 20 (leftthomas/SimCLR): `torch.log(...)` in the loss was reported as "passing a
+    # tensor to a logging call"; a real logger's `.log(...)` still is.
+    code = """
+    import logging
+    import torch
+
+    logger = logging.getLogger(__name__)
+
+    def train(net, loader, opt):
+        for x, y in loader:
+            x, y = x.cuda(), y.cuda()
+            p = torch.softmax(net(x), -1)
+            loss = (-torch.log(p.gather(1, y[:, None]))).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            logger.log(logging.INFO, loss)
+    """
+    found = [f for f in findings(code, "XLA401") if "logging call" in f.message]
+    assert [f.span.start.line for f in found] == [13]
