@@ -253,3 +253,60 @@ def test_a_loop_that_trains_after_eval_mode_is_no_evaluation_loop():
         "        loss = net(x).sum()\n        loss.backward()\n        correct += loss.cpu()\n",
     )
     assert _eval_reads(code) == []
+
+
+ESTIMATE_LOSS = """
+import torch
+import torch.nn as nn
+
+device = "cuda"
+data = torch.randint(0, 10, (1000,))
+model = nn.Sequential(nn.Embedding(10, 8), nn.Flatten(), nn.Linear(64, 10)).to(device)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+
+def get_batch():
+    ix = torch.randint(len(data) - 9, (4,))
+    x = torch.stack([data[i : i + 8] for i in ix])
+    y = torch.stack([data[i + 8] for i in ix])
+    return x.to(device), y.to(device)
+
+
+@torch.no_grad()
+def estimate_loss():
+    model.eval()
+    losses = torch.zeros(20)
+    for k in range(20):
+        x, y = get_batch()
+        losses[k] = nn.functional.cross_entropy(model(x), y).item()
+    model.train()
+    return losses.mean()
+
+
+for it in range(100):
+    if it % 10 == 0:
+        print(estimate_loss())
+    x, y = get_batch()
+    loss = nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_reads_in_a_counted_evaluation_loop_over_a_batch_helper_are_reported():
+    # held-out 8 N13 and held-out 20 (nanoGPT's and ng-video-lecture's estimate_loss):
+    # `for k in range(eval_iters)` drawing moved batches from get_batch(), `.item()` each.
+    (f,) = _eval_reads(ESTIMATE_LOSS)
+    assert "losses[k] =" in src(ESTIMATE_LOSS).splitlines()[f.span.start.line]
+    assert f.fix is None
+    # A counted loop that draws nothing from a device helper is no evaluation loop.
+    assert (
+        _eval_reads(
+            ESTIMATE_LOSS.replace(
+                "x, y = get_batch()\n        losses",
+                "x, y = data[:8][None], data[:1]\n        losses",
+            )
+        )
+        == []
+    )

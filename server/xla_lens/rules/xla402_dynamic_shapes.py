@@ -14,6 +14,7 @@ from .parts.discarded_batches import batch_discarded
 from .parts.drained_loaders import drained_loaders
 from .parts.eval_loader_batches import eval_loader_findings
 from .parts.forward_buffer_reads import SLICE_MANUAL, forward_buffer_reads, slice_message
+from .parts.growing_sequences import growing_sequence_findings
 from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
@@ -345,6 +346,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _short_last_chunks(model)
     yield from random_offset_findings(model, CODE, _iteration_nodes(model), set())
     yield from sibling_offset_findings(model, CODE)
+    yield from growing_sequence_findings(model, CODE)
     done: set[int] = set()
     for _loop, node in loop_nodes(model):
         what = _dynamic_op(model, node)

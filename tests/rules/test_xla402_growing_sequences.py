@@ -1,0 +1,80 @@
+"""XLA402 on sequences grown one token at a time (held-out 20, karpathy's ng-video-lecture
+`generate`): `idx = torch.cat((idx, idx_next), dim=1)` fed back to the model. Measured on PJRT
+CPU (12 tokens): a sync per token gave 13 compiles, one per length; no sync traced all 12
+iterations into one graph run at the final `.tolist()`."""
+
+from tests.helpers import findings, fixed, src
+
+GENERATE = """
+import torch
+import torch.nn as nn
+
+device = "cuda"
+
+
+class LM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 8)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, idx):
+        return self.head(self.emb(idx))
+
+    def generate(self, idx, n, block):
+        for _ in range(n):
+            idx_cond = idx[:, -min(block, idx.shape[1]):]
+            logits = self(idx_cond)[:, -1, :]
+            idx_next = torch.multinomial(torch.softmax(logits, -1), 1)
+            idx = torch.cat((idx, idx_next), dim=1)
+        return idx
+
+
+model = LM().to(device)
+print(model.generate(torch.zeros((1, 1), dtype=torch.long, device=device), 20, 4)[0].tolist())
+"""
+
+
+def _grown(code: str):
+    return [f for f in findings(code, "XLA402") if "grows by" in f.message]
+
+
+def test_a_token_by_token_sampling_loop_is_reported_without_a_fix():
+    (f,) = _grown(GENERATE)
+    assert "torch.cat((idx, idx_next)" in src(GENERATE).splitlines()[f.span.start.line]
+    assert "`self(...)`" in f.message and "no sync in the loop" in f.message
+    assert f.fix is None and "fixed" in f.manual
+    assert fixed(GENERATE, "XLA402") == src(GENERATE)
+
+
+def test_a_synced_loop_is_one_compile_per_length():
+    code = GENERATE.replace(
+        "            idx = torch.cat((idx, idx_next), dim=1)\n",
+        "            idx = torch.cat((idx, idx_next), dim=1)\n            torch_xla.sync()\n",
+    ).replace("import torch\n", "import torch\nimport torch_xla\n", 1)
+    (f,) = _grown(code)
+    assert "one per length" in f.message
+
+
+def test_collecting_predictions_feeds_nothing_back():
+    code = """
+    import torch
+
+    def predict(model, loader):
+        preds = torch.zeros(0, dtype=torch.long, device="cuda")
+        with torch.no_grad():
+            for x, _ in loader:
+                out = model(x.cuda())
+                preds = torch.cat((preds, out.argmax(1)))
+        return preds
+    """
+    assert _grown(code) == []
+
+
+def test_a_cpu_script_is_not_told_about_graphs():
+    code = (
+        GENERATE.replace('device = "cuda"', 'device = "cpu"')
+        .replace("model = LM().to(device)", "model = LM()")
+        .replace(", device=device)", ")")
+    )
+    assert _grown(code) == []
