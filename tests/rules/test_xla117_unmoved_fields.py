@@ -41,6 +41,22 @@ def test_a_validation_loop_under_no_grad_too():
     assert "model(inputs.cuda())" in fixed(code, "XLA117")
 
 
+def test_a_validation_loop_in_eval_mode_without_no_grad_too():
+    # held-out 19 (CutMix-PyTorch validate(): `model.eval()`, no no_grad, `model(input)` of a
+    # DataParallel model): the safe-fixed script crashed there ("Expected XLA tensor").
+    code = """
+    import torch
+    def validate(val_loader, model, criterion):
+        model.eval()
+        for i, (input, target) in enumerate(val_loader):
+            target = target.cuda()
+            output = model(input)
+            loss = criterion(output, target)
+    """
+    (f,) = _unmoved(code)
+    assert "output = model(input.cuda())" in fixed(code, "XLA117")
+
+
 def test_a_later_argument_may_be_strings_and_is_left_alone():
     # BLIP: model(image, caption) with caption a tuple of str.
     code = TRAIN.replace("outputs = model(inputs)", "outputs = model(targets, inputs)")

@@ -22,7 +22,7 @@ from ..semantic.device_intent import built_where_placed, hand_written_xla, place
 from ..semantic.model import ScriptModel, method_name
 from ..semantic.training_loops import TrainingLoop
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
-from .parts.eval_loops import grad_off
+from .parts.eval_loops import evaluating
 from .parts.unmoved_batch_fields import unmoved_batch_fields
 
 CODE = "XLA117"
@@ -99,7 +99,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         no_grad = [
             n
             for n in model.nodes_of(ast.For, ast.AsyncFor)
-            if isinstance(n.target, ast.Tuple) and grad_off(model, n)  # type: ignore[attr-defined]
+            if isinstance(n.target, ast.Tuple) and evaluating(model, n)  # type: ignore[arg-type, attr-defined]
         ]
         yield from _unmoved_fields(model, [*(loop.node for loop in loops), *no_grad])
     yield from _placed_nothing(model, ctx)

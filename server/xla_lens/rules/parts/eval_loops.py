@@ -172,6 +172,11 @@ def grad_off(model: ScriptModel, loop: ast.AST) -> bool:
     return _grad_off(model, loop)
 
 
+def evaluating(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """Whether ``loop`` evaluates: gradients off, or eval mode and no backward pass."""
+    return _evaluating(model, loop)
+
+
 def _evaluating(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
     """Gradients off, or the function put a module in eval mode before the loop and the
     loop runs no backward pass (held-out 20, mixup-cifar10's ``test()``: ``net.eval()``, then
