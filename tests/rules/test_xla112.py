@@ -27,15 +27,23 @@ def test_deterministic_constructors_are_created_on_the_device(target):
     assert [f.span.start.line + 1 for f in found] == [4, 5, 6, 7, 8]
     assert [f.fix.safe for f in found] == [True, True, True, True, False]
     assert "host-to-device" in found[0].message
+    # `.cuda()` becomes the XLA device (held-out 19 r5: the title used to read device="cuda").
+    imp, dev = (
+        ("import torch_xla", "torch_xla.device()")
+        if target == "modern"
+        else ("import torch_xla.core.xla_model as xm", "xm.xla_device()")
+    )
+    assert f"device={dev})" in found[3].fix.title
     assert fixed(LOOP, "XLA112", target) == src(
         """
         import torch
+        IMP
 
         for x, y in loader:
             mask = torch.ones(4, 16, device=device)
             pos = torch.arange(0, 16, dtype=torch.long, device=device)
             eye = torch.eye(4, device=device)
-            labels = torch.tensor([0, 1, 1, 0], device="cuda")
+            labels = torch.tensor([0, 1, 1, 0], device=DEV)
             noise = torch.randn(
                 4,
                 16,  # hidden
@@ -43,7 +51,7 @@ def test_deterministic_constructors_are_created_on_the_device(target):
             loss = model(x.to(device), mask, pos, eye, noise).sum()
             loss.backward()
             optimizer.step()
-        """
+        """.replace("IMP", imp).replace("DEV", dev)
     )
 
 
