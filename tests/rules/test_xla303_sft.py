@@ -62,3 +62,22 @@ def test_a_local_class_named_sft_trainer_is_not_trl():
     SFTTrainer(model="m", args=None)
     """
     assert findings(code, "XLA303") == []
+
+
+def test_old_api_packing_on_the_trainer_gives_one_shape():
+    # held-out 19 r6 (optimum-tpu's llama_tuning, an XLA control): TRL's old API packs with
+    # ConstantLengthDataset, rows of exactly max_seq_length tokens.
+    code = """
+    from trl import SFTTrainer
+
+    trainer = SFTTrainer(
+        model=model,
+        train_dataset=ds,
+        dataset_text_field="prompt",
+        max_seq_length=512,
+        packing=True,
+        args=training_args,
+    )
+    """
+    assert findings(code, "XLA303") == []
+    assert findings(code.replace("packing=True", "packing=False"), "XLA303") != []
