@@ -30,11 +30,16 @@ RANDOM_INTS = frozenset(
         "numpy.random.choice",
     }
 )
+# Host random draws of any kind (a box's size from ``np.random.beta``, its place from
+# ``np.random.randint``): each is a new Python value per step.
+RANDOM_MODULES = ("random.", "numpy.random.")
 MANUAL = (
     "Crop on the host, before the batch moves to the device (in the Dataset or the collate "
     "function, so pl.MpDeviceLoader uploads fixed-size crops), or keep one graph: draw the "
     "offsets as device tensors and gather with fixed-size indices (`torch.arange(s, "
-    "device=d) + top` with `index_select` / `torch.gather`)."
+    "device=d) + top` with `index_select` / `torch.gather`). For a box pasted from another "
+    "sample (CutMix), build a mask from bounds held as device tensors, `m = (rows >= y1) & "
+    "(rows < y2) & (cols >= x1) & (cols < x2)`, and take `torch.where(m, x[perm], x)`."
 )
 
 
@@ -113,4 +118,35 @@ def _random_bound(model: ScriptModel, node: ast.Subscript) -> ast.Call | None:
                     value = b.value
                     if isinstance(value, ast.Call) and model.call_name(value) in RANDOM_INTS:
                         return value
+                draw = _drawn_by_helper(model, name)
+                if draw is not None:
+                    return draw
+    return None
+
+
+def _drawn_by_helper(model: ScriptModel, name: ast.Name) -> ast.Call | None:
+    """``y1, y2, x1, x2 = random_box(h, w, lam)`` (or ``y1 = top(...)``) with the function of
+    this file drawing host random numbers (held-out 19 r3, CutMix's ``rand_bbox``: a box of
+    random place and size every step): the first draw in it."""
+    scope = model.enclosing_function(name) or model.tree
+    for node in model.walk_scope(scope):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        if not any(
+            isinstance(n, ast.Name) and n.id == name.id for t in node.targets for n in ast.walk(t)
+        ):
+            continue
+        helper = model.steps.callee(node.value)
+        if helper is None:
+            continue
+        draws = sorted(
+            (
+                c
+                for c in model.walk_scope(helper)
+                if isinstance(c, ast.Call) and (model.call_name(c) or "").startswith(RANDOM_MODULES)
+            ),
+            key=lambda c: (c.lineno, c.col_offset),
+        )
+        if draws:
+            return draws[0]
     return None
