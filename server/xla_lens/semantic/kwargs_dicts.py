@@ -205,3 +205,33 @@ def _text(model: ScriptModel, begin: tuple[int, int], end: tuple[int, int]) -> s
         + "".join(lines[l1 : l2 - 1])
         + lines[l2 - 1].encode()[:c2].decode()
     )
+
+
+def provably_lacks(model: ScriptModel, name: ast.Name, keys: frozenset[str]) -> bool:
+    """Whether the dict ``**name`` unpacks provably holds none of ``keys``: every binding in
+    its frame is a dict display with only literal string keys (or a conditional choosing
+    between such displays), nothing updates it, and it is read nowhere but as a ``**``
+    argument (held-out 20, WideResNet-pytorch: ``kwargs = {'num_workers': 1, 'pin_memory':
+    True}`` then ``DataLoader(ds, batch_size=..., **kwargs)``)."""
+    binds = local_bindings(model, name.id, name)
+    if not binds or _updates_of(model, name.id, name):
+        return False
+    if not all(b.value is not None and _literal_without(b.value, keys) for b in binds):
+        return False
+    frame = _frame(model, name)
+    for use in model.name_nodes(name.id):
+        if _frame(model, use) is not frame or not isinstance(use.ctx, ast.Load):
+            continue
+        parent = model.parent(use)
+        if not (isinstance(parent, ast.keyword) and parent.arg is None):
+            return False  # read, subscripted, or passed on: it may change or be changed
+    return True
+
+
+def _literal_without(value: ast.expr, keys: frozenset[str]) -> bool:
+    if isinstance(value, ast.IfExp):
+        return _literal_without(value.body, keys) and _literal_without(value.orelse, keys)
+    if not isinstance(value, ast.Dict):
+        return False
+    texts = [const_str(k) if k is not None else None for k in value.keys]
+    return all(t is not None and t not in keys for t in texts)

@@ -81,6 +81,19 @@ def returned_to_training_loops(
     return model.memo(returned_to_training_loops, build)
 
 
+def returned_elements(value: ast.expr, elements: frozenset[int | None]) -> list[ast.expr]:
+    """The parts of a returned value a sibling's training loop iterates: the whole value, or
+    the tuple elements it unpacks into the loop's loader."""
+    out = [value] if None in elements else []
+    if isinstance(value, ast.Tuple) and not any(isinstance(e, ast.Starred) for e in value.elts):
+        out += [
+            value.elts[i]
+            for i in sorted(e for e in elements if e is not None)
+            if i < len(value.elts)
+        ]
+    return out
+
+
 def _top_level_statements_returning(model: ScriptModel) -> set[ast.AST]:
     """Top-level statements holding a ``return <value>`` (from the index of returns: a walk
     of every function was ~5 % of the analysis of a 10,000-line script)."""
@@ -123,4 +136,4 @@ def _trains(loop: ast.For | ast.AsyncFor) -> bool:
     )
 
 
-__all__ = ["returned_to_training_loops", "sibling_loop_arguments"]
+__all__ = ["returned_elements", "returned_to_training_loops", "sibling_loop_arguments"]
