@@ -63,6 +63,17 @@ def test_a_different_optimizer_is_the_users_choice_and_gets_nothing():
     assert findings(code, "XLA301") == []
 
 
+def test_a_bitsandbytes_optimizer_does_not_run_on_xla_and_gets_a_review_fix():
+    # The dev corpus's qlora: optim="paged_adamw_32bit" (CUDA kernels).
+    code = """
+    from transformers import TrainingArguments
+    a = TrainingArguments("out", optim="paged_adamw_32bit")
+    """
+    (f,) = findings(code, "XLA301")
+    assert not f.fix.safe and "bitsandbytes" in f.message
+    assert fixed(code, "XLA301") == src(code)
+
+
 def test_converted_and_unknowable_calls_report_nothing():
     code = """
     from transformers import TrainingArguments

