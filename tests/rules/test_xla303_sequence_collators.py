@@ -59,3 +59,31 @@ def test_one_string_per_call_over_a_sequence_of_str_pads_nothing_and_gets_no_fix
     (f,) = [f for f in findings(ALPACA_LIKE, "XLA303") if "tokenizes one example" in f.message]
     assert f.fix is None and f.severity == Severity.INFORMATION
     assert fixed(ALPACA_LIKE, "XLA303", unsafe=True) == src(ALPACA_LIKE)
+
+
+TEXT_MEL = """
+import torch
+
+
+class TextMelCollate:
+    def __call__(self, batch):
+        max_len = max([x.size(1) for x in batch])
+        mels = torch.FloatTensor(len(batch), 80, max_len)
+        mels.zero_()
+        for i, x in enumerate(batch):
+            mels[i, :, : x.size(1)] = x
+        return mels
+
+
+class FixedCollate:
+    def __call__(self, batch):
+        mels = torch.zeros(len(batch), 80, 1000)
+        return mels
+"""
+
+
+def test_a_collate_function_sizing_the_batch_by_its_longest_row():
+    # held-out 20 (tacotron2's TextMelCollate): a new length per batch.
+    (f,) = findings(TEXT_MEL, "XLA303")
+    assert "TextMelCollate.__call__" in f.message and f.fix is None
+    assert "torch.FloatTensor(len(batch), 80, max_len)" in f.message

@@ -13,7 +13,7 @@ from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, Se
 from .parts.collator_fields import field_padding_finding, field_values
 from .parts.lm_collator_padding import lm_collator_findings
 from .parts.per_example_padding import labels_from_ids, per_example
-from .parts.sequence_collators import sequence_collator_findings
+from .parts.sequence_collators import longest_row_findings, sequence_collator_findings
 from .parts.sft_padding import sft_padding_findings
 from .parts.truncation_length import truncation_length
 
@@ -115,6 +115,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from lm_collator_findings(model, CODE)
     yield from sft_padding_findings(model, CODE)
     yield from sequence_collator_findings(model, CODE)
+    yield from longest_row_findings(model, CODE)
 
 
 def _padding_sites(model: ScriptModel) -> Iterator[Finding]:

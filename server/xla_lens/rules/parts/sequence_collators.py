@@ -40,8 +40,7 @@ def sequence_collator_findings(model: ScriptModel, code: str) -> Iterator[Findin
         fn = model.enclosing_function(call)
         if fn is None or not _is_collator(model, fn, passed):
             continue
-        cls = next((a for a in model.ancestors(fn) if isinstance(a, ast.ClassDef)), None)
-        where = f"{cls.name}.{fn.name}" if cls is not None else fn.name
+        where = _shown(model, fn)
         yield Finding(
             code,
             f"`{model.segment(call.func)}` in the collate function `{where}` pads each batch "
@@ -51,6 +50,87 @@ def sequence_collator_findings(model: ScriptModel, code: str) -> Iterator[Findin
             Severity.WARNING,
             manual=MANUAL,
         )
+
+
+def longest_row_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """A collate function that allocates the batch at its longest row's length
+    (``max_len = max([x.size(1) for x in batch])`` then ``torch.FloatTensor(len(batch), n,
+    max_len).zero_()``: held-out 20, tacotron2's TextMelCollate), once per function."""
+    passed = _passed_collators(model)
+    for fn in model.nodes_of(ast.FunctionDef):
+        assert isinstance(fn, ast.FunctionDef)
+        if not _is_collator(model, fn, passed):
+            continue
+        longest = {
+            t.id
+            for n in model.walk_scope(fn)
+            if isinstance(n, ast.Assign) and _is_max(n.value)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        if not longest:
+            continue
+        allocations = sorted(
+            (
+                n
+                for n in model.walk_scope(fn)
+                if isinstance(n, ast.Call)
+                and _allocates(model, n)
+                and any(
+                    isinstance(a, ast.Name) and a.id in longest
+                    for arg in n.args
+                    for a in ast.walk(arg)
+                )
+            ),
+            key=lambda n: (n.lineno, n.col_offset),
+        )
+        if allocations:
+            call = allocations[0]
+            yield Finding(
+                code,
+                f"`{model.segment(call)[:60]}` in the collate function `{_shown(model, fn)}` "
+                "sizes the "
+                "batch by its longest row: every batch gets a new length and XLA recompiles "
+                "the step for each one",
+                model.span(call),
+                Severity.WARNING,
+                manual=MANUAL,
+            )
+
+
+ALLOCATORS = frozenset(
+    {
+        "torch.zeros",
+        "torch.ones",
+        "torch.full",
+        "torch.empty",
+        "torch.Tensor",
+        "torch.FloatTensor",
+        "torch.LongTensor",
+        "torch.IntTensor",
+        "torch.BoolTensor",
+    }
+)
+
+
+def _shown(model: ScriptModel, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    cls = next((a for a in model.ancestors(fn) if isinstance(a, ast.ClassDef)), None)
+    return f"{cls.name}.{fn.name}" if cls is not None else fn.name
+
+
+def _allocates(model: ScriptModel, call: ast.Call) -> bool:
+    if model.call_name(call) in ALLOCATORS:
+        return True
+    return isinstance(call.func, ast.Attribute) and call.func.attr in {"new_zeros", "new_full"}
+
+
+def _is_max(value: ast.expr | None) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    func = value.func
+    if isinstance(func, ast.Name) and func.id == "max" and value.args:
+        return True
+    return isinstance(func, ast.Attribute) and func.attr == "max" and not value.args
 
 
 def _passed_collators(model: ScriptModel) -> set[str]:
@@ -85,4 +165,4 @@ def _is_collator(
     return cls is not None and (cls.name in passed or "collat" in cls.name.lower())
 
 
-__all__ = ["sequence_collator_findings"]
+__all__ = ["longest_row_findings", "sequence_collator_findings"]
