@@ -130,5 +130,13 @@ def iter_names(node: ast.AST) -> Iterable[str]:
             yield n.id
 
 
+def iteration_clauses(node: ast.AST) -> list[ast.For | ast.comprehension]:
+    """What binds a loop variable at ``node``: a comprehension's ``for`` clauses, or the
+    ``for`` statement itself (each has ``target`` and ``iter``); empty for anything else."""
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+        return list(node.generators)
+    return [node] if isinstance(node, ast.For) else []
+
+
 def node_order(node: ast.AST) -> tuple[int, int]:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))

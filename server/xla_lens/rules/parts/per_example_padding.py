@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from ...semantic.model import ScriptModel, keyword, method_name
+from ...semantic.node_helpers import iteration_clauses
 
 # Tokenizer methods that take one text (or one pair) by definition.
 SINGLE_TEXT_METHODS = frozenset({"encode", "encode_plus"})
@@ -87,14 +88,7 @@ def _iterates_strings(scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) 
     if not typed:
         return False
     for node in ast.walk(scope):
-        loops = (
-            node.generators
-            if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp)
-            else [node]
-            if isinstance(node, ast.For)
-            else []
-        )
-        for loop in loops:
+        for loop in iteration_clauses(node):
             if (
                 isinstance(loop.target, ast.Name)
                 and loop.target.id == name

@@ -26,6 +26,7 @@ from pathlib import Path
 from ...semantic.diskread import read_regular
 from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
+from ...semantic.node_helpers import iteration_clauses
 from ...semantic.steps import FunctionNode
 from ...semantic.workspace import MAX_BYTES, module_file
 from ..base import Replace, RuleContext
@@ -337,14 +338,7 @@ def _required_env_read(model: ScriptModel, fn: FunctionNode) -> ast.Subscript | 
         elif isinstance(key, ast.Name):
             # ``{k: os.environ[k] for k in ("RANK", ...)}`` or a for loop over such a tuple.
             for a in model.ancestors(node):
-                loops = (
-                    a.generators
-                    if isinstance(a, ast.DictComp | ast.ListComp | ast.SetComp | ast.GeneratorExp)
-                    else [a]
-                    if isinstance(a, ast.For)
-                    else []
-                )
-                for loop in loops:
+                for loop in iteration_clauses(a):
                     bound = isinstance(loop.target, ast.Name) and loop.target.id == key.id
                     if bound and isinstance(loop.iter, ast.Tuple | ast.List):
                         keys = [e.value for e in loop.iter.elts if isinstance(e, ast.Constant)]
