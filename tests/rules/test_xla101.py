@@ -501,3 +501,35 @@ def test_a_device_passed_to_a_method_of_an_instance_of_this_scripts_class_is_fol
     trap = code.replace(".to(device))", ".to(device)) if device.startswith('cuda') else None")
     (f,) = findings(trap, "XLA101")
     assert not f.fix.safe
+
+
+def test_cuda_move_under_an_is_cuda_guard_rewrites_the_guard_too():
+    # Held-out 21 (a2c-ppo DiagGaussian): XLA tensors answer is_cuda with False, so the
+    # converted move alone would never run.
+    code = """
+    import torch
+    def head(h, mean):
+        base = torch.zeros(mean.size())
+        if h.is_cuda:  # on the accelerator?
+            base = base.cuda()
+        return base
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.fix is not None and f.fix.safe
+    assert "`h.is_cuda` is False for XLA tensors" in f.message
+    out = fixed(code, "XLA101")
+    assert 'if h.device.type == "xla":  # on the accelerator?' in out
+    assert "base = base.to(torch_xla.device())" in out
+
+
+def test_is_cuda_guard_holding_other_cuda_calls_is_left():
+    code = """
+    import torch
+    def head(h, base):
+        if h.is_cuda:
+            torch.cuda.synchronize()
+            base = base.cuda()
+        return base
+    """
+    out = fixed(code, "XLA101")
+    assert "if h.is_cuda:" in out and "base.to(torch_xla.device())" in out

@@ -127,3 +127,46 @@ def test_cpu_first_picker_on_availability_becomes_the_xla_device():
     """
     out = fixed(code, "XLA101")
     assert "is_available" not in out and "torch_xla.device()" in out
+
+
+def test_flag_set_from_availability_by_an_options_helper_of_a_sibling_module(tmp_path):
+    # Held-out 21 (a2c-ppo): get_args() in arguments.py sets
+    # `args.cuda = not args.no_cuda and torch.cuda.is_available()`; main.py picks
+    # `"cuda:0" if args.cuda else "cpu"`. Keeping that flag would train on the CPU on every
+    # XLA host, so the picker gets no fix, only the two edits to make by hand.
+    from xla_lens.engine import analyze
+    from xla_lens.semantic.workspace import clear_cache
+
+    clear_cache()
+    (tmp_path / "opts.py").write_text(
+        "import argparse\nimport torch\n\n\ndef parse():\n"
+        "    p = argparse.ArgumentParser()\n"
+        '    p.add_argument("--no-gpu", action="store_true")\n'
+        "    o = p.parse_args()\n"
+        "    o.gpu = not o.no_gpu and torch.cuda.is_available()\n"
+        "    return o\n"
+    )
+    code = (
+        "import torch\nfrom opts import parse\n\n\ndef main():\n"
+        "    a = parse()\n"
+        '    dev = torch.device("cuda:0" if a.gpu else "cpu")\n'
+        "    return torch.nn.Linear(2, 2).to(dev)\n"
+    )
+    script = tmp_path / "train.py"
+    script.write_text(code)
+    (f,) = [x for x in analyze(code, str(script)).findings if x.code == "XLA101"]
+    assert f.span.start.line + 1 == 7 and f.fix is None
+    assert "opts.py line 9 sets from torch.cuda.is_available()" in f.message
+    assert "still train on the CPU" in f.message
+    assert "`o.gpu = not o.no_gpu`" in f.manual
+
+    # A flag the helper takes from the command line only stays the user's choice.
+    clear_cache()
+    (tmp_path / "opts.py").write_text(
+        "import argparse\n\n\ndef parse():\n"
+        "    p = argparse.ArgumentParser()\n"
+        '    p.add_argument("--gpu", action="store_true")\n'
+        "    return p.parse_args()\n"
+    )
+    (f,) = [x for x in analyze(code, str(script)).findings if x.code == "XLA101"]
+    assert f.fix is not None and "the user's choice, kept" in f.message

@@ -160,6 +160,17 @@ def test_wrapper_class_of_another_module_reported_at_the_call(tmp_path):
     assert [f.span.start.line for f in found] == [11]  # optimizer.step_and_update_lr()
     assert found[0].fix is None  # the step to rewrite is in the other file
     assert "optim_wrap.py" in found[0].manual and "self._optimizer" in found[0].manual
+    assert found[0].manual.endswith("keep this call as it is (it also updates the learning rate)")
+
+
+def test_a_plain_update_method_of_another_module_makes_no_learning_rate_claim(tmp_path):
+    # Held-out 21 (a2c-ppo's discr.update(loader)): the method runs the whole step.
+    script = _workspace(tmp_path)
+    lib = tmp_path / "pkg" / "optim_wrap.py"
+    lib.write_text(lib.read_text().replace("step_and_update_lr", "update"))
+    script.write_text(script.read_text().replace("step_and_update_lr", "update"))
+    (found,) = [f for f in analyze(script.read_text(), path=str(script)).findings if f.code == CODE]
+    assert found.manual.endswith("keep this call as it is")
 
 
 def test_wrapper_class_of_another_module_makes_the_batch_loop_the_step_loop(tmp_path):

@@ -47,6 +47,7 @@ from .base import (
 )
 from .parts import device_arguments, external_devices
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
+from .parts.is_cuda_guards import guard_test, is_cuda_guard
 from .parts.sparse_tensors import SPARSE_REASON, is_sparse
 
 CODE = "XLA101"
@@ -83,13 +84,24 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             dense = ".to_dense()" if sparse else ""
             code = f"{model.segment(recv)}{dense}.to({dev})"
             message = f".cuda() moves to a CUDA device: use .to({dev}) for the XLA device"
+            ops: tuple = (Replace(model.span(call), code),)
+            title = f"Replace .cuda() with {dense}.to({dev})"
+            guard = is_cuda_guard(model, call)
+            if guard is not None:
+                test = guard_test(model, guard)
+                message += (
+                    f"; its guard `{model.segment(guard)}` is False for XLA tensors, so the fix "
+                    f"also asks `{test}`"
+                )
+                title += f" and test {test}"
+                ops = (*ops, Replace(model.span(guard), test))
             yield pf.advice(
                 model,
                 call,
                 pf.message(message, not sparse, SPARSE_REASON),
                 pf.fix_plan(
-                    f"Replace .cuda() with {dense}.to({dev})",
-                    (Replace(model.span(call), code),),
+                    title,
+                    ops,
                     e,
                     not sparse,
                     SPARSE_REASON if sparse else "",

@@ -134,8 +134,14 @@ def _workspace_wrapper_steps(model: ScriptModel) -> Iterator[Finding]:
             Severity.WARNING,
             manual=f"in {found.path} line {found.step.lineno}, replace `{inner}.step()` with "
             f"`xm.optimizer_step({inner})` (import torch_xla.core.xla_model as xm); keep this "
-            "call as it is (it also updates the learning rate)",
+            f"call as it is{_also_updates_lr(call)}",
         )
+
+
+def _also_updates_lr(call: ast.Call) -> str:
+    # ``step_and_update_lr()`` says so; a plain ``update(batches)`` runs the whole step there.
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    return " (it also updates the learning rate)" if "lr" in name.lower().split("_") else ""
 
 
 def _starts_replicas(model: ScriptModel) -> bool:

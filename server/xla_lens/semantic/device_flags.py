@@ -25,7 +25,7 @@ from .device_sites import chooses_device
 from .model import ScriptModel, const_str, keyword
 from .values import option_dest
 
-FLAG_WORDS = ("cuda", "gpu")
+FLAG_WORDS = pickers.FLAG_WORDS
 MAX_HOPS = 3
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 from . import device_refusals as refusals
 from . import device_sites as sites
@@ -105,6 +106,10 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
         str_typed = option or (site is node and sites.is_str_valued(model, node))
         uses = sites.uses_of_site(model, site)
         if pk.test_kind == "unknown":
+            external = _external_flag_advice(model, node)
+            if external is not None:
+                yield external
+                continue
             yield advice(
                 model,
                 node,
@@ -189,6 +194,33 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
             ),
             fix_plan(titled(title, note), ops, e, safe, reason),
         )
+
+
+def _external_flag_advice(model, node: ast.IfExp) -> Advice | None:
+    """``"cuda" if a.gpu else "cpu"`` where a sibling module's options helper sets ``a.gpu``
+    from ``torch.cuda.is_available()``: the flag is False on every XLA host, and the edit
+    that fixes it is in the other file, so this is advice to follow by hand."""
+    for n in ast.walk(node.test):
+        found = pickers.external_flag(model, n)
+        if found is None:
+            continue
+        flag = model.segment(n)
+        where = f"{Path(found.module).name} line {found.line}"
+        keep = (
+            f"keep the user's flag only (`{found.kept}`)"
+            if found.kept
+            else f"make {n.attr} true on the XLA host"
+        )
+        return advice(
+            model,
+            node,
+            f"device picker chooses CUDA by `{flag}`, which {where} sets from "
+            "torch.cuda.is_available(): False on an XLA host, so converting this picker alone "
+            "would still train on the CPU",
+            manual=f"In {found.module} line {found.line}, {keep}; then choose the XLA device "
+            '("xla", or torch_xla.device()) where this picker chose CUDA.',
+        )
+    return None
 
 
 def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:

@@ -36,6 +36,8 @@ AVAILABILITY_HELPERS = frozenset(
 AVAILABILITY_ATTRS = frozenset({"torch.has_mps", "torch.has_cuda"})
 ACCELERATOR_CALL = "torch.accelerator.current_accelerator"
 OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
+# Words that name a CUDA flag (``args.cuda``, ``opt.use_gpu``).
+FLAG_WORDS = ("cuda", "gpu")
 
 
 # Modules whose attributes are device backends (hasattr on them asks "is there an mps?").
@@ -89,7 +91,9 @@ def mentions_availability(model: ScriptModel, node: ast.AST, follow: bool = True
         for n in ast.walk(node):
             if isinstance(n, ast.Name) and _flag_mentions_availability(model, n.id):
                 return True
-            if isinstance(n, ast.Attribute) and n.attr in attribute_flags(model):
+            if isinstance(n, ast.Attribute) and (
+                n.attr in attribute_flags(model) or external_flag(model, n) is not None
+            ):
                 return True
     return _mentions_directly(model, node)
 
@@ -118,12 +122,37 @@ def attribute_flags(model: ScriptModel) -> dict[str, ast.Assign]:
         return {
             attr: nodes[0]
             for attr, nodes in attribute_stores(model).items()
-            if any(k in attr.lower() for k in ("cuda", "gpu"))
+            if any(k in attr.lower() for k in FLAG_WORDS)
             and len(nodes) == 1
             and _mentions_directly(model, nodes[0].value)
         }
 
     return model.memo(attribute_flags, build)
+
+
+@dataclass(frozen=True)
+class ExternalFlag:
+    """``a.gpu`` where ``a = parse()`` and ``parse`` (a sibling module's function) sets
+    ``a.gpu = not a.no_gpu and torch.cuda.is_available()``."""
+
+    module: str  # the file that sets it
+    line: int
+    kept: str  # the assignment keeping only the user's flags ("" when they cannot be separated)
+
+
+def external_flag(model: ScriptModel, node: ast.AST) -> ExternalFlag | None:
+    if not (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and any(w in node.attr.lower() for w in FLAG_WORDS)
+    ):
+        return None
+    for value in model.assigned_from(node.value.id):
+        facts = model.steps.external(value) if isinstance(value, ast.Call) else None
+        for attr, line, kept in facts.availability_attrs if facts is not None else ():
+            if attr == node.attr:
+                return ExternalFlag(facts.module, line, kept)
+    return None
 
 
 def _flag_mentions_availability(model: ScriptModel, name: str) -> bool:

@@ -58,6 +58,11 @@ class FunctionFacts:
     reducer_line: int = 0
     # 1-based line of any ``init_process_group`` there (whatever its backend); 0 when none.
     group_line: int = 0
+    # ``args.cuda = not args.no_cuda and torch.cuda.is_available()`` there, as
+    # ``(attribute, 1-based line, the assignment with only the user's flags or "")``: an
+    # options helper whose
+    # returned flag is False on every host without CUDA (held-out 21, a2c-ppo's get_args()).
+    availability_attrs: tuple[tuple[str, int, str], ...] = ()
 
 
 _cache: dict[tuple[str, int, int], dict[str, FunctionFacts]] = {}
@@ -169,8 +174,39 @@ def _summarise(path: Path, source: str) -> dict[str, FunctionFacts]:
             for region in steps.callee_closure([fn])
             for n in model.walk_scope(region)
         )
-        facts[name] = FunctionFacts(str(path), name, kind, syncs, *_device_facts(model, fn))
+        facts[name] = FunctionFacts(
+            str(path),
+            name,
+            kind,
+            syncs,
+            *_device_facts(model, fn),
+            availability_attrs=_availability_attrs(model, fn),
+        )
     return facts
+
+
+def _availability_attrs(model: ScriptModel, fn: ast.AST) -> tuple[tuple[str, int, str], ...]:
+    from . import pickers  # pickers needs the model, which imports this module
+
+    found: list[tuple[str, int, str]] = []
+    for region in _helper_closure(model, fn):
+        for n in model.walk_scope(region):
+            if not isinstance(n, ast.Assign) or len(n.targets) != 1:
+                continue
+            t = n.targets[0]
+            if (
+                isinstance(t, ast.Attribute)
+                and any(w in t.attr.lower() for w in pickers.FLAG_WORDS)
+                and pickers.mentions_availability(model, n.value, follow=False)
+            ):
+                flags = pickers.flag_part(model, n.value)
+                kept = (
+                    f"{model.segment(t)} = " + " and ".join(model.segment(f) for f in flags)
+                    if isinstance(flags, list)
+                    else ""
+                )
+                found.append((t.attr, n.lineno, kept))
+    return tuple(found)
 
 
 def _helper_closure(model: ScriptModel, fn: ast.AST) -> list[ast.AST]:
