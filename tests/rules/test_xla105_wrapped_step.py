@@ -190,3 +190,74 @@ def test_converted_wrapper_still_steps_and_is_not_reported(tmp_path):
     assert [f for f in result.findings if f.code == CODE] == []
     # Still the step: the batch loop stays the step loop, the epoch loop is none.
     assert [f.span.start.line for f in result.findings if f.code == "XLA107"] == [6]
+
+
+AGENTS = """
+import torch
+
+
+class Actor:
+    def __init__(self):
+        self.net = torch.nn.Linear(4, 1).to("cuda")
+        self.opt = torch.optim.Adam(self.net.parameters())
+
+    def train(self, x):
+        loss = self.net(x).pow(2).mean()
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+
+class Slow(Actor):
+    pass
+"""
+
+OTHER_AGENT = """
+import torch
+
+
+class Critic:
+    def __init__(self):
+        self.q = torch.nn.Linear(4, 1).to("cuda")
+        self.q_opt = torch.optim.SGD(self.q.parameters(), lr=0.1)
+
+    def train(self, x):
+        loss = self.q(x).mean()
+        self.q_opt.zero_grad()
+        loss.backward()
+        self.q_opt.step()
+"""
+
+PICKS = """
+import sys
+import torch
+import agents
+import critic
+
+if sys.argv[1] == "actor":
+    policy = agents.Actor()
+elif sys.argv[1] == "slow":
+    policy = agents.Slow()
+else:
+    policy = critic.Critic()
+for t in range(100):
+    policy.train(torch.randn(8, 4))
+"""
+
+
+def test_receiver_bound_to_classes_of_several_modules_runs_each_ones_step(tmp_path):
+    # Held-out 18 (sfujim/TD3: policy = TD3.TD3(...) / OurDDPG.DDPG(...) / DDPG.DDPG(...)):
+    # the loop is a training loop whichever class the user picks.
+    (tmp_path / "agents.py").write_text(src(AGENTS))
+    (tmp_path / "critic.py").write_text(src(OTHER_AGENT))
+    script = tmp_path / "main.py"
+    script.write_text(src(PICKS))
+    result = analyze(script.read_text(), path=str(script))
+    (step,) = [f for f in result.findings if f.code == CODE]
+    assert step.span.start.line + 1 == 13
+    assert "of `Actor` or `Slow` (agents.py:13)" in step.message
+    assert "`self.q_opt.step()` of `Critic` (critic.py:13)" in step.message
+    assert step.manual.count("replace") == 2 and "xm.optimizer_step(self.q_opt)" in step.manual
+    assert [f.span.start.line + 1 for f in result.findings if f.code == "XLA107"] == [12]
+    # The networks are placed by the classes' own module: not "nothing places the model".
+    assert not [f for f in result.findings if f.code == "XLA117"]

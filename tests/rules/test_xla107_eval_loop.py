@@ -101,6 +101,20 @@ def test_an_eval_loop_that_reads_each_batch_on_the_host_is_left_to_the_reads():
     assert [f.span.start.line for f in found] == [15]  # the training loop only
 
 
+def test_an_eval_loop_formatting_a_device_average_each_batch_reads_it():
+    # Held-out 18 (bearpaw's test(): `bar.suffix = "...".format(top1.avg)` per batch):
+    # formatting a tensor reads it, so the graph already runs each batch.
+    code = ACCUMULATING_EVAL.replace(
+        "            correct += net(x).argmax(1).eq(y).sum()\n",
+        "            correct += net(x).argmax(1).eq(y).sum()\n"
+        '            status = "correct {:d}".format(correct)\n',
+    )
+    assert [f.span.start.line for f in findings(code, "XLA107")] == [15]
+    # Formatting a batch index reads nothing from the device: the loop still needs its sync.
+    code = code.replace(".format(correct)", ".format(x.size(0))")
+    assert len(findings(code, "XLA107")) == 2
+
+
 @pytest.mark.parametrize(
     "variant",
     [

@@ -86,3 +86,32 @@ def test_a_dict_holding_only_a_placed_module_is_reported_without_a_fix():
     (f,) = findings(code, "XLA108")
     assert f.span.start.line == 3 and f.fix is None
     assert "`model`" in f.message and "model.state_dict()" in f.manual
+
+
+def test_whole_module_in_a_list_when_its_step_and_parameters_live_in_another_module(tmp_path):
+    # Held-out 21 (a2c-ppo main.py: torch.save([actor_critic, obs_rms], path), the policy
+    # class and the optimizer in sibling modules): nothing here calls a module method on it.
+    from xla_lens.engine import analyze
+
+    (tmp_path / "nets.py").write_text(
+        "import torch.nn as nn\n\n\nclass Policy(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(6, 3)\n"
+    )
+    (tmp_path / "agent.py").write_text(
+        "import torch\n\n\nclass Agent:\n    def __init__(self, policy):\n"
+        "        self.opt = torch.optim.Adam(policy.parameters())\n"
+    )
+    body = (
+        "import torch\nimport torch.nn as nn\nfrom agent import Agent\nfrom nets import Policy\n\n"
+        "dev = torch.device('cuda')\npolicy = {built}\npolicy.to(dev)\nagent = Agent(policy)\n"
+        "torch.save([policy, {{'mean': 0.0}}], 'policy.pt')\n"
+    )
+    for built in ("nn.Linear(6, 3)", "Policy()"):
+        code = body.format(built=built)
+        script = tmp_path / "main.py"
+        script.write_text(code)
+        (f,) = [x for x in analyze(code, str(script)).findings if x.code == "XLA108"]
+        assert "holding the module `policy`" in f.message and f.fix is None
+    # Not a module: a plain object moved with .to() is no whole-module checkpoint.
+    code = body.format(built="torch.zeros(3)")
+    assert not [x for x in analyze(code, str(script)).findings if x.code == "XLA108"]

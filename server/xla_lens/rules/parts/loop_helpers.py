@@ -2,7 +2,8 @@
 helper is found where it runs (held-out 8, hlb-CIFAR10: ``masked_select`` in ``batch_crop``,
 called by the generator ``get_batches`` that the loop iterates).
 
-Two ways in: a call in the loop's body or step functions (runs every step), and a call in a
+Two ways in: a call in the loop's body or step functions (runs every step; calling a module
+of this script, ``net(x)``, runs its ``forward``), and a call in a
 ``for`` loop's iterable (``for x, y in get_batches(...)``): the generator's code runs as the
 loop draws batches, its set-up once per epoch. Callees of callees are followed
 ``HELPER_DEPTH`` deep. Only functions of this script (``model.steps.callee``) are followed.
@@ -14,7 +15,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ...semantic.calls import class_methods, classes
+from ...semantic.calls import class_methods, classes, module_forward
 from ...semantic.loop_frames import loop_nodes
 from ...semantic.model import ScriptModel
 
@@ -34,7 +35,7 @@ class Helper:
 def _calls(model: ScriptModel, nodes: Iterator[ast.AST]) -> Iterator[tuple[ast.Call, ast.AST]]:
     for n in nodes:
         if isinstance(n, ast.Call):
-            fn = model.steps.callee(n)
+            fn = model.steps.callee(n) or module_forward(model, n)
             if fn is not None:
                 yield n, fn
 

@@ -1,0 +1,64 @@
+"""XLA401: a device tensor formatted into a string outside any reporting call
+(``bar.suffix = "...".format(top1.avg)``, held-out 18, bearpaw's progress bar): formatting
+calls ``Tensor.__format__``, which reads the value on the host."""
+
+from tests.helpers import findings
+
+LOOP = """
+import torch
+import torch.nn as nn
+
+dev = torch.device("cuda")
+
+
+class Meter:
+    def __init__(self):
+        self.sum, self.n, self.avg = 0, 0, 0
+
+    def update(self, v, k=1):
+        self.sum += v * k
+        self.n += k
+        self.avg = self.sum / self.n
+
+
+class Bar:
+    suffix = ""
+
+
+def train(loader, model, opt):
+    losses = Meter()
+    bar = Bar()
+    for x, y in loader:
+        x, y = x.to(dev), y.to(dev)
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.update(loss.detach(), x.size(0))
+        bar.suffix = "loss {:.4f}".format(losses.avg)
+"""
+
+
+def test_a_meter_average_formatted_into_a_progress_bar_is_a_read():
+    (f,) = findings(LOOP, "XLA401")
+    assert f.span.start.line + 1 == 31 and f.message.startswith("formatting a tensor reads")
+    assert f.fix is None and f.manual
+
+
+def test_percent_formatting_is_a_read_too():
+    code = LOOP.replace('"loss {:.4f}".format(losses.avg)', '"loss %.4f" % losses.avg')
+    (f,) = findings(code, "XLA401")
+    assert f.span.start.line + 1 == 31
+
+
+def test_a_meter_fed_python_numbers_formats_no_tensor():
+    code = LOOP.replace("losses.update(loss.detach(),", "losses.update(loss.item(),")
+    assert [f.span.start.line + 1 for f in findings(code, "XLA401")] == [30]  # the .item()
+
+
+def test_formatting_inside_a_print_is_reported_once_as_the_print():
+    code = LOOP.replace(
+        'bar.suffix = "loss {:.4f}".format(losses.avg)', 'print("loss {:.4f}".format(losses.avg))'
+    )
+    (f,) = findings(code, "XLA401")
+    assert "logging call" in f.message and f.fix is not None

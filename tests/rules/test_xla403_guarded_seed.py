@@ -1,0 +1,54 @@
+"""XLA403: a CUDA seed under a CUDA availability guard (held-out 18: bearpaw's ``if use_cuda:``,
+ViT-pytorch's ``if args.n_gpu > 0:``) would give an XLA seed that never runs."""
+
+from tests.helpers import findings, fixed
+
+GUARDED = """
+import torch
+use_cuda = torch.cuda.is_available()
+torch.manual_seed(0)
+if use_cuda:
+    torch.cuda.manual_seed_all(0)
+model = torch.nn.Linear(4, 1)
+"""
+
+
+def test_a_guard_holding_only_the_seed_becomes_the_xla_seed():
+    (f,) = findings(GUARDED, "XLA403")
+    assert f.fix is not None and f.fix.safe
+    assert "sits under `if use_cuda:`" in f.message
+    out = fixed(GUARDED, "XLA403")
+    assert "if use_cuda:" not in out
+    assert "torch.manual_seed(0)\ntorch_xla.manual_seed(0)\nmodel = " in out
+
+
+def test_an_n_gpu_guard_set_from_the_device_count():
+    code = """
+    import torch
+    class A: pass
+    args = A()
+    args.n_gpu = torch.cuda.device_count()
+    def set_seed(args):
+        torch.manual_seed(args.seed)
+        if args.n_gpu > 0:
+            torch.cuda.manual_seed_all(args.seed)
+    """
+    out = fixed(code, "XLA403")
+    assert "    torch.manual_seed(args.seed)\n    torch_xla.manual_seed(args.seed)\n" in out
+
+
+def test_a_guard_holding_more_than_the_seed_is_offered_for_review():
+    code = GUARDED.replace(
+        "    torch.cuda.manual_seed_all(0)",
+        "    torch.cuda.manual_seed_all(0)\n    torch.backends.cudnn.benchmark = True",
+    )
+    (f,) = findings(code, "XLA403")
+    assert not f.fix.safe and "move the XLA seed out of that block" in f.fix.review_reason
+    assert "torch.cuda.manual_seed_all(0)" in fixed(code, "XLA403")
+
+
+def test_an_unguarded_seed_is_rewritten_in_place():
+    code = GUARDED.replace("if use_cuda:\n    torch.cuda", "torch.cuda")
+    (f,) = findings(code, "XLA403")
+    assert f.fix.safe and "sits under" not in f.message
+    assert "torch_xla.manual_seed(0)" in fixed(code, "XLA403")
