@@ -64,3 +64,20 @@ def test_an_availability_flag_stored_on_the_options_keeps_only_the_users_flag():
     assert "args.cuda = not args.no_cuda\n" in fixed(code, "XLA101", unsafe=True)
     (move,) = [f for f in found if ".cuda()" in f.message]
     assert not move.fix.safe and "`if args.cuda:`" in move.fix.review_reason
+
+
+def test_a_move_under_an_elif_names_the_elif_test():
+    # Held-out 24 (llama-recipes): `if is_xpu_available(): ... elif torch.cuda.is_available():
+    # model.to("cuda")`; the guard that skips the move on an XLA host is the elif's.
+    code = """
+    import torch
+    from accelerate.utils import is_xpu_available
+    model = torch.nn.Linear(2, 2)
+    if is_xpu_available():
+        model.to("xpu:0")
+    elif torch.cuda.is_available():
+        model.to("cuda")
+    """
+    (f,) = [x for x in findings(code, "XLA101") if x.span.start.line == 6]
+    assert "it sits under `if torch.cuda.is_available():`" in f.message
+    assert "is_xpu_available" not in f.message

@@ -62,3 +62,16 @@ def test_formatting_inside_a_print_is_reported_once_as_the_print():
     )
     (f,) = findings(code, "XLA401")
     assert "logging call" in f.message and f.fix is not None
+
+
+def test_a_dict_of_tensors_handed_to_a_logger_is_a_read():
+    # Held-out 24 (llama-recipes): wandb_run.log({"train/loss": loss.detach().float()}).
+    code = LOOP.replace(
+        'bar.suffix = "loss {:.4f}".format(losses.avg)',
+        'run.log({"train/loss": loss.detach().float(), "step": 1})',
+    )
+    (f,) = findings(code, "XLA401")
+    assert "logging call" in f.message and f.fix is not None
+    # Python numbers only: nothing read.
+    code = code.replace("loss.detach().float()", "loss.item()")
+    assert [f.span.start.line + 1 for f in findings(code, "XLA401")] == [31]  # the .item()

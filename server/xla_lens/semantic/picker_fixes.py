@@ -263,7 +263,11 @@ def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[A
         if f.fix is not None and f.fix.safe:
             if guards is None:
                 guards = sites.availability_guards(model)
-            guard = next(((t, k) for span, t, k in guards if span.contains(f.span)), None)
+            # The innermost guard: in ``if is_xpu_available(): ... elif torch.cuda.is_available():
+            # model.to("cuda")`` the move sits under the ``elif`` (llama-recipes, held-out 24).
+            around = [(span, t, k) for span, t, k in guards if span.contains(f.span)]
+            inner = max(around, key=lambda g: (g[0].start.line, g[0].start.col), default=None)
+            guard = (inner[1], inner[2]) if inner is not None else None
             if guard is not None:
                 test, kind = guard
                 reason = (

