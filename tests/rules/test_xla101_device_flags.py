@@ -170,3 +170,42 @@ def test_flag_set_from_availability_by_an_options_helper_of_a_sibling_module(tmp
     )
     (f,) = [x for x in analyze(code, str(script)).findings if x.code == "XLA101"]
     assert f.fix is not None and "the user's choice, kept" in f.message
+
+
+def test_a_flag_anded_with_availability_guarding_placement_blocks_keeps_the_flag_only():
+    # Held-out 24 (dlrm): `use_gpu = args.use_gpu and torch.cuda.is_available()`, then a long
+    # `if use_gpu:` block choosing the device and `if use_gpu:` moves elsewhere.
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--use-gpu", action="store_true")
+    parser.add_argument("--rank", type=int, default=-1)
+    args = parser.parse_args()
+    use_gpu = args.use_gpu and torch.cuda.is_available()
+    if use_gpu:
+        torch.backends.cudnn.deterministic = True
+        if args.rank >= 0:
+            device = torch.device("cuda", args.rank)
+        else:
+            device = torch.device("cuda", 0)
+    else:
+        device = torch.device("cpu")
+    model = torch.nn.Linear(2, 2)
+    if use_gpu:
+        model = model.to(device)
+    """
+    (f,) = [x for x in findings(code, "XLA101") if x.span.start.line == 6]
+    assert "use_gpu is False on an XLA host whatever the user asks" in f.message
+    assert f.fix is not None and not f.fix.safe
+    assert "use_gpu = args.use_gpu\n" in fixed(code, "XLA101", unsafe=True)
+
+
+def test_a_mixed_flag_a_picker_converts_is_reported_once():
+    code = """
+    import torch
+    use_cuda = not args.no_cuda and torch.cuda.is_available()
+    device = torch.device("cuda" if use_cuda else "cpu")
+    """
+    found = findings(code, "XLA101")
+    assert [f.span.start.line for f in found] == [2]  # the picker (0-based)

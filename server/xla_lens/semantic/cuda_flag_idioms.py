@@ -123,6 +123,56 @@ def attribute_flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[A
         )
 
 
+def mixed_name_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
+    """``use_gpu = args.use_gpu and torch.cuda.is_available()`` deciding ``if use_gpu:`` blocks
+    that no device picker rewrites (dlrm, held-out 24: the device is chosen inside a longer
+    ``if use_gpu:`` block): False on an XLA host whatever the user asks, so every block it
+    guards stays off the device. The review fix keeps the user's flag only, as for
+    ``args.cuda = ...`` (``attribute_flag_findings``)."""
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if not isinstance(target, ast.Name) or id(node.value) in handled:
+            continue
+        if not any(k in target.id.lower() for k in pickers.FLAG_WORDS):
+            continue
+        found = pickers.mixed_flag(model, target)
+        if found is None or found[0] is not node:
+            continue
+        tests = [
+            n
+            for n in model.name_nodes(target.id)
+            if isinstance(model.parent(n), ast.If | ast.IfExp) and model.parent(n).test is n  # type: ignore[union-attr]
+        ]
+        if not tests:
+            continue
+        handled.add(id(node.value))
+        kept = " and ".join(model.segment(f) for f in found[1])
+        lines = line_refs(t.lineno for t in tests[:4])
+        reason = (
+            f"{target.id} then follows the flag alone, so what it guards (line {lines}) runs on "
+            "the XLA host whenever the flag says so: accept it together with the review fixes "
+            "of those lines (their CUDA moves become the XLA device); alone, that code still "
+            "calls CUDA"
+        )
+        yield _finding(
+            model,
+            node.value,
+            _message(
+                f"{target.id} is False on an XLA host whatever the user asks (the flag is ANDed "
+                f"with a CUDA availability test): the CUDA placement it turns on (line {lines}) "
+                "never runs there",
+                reason,
+            ),
+            _fix(
+                f"Keep the flag only: {target.id} = {kept}",
+                (Replace(model.span(node.value), kept),),
+                Emitter(model),
+                reason,
+            ),
+        )
+
+
 def device_flag_findings(model: ScriptModel) -> Iterator[Advice]:
     """``add_argument("-no_cuda", action="store_true")`` / a ``cuda: bool = True`` field that
     decides a picker: the picker's fix keeps the user's flag, so once converted the flag

@@ -179,20 +179,30 @@ def uses_of_site(model: ScriptModel, site: ast.AST) -> list[Use]:
     return flow.uses_of_expr(site)
 
 
+# ``use_gpu``, ``no_gpu``, ``with_gpu``: a yes/no flag named for the GPU, not its index
+# (dlrm's ``use_gpu = args.use_gpu``, held-out 24, was taken for a device number).
+BOOLEAN_PREFIXES = ("use_", "no_", "with_", "enable_", "disable_", "is_", "has_", "allow_")
+
+
 def rank_index(node: ast.AST | None) -> bool:
     """An integer CUDA index by name: ``local_rank``, ``args.gpu``, ``rank``."""
     if isinstance(node, ast.Name):
-        return bool(RANK_NAME.search(node.id.lower()))
-    if isinstance(node, ast.Attribute):
-        return bool(RANK_NAME.search(node.attr.lower()))
-    return False
+        name = node.id.lower()
+    elif isinstance(node, ast.Attribute):
+        name = node.attr.lower()
+    else:
+        return False
+    return bool(RANK_NAME.search(name)) and not name.startswith(BOOLEAN_PREFIXES)
 
 
 def is_device_name(target: ast.AST) -> bool:
     key = pickers._target_key(target)
     if key is None and isinstance(target, ast.Attribute):
         key = target.attr
-    return key is not None and ("dev" in key.lower() or key.lower().endswith("gpu"))
+    if key is None:
+        return False
+    last = key.lower().rpartition(".")[2]
+    return "dev" in last or (last.endswith("gpu") and not last.startswith(BOOLEAN_PREFIXES))
 
 
 def is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:

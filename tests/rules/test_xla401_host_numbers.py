@@ -1,0 +1,42 @@
+"""XLA401: values that are Python numbers although their names read like tensors (held-out 24,
+dlrm): a loss total built from ``.numpy()`` values times a batch size read off ``T.shape[0]``,
+and a local bound in if/else branches from ``torch.load`` (loaded data, not a pending graph)."""
+
+from tests.helpers import findings
+
+LOOP = """
+import torch
+
+def train(model, loader, opt, args):
+    total_loss = 0
+    if args.resume:
+        if args.gpu_load:
+            ld = torch.load(args.resume, map_location="cuda")
+        else:
+            ld = torch.load(args.resume, map_location="cpu")
+        total_loss = ld["total_loss"]
+    for j, (x, t) in enumerate(loader):
+        x, t = x.to("cuda"), t.to("cuda")
+        loss = (model(x) - t).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        mbs = t.shape[0]
+        L = loss.detach().cpu().numpy()
+        total_loss += L * mbs
+        if j % 10 == 0:
+            train_loss = total_loss / 10
+            print("loss {:.6f}".format(train_loss))
+            total_loss = 0
+"""
+
+
+def test_host_totals_are_not_device_reads():
+    found = findings(LOOP, "XLA401")
+    assert [f.span.start.line + 1 for f in found] == [18]  # only the .numpy() read itself
+
+
+def test_a_device_total_is_still_read_when_printed():
+    code = LOOP.replace("total_loss += L * mbs", "total_loss += loss.detach() * mbs")
+    lines = [f.span.start.line + 1 for f in findings(code, "XLA401")]
+    assert 22 in lines  # the print of the device total
