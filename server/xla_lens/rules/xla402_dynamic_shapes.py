@@ -17,26 +17,19 @@ from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
 from .parts.discarded_batches import batch_discarded
 from .parts.drained_loaders import drained_loaders
+from .parts.dynamic_ops import MASK_ASSIGNMENT, dynamic_op
 from .parts.eval_loader_batches import eval_loader_findings
 from .parts.forward_buffer_reads import SLICE_MANUAL, forward_buffer_reads, slice_message
 from .parts.growing_sequences import growing_sequence_findings
 from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
+from .parts.workspace_forward_ops import workspace_forward_ops
 
 CODE = "XLA402"
 # Keys a ``**kwargs`` dict must provably lack for drop_last=True to be added beside it.
 LOADER_KEYS = frozenset({"drop_last", "batch_sampler", "batch_size"})
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-# Data-dependent output shapes: (function, method) spellings.
-DYNAMIC_FUNCTIONS = {
-    "torch.nonzero": "nonzero",
-    "torch.argwhere": "argwhere",
-    "torch.masked_select": "masked_select",
-    "torch.unique": "unique",
-    "torch.unique_consecutive": "unique_consecutive",
-}
-DYNAMIC_METHODS = set(DYNAMIC_FUNCTIONS.values())
 REVIEW_DROP_LAST = (
     "each epoch then skips the samples of the short last batch (up to batch_size - 1), so "
     "training sees different data; keep it when the dataset size is a multiple of the batch "
@@ -52,7 +45,6 @@ DRAINED_MESSAGE = (
     "last batch: whenever its iterator reaches the end, the step gets a new shape and XLA "
     "compiles another graph for it; set drop_last=True (review: it drops the short batch)"
 )
-MASK_ASSIGNMENT = "boolean-mask assignment"
 MANUAL_OPS = (
     "Keep shapes fixed: use `torch.where(mask, x, 0)` or multiply by the mask instead of "
     "selecting elements, reduce with the mask (`(x * mask).sum() / mask.sum()`), or pad the "
@@ -162,50 +154,6 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
                 review_reason=REVIEW_DROP_LAST,
             ),
         )
-
-
-def _is_comparison(node: ast.AST) -> bool:
-    """``a > b``, ``~m``, ``(a > b) & (c < d)``: a boolean tensor, if the operands are tensors."""
-    if isinstance(node, ast.Compare):
-        return True
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
-        return _is_comparison(node.operand)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd | ast.BitOr):
-        return _is_comparison(node.left) or _is_comparison(node.right)
-    return False
-
-
-def _is_mask_index(model: ScriptModel, node: ast.Subscript) -> bool:
-    index = node.slice
-    if _is_comparison(index):
-        return True
-    if not isinstance(index, ast.Name):
-        return False
-    if "mask" in index.id.lower():
-        return True
-    # ``keep = labels >= 0`` then ``logits[keep]``: one binding, a comparison.
-    binds = local_bindings(model, index.id, node)
-    return len(binds) == 1 and binds[0].value is not None and _is_comparison(binds[0].value)
-
-
-def _dynamic_op(model: ScriptModel, node: ast.AST) -> str | None:
-    if isinstance(node, ast.Call):
-        q = model.call_name(node)
-        if q in DYNAMIC_FUNCTIONS:
-            return f"{q}(...)"
-        if q == "torch.where" and len(node.args) == 1 and not node.keywords:
-            return "torch.where(condition)"
-        name = method_name(node)
-        if name in DYNAMIC_METHODS and q is None:
-            return f".{name}()"
-    if isinstance(node, ast.Subscript) and _is_mask_index(model, node):
-        if isinstance(node.ctx, ast.Store):
-            # ``logits[logits < v] = -inf``: index_put through the mask's nonzero indices
-            # (held-out 9 r6: aten::nonzero on XLA); masked_fill_ keeps one graph.
-            return MASK_ASSIGNMENT
-        if isinstance(node.ctx, ast.Load):
-            return "boolean-mask indexing"
-    return None
 
 
 def _loop_and_helper_nodes(model: ScriptModel) -> Iterator[ast.AST]:
@@ -318,7 +266,7 @@ def _helper_op_findings(model: ScriptModel, done: set[int]) -> Iterator[Finding]
         else:
             where = f" in `{name}`, which the training step runs through `{entry}(...)`"
         for node in model.walk_scope(helper.fn):
-            what = _dynamic_op(model, node)
+            what = dynamic_op(model, node)
             if (
                 what is not None
                 and id(node) not in done
@@ -347,12 +295,25 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from growing_sequence_findings(model, CODE)
     done: set[int] = set()
     for _loop, node in loop_nodes(model):
-        what = _dynamic_op(model, node)
+        what = dynamic_op(model, node)
         if what is None or id(node) in done:
             continue
         done.add(id(node))
         yield _op_finding(model, node, what, " inside the training loop")
     yield from _helper_op_findings(model, done)
+    for found in workspace_forward_ops(model, dynamic_op):
+        ops = "; ".join(f"line {n}: {w}" for n, w in found.ops[:4])
+        yield Finding(
+            CODE,
+            f"`{model.segment(found.call.func)}(...)` runs `{found.class_name}.forward` of "
+            f"{found.path.name} every training step, whose output shapes depend on the data "
+            f"({ops}): XLA cannot know their sizes before running the graph, so it compiles "
+            "again whenever they change (and may fall back to the CPU)",
+            model.span(found.call),
+            Severity.WARNING,
+            manual=f"In {found.path}: {MANUAL_OPS} A boolean-mask assignment "
+            "(`x[mask] = v`) becomes `x.masked_fill_(mask, v)`.",
+        )
     for read in forward_buffer_reads(model):
         for store in read.slices:
             yield Finding(

@@ -18,6 +18,7 @@ import functools
 from collections.abc import Iterator
 
 from ..semantic.cuda_tensor_types import TENSOR_DTYPES, tensor_type_aliases
+from ..semantic.device_sites import availability_guards
 from ..semantic.model import ScriptModel, const_str
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.cuda_device_context import device_context_findings
@@ -268,11 +269,18 @@ def _default_tensor_type(model: ScriptModel) -> Iterator[Finding]:
         text = const_str(arg) or (model.segment(arg) if arg is not None else "")
         if "cuda" not in text:
             continue
+        span = model.span(call)
+        guarded = any(g.contains(span) for g, _test, _kind in availability_guards(model))
         yield Finding(
             CODE,
             "the default tensor type is a CUDA type: every bare constructor (torch.Tensor(...), "
-            "torch.randn(...)) lands on CUDA; on XLA that fails, and removing the line leaves "
-            "those tensors on the CPU",
+            "torch.randn(...)) lands on CUDA; "
+            + (
+                "on an XLA host its CUDA availability guard skips it, so those tensors stay on "
+                "the CPU beside the XLA ones"
+                if guarded
+                else "on XLA that fails, and removing the line leaves those tensors on the CPU"
+            ),
             model.span(call),
             Severity.WARNING,
             manual="Create tensors on the XLA device explicitly (`device=device`), or set "

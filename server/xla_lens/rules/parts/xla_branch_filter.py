@@ -47,7 +47,8 @@ DISTRIBUTED_CALLS = frozenset(
     }
 )
 # Skipped on XLA, these still matter: a seed or count leaves its value unset, a data-parallel
-# split over CUDA devices leaves the XLA run on one device.
+# split over CUDA devices leaves the XLA run on one device, a skipped CUDA default tensor type
+# leaves every bare constructor on the CPU.
 KEPT_UNDER_GUARD = (
     SEEDS
     | COUNTS
@@ -55,6 +56,9 @@ KEPT_UNDER_GUARD = (
         "torch.nn.parallel.data_parallel",
         "torch.nn.DataParallel",
         "torch.nn.parallel.DataParallel",
+        # Skipped, the default stays the CPU: every bare constructor (ssd.pytorch's loss
+        # targets, its prior boxes) then makes a CPU tensor beside the XLA ones (held-out 24).
+        "torch.set_default_tensor_type",
     }
 )
 SHARED_AUTOCAST = "XLA102"
