@@ -19,6 +19,7 @@ from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import ScriptModel, dotted
 from ..semantic.optimizer_events import Event
 from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
+from .parts.self_optimizers import SelfOptimizer, self_optimizers
 
 CODE = "XLA109"
 
@@ -106,15 +107,31 @@ def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None,
     return Fix(title, ops), ""
 
 
-def _where(model: ScriptModel, event: Event) -> str:
-    text = " ".join(model.segment(event.node).split())  # a multi-line call, on one line
+def _where(model: ScriptModel, event: Event | SelfOptimizer) -> str:
+    node = event.node if isinstance(event, Event) else event.move
+    text = " ".join(model.segment(node).split())  # a multi-line call, on one line
     text = text.replace("( ", "(").replace(" )", ")").replace(", )", ")")
     if len(text) > 60:
         text = text[:57] + "..."
-    return f"`{text}` (line {line_ref(event.node.lineno)})"  # type: ignore[attr-defined]
+    return f"`{text}` (line {line_ref(node.lineno)})"  # type: ignore[attr-defined]
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    for found in self_optimizers(model):
+        name = found.cls.name
+        yield Finding(
+            CODE,
+            f"`{name}.__init__` builds its optimizer from `self.parameters()` before "
+            f"{_where(model, found)} moves the instance to the device: on XLA the move creates "
+            "new Parameter objects, so this optimizer updates stale CPU tensors and the model "
+            "never trains",
+            model.span(found.build),
+            Severity.ERROR,
+            manual=f"Move the module in `{name}.__init__` before building the optimizer "
+            "(`self.to(device)` first), or build the optimizer after the move, outside the "
+            "class (`model.optimizer = ...(model.parameters(), ...)`).",
+            related=((model.span(found.move), "the instance moves to the device here"),),
+        )
     for build, move in stale_optimizers(model):
         fix, why = _reorder(model, build, move)
         prepared = is_prepare_move(move)

@@ -24,6 +24,7 @@ from ..semantic.training_loops import TrainingLoop
 from ..semantic.wrapped_steps import workspace_step
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.eval_loops import evaluating
+from .parts.self_optimizers import init_builds
 from .parts.unmoved_batch_fields import unmoved_batch_fields
 
 CODE = "XLA117"
@@ -153,6 +154,15 @@ def _placed_nothing(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return  # a sibling module builds the model and places things itself
     model_name = names[0] if names and built is not None else "model"
     device = _device_code(ctx)
+    own = init_builds(model)
+    own_note = (
+        f" `{next(iter(own))}.__init__` builds its optimizer from `self.parameters()` (line "
+        f"{next(iter(own.values())).lineno}): move the module there, before that line "
+        "(`self.to(device)`), or build the optimizer again after the move: on XLA the move "
+        "makes new Parameter objects and an optimizer built before keeps the old ones (XLA109)."
+        if own
+        else ""
+    )
     yield Finding(
         CODE,
         "nothing in this script places the model or its batches on a device: after "
@@ -163,7 +173,7 @@ def _placed_nothing(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             f"Create the device once (`device = {device}`), move the model right after it is "
             f"built and before its optimizer is made (`{model_name}.to(device)`), move every "
             "batch (`x = x.to(device)`), and create the tensors the step makes on the device "
-            "(`torch.zeros(..., device=device)`)."
+            "(`torch.zeros(..., device=device)`)." + own_note
         ),
     )
 

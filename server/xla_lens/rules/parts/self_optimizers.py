@@ -1,0 +1,104 @@
+"""XLA109: a module class that builds its own optimizer in ``__init__`` from
+``self.parameters()`` (minimalRL's ``PPO(nn.Module)``: ``self.optimizer = optim.Adam(
+self.parameters(), lr=...)``), and an instance moved to the device after it is built
+(``model = PPO().to(device)``, or ``model = PPO()`` then ``model.to(device)``). On XLA the move
+makes new Parameter objects, so the optimizer built in the constructor keeps the old CPU ones:
+``step()`` changes nothing the model uses and the loss stays flat (measured on torch_xla 2.9:
+the weights after three steps equal the initial ones). The move cannot go before the
+constructor, so there is no automatic fix: move in ``__init__`` before the optimizer, or build
+the optimizer after the move.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ...semantic.calls import class_methods, classes
+from ...semantic.model import ScriptModel, method_name, receiver
+from ...semantic.optimizer_events import OPTIMIZER_MODULES, OPTIMIZER_NAMES, PARAMETER_METHODS
+
+MOVES = frozenset({"to", "cuda"})
+NOT_DEVICES = frozenset({"cpu", "meta"})
+
+
+@dataclass(frozen=True)
+class SelfOptimizer:
+    build: ast.Call  # the optimizer built in ``__init__``
+    cls: ast.ClassDef
+    move: ast.Call  # the move of an instance, outside the class
+
+
+def init_builds(model: ScriptModel) -> dict[str, ast.Call]:
+    """Module classes of the script whose ``__init__`` builds an optimizer from
+    ``self.parameters()``: class name -> that call."""
+    return {name: b for name, cls in classes(model).items() if (b := _init_build(model, cls))}
+
+
+def self_optimizers(model: ScriptModel) -> Iterator[SelfOptimizer]:
+    builds = init_builds(model)
+    if not builds:
+        return
+    for call in model.calls:
+        if method_name(call) not in MOVES or not _moves_to_a_device(model, call):
+            continue
+        cls_name = _instance_class(model, receiver(call))
+        if cls_name in builds:
+            yield SelfOptimizer(builds[cls_name], classes(model)[cls_name], call)
+
+
+def _init_build(model: ScriptModel, cls: ast.ClassDef) -> ast.Call | None:
+    init = class_methods(cls).get("__init__")
+    if init is None:
+        return None
+    for n in ast.walk(init):
+        if not isinstance(n, ast.Call):
+            continue
+        q = model.call_name(n) or ""
+        if not (q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES):
+            continue
+        for arg in [*n.args, *(k.value for k in n.keywords)]:
+            for c in ast.walk(arg):
+                if (
+                    isinstance(c, ast.Call)
+                    and method_name(c) in PARAMETER_METHODS
+                    and isinstance(receiver(c), ast.Name)
+                    and receiver(c).id == "self"  # type: ignore[union-attr]
+                ):
+                    return n
+    return None
+
+
+def _instance_class(model: ScriptModel, node: ast.AST | None) -> str | None:
+    """``PPO(...)`` itself, or a name every assignment of which is ``PPO(...)``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id
+    if isinstance(node, ast.Name):
+        values = model.assigned_from(node.id)
+        names = {
+            v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+        }
+        if len(names) == 1 and len(values) == sum(
+            isinstance(v, ast.Call) and isinstance(v.func, ast.Name) for v in values
+        ):
+            return names.pop()
+    return None
+
+
+def _moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
+    if method_name(call) == "cuda":
+        return True
+    target = call.args[0] if call.args else None
+    for kw in call.keywords:
+        if kw.arg == "device":
+            target = kw.value
+    if target is None or isinstance(target, ast.Starred):
+        return False
+    if isinstance(target, ast.Constant):
+        return isinstance(target.value, str) and target.value.split(":")[0] not in NOT_DEVICES
+    q = model.qualname(target) or ""
+    if q.startswith("torch.") and not q.endswith(".device"):
+        return False  # torch.float16, torch.channels_last
+    text = ast.unparse(target).lower()
+    return not any(k in text for k in ("dtype", "precision", "format"))

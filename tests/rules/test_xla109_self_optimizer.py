@@ -1,0 +1,56 @@
+"""XLA109: a module class that builds its optimizer in ``__init__`` from ``self.parameters()``,
+and an instance moved to the device afterwards (held-out 24, minimalRL's PPO). On XLA the move
+makes new Parameter objects: measured on torch_xla 2.9, the weights after three steps equal
+the initial ones."""
+
+from tests.helpers import findings
+
+CLASS = """
+import torch
+import torch.nn as nn
+
+
+class Agent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 1)
+        self.optimizer = torch.optim.Adam(self.parameters(), lr=1e-3)
+"""
+
+
+def test_an_instance_moved_after_its_constructor_built_the_optimizer():
+    for move in (
+        "agent = Agent().to(dev)",
+        "agent = Agent()\nagent.to(dev)",
+        "agent = Agent().cuda()",
+    ):
+        code = CLASS + '\ndev = torch.device("cuda")\n' + move + "\n"
+        (f,) = findings(code, "XLA109")
+        assert f.span.start.line == 8 and f.fix is None
+        assert "`Agent.__init__` builds its optimizer from `self.parameters()`" in f.message
+        assert "self.to(device)" in f.manual and f.related
+
+
+def test_a_dtype_move_or_a_class_building_no_optimizer_is_left_alone():
+    code = CLASS + "\nagent = Agent().to(torch.float64)\n"
+    assert findings(code, "XLA109") == []
+    code = CLASS.replace("self.optimizer = torch.optim.Adam(self.parameters(), lr=1e-3)", "pass")
+    assert findings(code + '\nagent = Agent().to("cuda")\n', "XLA109") == []
+
+
+def test_the_script_that_places_nothing_is_told_where_its_optimizer_is_built():
+    code = (
+        CLASS
+        + """
+
+agent = Agent()
+for step in range(3):
+    loss = agent.fc(torch.randn(8, 4)).pow(2).mean()
+    agent.optimizer.zero_grad()
+    loss.backward()
+    agent.optimizer.step()
+"""
+    )
+    (f,) = findings(code, "XLA117")
+    assert "`Agent.__init__` builds its optimizer from `self.parameters()` (line 9)" in f.manual
+    assert "XLA109" in f.manual
