@@ -40,3 +40,41 @@ def test_a_device_total_is_still_read_when_printed():
     code = LOOP.replace("total_loss += L * mbs", "total_loss += loss.detach() * mbs")
     lines = [f.span.start.line + 1 for f in findings(code, "XLA401")]
     assert 22 in lines  # the print of the device total
+
+
+GLOBALS = """
+import argparse
+import math
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--log_interval", type=int, default=10)
+args = parser.parse_args()
+args.work_dir = "{}-{}".format("out", "lm")
+
+
+def train(model, batches, opt):
+    global train_loss
+    for step, (x, y) in enumerate(batches):
+        loss = (model(x.to("cuda")) - y.to("cuda")).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        train_loss += loss.float().item()
+        if step % args.log_interval == 0:
+            cur_loss = train_loss / args.log_interval
+            print("loss {:5.2f} ppl {:9.3f}".format(cur_loss, math.exp(cur_loss)))
+            train_loss = 0
+
+
+train_loss = 0
+"""
+
+
+def test_a_global_total_of_item_reads_and_a_parsed_option_are_host_numbers():
+    # transformer-xl (held-out 24): `global train_loss`, `cur_loss = train_loss / args.log_interval`.
+    found = findings(GLOBALS, "XLA401")
+    assert [f.span.start.line + 1 for f in found] == [18]  # the .item() itself
+    # A global that also takes a tensor is still a device value when printed.
+    code = GLOBALS.replace("\ntrain_loss = 0\n", "\ntrain_loss = torch.zeros((), device='cuda')\n")
+    assert 21 in [f.span.start.line + 1 for f in findings(code, "XLA401")]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from .assigned_values import is_shape_number
+from .binding_sets import frame_values, global_values, name_and_attribute_stores
 from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
 from .loop_frames import counts
 from .model import ScriptModel, method_name, receiver
@@ -32,7 +33,6 @@ from .params import parameter_of
 from .reaching import (
     UNKNOWN,
     arguments,
-    bindings,
     binds_whole,
     bound_by_comprehension,
     bound_value,
@@ -130,6 +130,8 @@ class HostValues(HostCalls):
         if isinstance(expr, ast.Name):
             return self.host_at(expr, strict=True, depth=deeper)
         if is_group_setting(expr) or is_shape_number(expr):
+            return True
+        if isinstance(expr, ast.Attribute) and self._parsed_option(expr, deeper):
             return True
         if isinstance(expr, ast.Subscript | ast.Attribute):
             return self.is_host(expr.value, deeper)
@@ -254,10 +256,12 @@ class HostValues(HostCalls):
         if name in self._reaching:
             return self._reaching[name]
         values: list[ast.expr] | None = None
-        if name.id not in self._globals and not bound_by_comprehension(self.model, name):
+        if name.id in self._globals:
+            values = global_values(self.model, name.id)
+        elif not bound_by_comprehension(self.model, name):
             found = walk_back(self.model, name, name.id, lambda s: binds_whole(s, name.id))
             if found is None:
-                found = self._frame_bindings(name)
+                found = frame_values(self.model, name)
             if found is not None:
                 dominating, values = found
                 if dominating is not None:
@@ -267,21 +271,22 @@ class HostValues(HostCalls):
         self._reaching[name] = values
         return values
 
-    def _frame_bindings(self, name: ast.Name) -> tuple[None, list[ast.expr]] | None:
-        """A local of a function bound only in branches (``if use_gpu: ld = torch.load(a)
-        else: ld = torch.load(a, map_location="cpu")``, dlrm, held-out 24): no single binding
-        dominates the read, yet no parameter or caller gives the value either, so it is one
-        of the frame's own bindings."""
-        fn = scope_of(self.model, name)
-        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-            return None
-        args = fn.args
-        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-        if name.id in params:
-            return None
-        values = [v for stmt in fn.body for v in bindings(self.model, stmt, name.id)]
-        return (None, values) if values else None
+    def _parsed_option(self, expr: ast.Attribute, depth: int) -> bool:
+        """``args.log_interval`` where every whole binding of ``args`` is a host
+        ``parser.parse_args()`` and every store into ``args.log_interval`` is a host value: the
+        script's other stores into ``args`` (``args.work_dir = os.path.join(...)``,
+        transformer-xl) do not make this option a tensor."""
+        if not isinstance(expr.value, ast.Name):
+            return False
+        ident, attr = expr.value.id, expr.attr
+        index = name_and_attribute_stores(self.model)
+        whole = index[0].get(ident, [])
+        stores = index[1].get((ident, attr), [])
+        return (
+            bool(whole)
+            and all(isinstance(v, ast.Call) and self._parsed_arguments(v) for v in whole)
+            and all(self.is_host(v, depth) for v in stores)
+        )
 
     # --- pieces ------------------------------------------------------------------------------
     def _is_sync(self, stmt: ast.stmt) -> bool:
