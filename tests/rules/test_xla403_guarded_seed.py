@@ -52,3 +52,24 @@ def test_an_unguarded_seed_is_rewritten_in_place():
     (f,) = findings(code, "XLA403")
     assert f.fix.safe and "sits under" not in f.message
     assert "torch_xla.manual_seed(0)" in fixed(code, "XLA403")
+
+
+def test_a_seed_in_the_launchers_parent_process_is_offered_for_review_only():
+    # Measured on torch_xla 2.9: torch_xla.manual_seed(0) before xmp.spawn raises "Runtime is
+    # already initialized. Do not use the XLA device before calling xmp.spawn".
+    code = """
+    import torch
+    import torch_xla
+    import torch_xla.distributed.xla_multiprocessing as xmp
+    torch.manual_seed(0)
+    torch.cuda.manual_seed_all(0)
+
+    def _mp_fn(index):
+        model = torch.nn.Linear(2, 2).to(torch_xla.device())
+
+    if __name__ == "__main__":
+        xmp.spawn(_mp_fn, args=())
+    """
+    (f,) = findings(code, "XLA403")
+    assert not f.fix.safe and "launcher's parent process" in f.fix.review_reason
+    assert "torch.cuda.manual_seed_all(0)" in fixed(code, "XLA403")
