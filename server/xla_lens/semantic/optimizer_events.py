@@ -182,25 +182,9 @@ class OptimizerEvents:
         return out
 
     def _is_device_move(self, call: ast.Call) -> bool:
-        name = method_name(call)
-        if name == "cuda":
-            return receiver(call) is not None and dotted(receiver(call)) is not None
-        if name != "to" or receiver(call) is None or dotted(receiver(call)) is None:
+        if receiver(call) is None or dotted(receiver(call)) is None:
             return False
-        target = call.args[0] if call.args else None
-        for kw in call.keywords:
-            if kw.arg == "device":
-                target = kw.value
-        if target is None or isinstance(target, ast.Starred):
-            return False
-        if isinstance(target, ast.Constant):
-            return isinstance(target.value, str) and target.value.split(":")[0] not in NOT_DEVICES
-        q = self.model.qualname(target) or ""
-        if q.startswith("torch.") and q.rpartition(".")[2] not in {"device"}:
-            # torch.float16, torch.bfloat16, torch.channels_last: not a device.
-            return False
-        ident = (dotted(target) or "").rpartition(".")[2].lower()
-        return not any(k in ident for k in ("dtype", "precision", "format"))
+        return moves_to_a_device(self.model, call)
 
     def _helper_param_events(
         self, events: list[Event], fn: ast.FunctionDef | ast.AsyncFunctionDef
@@ -313,3 +297,27 @@ class OptimizerEvents:
     def moves(self) -> list[Event]:
         direct = self._direct_moves
         return [*direct, *self._calls_to_helpers(direct, "move")]
+
+
+def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
+    """``x.cuda()`` / ``x.to(device)``: a move to a device, not a dtype or memory-format cast
+    (``.to(torch.float16)``, ``.to(dtype)``) nor a move to the CPU or meta."""
+    name = method_name(call)
+    if name == "cuda":
+        return True
+    if name != "to":
+        return False
+    target = call.args[0] if call.args else None
+    for kw in call.keywords:
+        if kw.arg == "device":
+            target = kw.value
+    if target is None or isinstance(target, ast.Starred):
+        return False
+    if isinstance(target, ast.Constant):
+        return isinstance(target.value, str) and target.value.split(":")[0] not in NOT_DEVICES
+    q = model.qualname(target) or ""
+    if q.startswith("torch.") and q.rpartition(".")[2] not in {"device"}:
+        # torch.float16, torch.bfloat16, torch.channels_last: not a device.
+        return False
+    ident = (dotted(target) or "").rpartition(".")[2].lower()
+    return not any(k in ident for k in ("dtype", "precision", "format"))

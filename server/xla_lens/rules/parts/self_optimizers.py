@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 from ...semantic.calls import class_methods, classes
 from ...semantic.model import ScriptModel, method_name, receiver
-from ...semantic.optimizer_events import OPTIMIZER_MODULES, OPTIMIZER_NAMES, PARAMETER_METHODS
-
-MOVES = frozenset({"to", "cuda"})
-NOT_DEVICES = frozenset({"cpu", "meta"})
+from ...semantic.optimizer_events import (
+    OPTIMIZER_MODULES,
+    OPTIMIZER_NAMES,
+    PARAMETER_METHODS,
+    moves_to_a_device,
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ def self_optimizers(model: ScriptModel) -> Iterator[SelfOptimizer]:
     if not builds:
         return
     for call in model.calls:
-        if method_name(call) not in MOVES or not _moves_to_a_device(model, call):
+        if not moves_to_a_device(model, call):
             continue
         cls_name = _instance_class(model, receiver(call))
         if cls_name in builds:
@@ -84,21 +86,3 @@ def _instance_class(model: ScriptModel, node: ast.AST | None) -> str | None:
         ):
             return names.pop()
     return None
-
-
-def _moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
-    if method_name(call) == "cuda":
-        return True
-    target = call.args[0] if call.args else None
-    for kw in call.keywords:
-        if kw.arg == "device":
-            target = kw.value
-    if target is None or isinstance(target, ast.Starred):
-        return False
-    if isinstance(target, ast.Constant):
-        return isinstance(target.value, str) and target.value.split(":")[0] not in NOT_DEVICES
-    q = model.qualname(target) or ""
-    if q.startswith("torch.") and not q.endswith(".device"):
-        return False  # torch.float16, torch.channels_last
-    text = ast.unparse(target).lower()
-    return not any(k in text for k in ("dtype", "precision", "format"))
