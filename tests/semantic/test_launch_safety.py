@@ -224,7 +224,7 @@ def test_a_review_fix_for_the_launcher_still_says_it_runs_in_the_parent():
     assert "Runtime is already initialized" in f.fix.review_reason
 
 
-def test_seeding_printing_saving_and_syncing_on_xla_are_runtime_calls():
+def test_seeding_printing_and_saving_on_xla_are_runtime_calls():
     # Measured on torch_xla 2.9: torch_xla.manual_seed(0) or xm.master_print(...) before
     # xmp.spawn makes the launch raise "Runtime is already initialized".
     from xla_lens.semantic.launch import emits_runtime_call
@@ -234,10 +234,9 @@ def test_seeding_printing_saving_and_syncing_on_xla_are_runtime_calls():
         "xm.set_rng_state(1)",
         'xm.master_print("x")',
         "xm.save(state, path)",
-        "torch_xla.sync()",
-        "xm.mark_step()",
         "torch_xla.device()",
     ):
         assert emits_runtime_call(code), code
-    for code in ("torch.manual_seed(0)", "print(xm)", "np.save(path, a)", "model.save(path)"):
+    # A sync goes only into training loops (in the parent, the loop itself must move).
+    for code in ("torch.manual_seed(0)", "print(xm)", "np.save(path, a)", "torch_xla.sync()"):
         assert not emits_runtime_call(code), code

@@ -320,6 +320,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             flag_idioms.flag_findings(model, handled),
             flag_idioms.attribute_flag_findings(model, handled),
             flag_idioms.mixed_name_findings(model, handled),
+            flag_idioms.cpu_fallback_findings(model),
             flag_idioms.tensor_type_findings(model, target),
             flag_idioms.device_flag_findings(model),
             external_devices.helper_advice(model),

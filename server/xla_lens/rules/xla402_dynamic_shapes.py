@@ -305,7 +305,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         ops = "; ".join(f"line {n}: {w}" for n, w in found.ops[:4])
         yield Finding(
             CODE,
-            f"`{model.segment(found.call.func)}(...)` runs `{found.class_name}.forward` of "
+            f"`{model.segment(found.call.func)}(...)` runs `{found.class_name}.{found.method}` of "
             f"{found.path.name} every training step, whose output shapes depend on the data "
             f"({ops}): XLA cannot know their sizes before running the graph, so it compiles "
             "again whenever they change (and may fall back to the CPU)",

@@ -16,6 +16,7 @@ from . import cuda_tensor_types as tensor_types
 from . import device_flags, pickers, xla_api
 from . import device_sites as sites
 from .advice import Advice, FixPlan
+from .cpu_fallbacks import cpu_fallbacks
 from .edits import Replace
 from .line_refs import line_ref, line_refs
 from .model import Emitter, ScriptModel
@@ -170,6 +171,22 @@ def mixed_name_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advic
                 Emitter(model),
                 reason,
             ),
+        )
+
+
+def cpu_fallback_findings(model: ScriptModel) -> Iterator[Advice]:
+    """``if not torch.cuda.is_available(): config.device = 'cpu'``: always taken on an XLA
+    host (``semantic.cpu_fallbacks``)."""
+    for fb in cpu_fallbacks(model):
+        test = model.segment(fb.guard.test)[:60]
+        yield _finding(
+            model,
+            fb.assign,
+            f"{fb.target} falls back to the CPU when `{test}` says CUDA is missing, which is "
+            "every XLA host: whatever the conversion makes of its other value, the script "
+            "trains on the CPU",
+            manual=f"Drop this fallback, or set {fb.target} to the XLA device here "
+            '("xla", or torch_xla.device()) when the script is meant to run on XLA.',
         )
 
 

