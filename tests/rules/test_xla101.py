@@ -533,3 +533,20 @@ def test_is_cuda_guard_holding_other_cuda_calls_is_left():
     """
     out = fixed(code, "XLA101")
     assert "if h.is_cuda:" in out and "base.to(torch_xla.device())" in out
+
+
+def test_a_picker_on_a_tensors_is_cuda_becomes_the_tensors_device():
+    # SupContrast's loss (held-out 25): an XLA tensor answers is_cuda with False, so keeping the
+    # test ("the user's choice") would build the masks on the CPU beside the XLA features.
+    code = """
+    import torch
+    def loss(features):
+        device = (torch.device('cuda')
+                  if features.is_cuda
+                  else torch.device('cpu'))
+        return torch.eye(4).to(device)
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.fix.safe and "asks whether `features` is on CUDA" in f.message
+    assert "the user's choice" not in f.message
+    assert "device = (features.device)" in fixed(code, "XLA101")

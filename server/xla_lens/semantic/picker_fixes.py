@@ -120,6 +120,25 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                 manual="choose the XLA device (torch_xla.device()) where CUDA was chosen",
             )
             continue
+        if pk.test_kind == "tensor":
+            held = pickers.tensor_on_cuda(node.test)
+            assert held is not None
+            code = f"{model.segment(held)}.device"
+            yield advice(
+                model,
+                node,
+                f"device picker asks whether `{model.segment(held)}` is on CUDA: an XLA tensor "
+                "answers False, so this picks the CPU beside it; the device it means is "
+                f"`{code}`",
+                fix_plan(
+                    f"Use the tensor's own device: {code}",
+                    (Replace(model.span(site), code),),
+                    e,
+                    True,
+                    "",
+                ),
+            )
+            continue
         if pk.test_kind == "availability":
             code, safe, reason, follow = choose(model, e, target, uses, str_typed)
             if option:

@@ -251,7 +251,8 @@ class Picker:
     node: ast.IfExp
     device_branch: ast.expr
     # "availability": the test only asks for hardware; "mixed": flags and availability
-    # joined by ``and``; "flag": the user's choice only.
+    # joined by ``and``; "flag": the user's choice only; "tensor": ``x.is_cuda``, where a
+    # tensor already is.
     test_kind: str
     flags: tuple[ast.expr, ...] = ()
 
@@ -268,6 +269,10 @@ def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
         return None
     if not is_device_value(model, node.body):
         return _reversed_picker(model, node)
+    if tensor_on_cuda(node.test) is not None and is_other_device(node.orelse):
+        # ``torch.device('cuda') if features.is_cuda else torch.device('cpu')`` (SupContrast's
+        # loss, held-out 25): the device of ``features``, not a user's flag.
+        return Picker(node, node.body, "tensor")
     rest = node.orelse
     if not _is_device_chain(model, rest) or _tests_a_device(node.test):
         return None
@@ -284,6 +289,13 @@ def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
     if not mentions_availability(model, node.test) and not isinstance(rest, ast.IfExp):
         return Picker(node, node.body, "flag")
     return Picker(node, node.body, "unknown")
+
+
+def tensor_on_cuda(test: ast.AST) -> ast.expr | None:
+    """``x`` of a test ``x.is_cuda``: whether a tensor sits on CUDA."""
+    if isinstance(test, ast.Attribute) and test.attr == "is_cuda":
+        return test.value
+    return None
 
 
 def _reversed_picker(model: ScriptModel, node: ast.IfExp) -> Picker | None:
