@@ -81,3 +81,49 @@ def test_a_move_under_an_elif_names_the_elif_test():
     (f,) = [x for x in findings(code, "XLA101") if x.span.start.line == 6]
     assert "it sits under `if torch.cuda.is_available():`" in f.message
     assert "is_xpu_available" not in f.message
+
+
+def test_a_move_under_an_availability_test_also_makes_the_test_true():
+    # Held-out 23 (SupContrast main_ce): rewriting the move alone converts nothing on an XLA
+    # host, where the test is False; the reviewed fix makes the test what a CUDA host computed.
+    code = """
+    import torch
+    def set_model(model, opt):
+        if torch.cuda.is_available() and not opt.cpu:
+            model = model.cuda()
+        return model
+    """
+    (f,) = findings(code, "XLA101")
+    assert not f.fix.safe and "makes that test `not opt.cpu`" in f.fix.review_reason
+    assert "    if not opt.cpu:\n        model = model.to(torch_xla.device())" in fixed(
+        code, "XLA101", unsafe=True
+    )
+
+
+def test_a_guarded_block_that_needs_cuda_keeps_its_test():
+    # torch.cuda.set_device would fail once the block runs on the XLA host.
+    code = """
+    import torch
+    def set_model(model, gpu):
+        if torch.cuda.is_available():
+            torch.cuda.set_device(gpu)
+            model = model.cuda()
+        return model
+    """
+    (f,) = [f for f in findings(code, "XLA101") if ".cuda()" in f.message]
+    assert not f.fix.safe and "the guard keeps this code from running there" in f.fix.review_reason
+    assert "    if torch.cuda.is_available():\n" in fixed(code, "XLA101", unsafe=True)
+
+
+def test_a_move_on_the_else_side_keeps_the_test():
+    code = """
+    import torch
+    def set_model(model):
+        if not torch.cuda.is_available():
+            print("cpu")
+        else:
+            model = model.cuda()
+        return model
+    """
+    (f,) = [f for f in findings(code, "XLA101") if ".cuda()" in f.message]
+    assert not f.fix.safe and "`True`" not in f.fix.review_reason

@@ -300,12 +300,13 @@ def test_reads_in_a_counted_evaluation_loop_over_a_batch_helper_are_reported():
     (f,) = _eval_reads(ESTIMATE_LOSS)
     assert "losses[k] =" in src(ESTIMATE_LOSS).splitlines()[f.span.start.line]
     assert f.fix is None
-    # A counted loop that draws nothing from a device helper is no evaluation loop.
+    # A counted loop that draws nothing from a device helper and runs no module placed on
+    # the device is no evaluation loop.
     assert (
         _eval_reads(
             ESTIMATE_LOSS.replace(
-                "x, y = get_batch()\n        losses",
-                "x, y = data[:8][None], data[:1]\n        losses",
+                "x, y = get_batch()\n        losses[k] = nn.functional.cross_entropy(model(x), y)",
+                "x, y = data[:8][None], data[:1]\n        losses[k] = nn.functional.cross_entropy(x.float(), y)",
             )
         )
         == []

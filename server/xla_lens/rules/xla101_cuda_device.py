@@ -308,7 +308,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             pf.respect_guards(model, _dict_entry_advice(model, target, handled)),
         )
     )
-    moves = list(pf.respect_guards(model, _call_advice(model, target, handled)))
+    moves = list(pf.respect_guards(model, _call_advice(model, target, handled), rewrite=True))
     placed = _in_step(choices, moves)
     definitions = list(pf.respect_guards(model, _assignment_advice(model, target, handled)))
     advice = list(

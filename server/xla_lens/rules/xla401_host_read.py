@@ -29,6 +29,7 @@ from .base import (
     Severity,
     Target,
 )
+from .parts.acting_reads import feeds_environment
 from .parts.checkpoint_objects import MODULE, object_kind
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_names import free_names
@@ -274,6 +275,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         scope = scope_of(model, node)
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and scope.name in closures:
             continue
+        if feeds_environment(model, _region(model, loop, node), node):
+            continue  # an agent's action for env.step: the algorithm needs it now
         stmt = model.enclosing_statement(node)
         numpy = _bare_numpy_in(model, node) or (node if what == CONVERSION else None)
         crash = crash_read(model, numpy, on_cpu, REPORTING_METHODS, True) if numpy else None
@@ -310,12 +313,23 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     every_step = lambda loop, node: periodic_block(model, loop, node) is None  # noqa: E731
     for read in helper_reads(model, _helper_read, every_step, lambda fn: fn.name in closures):
         what = read.what
+        if read.returned and feeds_environment(
+            model, _region(model, read.loop, read.call), read.call
+        ):
+            continue  # ``action = agent.act(state)`` then ``env.step(action)``
         if read.mixed and not what.startswith(MAYBE):
             # Evidence both ways: said softly rather than kept quiet (see the rule page).
             what = f"{MAYBE}{what} (of a CPU tensor on some paths, a device tensor on others)"
         message = helper_message(read, _message(what, on_cpu))
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
         yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
+
+
+def _region(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast.AST:
+    """The loop, or the step function of it that runs ``node``."""
+    if model.span(loop.node).contains(model.span(node)):
+        return loop.node
+    return scope_of(model, node)
 
 
 def _evaluation_reads(

@@ -23,6 +23,7 @@ from .parts.forward_buffer_reads import SLICE_MANUAL, forward_buffer_reads, slic
 from .parts.growing_sequences import growing_sequence_findings
 from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
+from .parts.random_lengths import random_length_findings
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
 from .parts.workspace_forward_ops import workspace_forward_ops
 
@@ -291,6 +292,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from eval_loader_findings(model, _training_loaders(model))
     yield from _short_last_chunks(model)
     yield from random_offset_findings(model, CODE, _iteration_nodes(model), set())
+    yield from random_length_findings(model, CODE)
     yield from sibling_offset_findings(model, CODE)
     yield from growing_sequence_findings(model, CODE)
     done: set[int] = set()

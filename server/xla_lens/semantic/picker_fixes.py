@@ -21,6 +21,7 @@ from . import pickers, placement_guards, xla_api
 from .advice import Advice, FixPlan
 from .cpu_fallbacks import fallback_for
 from .edits import AddImport, Replace
+from .guard_rewrites import guard_rewrite
 from .line_refs import line_ref
 from .model import Emitter, ScriptModel
 from .node_helpers import dotted
@@ -324,9 +325,13 @@ def waits_on_a_guard(a: Advice) -> bool:
     return a.fix is not None and not a.fix.safe and a.fix.review_reason.startswith(UNDER_GUARD)
 
 
-def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[Advice]:
+def respect_guards(
+    model: ScriptModel, findings: Iterator[Advice], rewrite: bool = False
+) -> Iterator[Advice]:
     """A rewrite inside ``if torch.cuda.is_available():`` still never runs on an XLA host
-    (the test is False there): such fixes need review of the guard too."""
+    (the test is False there): such fixes need review of the guard too. With ``rewrite``
+    (device moves), the fix also makes the test true where that is all the block needs
+    (guard_rewrites.py): applied alone, a move that never runs converts nothing."""
     guards = None
     for f in findings:
         if f.fix is not None and f.fix.safe:
@@ -343,11 +348,23 @@ def respect_guards(model: ScriptModel, findings: Iterator[Advice]) -> Iterator[A
                     f"{UNDER_GUARD} `if {test}:`, {kind} that decides "
                     "differently on an XLA host (the guard keeps this code from running there)"
                 )
-                f = replace(
-                    f,
-                    message=f"{f.message} (fix needs review: {reason})",
-                    fix=replace(f.fix, safe=False, review_reason=reason),
-                )
+                fix = replace(f.fix, safe=False, review_reason=reason)
+                rewritten = guard_rewrite(model, f.span) if rewrite else None
+                if rewritten is not None:
+                    op, code = rewritten
+                    reason = (
+                        f"{UNDER_GUARD} `if {test}:`, {kind} that is False on an XLA host: "
+                        f"the fix also makes that test `{code}` (what a CUDA host computed) so "
+                        "the block runs there; check the rest of the block does what it did "
+                        "on CUDA"
+                    )
+                    fix = replace(
+                        fix,
+                        title=f"{fix.title}; test `{code}` for `{test}`",
+                        ops=(*fix.ops, op),
+                        review_reason=reason,
+                    )
+                f = replace(f, message=f"{f.message} (fix needs review: {reason})", fix=fix)
         yield f
 
 

@@ -5,7 +5,9 @@ PLAIN) that runs with gradients off (inside ``with torch.no_grad()`` / ``inferen
 ``set_grad_enabled(False)``, or in a function decorated with one of them; or after its
 function put a module in eval mode, with no backward pass or step in the loop) and moves its batch
 to a device in its body (``.to(...)`` / ``.cuda(...)``), in a script that trains (it has a
-training loop) and was not written for XLA by hand.
+training loop) and was not written for XLA by hand. A counter loop (``for i in range(...)``)
+that calls a module the script moves to a device counts too: its batches may be slices of a
+tensor already there (held-out 23, awd-lstm-lm's ``evaluate()``).
 
 It needs a sync only when nothing in it reads a tensor on the host per batch: then each
 batch's forward pass joins one graph that grows until a result is read after the loop (all the
@@ -26,6 +28,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.device_sites import places_a_module
 from ...semantic.host_values import host_values
 from ...semantic.loaders import Source, classify, iterated_loader
 from ...semantic.loop_syncs import loop_syncs, written_for_xla
@@ -71,7 +74,9 @@ def evaluation_loops(
         if any(t.node is loop for t in model.training_loops):
             continue
         source = classify(model, iterated_loader(model, loop))
-        drawn = handed_in and _counter_drawing_batches(model, loop)
+        drawn = (
+            handed_in and _counter_drawing_batches(model, loop)
+        ) or _counter_over_placed_module(model, loop)
         if (
             source is not Source.PLAIN
             and not drawn
@@ -159,13 +164,7 @@ def _counter_drawing_batches(model: ScriptModel, loop: ast.For | ast.AsyncFor) -
     """``for k in range(eval_iters): X, Y = get_batch(split)`` with ``get_batch`` a function
     of this file that moves what it returns to a device (held-out 8 and 20: nanoGPT's and
     ng-video-lecture's ``estimate_loss``)."""
-    it = loop.iter
-    if not (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "range"
-        and "range" not in model.imports
-    ):
+    if not _counts(model, loop):
         return False
     for node in _body_nodes(model, loop):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -173,6 +172,54 @@ def _counter_drawing_batches(model: ScriptModel, loop: ast.For | ast.AsyncFor) -
             if fn is not None and _moves_what_it_returns(model, fn):
                 return True
     return False
+
+
+def _counter_over_placed_module(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """``for i in range(0, n, bptt): output, hidden = model(data, hidden)`` with ``model`` a
+    module the script moves to the device (held-out 23 r3, awd-lstm-lm's ``evaluate()``: the
+    batches are slices of a tensor already on the device, so no move is in the loop): every
+    iteration runs the module on the device."""
+    if not _counts(model, loop):
+        return False
+    moved = _moved_modules(model)
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in moved
+        for n in _body_nodes(model, loop)
+    )
+
+
+def _counts(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    it = loop.iter
+    return (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and "range" not in model.imports
+    )
+
+
+def _moved_modules(model: ScriptModel) -> frozenset[str]:
+    """Names of modules the script moves to a device (``model = model.cuda()``,
+    ``net = Net().to(device)``)."""
+
+    def build() -> frozenset[str]:
+        names = set()
+        for call in model.method_calls(*MOVES):
+            recv = call.func.value if isinstance(call.func, ast.Attribute) else None
+            if isinstance(recv, ast.Name) and places_a_module(model, recv):
+                names.add(recv.id)
+            stmt = model.parent(call)
+            if (
+                isinstance(stmt, ast.Assign)
+                and stmt.value is call
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and places_a_module(model, recv)
+            ):
+                names.add(stmt.targets[0].id)
+        return frozenset(names)
+
+    return model.memo(_moved_modules, build)
 
 
 def _moves_what_it_returns(model: ScriptModel, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

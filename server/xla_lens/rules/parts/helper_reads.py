@@ -51,6 +51,7 @@ class HelperRead:
     what: str
     where: str | None = None  # ``commons.py:12`` when the helper is a sibling module's
     mixed: bool = False  # a CPU tensor on some paths, a device (or unknown) one on others
+    returned: bool = False  # the helper the loop calls returns the value read
 
 
 # A helper's reading found in its body: (helpers down to the reading one, the calls from
@@ -83,7 +84,9 @@ def helper_reads(
                 path, judged = sibling
                 chain, read, what, kind = judged
                 where = f"{Path(path).name}:{read.lineno}"  # type: ignore[attr-defined]
-                yield HelperRead(loop, node, chain, read, what, where, kind == "mixed")
+                parsed = parsed_module(Path(path))
+                returned = parsed is not None and _returned(sibling_model(parsed), chain, read)
+                yield HelperRead(loop, node, chain, read, what, where, kind == "mixed", returned)
             continue
         if _not_a_helper(model, fn) or skipped(fn):
             continue
@@ -97,7 +100,12 @@ def helper_reads(
             kind = _judge(model, node, model, fn, bound, hops, read)
             if kind is not None:
                 seen.add(id(read))
-                yield HelperRead(loop, node, chain, read, what, None, kind == "mixed")
+                returned = _returned(model, chain, read)
+                yield HelperRead(loop, node, chain, read, what, None, kind == "mixed", returned)
+
+
+def _returned(model: ScriptModel, chain: tuple[str, ...], read: ast.AST) -> bool:
+    return len(chain) == 1 and isinstance(model.enclosing_statement(read), ast.Return)
 
 
 def helper_message(read: HelperRead, message: str) -> str:
