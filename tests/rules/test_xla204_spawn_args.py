@@ -230,3 +230,15 @@ def test_converted_positional_spawn_runs_and_each_replica_sees_cfg(tmp_path):
     assert_proven(result, expect_mp_fn=True)
     assert "xla-lens-cfg: lr=0.05 tag=from-parent" in result.converted.stdout
     assert "xla-lens-cfg: lr=0.05 tag=from-parent" in result.original.stdout
+
+
+def test_a_gated_group_with_a_rank_zero_check_says_every_replica_writes():
+    # held-out 22 r3 (hysts' train.py): with no group every replica is rank 0, so each passes
+    # `get_rank() == 0` and writes the logs and checkpoints.
+    gate = (
+        "    if args.distributed:\n        dist.init_process_group('nccl')\n"
+        "        model = DDP(model)\n    if dist.get_rank() == 0:\n        print('saving')"
+    )
+    reason = _reason(gate)
+    assert "every replica is rank 0 to torch.distributed, so `dist.get_rank() == 0`" in reason
+    assert "every replica is rank 0" not in _reason(gate.split("    if dist.get_rank")[0])

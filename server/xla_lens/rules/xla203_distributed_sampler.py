@@ -32,6 +32,7 @@ SAMPLERS = {
     "torch.utils.data.DistributedSampler",
     "torch.utils.data.distributed.DistributedSampler",
 }
+GROUP_TEST = "torch.distributed.is_initialized"
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 
 
@@ -148,6 +149,38 @@ THREADED_REPLICAS = (
 )
 
 
+def _guarded_message(
+    model: ScriptModel, call: ast.Call, missing: list[str]
+) -> tuple[str, str] | None:
+    """``if dist.is_available() and dist.is_initialized(): sampler = DistributedSampler(ds)``
+    (held-out 22 r2, hysts' dataloader.py): the sampler exists only when a process group does,
+    so "the launcher creates no group" would be wrong; it takes its replicas from that group.
+    Without one the other branch runs (whether one is built on XLA: XLA204, XLA205)."""
+    child: ast.AST = call
+    for node in model.ancestors(call):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return None
+        if isinstance(node, ast.If) and any(child is s for s in node.body):
+            tests = node.test.values if _is_and(node.test) else [node.test]
+            if any(isinstance(t, ast.Call) and model.call_name(t) == GROUP_TEST for t in tests):
+                lacks = f"DistributedSampler without {' and '.join(missing)}"
+                message = (
+                    f"{lacks}: it is built only when a process group exists (`"
+                    f"{model.segment(node.test)}`, line {line_ref(node.lineno)}) and takes them "
+                    'from that group, which runs on the "xla" backend after conversion; pass '
+                    "the XLA world size and ordinal so each replica reads its own shard as the "
+                    "XLA runtime numbers them (replicas run as threads of one process share the "
+                    "default group's rank)"
+                )
+                return message, ""
+        child = node
+    return None
+
+
+def _is_and(test: ast.expr) -> bool:
+    return isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+
+
 def _xla_script(model: ScriptModel) -> bool:
     return model.uses_torch_xla and not being_converted(model)
 
@@ -210,8 +243,10 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
     ops: list[EditOp] = [SetKeyword(span, name, values[name]) for name in missing]
     if arg_or_keyword(call, 3, "shuffle") is None:
         ops.append(SetKeyword(span, "shuffle", "True"))
-    message, reason = _xla_script_message(model, call, missing) or _message_and_review(
-        model, missing
+    message, reason = (
+        _xla_script_message(model, call, missing)
+        or _guarded_message(model, call, missing)
+        or _message_and_review(model, missing)
     )
     # The runtime numbers the processes only when torch_xla's launcher started them.
     launcher = launcher_reason(model, call, ctx.target)

@@ -48,6 +48,13 @@ OPTIMIZER_STEP = "torch_xla.core.xla_model.optimizer_step"
 MAX_DEPTH = 6
 
 
+LENGTH_NAMES = frozenset({"bsz", "ntokens", "n_tokens", "num_tokens", "seqlen"})
+
+
+def is_length_name(name: str) -> bool:
+    return name in LENGTH_NAMES or (name.endswith("_len") and not name.startswith("_"))
+
+
 def host_values(model: ScriptModel) -> HostValues:
     """The per-parse ``HostValues`` of ``model`` (shared by XLA401 and XLA404)."""
     return model.memo(HostValues, lambda: HostValues(model))
@@ -85,7 +92,7 @@ class HostValues(HostCalls):
         if isinstance(expr, ast.Call) and self._is_host_call(expr, deeper):
             return False
         if isinstance(expr, ast.Name):
-            if self.enumerate_index(expr) or self.counter_at(expr):
+            if self.enumerate_index(expr) or self.counter_at(expr) or self.length_field(expr):
                 return False
             return not self.host_at(expr, strict=_is_conventional(expr.id), depth=deeper)
         if isinstance(expr, ast.Attribute):
@@ -128,7 +135,7 @@ class HostValues(HostCalls):
         if isinstance(expr, ast.List | ast.Tuple | ast.Set):
             return all(self.is_host(v, deeper) for v in expr.elts)
         if isinstance(expr, ast.Name):
-            return self.host_at(expr, strict=True, depth=deeper)
+            return self.host_at(expr, strict=True, depth=deeper) or self.length_field(expr)
         if is_group_setting(expr) or is_shape_number(expr):
             return True
         if isinstance(expr, ast.Attribute) and self._parsed_option(expr, deeper):
@@ -209,6 +216,31 @@ class HostValues(HostCalls):
                     for stmt in a.body
                     for n in ast.walk(stmt)
                 )
+            child = a
+        return False
+
+    def length_field(self, name: ast.Name) -> bool:
+        """``seq_len`` of ``for i, (data, target, seq_len) in enumerate(eval_iter):``, read in
+        that loop's body, which never rebinds it: a batch's length unpacked beside its tensors
+        is a Python int (transformer-xl's LM iterators, held-out 24); a DataLoader would make
+        it a CPU tensor, still no device value. Only singular length names (``*_len``, ``bsz``):
+        ``lengths`` is a tensor of per-example lengths."""
+        if not is_length_name(name.id):
+            return False
+        child: ast.AST = name
+        for a in self.model.ancestors(name):
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+                return False
+            if isinstance(a, ast.For | ast.AsyncFor) and child in a.body:
+                targets = [n for n in ast.walk(a.target) if isinstance(n, ast.Name)]
+                if any(t.id == name.id for t in targets):
+                    if isinstance(a.target, ast.Name):
+                        return False  # the whole element, not a field beside tensors
+                    return not any(
+                        isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+                        for stmt in a.body
+                        for n in ast.walk(stmt)
+                    )
             child = a
         return False
 

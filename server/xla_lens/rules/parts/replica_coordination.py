@@ -30,6 +30,7 @@ from ...semantic.node_helpers import iteration_clauses
 from ...semantic.steps import FunctionNode
 from ...semantic.workspace import MAX_BYTES, module_file
 from ..base import Replace, RuleContext
+from .rank_zero_checks import rank_zero_check
 
 INIT = "torch.distributed.init_process_group"
 WRAPPERS = (
@@ -406,7 +407,15 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
 
         node, fn, test = min(gated, key=rank)
         what = f"{model.call_name(node).rsplit('.', 1)[-1]} (line {line_ref(node.lineno)})"  # type: ignore[union-attr]
-        return prefix + _gate_reason(model, test, fn, what)
+        check = rank_zero_check(model)
+        also = (
+            f"; and without a process group every replica is rank 0 to torch.distributed, so "
+            f"`{model.segment(check)[:40]}` (line {line_ref(check.lineno)}) holds in each: all "
+            "of them write the logs and checkpoints"
+            if check is not None
+            else ""
+        )
+        return prefix + _gate_reason(model, test, fn, what) + also
     if (wrappers or grad_sync) and not inits and sibling_group is not None:
         where = f"{Path(sibling_group.module).name}:{sibling_group.group_line}"
         return (
