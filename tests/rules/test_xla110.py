@@ -131,3 +131,16 @@ def test_isinstance_tests_of_the_wrapper_make_the_fix_need_review():
     """
     (f,) = findings(code, "XLA110")
     assert not f.fix.safe and "isinstance" in f.fix.review_reason
+
+
+def test_every_reason_the_unwrap_needs_review_is_named():
+    # held-out 26 (DeepLabv3): `.module` reads and a checkpoint whose keys carry `module.`.
+    code = """
+    import torch
+    import torch.nn as nn
+    model = nn.DataParallel(Net()).cuda()
+    head = model.module.aspp
+    model.load_state_dict(torch.load("ckpt.pth")["state_dict"])
+    """
+    (f,) = findings(code, "XLA110")
+    assert "`.module`" in f.fix.review_reason and "`module.` prefix" in f.fix.review_reason

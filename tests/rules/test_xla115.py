@@ -160,3 +160,39 @@ def test_a_dict_holding_the_cuda_module_is_a_checkpoint_the_cuda_run_wrote():
     assert f.span.start.line + 1 == 5 and not f.fix.safe
     assert '`checkpoint["net"]` on line 6' in f.fix.review_reason
     assert "rng_state" not in f.fix.review_reason
+
+
+def test_each_load_is_judged_by_its_own_uses_and_rekeyed_state_dicts_count():
+    # held-out 26 (DeepLabv3's main.py): the train branch loads `checkpoint` for
+    # load_state_dict; the eval branch loads it again and strips DataParallel's `module.`
+    # prefix in a dict comprehension before load_state_dict. Both load on the CPU safely.
+    code = """
+    import torch
+    def main(model, opt, args):
+        model.cuda()
+        if args.train:
+            checkpoint = torch.load(args.resume)
+            start = checkpoint["epoch"]
+            model.load_state_dict(checkpoint["state_dict"])
+            opt.load_state_dict(checkpoint["optimizer"])
+            torch.save({"state_dict": model.state_dict()}, args.resume)
+        else:
+            checkpoint = torch.load(args.path)
+            sd = {k[7:]: v for k, v in checkpoint["state_dict"].items() if "tracked" not in k}
+            model.load_state_dict(sd)
+            print(checkpoint["note"].shape)
+    """
+    first, second = findings(code, "XLA115")
+    assert first.fix.safe, first.fix.review_reason
+    assert not second.fix.safe and 'checkpoint["note"]' in second.fix.review_reason
+    kept = code.replace('            print(checkpoint["note"].shape)\n', "")
+    assert all(f.fix.safe for f in findings(kept, "XLA115"))
+    inline = (
+        kept.replace("model.load_state_dict(sd)", "pass")
+        .replace("sd = {", "model.load_state_dict({")
+        .replace('"tracked" not in k}', '"tracked" not in k})')
+    )
+    assert "model.load_state_dict({k[7:]" in inline
+    assert all(f.fix.safe for f in findings(inline, "XLA115"))
+    used_raw = kept.replace("model.load_state_dict(sd)", "print(sd)")
+    assert not findings(used_raw, "XLA115")[1].fix.safe

@@ -219,3 +219,40 @@ def test_backend_from_get_default_backend_for_device_stays_reported_after_conver
     assert f.fix is None and f.span.start.line == 7 and "ValueError" in f.message
     computed = code.replace("torch.distributed.get_default_backend_for_device(acc)", "pick(acc)")
     assert findings(computed, "XLA205") == []  # an XLA script computing its own backend
+
+
+def test_a_workspace_helper_that_only_saves_the_state_runs_no_forward(tmp_path):
+    # held-out 26 (SimCLR's save_model in model.py reads state dicts only): no forward input
+    # goes through it, so dropping device_ids stays safe; a helper that calls the model does not.
+    from xla_lens.engine import analyze
+
+    (tmp_path / "helpers.py").write_text(
+        src(
+            """
+            import torch
+            def save_model(args, model, optimizer):
+                if isinstance(model, torch.nn.DataParallel):
+                    torch.save(model.module.state_dict(), args.out)
+                else:
+                    torch.save(model.state_dict(), args.out)
+            def run(model, x):
+                return model(x)
+            """
+        ),
+        encoding="utf-8",
+    )
+    body = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from helpers import run, save_model
+
+    def main(rank, args, net, opt):
+        model = DDP(net.to(rank), device_ids=[rank])
+        {call}
+    """
+    script = tmp_path / "train.py"
+    for call, safe in (("save_model(args, model, opt)", True), ("run(model, 3)", False)):
+        script.write_text(src(body.replace("{call}", call)), encoding="utf-8")
+        result = analyze(script.read_text(), str(script))
+        (f,) = [f for f in result.findings if f.code == "XLA205" and f.fix is not None]
+        assert f.fix.safe is safe, (call, f.fix.review_reason)

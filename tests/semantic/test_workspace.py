@@ -181,3 +181,15 @@ def test_an_absolute_package_import_from_inside_the_package_by_a_relative_path(
     monkeypatch.chdir(pkg)
     assert module_file("train.py", "pygcn.utils", 0) == (pkg / "utils.py").absolute()
     assert module_file("train.py", "utils", 0) == Path("utils.py")
+
+
+def test_a_package_inside_a_repository_root_that_is_a_package_resolves(tmp_path: Path):
+    # held-out 26 (fast-autoaugment): the repository root has an __init__.py, and
+    # FastAutoAugment/train.py imports `FastAutoAugment.networks` from that root.
+    root = tmp_path / "repo"
+    pkg = root / "FastAutoAugment"
+    (pkg / "networks").mkdir(parents=True)
+    for f in (root / "__init__.py", pkg / "__init__.py", pkg / "networks" / "__init__.py"):
+        f.write_text("")
+    script = str(pkg / "train.py")
+    assert module_file(script, "FastAutoAugment.networks", 0) == pkg / "networks" / "__init__.py"

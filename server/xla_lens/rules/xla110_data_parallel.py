@@ -62,16 +62,19 @@ def _tests_the_wrapper(model: ScriptModel) -> bool:
 
 
 def _review_reason(model: ScriptModel) -> str:
-    """Why unwrapping could change what the script does ("" when nothing depends on it)."""
+    """Why unwrapping could change what the script does ("" when nothing depends on it): every
+    kind of dependence found, as a reviewer needs all of them (DeepLabv3 reads `.module` and
+    strips the prefix off its checkpoint's keys, held-out 26)."""
+    reasons = []
     if _tests_the_wrapper(model):
-        return (
+        reasons.append(
             "the script tests for the wrapper (isinstance(..., DataParallel)): without it "
             "that test turns False and the other branch runs"
         )
     if any(
         isinstance(n, ast.Attribute) and n.attr == "module" for n in model.nodes_of(ast.Attribute)
     ):
-        return (
+        reasons.append(
             "the script uses `.module` (the wrapped model): without the wrapper that "
             "attribute no longer exists; use the model itself there"
         )
@@ -82,17 +85,19 @@ def _review_reason(model: ScriptModel) -> str:
             if recv is None or not (
                 optimizer_like(recv.rpartition(".")[2]) or any(h in low for h in NOT_MODEL_HINTS)
             ):
-                return (
+                reasons.append(
                     "the script saves or loads state dicts: without the wrapper their keys "
                     "lose the `module.` prefix, so existing checkpoints no longer load (strip "
                     "the prefix when loading)"
                 )
+                break
         if model.call_name(call) in WHOLE_MODEL_IO:
-            return (
+            reasons.append(
                 "the script saves or loads checkpoints: without the wrapper the saved object "
                 "and its state dict keys (no `module.` prefix) change"
             )
-    return ""
+            break
+    return "; ".join(reasons)
 
 
 def _fix(model: ScriptModel, call: ast.Call, reason: str) -> Fix | None:

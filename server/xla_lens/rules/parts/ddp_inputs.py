@@ -28,6 +28,7 @@ from .ddp_input_placement import (
     names_a_device,
     scope_index,
 )
+from .workspace_module_uses import never_runs_forward
 
 MAX_DEPTH = 4  # functions followed from the DDP binding
 VALUE_DEPTH = 10  # expression steps followed back from a forward input
@@ -211,6 +212,8 @@ class _Tracer(InputPlacement):
             return self.result_uses(call, depth - 1)  # wrapped again (another branch)
         target = callee(self.model, call)
         param = _parameter(target, call, use) if target is not None else None
+        if target is None and never_runs_forward(self.model, call, use):
+            return None  # ``save_model(args, model, opt)`` of model.py: state dicts only
         if target is None or param is None or depth <= 0:
             shown = self.model.segment(call.func)
             return CpuInput(

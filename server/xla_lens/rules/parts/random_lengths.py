@@ -35,10 +35,22 @@ FOLLOW = 3  # assignments followed back from the length to its draw
 
 def random_length_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
     seen: set[int] = set()
+    draws: dict[int, bool] = {}
     for loop, node in loop_nodes(model):
         if not isinstance(node, ast.Call) or id(node) in seen:
             continue
         seen.add(id(node))
+        # The draw must be in the loop itself: a loop without one is skipped whole, before
+        # any binding is looked up (most loops).
+        if id(loop.node) not in draws:
+            draws[id(loop.node)] = any(
+                isinstance(n, ast.Call) and (model.call_name(n) or "").startswith(RANDOM_MODULES)
+                for n in ast.walk(loop.node)
+            )
+        if not draws[id(loop.node)] or not any(
+            isinstance(a, ast.Name) for a in (*node.args, *(k.value for k in node.keywords))
+        ):
+            continue
         found = _slicing_callee(model, node)
         # Drawn once before the loop, the length is one shape for every step.
         if found is not None and model.span(loop.node).contains(model.span(found[1])):
