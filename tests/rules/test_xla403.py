@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 from xla_lens.engine import analyze
+from xla_lens.rules.base import Severity
 from xla_lens.rules.registry import get_rule
 from xla_lens.semantic.workspace import clear_cache
 
@@ -294,3 +295,24 @@ def test_torch_accelerator_device_setup_raises_on_an_xla_host():
     assert by_line[5].fix is not None
     out = fixed(code, "XLA403")
     assert "set_device_index" not in out and "synchronize" not in out
+
+
+def test_a_device_count_that_decides_on_data_parallel_is_information():
+    # held-out 27 (YOLOv4): both tests take the single-model branch on an XLA host, which is
+    # right once DataParallel goes; the world-size advice would break the `.module` read.
+    code = """
+    import torch
+    def evaluate(model, eval_model):
+        if torch.cuda.device_count() > 1:
+            eval_model.load_state_dict(model.module.state_dict())
+        else:
+            eval_model.load_state_dict(model.state_dict())
+    model = Net()
+    if torch.cuda.device_count() > 1:
+        model = torch.nn.DataParallel(model)
+    workers = 4 * torch.cuda.device_count()
+    """
+    found = {f.span.start.line: f for f in findings(code, "XLA403")}
+    assert found[2].severity == Severity.INFORMATION and "(line 9)" in found[2].message
+    assert found[7].severity == Severity.INFORMATION
+    assert found[9].severity == Severity.WARNING and "xr.world_size()" in found[9].manual

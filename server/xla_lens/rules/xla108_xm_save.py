@@ -49,6 +49,7 @@ from .base import (
 from .parts.checkpoint_data import device_data
 from .parts.checkpoint_helpers import helper_save_findings
 from .parts.checkpoint_objects import Held, advice, describe, held_on_device, placed_module
+from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
 
 CODE = "XLA108"
 # torch.save(obj, f, ...) keywords and their positions in xm.save(data, file_or_path).
@@ -309,8 +310,15 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         held = held_on_device(model, obj)
         fix = _fix(model, call)
+        moved = module_moved_to_cpu(model, obj)
         if fix is not None:
             reasons = [r for r in (_review(model, call, ctx), held and _held_reason(held)) if r]
+            if moved is not None:
+                fix = Fix(
+                    f"{fix.title}, without moving the module",
+                    (*fix.ops, Replace(model.span(moved), model.segment(moved.func.value))),  # type: ignore[attr-defined]
+                )
+                reasons.append(MOVED_REASON.format(module=model.segment(moved.func.value)))  # type: ignore[attr-defined]
             if reasons:
                 fix = Fix(fix.title, fix.ops, safe=False, review_reason="; ".join(reasons))
         message = (
@@ -319,6 +327,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             else "checkpoint with torch.save: xm.save moves the XLA tensors to the CPU and "
             "writes on the master ordinal only"
         )
+        if moved is not None:
+            message += "; " + MOVED_MESSAGE.format(call=model.segment(moved))
         yield Finding(
             CODE,
             message,

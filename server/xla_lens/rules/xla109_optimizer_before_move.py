@@ -133,7 +133,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             related=((model.span(found.move), "the instance moves to the device here"),),
         )
     for build, move in stale_optimizers(model):
-        fix, why = _reorder(model, build, move)
+        # Through a module container the reorder would move the container's statement past
+        # uses of the container this analysis does not follow: said, not rewritten.
+        fix, why = (None, "") if build.holder or move.holder else _reorder(model, build, move)
         prepared = is_prepare_move(move)
         remap = (
             " and accelerate re-maps an optimizer onto them only when it is prepared in the "
@@ -141,8 +143,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if prepared
             else ""
         )
+        built_from = (
+            f"`{build.holder}` parameters (`{build.path}` among them)"
+            if build.holder
+            else f"`{build.path}` parameters"
+        )
+        held = f", which holds `{move.path}` too," if move.holder else ""
         message = (
-            f"optimizer built from `{build.path}` parameters before {_where(model, move)} moves "
+            f"optimizer built from {built_from} before {_where(model, move)}{held} moves "
             f"it to the device: on XLA the move creates new Parameter objects{remap}, so this "
             "optimizer updates stale CPU tensors and the model never trains"
         )
@@ -155,7 +163,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             )
         elif fix is None or not fix.safe:
             manual = (
-                f"move `{move.path}` to the device before building the optimizer "
+                f"move `{move.holder or move.path}` to the device before building the optimizer "
                 f"(or build the optimizer after the move){': ' + why if why else ''}"
             )
             if build.via and fix is None:

@@ -112,6 +112,10 @@ def _other_use(model: ScriptModel, call: ast.Call) -> str | None:
     plain entry (epoch, args...), or None when there is none."""
     if _into_load_state_dict(model, call):
         return None  # model.load_state_dict(torch.load(path))
+    entry = model.parent(call)
+    if isinstance(entry, ast.Subscript) and entry.value is call:
+        if _into_load_state_dict(model, entry) or _rekeyed_into_load_state_dict(model, entry):
+            return None  # model.load_state_dict(torch.load(path)["model"])
     stmt = model.enclosing_statement(call)
     if not (
         isinstance(stmt, ast.Assign)
@@ -247,6 +251,24 @@ def _reads_own_save(model: ScriptModel, call: ast.Call, saves: list[ast.Call]) -
     )
 
 
+def _reads_plain_save(model: ScriptModel, call: ast.Call) -> bool:
+    """The load reads a path that the script writes only with objects that are no checkpoint
+    (``torch.save((vocab_src, vocab_tgt), "vocab.pt")`` then, in the ``else``,
+    ``torch.load("vocab.pt")``: the annotated transformer, held-out 27): it holds no tensor
+    the CUDA run placed."""
+    path = _file_text(model, arg_or_keyword(call, 0, "f"))
+    if path is None:
+        return False
+    writes = [
+        s
+        for s in model.calls_to("torch.save", "torch_xla.core.xla_model.save")
+        if _file_text(model, arg_or_keyword(s, 1, "f")) == path
+    ]
+    return bool(writes) and not any(
+        is_checkpoint(model, arg_or_keyword(s, 0, "obj")) for s in writes
+    )
+
+
 def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
     """``torch.load(path)`` without map_location of a checkpoint the CUDA version wrote."""
     saves = model.memo(_cuda_saves, lambda: _cuda_saves(model))
@@ -256,6 +278,8 @@ def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
         if keyword(call, "map_location") is not None or len(call.args) != 1:
             continue
         if any(kw.arg is None for kw in call.keywords) or _reads_own_save(model, call, saves):
+            continue
+        if _reads_plain_save(model, call):
             continue
         use = _other_use(model, call)
         reason = "" if use is None else REVIEW.format(use=use)

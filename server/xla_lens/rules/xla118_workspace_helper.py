@@ -243,7 +243,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     said: set[tuple[Path, int]] = set()  # lines of class code already named at a call
     literals: set[int] = set()  # "nccl" literals already named
     roots = class_roots(model)  # most calls start with no name that reaches a class
-    for call in model.calls:
+    for call in _training_calls_first(model):
         helper = helper_target(model, call)
         if helper is not None:
             yield from backend_literals(model, call, helper, literals, CODE)
@@ -272,6 +272,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             sited = [(helper.path, e) for e in evidence]
             yield _finding(model, call, helper.shown, defined, sited)
     yield from library_autocasts(model, CODE)
+
+
+def _training_calls_first(model: ScriptModel) -> list[ast.Call]:
+    """The script's calls, those of another module's training loop or step first: the module
+    cap must not be spent on loss classes and data helpers before the call that trains
+    (RepDistiller's ``train(epoch, ...)`` of helper/loops.py came after eight modules of
+    losses and models, held-out 27)."""
+    steps = model.steps
+    trains = []
+    others = []
+    for call in model.calls:
+        facts = steps.external(call) if isinstance(call.func, ast.Name | ast.Attribute) else None
+        (trains if facts is not None and facts.kind in ("epoch", "step") else others).append(call)
+    return trains + others
 
 
 def _class_finding(

@@ -28,6 +28,7 @@ from .parts.cuda_memory_queries import (
     memory_message,
     skipped_memory_figure,
 )
+from .parts.data_parallel_tests import data_parallel_test
 from .parts.guarded_seeds import seed_fix
 from .parts.pin_memory import pin_memory_findings
 from .parts.pin_memory_options import pin_option_findings
@@ -215,6 +216,18 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
             )
         elif q in MEMORY_QUERIES:
             yield _finding(model, call, memory_message(q), manual=MEMORY_ADVICE)
+        elif q in DEVICE_QUERIES and (wrapper := data_parallel_test(model, call)) is not None:
+            yield Finding(
+                CODE,
+                f"{q}() decides here whether nn.DataParallel is in use (line "
+                f"{wrapper}): on an XLA host it counts no CUDA device, so the single-model "
+                "branch runs, as it must once DataParallel is removed (XLA110)",
+                model.span(call),
+                Severity.INFORMATION,
+                manual="Keep this test in step with the one that wraps the model: replacing only "
+                "one of them with the XLA world size would read `.module` of a model that is "
+                "not wrapped (or wrap it again).",
+            )
         elif q in DEVICE_QUERIES:
             ws = xla_api.world_size(Emitter(model), target)
             yield _finding(

@@ -382,14 +382,17 @@ def places_a_module(model: ScriptModel, node: ast.AST | None, depth: int = 0) ->
         return last[:1].isupper() and not name.startswith("torch.")
     if not isinstance(node, ast.Name):
         return False
-    for call in model.method_calls(*MODULE_METHODS):
-        recv = call.func.value if isinstance(call.func, ast.Attribute) else None
-        if isinstance(recv, ast.Name) and recv.id == node.id:
-            return True
-    return any(
-        isinstance(a.value, ast.Call) and places_a_module(model, a.value, depth + 1)
-        for a in model.assignments.get(node.id, ())
-    )
+    if node.id in _module_method_receivers(model):
+        return True
+    # The answer for a name depends on the name alone (all its assignments): once per parse.
+    known: dict[tuple[str, int], bool] = model.memo(places_a_module, dict)
+    key = (node.id, depth)
+    if key not in known:
+        known[key] = any(
+            isinstance(a.value, ast.Call) and places_a_module(model, a.value, depth + 1)
+            for a in model.assignments.get(node.id, ())
+        )
+    return known[key]
 
 
 def reviewed_if_displayed(model: ScriptModel, value: ast.AST, advice: Advice) -> Advice:
@@ -423,3 +426,18 @@ def _displays(model: ScriptModel, node: ast.AST) -> bool:
         if isinstance(a, ast.stmt):
             return False
     return False
+
+
+def _module_method_receivers(model: ScriptModel) -> frozenset[str]:
+    """Names module-only methods are called on (``net.parameters()``), once per parse: asked
+    for every name, a scan of the calls each time was quadratic in the script's length."""
+
+    def build() -> frozenset[str]:
+        return frozenset(
+            recv.id
+            for call in model.method_calls(*MODULE_METHODS)
+            if isinstance(call.func, ast.Attribute)
+            and isinstance(recv := call.func.value, ast.Name)
+        )
+
+    return model.memo(_module_method_receivers, build)

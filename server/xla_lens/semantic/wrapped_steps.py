@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .bound_values import bound_values
 from .node_helpers import dotted, optimizer_like
 
 if TYPE_CHECKING:
@@ -299,7 +300,7 @@ def _values(
             passed.append(kw)
         values: list[ast.expr] = passed
     else:
-        values = model.assigned_from(name.id)
+        values = bound_values(model, name.id)
     if not values:
         return None
     out: list[ast.Call] = []

@@ -192,8 +192,11 @@ def int_argument_advice(
         )
 
 
-def _moves_with(model: ScriptModel, fn: ast.AST, param: str) -> bool:
-    """``param`` is a device inside ``fn``: ``x.to(param)``, ``device=param``, ``.cuda(param)``."""
+def _moves_with(model: ScriptModel, fn: ast.AST, param: str, depth: int = 2) -> bool:
+    """``param`` is a device inside ``fn``: ``x.to(param)``, ``device=param``, ``.cuda(param)``,
+    or handed on to a function of the script that uses it so (the annotated transformer's
+    ``create_dataloaders(gpu, ...)`` gives it to ``collate_batch``, which builds
+    ``torch.tensor([0], device=device)``: held-out 27)."""
     for node in ast.walk(fn):
         if not (isinstance(node, ast.Name) and node.id == param):
             continue
@@ -201,5 +204,20 @@ def _moves_with(model: ScriptModel, fn: ast.AST, param: str) -> bool:
         if isinstance(p, ast.keyword) and p.arg == "device":
             return True
         if isinstance(p, ast.Call) and method_name(p) in {"to", "cuda"} and node in p.args:
+            return True
+        if depth <= 0:
+            continue
+        call, index, kw = (
+            (model.parent(p), None, p.arg) if isinstance(p, ast.keyword) else (p, None, None)
+        )
+        if isinstance(call, ast.Call) and kw is None and node in call.args:
+            index = call.args.index(node)
+        if not isinstance(call, ast.Call) or (index is None and kw is None):
+            continue
+        found = calls.callee(model, call)
+        if found is None or found[0] is fn:
+            continue
+        inner = calls.parameter_for(found[0], found[1], index, kw)
+        if inner is not None and _moves_with(model, found[0], inner, depth - 1):
             return True
     return False
