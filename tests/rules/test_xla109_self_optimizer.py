@@ -54,3 +54,31 @@ for step in range(3):
     (f,) = findings(code, "XLA117")
     assert "`Agent.__init__` builds its optimizer from `self.parameters()` (line 9)" in f.manual
     assert "XLA109" in f.manual
+
+
+def test_optimizers_over_submodules_before_self_to_in_the_same_method():
+    # held-out 28 (stargan-v2's Solver.__init__): `self.optims[net] = Adam(
+    # self.nets[net].parameters())`, then `self.to(self.device)` moves the submodules.
+    code = """
+    import torch
+    import torch.nn as nn
+    class Solver(nn.Module):
+        def __init__(self, nets):
+            super().__init__()
+            self.device = torch.device("cuda")
+            self.nets = nets
+            self.optims = {}
+            for name in self.nets:
+                self.optims[name] = torch.optim.Adam(params=self.nets[name].parameters())
+            self.to(self.device)
+    """
+    (f,) = findings(code, "XLA109")
+    assert "`Solver.__init__` builds this optimizer from parameters of its own submodules" in (
+        f.message
+    )
+    assert "`self.to(self.device)` (line 11)" in f.message and f.span.start.line == 9
+    moved_first = code.replace("            self.to(self.device)\n", "").replace(
+        "            self.optims = {}\n",
+        "            self.to(self.device)\n            self.optims = {}\n",
+    )
+    assert findings(moved_first, "XLA109") == []

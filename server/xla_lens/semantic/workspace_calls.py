@@ -186,6 +186,35 @@ def class_in_module(module: ParsedModule, expr: ast.expr) -> tuple[Path, str] | 
     return definition(target, attr, kind="class")
 
 
+def function_in_module(module: ParsedModule, expr: ast.expr) -> tuple[Path, str] | None:
+    """The workspace function ``expr`` names in ``module`` when it is defined in another
+    module: ``define_G`` of a ``from models.networks import define_G``, ``networks.define_G``
+    of an ``import models.networks as networks`` (the module's own functions excepted)."""
+    name = dotted(expr)
+    if name is None:
+        return None
+    root, _, rest = name.partition(".")
+    if not rest:
+        if root in module.functions:
+            return None
+        found = _definition_in(module, root, MAX_HOPS, "function")
+        return found if found is not None and found[0] != module.path else None
+    *middle, attr = rest.split(".")
+    if root in module.imports:
+        full, level = ".".join([module.imports[root], *middle]), 0
+    elif root in module.reexports:
+        source, level, original = module.reexports[root]
+        full = ".".join(p for p in (source, original, *middle) if p)
+    else:
+        return None
+    if _is_library(full, level):
+        return None
+    target = module_file(str(module.path), full, level)
+    if target is None or target == module.path:
+        return None
+    return definition(target, attr)
+
+
 @dataclass(frozen=True)
 class LibraryOrigin:
     module: str  # ``ultralytics.utils.torch_utils``

@@ -32,6 +32,7 @@ from .workspace_calls import (
     _index,
     _is_library,
     class_in_module,
+    function_in_module,
     parsed_module,
 )
 from .workspace_elements import receiver_constructor
@@ -320,6 +321,25 @@ def _walk_regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
     return out
 
 
+def _elsewhere(module: ParsedModule, func: ast.expr) -> _Step | None:
+    """A class constructed (its ``__init__``) or a function called from another workspace
+    module: SPADE's ``Pix2PixTrainer.__init__`` builds ``Pix2PixModel(opt)`` of
+    models/pix2pix_model.py, whose ``__init__`` picks ``torch.cuda.FloatTensor`` (held-out 28)."""
+    cls = _class_ref(module, func)
+    if cls is not None and cls.path != module.path:
+        classes = chain(cls)
+        found = find_method(classes, "__init__")
+        if found is None:
+            return None
+        return classes, found[0], found[0].module, found[0].path, found[1]
+    target = function_in_module(module, func)
+    other = parsed_module(target[0]) if target is not None else None
+    fn = other.functions.get(target[1]) if other is not None and target is not None else None
+    if fn is None or other is None:
+        return None
+    return (), None, other, other.path, fn
+
+
 # (the chain its ``self`` is, the class defining it or None, its module, its file, its body)
 _Step = tuple[tuple[ClassRef, ...], ClassRef | None, ParsedModule, Path, ast.AST]
 
@@ -334,10 +354,17 @@ def _callee(
     func = call.func
     if isinstance(func, ast.Name):
         fn = module.functions.get(func.id)
-        return (classes, None, module, module.path, fn) if fn is not None else None
+        if fn is not None:
+            return (classes, None, module, module.path, fn)
+        return _elsewhere(module, func)
     if not isinstance(func, ast.Attribute):
         return None
     receiver = func.value
+    if not (isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES):
+        # ``networks.define_G(opt)``, ``models.Pix2PixModel(opt)``: another module's code.
+        found_elsewhere = _elsewhere(module, func)
+        if found_elsewhere is not None:
+            return found_elsewhere
     if owner is not None and isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES:
         found = find_method(classes, func.attr)  # the override of the constructed class
     elif (

@@ -86,3 +86,51 @@ def _instance_class(model: ScriptModel, node: ast.AST | None) -> str | None:
         ):
             return names.pop()
     return None
+
+
+@dataclass(frozen=True)
+class SelfMove:
+    build: ast.Call  # an optimizer over parameters of ``self``'s submodules
+    move: ast.Call  # ``self.to(device)`` later in the same method
+    fn: ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def self_moves_after_builds(model: ScriptModel) -> Iterator[SelfMove]:
+    """``self.optims[net] = Adam(self.nets[net].parameters())`` and then, later in the same
+    method, ``self.to(self.device)`` (stargan-v2's ``Solver.__init__``, held-out 28): the move
+    replaces the parameters of every submodule of ``self`` on XLA, those the optimizers were
+    built from too."""
+    for cls in classes(model).values():
+        for fn in class_methods(cls).values():
+            moves = [
+                c
+                for c in ast.walk(fn)
+                if isinstance(c, ast.Call)
+                and isinstance(receiver(c), ast.Name)
+                and receiver(c).id == "self"  # type: ignore[union-attr]
+                and moves_to_a_device(model, c)
+            ]
+            if not moves:
+                continue
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and _builds_from_self(model, n):
+                    later = [
+                        m for m in moves if (m.lineno, m.col_offset) > (n.lineno, n.col_offset)
+                    ]
+                    if later:
+                        yield SelfMove(n, min(later, key=lambda m: m.lineno), fn)
+
+
+def _builds_from_self(model: ScriptModel, call: ast.Call) -> bool:
+    q = model.call_name(call) or ""
+    if not (q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES):
+        return False
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        for c in ast.walk(arg):
+            if isinstance(c, ast.Call) and method_name(c) in PARAMETER_METHODS:
+                base = receiver(c)
+                while isinstance(base, ast.Attribute | ast.Subscript):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id == "self":
+                    return True
+    return False
