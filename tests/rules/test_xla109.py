@@ -194,3 +194,18 @@ def test_an_optimizer_over_one_module_list_and_a_move_of_another_holding_the_sam
         "trainable_list.append(regress_s)", "trainable_list.append(head)"
     )
     assert findings(apart, "XLA109") == []
+
+
+def test_a_move_of_a_wrapper_moves_the_module_it_holds():
+    # held-out 29 (augmix's cifar.py): the optimizer is built, then
+    # `net = torch.nn.DataParallel(net).cuda()`.
+    code = """
+    import torch
+    net = Net()
+    optimizer = torch.optim.SGD(net.parameters(), 0.1, momentum=0.9)
+    net = torch.nn.DataParallel(net).cuda()
+    """
+    (f,) = findings(code, "XLA109")
+    assert "`torch.nn.DataParallel(net).cuda()` (line 4)" in f.message and f.fix.safe
+    out = fixed(code, "XLA109")
+    assert out.index("net = torch.nn.DataParallel(net).cuda()") < out.index("optimizer =")

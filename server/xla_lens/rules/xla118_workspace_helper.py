@@ -63,7 +63,7 @@ DEVICE_QUERIES = frozenset(
     }
 )  # fmt: skip
 # Distinct helper modules analysed for one script: the editor's cost stays bounded.
-MAX_MODULES = 8
+MAX_MODULES = 12
 SHOWN = 3  # evidence lines named in the message; the rest are counted
 # Which evidence the message names first: the setup that fails outright before env reads.
 PRIORITY = ("XLA205", "XLA403", "XLA101", "XLA102", "XLA110", "XLA108", "XLA405", "XLA103")

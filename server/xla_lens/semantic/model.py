@@ -75,6 +75,10 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
         self.loops: list[ast.For | ast.While | ast.AsyncFor] = index.loops
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = index.functions
         self.imports: dict[str, str] = index.imports
+        if index.has_star_import:
+            from .star_imports import star_import_names  # reads workspace modules
+
+            self.imports = {**star_import_names(path, index.import_nodes), **index.imports}
         self.import_nodes: list[ast.Import | ast.ImportFrom] = index.import_nodes
         self.assignments: dict[str, list[ast.Assign | ast.AnnAssign]] = index.assignments
         self._by_type: dict[type, list[ast.AST]] = index.by_type

@@ -175,15 +175,28 @@ class OptimizerEvents:
         for call in self.model.calls:
             if not self._is_device_move(call):
                 continue
-            path = dotted(receiver(call))  # type: ignore[arg-type]
+            path = dotted(self._moved(call))  # type: ignore[arg-type]
             stmt = self.model.enclosing_statement(call)
             if path is None or stmt is None:
                 continue
             out.append(Event(call, stmt, self.scope_of(call), path))
         return out
 
+    def _moved(self, call: ast.Call) -> ast.expr | None:
+        """What a move moves: its receiver, or the module a wrapper around it holds
+        (``nn.DataParallel(net).cuda()`` moves ``net``: augmix's cifar.py, held-out 29)."""
+        recv = receiver(call)
+        if (
+            isinstance(recv, ast.Call)
+            and (self.model.call_name(recv) or "") in WRAPPERS
+            and recv.args
+        ):
+            return recv.args[0]
+        return recv
+
     def _is_device_move(self, call: ast.Call) -> bool:
-        if receiver(call) is None or dotted(receiver(call)) is None:
+        moved = self._moved(call)
+        if moved is None or dotted(moved) is None:
             return False
         return moves_to_a_device(self.model, call)
 
@@ -338,6 +351,16 @@ def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
 
 
 CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
+# Wrappers whose ``.cuda()`` / ``.to()`` moves the module they hold.
+WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel",
+        "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm",
+    }
+)
 
 
 def container_members(model: ScriptModel, scope: ast.AST, path: str) -> list[str]:

@@ -31,6 +31,7 @@ class TreeIndex:
     loops: list[ast.For | ast.While | ast.AsyncFor] = field(default_factory=list)
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)
+    has_star_import: bool = False
     import_nodes: list[ast.Import | ast.ImportFrom] = field(default_factory=list)
     assignments: defaultdict[str, list[ast.Assign | ast.AnnAssign]] = field(
         default_factory=lambda: defaultdict(list)
@@ -113,6 +114,8 @@ def _index_tree(tree: ast.AST) -> TreeIndex:
             for alias in imp.names:
                 if alias.name != "*":
                     index.imports[alias.asname or alias.name] = f"{imp.module}.{alias.name}"
+        if isinstance(imp, ast.ImportFrom) and any(a.name == "*" for a in imp.names):
+            index.has_star_import = True
     for names in index.assignments.values():
         names.sort(key=_statement_order)
     return index

