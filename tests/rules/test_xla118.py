@@ -756,3 +756,31 @@ def test_a_method_a_method_hands_out_is_read_too(tmp_path: Path):
     )
     (f,) = _found(script)
     assert "utils/loss.py" in f.message and "line 10: .cuda()" in f.message
+
+
+def test_a_workspace_object_held_in_an_attribute_of_the_scripts_class(tmp_path: Path):
+    # held-out 29 (deeplab-xception's Trainer keeps `self.saver = Saver(args)`): a method
+    # called on the attribute runs the other module's code.
+    _write(
+        tmp_path / "utils" / "dist.py",
+        """
+        import torch
+        class Setup:
+            def bind(self, rank):
+                torch.cuda.set_device(rank)
+        """,
+    )
+    _write(tmp_path / "utils" / "__init__.py", "")
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from utils.dist import Setup
+        class Trainer:
+            def __init__(self, rank):
+                self.setup = Setup()
+                self.setup.bind(rank)
+        Trainer(0)
+        """,
+    )
+    (f,) = _found(script)
+    assert "self.setup.bind()" in f.message and "utils/dist.py" in f.message

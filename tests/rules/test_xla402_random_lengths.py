@@ -52,24 +52,16 @@ def test_a_random_length_handed_to_a_workspace_module_is_reported_at_the_call(tm
 
 
 def test_a_length_drawn_once_before_the_loop_is_one_shape():
-    code = (
-        BATCHES
-        + """
-import numpy as np
-
-def train(model, train_data, opt, crit, bptt):
-    i = 0
-    seq_len = max(5, int(np.random.normal(bptt, 5)))
-    while i < train_data.size(0) - 2:
-        data, targets = get_batch(train_data, i, seq_len=seq_len)
-        loss = crit(model(data), targets)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        i += seq_len
-"""
+    draws = (
+        "        length = bptt if np.random.random() < 0.95 else bptt / 2.0\n"
+        "        seq_len = max(5, int(np.random.normal(length, 5)))\n"
     )
-    assert [f for f in findings(code, "XLA402") if "random" in f.message] == []
+    loop = LOOP.format(imports="")
+    assert draws in loop
+    once = loop.replace(draws, "").replace(
+        "    while i <", draws.replace("        ", "    ") + "    while i <"
+    )
+    assert [f for f in findings(BATCHES + once, "XLA402") if "random" in f.message] == []
 
 
 def test_a_random_offset_with_a_fixed_length_is_no_new_shape():

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.binding_sets import loads_of_assigned_name
 from ..semantic.line_refs import line_ref
 from ..semantic.model import ScriptModel, arg_or_keyword, is_cuda_string, keyword, method_name
 from ..semantic.params import parameter_of
@@ -192,21 +193,8 @@ def _rekeyed_into_load_state_dict(model: ScriptModel, entry: ast.Subscript) -> b
         return False
     if _into_load_state_dict(model, comp):
         return True  # model.load_state_dict({k.replace("module.", ""): v for k, v in ...})
-    stmt = model.parent(comp)
-    if not (
-        isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-    ):
-        return False
-    name = stmt.targets[0].id
-    scope = model.enclosing_function(stmt) or model.tree
-    uses = [
-        n
-        for n in model.walk_scope(scope)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-    ]
-    return bool(uses) and all(_into_load_state_dict(model, n) for n in uses)
+    uses = loads_of_assigned_name(model, model.parent(comp))
+    return bool(uses) and all(_into_load_state_dict(model, n) for n in uses)  # type: ignore[union-attr]
 
 
 def _file_text(model: ScriptModel, node: ast.AST | None) -> str | None:

@@ -89,3 +89,21 @@ def _stores(
             elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                 stores.setdefault((t.value.id, t.attr), []).append(n.value)
     return whole, stores
+
+
+def loads_of_assigned_name(model: ScriptModel, stmt: ast.AST | None) -> list[ast.Name] | None:
+    """For ``name = <value>`` (one plain-name target): the reads of ``name`` in the frame the
+    statement runs in; None for any other statement."""
+    if not (
+        isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ):
+        return None
+    name = stmt.targets[0].id
+    scope = model.enclosing_function(stmt) or model.tree
+    return [
+        n
+        for n in model.walk_scope(scope)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+    ]

@@ -211,11 +211,7 @@ class HostValues(HostCalls):
             if isinstance(a, ast.For) and isinstance(a.target, ast.Name) and a.target.id == name.id:
                 if child not in a.body or not counts(self.model, a):
                     return False
-                return not any(
-                    isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
-                    for stmt in a.body
-                    for n in ast.walk(stmt)
-                )
+                return not _rebinds(a.body, name.id)
             child = a
         return False
 
@@ -236,11 +232,7 @@ class HostValues(HostCalls):
                 if any(t.id == name.id for t in targets):
                     if isinstance(a.target, ast.Name):
                         return False  # the whole element, not a field beside tensors
-                    return not any(
-                        isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
-                        for stmt in a.body
-                        for n in ast.walk(stmt)
-                    )
+                    return not _rebinds(a.body, name.id)
             child = a
         return False
 
@@ -359,6 +351,14 @@ class HostValues(HostCalls):
                 for node in self.model.walk_scope(scope)
             )
         return self._fed[key]
+
+
+def _rebinds(body: list[ast.stmt], name: str) -> bool:
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for stmt in body
+        for n in ast.walk(stmt)
+    )
 
 
 def _used_as_value(model: ScriptModel, name: ast.Name) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 
+from .binding_sets import loads_of_assigned_name
 from .device_intent import being_converted, finished_on_xla, hand_written_xla
 from .launch import is_launched
 from .model import ScriptModel, const_str
@@ -240,21 +241,8 @@ def used_only_on_torchrun_side(model: ScriptModel, read: ast.AST) -> bool:
         return False  # ``os.environ["RANK"]`` raises before the XLA side is reached
     if len(read.args) < 2 and not read.keywords:
         return False  # None: ``int(None)`` fails on the XLA side too
-    stmt = model.enclosing_statement(read)
-    if not (
-        isinstance(stmt, ast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], ast.Name)
-    ):
-        return False
-    name = stmt.targets[0].id
-    scope = model.enclosing_function(read) or model.tree
-    uses = [
-        n
-        for n in model.walk_scope(scope)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-    ]
-    return bool(uses) and all(torchrun_side(model, u) for u in uses)
+    uses = loads_of_assigned_name(model, model.enclosing_statement(read))
+    return bool(uses) and all(torchrun_side(model, u) for u in uses)  # type: ignore[union-attr]
 
 
 __all__ = [

@@ -170,20 +170,7 @@ def class_in_module(module: ParsedModule, expr: ast.expr) -> tuple[Path, str] | 
     root, _, rest = name.partition(".")
     if not rest:
         return _definition_in(module, root, MAX_HOPS, "class")
-    *middle, attr = rest.split(".")
-    if root in module.imports:
-        full, level = ".".join([module.imports[root], *middle]), 0
-    elif root in module.reexports:  # ``from pkg import mod`` then ``mod.Base``
-        source, level, original = module.reexports[root]
-        full = ".".join(p for p in (source, original, *middle) if p)
-    else:
-        return None
-    if _is_library(full, level):
-        return None
-    target = module_file(str(module.path), full, level)
-    if target is None or target == module.path:
-        return None
-    return definition(target, attr, kind="class")
+    return _through_module(module, root, rest, "class")
 
 
 def function_in_module(module: ParsedModule, expr: ast.expr) -> tuple[Path, str] | None:
@@ -199,10 +186,18 @@ def function_in_module(module: ParsedModule, expr: ast.expr) -> tuple[Path, str]
             return None
         found = _definition_in(module, root, MAX_HOPS, "function")
         return found if found is not None and found[0] != module.path else None
+    return _through_module(module, root, rest, "function")
+
+
+def _through_module(
+    module: ParsedModule, root: str, rest: str, kind: str
+) -> tuple[Path, str] | None:
+    """``root.rest`` where ``root`` names another workspace module in ``module``: an
+    ``import pkg.mod`` or a ``from pkg import mod``; the ``kind`` of definition it names."""
     *middle, attr = rest.split(".")
     if root in module.imports:
         full, level = ".".join([module.imports[root], *middle]), 0
-    elif root in module.reexports:
+    elif root in module.reexports:  # ``from pkg import mod`` then ``mod.Base``
         source, level, original = module.reexports[root]
         full = ".".join(p for p in (source, original, *middle) if p)
     else:
@@ -212,7 +207,7 @@ def function_in_module(module: ParsedModule, expr: ast.expr) -> tuple[Path, str]
     target = module_file(str(module.path), full, level)
     if target is None or target == module.path:
         return None
-    return definition(target, attr)
+    return definition(target, attr, kind=kind)
 
 
 @dataclass(frozen=True)

@@ -219,6 +219,16 @@ def _roots(model: ScriptModel) -> frozenset[str]:
         }
     ctor = bound | local
     out = set(ctor) | (SELF_NAMES if local else set())
+    if any(
+        isinstance(t, ast.Attribute)
+        and isinstance(t.value, ast.Name)
+        and t.value.id in SELF_NAMES
+        and isinstance(a.value, ast.Call)
+        and call_root(a.value.func) in ctor
+        for a in model.nodes_of(ast.Assign)
+        for t in a.targets  # type: ignore[attr-defined]
+    ):
+        out |= SELF_NAMES  # ``self.saver = Saver(args)``: ``self.saver.m()`` may reach it
     for name in {*model.assignments, *tuple_assignments(model)}:
         if any(
             isinstance(v, ast.Call) and call_root(v.func) in ctor for v in bound_values(model, name)
@@ -256,7 +266,37 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
         return found if found is not None and found.owner.path != cls.path else None  # type: ignore[union-attr]
     elif isinstance(receiver, ast.Name):  # ``t = Trainer(...)`` then ``t.train()``
         cls = _instance_class(model, receiver.id)
+    elif (
+        isinstance(receiver, ast.Attribute)
+        and isinstance(receiver.value, ast.Name)
+        and receiver.value.id in SELF_NAMES
+    ):  # ``self.saver.save_checkpoint(...)`` with ``self.saver = Saver(args)``
+        cls = _attribute_class(model, call, receiver.attr)
     return _target(chain(cls), func.attr, shown) if cls is not None else None
+
+
+def _attribute_class(model: ScriptModel, node: ast.AST, attr: str) -> ClassRef | None:
+    """The workspace class every ``self.<attr> = ...`` of the class around ``node``
+    constructs (deeplab-xception's ``self.saver = Saver(args)``, held-out 29)."""
+    owner = next((a for a in model.ancestors(node) if isinstance(a, ast.ClassDef)), None)
+    if owner is None:
+        return None
+    found: ClassRef | None = None
+    for n in ast.walk(owner):
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            if (
+                isinstance(t, ast.Attribute)
+                and t.attr == attr
+                and isinstance(t.value, ast.Name)
+                and t.value.id in SELF_NAMES
+            ):
+                cls = _constructed(model, n.value) if isinstance(n.value, ast.Call) else None
+                if cls is None or (found is not None and cls.node is not found.node):
+                    return None
+                found = cls
+    return found
 
 
 def _target(classes: tuple[ClassRef, ...], method: str, shown: str) -> ClassCall | None:
