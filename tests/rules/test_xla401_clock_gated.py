@@ -30,3 +30,22 @@ def test_an_ungated_read_is_every_step():
     plain = CLOCK.replace("    if now - last_log > 60:\n", "    if True:\n")
     (f,) = findings(plain, "XLA401")
     assert "periodic block" not in f.message and "every step" in f.message
+
+
+def test_a_script_helper_that_tests_a_modulo_gates_like_the_modulo():
+    # lucidrains' trainers: `if divisible_by(self.step, self.save_every):` with
+    # `def divisible_by(numer, denom): return (numer % denom) == 0`.
+    code = """
+    import torch
+    def divisible_by(numer, denom):
+        return (numer % denom) == 0
+    def train(model, loader, opt):
+        for step, (x, y) in enumerate(loader):
+            loss = (model(x.cuda()) - y.cuda()).pow(2).mean()
+            loss.backward()
+            opt.step()
+            if divisible_by(step, 100):
+                print(loss.item())
+    """
+    (f,) = findings(code, "XLA401")
+    assert "every step that runs the periodic block on line 9" in f.message

@@ -51,6 +51,8 @@ def _has_modulo(model: ScriptModel, test: ast.expr) -> bool:
     for n in ast.walk(test):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
             return True
+        if isinstance(n, ast.Call) and _modulo_helper(model, n):
+            return True
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             values = model.assigned_from(n.id)
             if values and all(
@@ -59,3 +61,18 @@ def _has_modulo(model: ScriptModel, test: ast.expr) -> bool:
             ):
                 return True
     return False
+
+
+def _modulo_helper(model: ScriptModel, call: ast.Call) -> bool:
+    """``divisible_by(self.step, every)`` with ``def divisible_by(numer, denom): return
+    (numer % denom) == 0`` in this script (lucidrains' trainers): a ``%`` test by another name."""
+    if not isinstance(call.func, ast.Name):
+        return False
+    fn = model.functions.get(call.func.id)
+    if fn is None:
+        return False
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return) and n.value is not None]
+    return bool(returns) and all(
+        any(isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mod) for m in ast.walk(r.value))
+        for r in returns  # type: ignore[arg-type]
+    )
