@@ -79,3 +79,31 @@ def test_a_random_offset_with_a_fixed_length_is_no_new_shape():
             opt.step()
     """
     assert findings(code, "XLA402") == []
+
+
+STEPPED = """
+import torch
+
+def batches(data, size):
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
+def main(model, opt):
+    data = torch.randn(23, 12)
+    for epoch in range(3):
+        for batch in batches(data, 8):
+            loss = model(batch.cuda()).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_chunks_stepped_through_the_data_leave_a_short_last_chunk():
+    # The e2e Run sample (odd_batch.py): 23 rows in chunks of 8 give 8, 8, 7; the generator is
+    # the training loop's own iterable.
+    (f,) = findings(STEPPED, "XLA402")
+    assert "`data[start : start + size]` takes chunks stepping through" in f.message
+    assert "`range(0, len(data), size)` (line 4)" in f.message and f.span.start.line == 4
+    stopped = STEPPED.replace("range(0, len(data), size)", "range(0, len(data) - size, size)")
+    assert findings(stopped, "XLA402") == []

@@ -25,6 +25,7 @@ from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
 from .parts.random_lengths import random_length_findings
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
+from .parts.stepped_chunks import stepped_chunk
 from .parts.workspace_forward_ops import workspace_forward_ops
 
 CODE = "XLA402"
@@ -161,7 +162,15 @@ def _loop_and_helper_nodes(model: ScriptModel) -> Iterator[ast.AST]:
     """Nodes each training iteration runs: the loop's own frame, its step functions, and
     the script's functions it calls directly (``data, targets = get_batch(source, i)``)."""
     helpers: dict[int, ast.AST] = {}
-    for _loop, node in loop_nodes(model):
+    # The loop's own iterable too: ``for batch in batches(data, 8):`` runs the generator's
+    # chunking every epoch (the e2e sample odd_batch.py).
+    iterables = [
+        n
+        for t in model.training_loops
+        if isinstance(t.node, ast.For)
+        for n in ast.walk(t.node.iter)
+    ]
+    for node in [*(n for _loop, n in loop_nodes(model)), *iterables]:
         yield node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             fn = model.functions.get(node.func.id)
@@ -216,7 +225,23 @@ def _short_last_chunks(model: ScriptModel) -> Iterator[Finding]:
             continue
         start = _names(chunk.lower)
         cap = _bounding_min(model, chunk.upper, start) if start else None
-        if cap is None or id(cap) in seen:
+        if cap is None:
+            loop = stepped_chunk(model, node)
+            if loop is not None and id(loop) not in seen:
+                seen.add(id(loop))
+                yield Finding(
+                    CODE,
+                    f"`{model.segment(node)}` takes chunks stepping through "
+                    f"`{model.segment(loop.iter)}` (line {loop.lineno}): the slice stops at the "
+                    "end of the data, so the last chunk is shorter whenever the data length is "
+                    "not a multiple of the step, a new shape that makes XLA compile a second "
+                    "graph of the step (once, then it is taken from the cache)",
+                    model.span(node),
+                    Severity.WARNING,
+                    manual=MANUAL_CHUNKS,
+                )
+            continue
+        if id(cap) in seen:
             continue
         seen.add(id(cap))
         yield Finding(
