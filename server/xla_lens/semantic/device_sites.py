@@ -350,12 +350,20 @@ def int_device_binding(model: ScriptModel, arg: ast.AST) -> ast.AST | None:
 
 def _stores(model: ScriptModel, name: str, fn: ast.AST | None) -> list[ast.Name]:
     """Every binding of ``name`` in ``fn`` (None: the module), in source order."""
-    out = [
-        n
-        for n in model.name_nodes(name)
-        if not isinstance(n.ctx, ast.Load) and model.enclosing_function(n) is fn
-    ]
-    return sorted(out, key=lambda n: (n.lineno, n.col_offset))
+    # Grouped by function once per name: a scan of every binding of a common name (``x``,
+    # ``model``) per argument grew with the square of the file's size.
+    by_function = model.memo((_stores, name), lambda: _stores_by_function(model, name))
+    return by_function.get(fn, [])
+
+
+def _stores_by_function(model: ScriptModel, name: str) -> dict[ast.AST | None, list[ast.Name]]:
+    out: dict[ast.AST | None, list[ast.Name]] = {}
+    for n in model.name_nodes(name):
+        if not isinstance(n.ctx, ast.Load):
+            out.setdefault(model.enclosing_function(n), []).append(n)
+    for stores in out.values():
+        stores.sort(key=lambda n: (n.lineno, n.col_offset))
+    return out
 
 
 # Calls of a module's own that only a module (or its wrapper) answers.

@@ -69,9 +69,10 @@ def evaluation_loops(
     9, LoRA); a sync is added only over a provable DataLoader outside the training loop."""
     if not model.training_loops or written_for_xla(model):
         return
+    training = {id(t.node) for t in model.training_loops}
     for loop in model.nodes_of(ast.For, ast.AsyncFor):
         assert isinstance(loop, ast.For | ast.AsyncFor)
-        if any(t.node is loop for t in model.training_loops):
+        if id(loop) in training:
             continue
         source = classify(model, iterated_loader(model, loop))
         drawn = (

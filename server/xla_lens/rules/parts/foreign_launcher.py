@@ -209,7 +209,12 @@ def _callers_reason(model: ScriptModel, call: ast.Call | None) -> str:
 
 
 def _has_main_guard(model: ScriptModel) -> bool:
-    return any(isinstance(s, ast.If) and "__name__" in ast.unparse(s.test) for s in model.tree.body)
+    return model.memo(
+        _has_main_guard,
+        lambda: any(
+            isinstance(s, ast.If) and "__name__" in ast.unparse(s.test) for s in model.tree.body
+        ),
+    )
 
 
 def review_under_launcher(

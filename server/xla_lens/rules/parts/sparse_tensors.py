@@ -48,12 +48,19 @@ def _sparse(model: ScriptModel, expr: ast.AST, depth: int) -> bool:
             return _sparse(model, receiver(expr), depth + 1)  # type: ignore[arg-type]
         return False
     if isinstance(expr, ast.Name):
-        for node in model.assignments.get(expr.id, ()):
-            if isinstance(node, ast.Assign) and _sparse(model, node.value, depth + 1):
-                return True
-        for call, index in _tuple_unpacks(model).get(expr.id, ()):
-            if _helper_returns_sparse(model, call, index):
-                return True
+        # Depends on the name and depth only: asked per moved tensor, the scan of every
+        # assignment of a common name grew with the square of the file's size.
+        return model.memo((_sparse, expr.id, depth), lambda: _sparse_name(model, expr.id, depth))
+    return False
+
+
+def _sparse_name(model: ScriptModel, name: str, depth: int) -> bool:
+    for node in model.assignments.get(name, ()):
+        if isinstance(node, ast.Assign) and _sparse(model, node.value, depth + 1):
+            return True
+    for call, index in _tuple_unpacks(model).get(name, ()):
+        if _helper_returns_sparse(model, call, index):
+            return True
     return False
 
 
