@@ -33,6 +33,7 @@ from .params import parameter_of
 from .reaching import (
     UNKNOWN,
     arguments,
+    binding_entries,
     binds_whole,
     bound_by_comprehension,
     bound_value,
@@ -40,6 +41,7 @@ from .reaching import (
     whole_bindings,
 )
 from .tensors import CONVENTIONAL, TensorNames, scope_of
+from .unpacked_returns import enclosing_frame_entries, returned_elements, unpacked_from_call
 
 # Calls that make the pending graph of every live tensor run (a statement of their own).
 SYNCS = frozenset({"torch_xla.sync", "torch_xla.core.xla_model.mark_step"})
@@ -292,7 +294,33 @@ class HostValues(HostCalls):
                     values.append(bound_value(dominating, name.id))
                 if not values or any(v is UNKNOWN for v in values):
                     values = None
+            if values is None:
+                values = self._followed_values(name)
         self._reaching[name] = values
+        return values
+
+    def _followed_values(self, name: ast.Name) -> list[ast.expr] | None:
+        """Every value the frame binds to ``name``, with what a script function returns for
+        the names unpacked from its result; for a name a nested function reads but never
+        binds, the enclosing function's (I-JEPA's ``log_stats()`` logging the float
+        ``train_step`` returned through ``gpu_timer``). None where one cannot be judged."""
+        model = self.model
+        frame = scope_of(model, name)
+        if parameter_of(model, name) is not None or _is_parameter(frame, name.id):
+            return None
+        entries = binding_entries(model, frame, name.id) or enclosing_frame_entries(model, name)
+        if not entries:
+            return None
+        values: list[ast.expr] = []
+        for node, value, _whole in entries:
+            if value is UNKNOWN:
+                unpacked = unpacked_from_call(node, name.id)
+                found = returned_elements(model, *unpacked) if unpacked is not None else None
+                if found is None:
+                    return None
+                values.extend(found)
+            else:
+                values.append(value)
         return values
 
     def _parsed_option(self, expr: ast.Attribute, depth: int) -> bool:
@@ -351,6 +379,16 @@ class HostValues(HostCalls):
                 for node in self.model.walk_scope(scope)
             )
         return self._fed[key]
+
+
+def _is_parameter(frame: ast.AST, name: str) -> bool:
+    if not isinstance(frame, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return False
+    args = frame.args
+    return any(
+        a is not None and a.arg == name
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    )
 
 
 def _rebinds(body: list[ast.stmt], name: str) -> bool:

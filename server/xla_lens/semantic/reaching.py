@@ -230,6 +230,12 @@ def whole_bindings(model: ScriptModel, scope: ast.AST, name: str) -> list[tuple[
     ]
 
 
+def binding_entries(model: ScriptModel, scope: ast.AST, name: str) -> list[tuple]:
+    """Every ``(node, value, whole)`` of ``scope``'s frame for ``name``: what binds it or
+    stores into it (``whole`` when the node rebinds the name itself)."""
+    return list(_bindings_index(model, scope).get(name, ()))
+
+
 def scope_bindings(model: ScriptModel, scope: ast.AST, name: str) -> list:
     """Every value ``scope``'s frame binds to ``name`` or stores into it (``bindings`` of each
     statement of its body, together)."""
