@@ -29,7 +29,7 @@ from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
 from .loop_frames import counts
 from .model import ScriptModel, method_name, receiver
 from .node_helpers import dotted, is_group_setting, keyword
-from .params import parameter_of
+from .params import binds_parameter, parameter_of
 from .reaching import (
     UNKNOWN,
     arguments,
@@ -306,7 +306,7 @@ class HostValues(HostCalls):
         ``train_step`` returned through ``gpu_timer``). None where one cannot be judged."""
         model = self.model
         frame = scope_of(model, name)
-        if parameter_of(model, name) is not None or _is_parameter(frame, name.id):
+        if parameter_of(model, name) is not None or binds_parameter(frame, name.id):
             return None
         entries = binding_entries(model, frame, name.id) or enclosing_frame_entries(model, name)
         if not entries:
@@ -379,16 +379,6 @@ class HostValues(HostCalls):
                 for node in self.model.walk_scope(scope)
             )
         return self._fed[key]
-
-
-def _is_parameter(frame: ast.AST, name: str) -> bool:
-    if not isinstance(frame, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        return False
-    args = frame.args
-    return any(
-        a is not None and a.arg == name
-        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
-    )
 
 
 def _rebinds(body: list[ast.stmt], name: str) -> bool:

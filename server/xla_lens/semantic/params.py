@@ -49,3 +49,14 @@ def argument_values(model: ScriptModel, fn: ast.AST, index: int, name: str) -> l
         else:
             return []
     return values
+
+
+def binds_parameter(frame: ast.AST, name: str) -> bool:
+    """``name`` is a parameter of the function (or lambda) ``frame``."""
+    if not isinstance(frame, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return False
+    args = frame.args
+    return any(
+        a is not None and a.arg == name
+        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    )
