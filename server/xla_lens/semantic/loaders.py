@@ -43,20 +43,24 @@ def _is_tqdm(model: ScriptModel, call: ast.Call) -> bool:
     return name.split(".")[-1] == "tqdm"
 
 
+def _wraps_iterable(model: ScriptModel, call: ast.Call) -> bool:
+    """``tqdm(x, ...)`` or the builtin ``enumerate(x)``/``iter(x)``: yields what ``x`` yields."""
+    if not call.args or isinstance(call.args[0], ast.Starred):
+        return False
+    func = call.func
+    builtin = (
+        isinstance(func, ast.Name) and func.id in PASS_THROUGH and func.id not in model.imports
+    )
+    return builtin or _is_tqdm(model, call)
+
+
 def iterated_loader(model: ScriptModel, loop: ast.AST) -> ast.expr | None:
     """The expression a ``for`` loop draws its batches from, through ``enumerate``/``tqdm``."""
     if not isinstance(loop, ast.For | ast.AsyncFor):
         return None
     node: ast.expr = loop.iter
-    while isinstance(node, ast.Call) and node.args and not isinstance(node.args[0], ast.Starred):
-        func = node.func
-        builtin = (
-            isinstance(func, ast.Name) and func.id in PASS_THROUGH and func.id not in model.imports
-        )
-        if builtin or _is_tqdm(model, node):
-            node = node.args[0]
-        else:
-            break
+    while isinstance(node, ast.Call) and _wraps_iterable(model, node):
+        node = node.args[0]
     return node
 
 
@@ -139,6 +143,13 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
     node = _unwrap_iter(node)
     if _is_xla_loader_value(model, node):
         return Source.XLA
+    if isinstance(node, ast.Call) and _wraps_iterable(model, node):
+        # ``pbar = tqdm(para_loader.per_device_loader(device))``, later ``for b in pbar``: a
+        # progress bar (or ``enumerate``) over an XLA loader still draws from it, syncing each
+        # step. Other kinds stay as they were judged before (a wrapped DataLoader is not
+        # rewritten through the name).
+        if classify(model, node.args[0], depth + 1) is Source.XLA:
+            return Source.XLA
     if isinstance(node, ast.Call):
         if model.call_name(node) in DATALOADERS:
             return Source.PLAIN
