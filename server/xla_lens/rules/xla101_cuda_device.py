@@ -33,6 +33,7 @@ from ..semantic.model import (
     method_name,
     receiver,
 )
+from ..semantic.storage_movers import in_storage_mover
 from ..semantic.values import Use, option_dest
 from .base import (
     AddImport,
@@ -74,6 +75,8 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
                 model, target, site, "torch.accelerator does not know XLA (it picks the CPU)"
             )
             continue
+        if method_name(call) in ("cuda", "to") and in_storage_mover(model, call):
+            continue  # a map_location callable's move: XLA115 loads on the CPU instead
         if method_name(call) == "cuda":
             recv = receiver(call)
             if recv is None or model.qualname(recv) == "torch":

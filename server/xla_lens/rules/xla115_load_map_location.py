@@ -23,6 +23,7 @@ from ..semantic.binding_sets import loads_of_assigned_name
 from ..semantic.line_refs import line_ref
 from ..semantic.model import ScriptModel, arg_or_keyword, is_cuda_string, keyword, method_name
 from ..semantic.params import parameter_of
+from ..semantic.storage_movers import map_location_value, moves_storage_to_cuda
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .xla108_xm_save import is_checkpoint
 from .xla116_manual_seed import runs_on_cuda
@@ -291,16 +292,26 @@ def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_written(model)
     for call in model.calls_to(*LOADS):
-        kw = keyword(call, "map_location")
-        value = kw.value if kw is not None else (call.args[1] if len(call.args) > 1 else None)
-        if value is None or not _cuda_device_text(model, value):
+        value = map_location_value(model, call)
+        if value is None:
+            continue
+        if moves_storage_to_cuda(model, value):
+            message = (
+                f"torch.load's map_location moves each storage onto CUDA "
+                f"(`{model.segment(value.body)}`): an XLA host has no CUDA, and a storage "
+                "cannot be restored onto the XLA device there; load on the CPU "
+                '(map_location="cpu") and let load_state_dict copy onto the XLA device'
+            )
+        elif _cuda_device_text(model, value):
+            message = (
+                "torch.load onto a CUDA device: an XLA host has no CUDA, so the load fails; "
+                'load on the CPU (map_location="cpu") and let load_state_dict copy onto the XLA '
+                "device"
+            )
+        else:
             continue
         use = _other_use(model, call)
         reason = "" if use is None else REVIEW.format(use=use)
-        message = (
-            "torch.load onto a CUDA device: an XLA host has no CUDA, so the load fails; load on "
-            'the CPU (map_location="cpu") and let load_state_dict copy onto the XLA device'
-        )
         yield Finding(
             CODE,
             message,
