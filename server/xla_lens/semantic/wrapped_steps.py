@@ -385,6 +385,7 @@ def _workspace_wrappers(model: ScriptModel) -> dict:
     """``(file, class name) -> (ClassRef, its constructions here, {method: (inner step,
     attribute)})``
     for the classes of other modules that the script constructs and that step an optimizer."""
+    from .factory_classes import factory_classes
     from .workspace_classes import call_root, chain, class_reference, class_roots, script_module
 
     roots = class_roots(model)
@@ -396,11 +397,14 @@ def _workspace_wrappers(model: ScriptModel) -> dict:
         if call_root(call.func) not in roots:
             continue
         ref = class_reference(module, call.func)
-        if ref is None or ref.path == Path(model.path):
-            continue
-        # Keyed by file too: OurDDPG.DDPG and DDPG.DDPG are two classes (TD3's repository).
-        entry = found.setdefault((str(ref.path), ref.name), [ref, [], None])
-        entry[1].append(call)
+        # ``model = define_Model(opt)``: each class the factory may return (factory_classes).
+        refs = [ref] if ref is not None else factory_classes(model, call)
+        for ref in refs:
+            if ref.path == Path(model.path):
+                continue
+            # Keyed by file too: OurDDPG.DDPG and DDPG.DDPG are two classes (TD3's repository).
+            entry = found.setdefault((str(ref.path), ref.name), [ref, [], None])
+            entry[1].append(call)
     out = {}
     for name, (ref, calls, _) in found.items():
         attributes = optimizer_attributes(model, ref.node, calls)
