@@ -245,3 +245,26 @@ def test_fsdp_clip_is_left_alone_without_torch_fsdp_or_on_torch_xla_fsdp():
     """
     for code in (accelerate_style, no_torch_fsdp, xla_fsdp):
         assert findings(code, "XLA205") == []
+
+
+def test_a_backend_passed_beside_forwarded_keyword_arguments_is_still_judged():
+    # KAIR's utils_dist (held-out 31): init_process_group(backend=backend, **kwargs) was
+    # skipped whole because **kwargs might hold an init_method; the backend is given here.
+    code = """
+    import torch.distributed as dist
+
+    def init(backend="nccl", **kwargs):
+        dist.init_process_group(backend=backend, **kwargs)
+
+    def init_local(**kwargs):
+        dist.init_process_group("nccl", **kwargs)
+
+    def init_passed_on(**kwargs):
+        dist.init_process_group(**kwargs)
+    """
+    found = sorted(findings(code, "XLA205"), key=lambda f: f.span.start.line)
+    assert [f.span.start.line for f in found] == [3, 6]
+    # Adding init_method="xla://" beside **kwargs could pass it twice (TypeError): review.
+    local = found[1]
+    assert local.fix is not None and not local.fix.safe
+    assert "forwards **kwargs" in local.fix.review_reason

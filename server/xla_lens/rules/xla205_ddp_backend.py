@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..semantic.arguments import argparse_options, attribute_reads, literal_sources
 from ..semantic.device_intent import runs_on_cuda
@@ -128,9 +129,13 @@ def _already_xla(model: ScriptModel, call: ast.Call) -> bool:
 
 
 def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Finding | None:
-    if _already_xla(model, call) or any(kw.arg is None for kw in call.keywords):
-        return None
     backend = arg_or_keyword(call, 0, "backend")
+    # ``**kwargs`` may hold an ``init_method="xla://..."`` (or, with no backend given here,
+    # the backend itself): only a backend passed here is judged then.
+    if _already_xla(model, call) or (
+        backend is None and any(kw.arg is None for kw in call.keywords)
+    ):
+        return None
     if backend is None:
         return _no_backend(model, call, ctx)
     value = const_str(backend)
@@ -348,12 +353,34 @@ def _finding(model: ScriptModel, backend: ast.expr, fix: Fix | None) -> Finding:
     )
 
 
+FORWARDED = (
+    "the call forwards **{name}, which may hold an init_method too (the call would then get "
+    "two: TypeError); check what its callers pass"
+)
+
+
+def _forwarding_review(call: ast.Call, finding: Finding) -> Finding:
+    """A fix that adds ``init_method=`` to a call forwarding ``**kwargs`` (KAIR's
+    ``init_process_group(backend=backend, **kwargs)``) waits for review."""
+    fix = finding.fix
+    forwarded = next((k.value for k in call.keywords if k.arg is None), None)
+    adds_method = fix is not None and any(
+        isinstance(op, SetKeyword) and op.name == "init_method" for op in fix.ops
+    )
+    if fix is None or not fix.safe or forwarded is None or not adds_method:
+        return finding
+    name = forwarded.id if isinstance(forwarded, ast.Name) else "..."
+    reason = FORWARDED.format(name=name)
+    return replace(finding, fix=replace(fix, safe=False, review_reason=reason))
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls:
         name = model.call_name(call)
         if name == INIT:
             finding = _init_finding(model, call, ctx)
             if finding is not None:
+                finding = _forwarding_review(call, finding)
                 yield from _source_findings(model, call)
                 # The "xla" backend reduces only across processes torch_xla's launcher starts.
                 reason = group_launcher_reason(model, ctx.target, call)
