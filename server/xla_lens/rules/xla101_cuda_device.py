@@ -308,6 +308,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if_pickers.flag_if_advice(model, target, handled),
             pf.respect_guards(model, pf.picker_advice(model, target, handled)),
             _option_advice(model, target, handled),
+            pf.respect_guards(model, _parameter_default_advice(model, target, handled)),
             pf.respect_guards(model, _dict_entry_advice(model, target, handled)),
         )
     )
@@ -335,6 +336,22 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         fix = a.fix and Fix(a.fix.title, a.fix.ops, a.fix.safe, a.fix.review_reason)
         severity = Severity.INFORMATION if a.info else Severity.WARNING
         yield Finding(CODE, a.message, a.span, severity, fix=fix, manual=a.manual)
+
+
+def _parameter_default_advice(model, target: Target, handled) -> Iterator[Advice]:
+    """``def create_loader(..., device="cuda")``: callers that leave the device out place on
+    CUDA (efficientdet's loader, held-out 32). Safe when every use of the parameter in the
+    function takes the XLA device."""
+    for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+        args = fn.args  # type: ignore[attr-defined]
+        for default in (*args.defaults, *(d for d in args.kw_defaults if d is not None)):
+            if id(default) in handled or not is_cuda_string(default):
+                continue
+            parameter = sites.parameter_with_default(model, default)
+            if parameter is None or not sites.is_device_name(ast.Name(parameter[1])):
+                continue
+            handled.add(id(default))
+            yield pf.value_advice(model, target, default, f"`{parameter[1]}` defaults to CUDA")
 
 
 def _in_step(choices: list[Advice], moves: list[Advice]) -> list[Advice]:

@@ -167,8 +167,32 @@ def option_call(model: ScriptModel, node: ast.AST) -> ast.Call | None:
     return None
 
 
+def parameter_with_default(
+    model: ScriptModel, site: ast.AST
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+    """``(function, parameter)`` when ``site`` is a parameter's default value
+    (``def create_loader(..., device="cuda")``)."""
+    args = model.parent(site)
+    fn = model.parent(args) if isinstance(args, ast.arguments) else None
+    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    assert isinstance(args, ast.arguments)
+    positional = [*args.posonlyargs, *args.args]
+    with_default = positional[len(positional) - len(args.defaults) :]
+    for arg, default in zip(with_default, args.defaults, strict=True):
+        if default is site:
+            return fn, arg.arg
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if default is site:
+            return fn, arg.arg
+    return None
+
+
 def uses_of_site(model: ScriptModel, site: ast.AST) -> list[Use]:
     flow = device_flow(model)
+    parameter = parameter_with_default(model, site)
+    if parameter is not None:  # what the function does with the parameter it defaults
+        return flow.uses_of_name(parameter[1], parameter[0])
     entry = dict_devices.entry_of(model, site)  # ``{"device": site}``: its reads by key
     if entry is not None:
         return dict_devices.entry_uses(model, flow, entry)

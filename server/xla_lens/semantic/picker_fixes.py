@@ -247,9 +247,14 @@ def _external_flag_advice(model, node: ast.IfExp) -> Advice | None:
 
 
 def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
-    """A device value bound somewhere (assignment, return, option default)."""
+    """A device value bound somewhere (assignment, return, option or parameter default)."""
     e = Emitter(model)
-    option = sites.option_call(model, site) is not None
+    # A parameter's default is evaluated when the ``def`` runs, at import: "xla" there, not a
+    # runtime call (which would start the XLA runtime in a launcher's parent process).
+    option = (
+        sites.option_call(model, site) is not None
+        or sites.parameter_with_default(model, site) is not None
+    )
     uses = sites.uses_of_site(model, site)
     code, safe, reason, follow = choose(
         model, e, target, uses, option or sites.is_str_valued(model, site)
