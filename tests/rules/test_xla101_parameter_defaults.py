@@ -50,3 +50,24 @@ def test_a_default_of_a_parameter_not_named_for_a_device_is_left_alone() -> None
         return f"runs on {kind}"
     """
     assert findings(code, "XLA101") == []
+
+
+def test_a_helper_default_the_caller_overrides_is_no_evidence_at_that_call(tmp_path) -> None:
+    # nanochat's loader (dev corpus): `def loader(..., device="cuda")` called with
+    # device=device says nothing about that call; a call that leaves it out still does.
+    from xla_lens.engine import analyze
+
+    (tmp_path / "data.py").write_text(
+        "import torch\n\n\ndef batches(n, device='cuda'):\n"
+        "    for _ in range(n):\n        yield torch.randn(4, 3).to(device)\n"
+    )
+    script = tmp_path / "train.py"
+    for call, reported in (("batches(10, device=dev)", False), ("batches(10)", True)):
+        text = (
+            "import torch\nfrom data import batches\n\ndev = 'cpu'\n"
+            "model = torch.nn.Linear(3, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            f"for x in {call}:\n    model(x).sum().backward()\n    opt.step()\n"
+        )
+        script.write_text(text)
+        found = [f for f in analyze(text, str(script)).findings if f.code == "XLA118"]
+        assert bool(found) is reported, call

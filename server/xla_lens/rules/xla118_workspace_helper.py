@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import ScriptModel
+from ..semantic.parameter_defaults import parameter_defaults, passes
 from ..semantic.workspace import FunctionFacts
 from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
 from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots, regions
@@ -80,6 +81,9 @@ class Evidence:
     code: str
     what: str
     rank: int = 0  # which the message names first (lowest)
+    # A parameter's CUDA default (name, positional index or -1): no evidence for a call that
+    # passes the parameter (nanochat's loader called with device=device).
+    default_of: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,7 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
         except Exception:  # noqa: BLE001  a rule broken on someone else's file says nothing
             continue
     calls_at = {(c.lineno, c.col_offset): model.call_name(c) for c in model.calls}
+    defaults = parameter_defaults(model)
     evidence: dict[tuple[int, str], Evidence] = {}
     for f in found:
         if f.severity > Severity.WARNING or _silenced_in_file(model.lines, f):
@@ -151,7 +156,8 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
         if calls_at.get(start) in DEVICE_QUERIES:
             rank = PRIORITY.index("XLA405")  # a count, not a setup that fails
         what = _short(f.message)
-        evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, what, rank))
+        default_of = defaults.get(f.span) if f.code == "XLA101" else None
+        evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, what, rank, default_of))
     for line in _nvidia_smi_lines(model):
         evidence.setdefault((line, CODE), Evidence(line, CODE, NVIDIA_SMI, DEVICE_QUERY_RANK))
     lines = tuple(e for _, e in sorted(evidence.items()))
@@ -266,7 +272,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if not evidence:
             continue
         already = _reported_by_script_rules(model, call, ctx, evidence)
-        evidence = tuple(e for e in evidence if e.line not in already)
+        evidence = tuple(
+            e
+            for e in evidence
+            if e.line not in already and not (e.default_of and passes(call, *e.default_of))
+        )
         if any(e.code not in SUPPORTING for e in evidence):
             defined = helper.function if helper.function != helper.shown.rsplit(".", 1)[-1] else ""
             sited = [(helper.path, e) for e in evidence]

@@ -20,8 +20,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from . import calls, device_refusals
+from .checkpoint_loads import cuda_device_text, other_use
 from .line_refs import line_ref
-from .model import SCOPE_TYPES, ScriptModel, const_str, method_name
+from .model import SCOPE_TYPES, ScriptModel, const_str, keyword, method_name
 
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map", "output_device"})
 STRING_KEYWORDS = frozenset({"device_type"})
@@ -66,6 +67,7 @@ DISPLAY_METHODS = frozenset(
 # Libraries whose functions take a device where they take one at all.
 DEVICE_LIBRARIES = ("torch.", "torchvision.", "torchaudio.", "torchtext.")
 MAX_DEPTH = 4
+NO_XLA_LOAD = "torch.load cannot restore a checkpoint onto the XLA device"
 
 
 @dataclass(frozen=True)
@@ -351,6 +353,31 @@ class DeviceFlow:
         refused = device_refusals.refusal(name, meth)
         if refused:
             return [Use(node, False, refused)]
+        if name == "torch.load" and (kw == "map_location" or (kw is None and index == 1)):
+            # torch.load cannot restore onto the XLA device (RuntimeError, measured): fine only
+            # where XLA115 loads on the CPU by a safe fix (a CUDA map_location it follows, the
+            # checkpoint going through load_state_dict only).
+            location = keyword(call, "map_location")
+            value = location.value if location is not None else call.args[1]
+            use = other_use(model, call)
+            if use is None and cuda_device_text(model, value):
+                return [Use(node, True)]
+            why = f"it is used other than through load_state_dict ({use})" if use else ""
+            return [
+                Use(
+                    node,
+                    False,
+                    NO_XLA_LOAD
+                    + (f", and {why}" if why else ': load it on the CPU (map_location="cpu")'),
+                )
+            ]
+        if name == "torch.device" and call.args and call.args[0] is node and depth > 0:
+            # ``device = torch.device(args.device)``: the device object's own uses decide
+            # (a torch.load map_location among them cannot take the XLA device).
+            refused = [
+                u for u in self._classify(call, depth - 1, seen) if u.why.startswith(NO_XLA_LOAD)
+            ]
+            return refused or [Use(node, True)]
         if meth in {"to", "cuda", "type"} or name == "torch.device":
             return [Use(node, True)]
         if name is not None and name.startswith("torch.cuda."):

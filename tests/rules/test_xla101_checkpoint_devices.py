@@ -1,0 +1,66 @@
+"""A device that a ``torch.load`` map_location reads: converted to the XLA device, the load
+fails (torch.load cannot restore onto it: "don't know how to restore data location ...
+tagged with xla:0", measured). XLA101's device fix was safe and Convert broke such loads
+(``device = torch.device("cuda" if ... else "cpu")`` ... ``torch.load(p, map_location=device)``:
+on an XLA host the original loaded on the CPU). Now XLA115 loads them on the CPU, and the
+device fix is safe only where that load fix is."""
+
+import io
+
+import pytest
+import torch
+
+from tests.helpers import findings, fixed
+
+PICKED = """
+import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.nn.Linear(3, 1).to(device)
+model.load_state_dict(torch.load("ckpt.pt", map_location=device))
+"""
+
+
+def test_a_picked_device_read_by_a_load_into_load_state_dict_converts_safely() -> None:
+    (load,) = findings(PICKED, "XLA115")
+    assert load.fix is not None and load.fix.safe and "the script's device" in load.message
+    (device,) = findings(PICKED, "XLA101")
+    assert device.fix is not None and device.fix.safe
+    out = fixed(PICKED)
+    assert 'torch.load("ckpt.pt", map_location="cpu")' in out and "torch_xla.device()" in out
+
+
+def test_a_checkpoint_read_directly_keeps_the_device_fix_for_review() -> None:
+    code = PICKED.replace(
+        'model.load_state_dict(torch.load("ckpt.pt", map_location=device))',
+        'ckpt = torch.load("ckpt.pt", map_location=device)\nscale = ckpt["scale"] * 2',
+    )
+    (device,) = findings(code, "XLA101")
+    assert device.fix is not None and not device.fix.safe
+    assert "torch.load cannot restore a checkpoint onto the XLA device" in device.message
+
+
+def test_an_option_device_through_torch_device_into_a_load_waits_for_review() -> None:
+    code = """
+    import argparse
+    import torch
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default="cuda")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    model = torch.nn.Linear(3, 1).to(device)
+    model.load_state_dict(torch.load("ckpt.pt", map_location=device))
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.fix is not None and not f.fix.safe
+    assert 'map_location="cpu"' in f.message
+
+
+def test_torch_load_really_refuses_the_xla_device() -> None:
+    torch_xla = pytest.importorskip("torch_xla")
+    buffer = io.BytesIO()
+    torch.save({"w": torch.ones(2)}, buffer)
+    buffer.seek(0)
+    with pytest.raises(RuntimeError, match="restore data location"):
+        torch.load(buffer, map_location=torch_xla.device())
