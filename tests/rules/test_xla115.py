@@ -261,3 +261,20 @@ def test_a_device_attribute_that_may_be_the_cpu_is_left_alone():
             model.load_state_dict(torch.load(path, map_location=self.device))
     """
     assert findings(code, "XLA115") == []
+
+
+def test_entries_taken_with_get_or_pop_count_like_subscripts():
+    code = """
+    import torch
+
+    def resume(path, model, optimizer):
+        ckpt = torch.load(path, map_location="cuda:0")
+        model.load_state_dict(ckpt.pop("model"))
+        optimizer.load_state_dict(ckpt.get("optimizer"))
+        return ckpt.get("epoch", 0)
+    """
+    (f,) = findings(code, "XLA115")
+    assert f.fix is not None and f.fix.safe
+    tensor = code.replace('return ckpt.get("epoch", 0)', 'return ckpt.pop("ema")')
+    (g,) = findings(tensor, "XLA115")
+    assert g.fix is not None and not g.fix.safe

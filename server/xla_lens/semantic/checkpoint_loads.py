@@ -17,6 +17,13 @@ from .rank_guards import attribute_values
 # Checkpoint entries that hold plain Python values (counters, settings), not tensors.
 # (``rng_state`` is a tensor, but ``torch.set_rng_state`` wants it on the CPU.)
 PLAIN_KEYS = ("epoch", "step", "iter", "args", "config", "arch", "name", "version", "rng")
+ENTRY_METHODS = frozenset({"get", "pop"})
+
+
+def _plain_key(key: ast.AST | None) -> bool:
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+        return False
+    return any(k in key.value for k in PLAIN_KEYS)
 
 
 def _into_load_state_dict(model: ScriptModel, node: ast.AST) -> bool:
@@ -81,13 +88,23 @@ def other_use(model: ScriptModel, call: ast.Call) -> str | None:
             key = parent.slice
             if _into_load_state_dict(model, parent) or _rekeyed_into_load_state_dict(model, parent):
                 continue
-            if isinstance(key, ast.Constant) and any(k in str(key.value) for k in PLAIN_KEYS):
+            if _plain_key(key):
                 continue
             if isinstance(parent.ctx, ast.Load) and isinstance(model.parent(parent), ast.Compare):
                 continue  # `if "optimizer" in ckpt` style tests never touch tensors
             return f"`{model.segment(parent)}` on line {line_ref(node.lineno)}"
         if isinstance(parent, ast.Compare):
             continue
+        entry = model.parent(parent)
+        if (
+            isinstance(parent, ast.Attribute)
+            and parent.attr in ENTRY_METHODS
+            and isinstance(entry, ast.Call)
+            and entry.func is parent
+            and entry.args
+            and (_plain_key(entry.args[0]) or _into_load_state_dict(model, entry))
+        ):
+            continue  # ``ckpt.pop("best_ap", 0)``, ``model.load_state_dict(ckpt.get("model"))``
         return f"`{name}` on line {line_ref(node.lineno)}"
     return None
 
