@@ -40,6 +40,15 @@ def _named_for_eval(model: ScriptModel, call: ast.Call) -> bool:
     return any(EVAL_WORD.search(n) for n in names)
 
 
+def single_sample_batches(call: ast.Call) -> bool:
+    """``DataLoader(..., batch_size=1)`` (the first argument after the dataset, or the
+    keyword): every batch holds one sample, so there is no smaller last batch (KAIR's test
+    loader, held-out 31)."""
+    kw = keyword(call, "batch_size")
+    size = kw.value if kw is not None else (call.args[1] if len(call.args) > 1 else None)
+    return isinstance(size, ast.Constant) and size.value == 1 and size.value is not True
+
+
 def eval_loader_findings(model: ScriptModel, training: Sequence[ast.Call]) -> Iterator[Finding]:
     """DataLoader calls with an explicit ``drop_last=False`` that no training loop iterates,
     in a script that trains (the loaders ``training`` lists are XLA402's own)."""
@@ -57,6 +66,8 @@ def eval_loader_findings(model: ScriptModel, training: Sequence[ast.Call]) -> It
             continue
         if keyword(node, "batch_sampler") is not None:
             continue  # batch_sampler decides the batches; drop_last does not apply
+        if single_sample_batches(node):
+            continue
         yield Finding(
             CODE,
             "this DataLoader (not iterated by a training loop: evaluation?) keeps its smaller "
