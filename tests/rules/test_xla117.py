@@ -178,3 +178,61 @@ def test_model_handed_in_by_a_caller_of_another_module_is_not_reported(tmp_path)
     # Built here and handed to the same class: this script's placement decides.
     built = code + "\n\nnet = torch.nn.Linear(4, 1)\nLearner(net).update([])\n"
     assert [f.code for f in analyze(built, path).findings if f.code == "XLA117"] == ["XLA117"]
+
+
+# Held-out 32 (DeepRL's agents): the network comes from a factory on the config object the
+# caller hands in, and the batches from a sibling module's helper that moves them itself.
+FACTORY_AGENT = """
+import numpy as np
+
+class Agent:
+    def __init__(self, config):
+        self.net = config.network_fn()
+        self.opt = config.optimizer_fn(self.net.parameters())
+
+    def step(self, data):
+        for _ in range(4):
+            loss = self.net(data).pow(2).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+"""
+
+
+def test_a_network_from_a_factory_the_caller_hands_in_is_not_reported(tmp_path):
+    path = str(tmp_path / "agent.py")
+    assert not [f for f in analyze(src(FACTORY_AGENT), path).findings if f.code == "XLA117"]
+    # The same class building its own network: nothing places it, so it is reported.
+    own = src(FACTORY_AGENT).replace("config.network_fn()", "__import__('torch').nn.Linear(8, 1)")
+    own = own.replace("config.optimizer_fn(", "__import__('torch').optim.SGD(")
+    assert [f.code for f in analyze(own, path).findings if f.code == "XLA117"] == ["XLA117"]
+
+
+def test_batches_made_by_a_sibling_helper_that_places_them_are_not_reported(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        src(
+            """
+            import numpy as np
+            import torch
+            from helpers import tensor
+
+            net = torch.nn.Linear(8, 1)
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            for step in range(3):
+                x = tensor(np.random.randn(4, 8))
+                opt.zero_grad()
+                net(x).sum().backward()
+                opt.step()
+            """
+        )
+    )
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text("import torch\ndef tensor(x):\n    return torch.as_tensor(x)\n")
+    found = analyze(script.read_text(), str(script), target="modern").findings
+    assert [f.code for f in found if f.code == "XLA117"] == ["XLA117"]
+    helpers.write_text(
+        "import torch\nDEVICE = 'cpu'\ndef tensor(x):\n    return torch.as_tensor(x).to(DEVICE)\n"
+    )
+    found = analyze(script.read_text(), str(script), target="modern").findings
+    assert [f.code for f in found if f.code == "XLA117"] == []

@@ -135,8 +135,11 @@ def test_ddp_device_ids_in_a_helper_of_a_subpackage(tmp_path: Path):
         model = smart(model)
         """,
     )
-    (f,) = _found(script)  # the first call only: the change is in one place
+    # The change is in one place, said at the first call; the second is pointed there.
+    f, again = _found(script)
     assert f.span.start.line == 1
+    assert (again.span.start.line, again.severity.name) == (2, "INFORMATION")
+    assert "as the call at line 2 does" in again.message
     assert f.message.startswith("smart() (wrap_ddp) runs code in helpers/torch_utils.py")
     assert "line 6:" in f.message and "(XLA205)" in f.message
     # The module-level env read belongs to no function: not the helper's evidence.
@@ -239,7 +242,11 @@ def test_relative_and_dotted_module_imports(tmp_path: Path):
         """,
     )
     found = _found(script)
-    assert [f.span.start.line for f in found] == [2]  # one helper, named at its first call
+    # One helper, said at its first call; the second is pointed there.
+    assert [(f.span.start.line, f.severity.name) for f in found] == [
+        (2, "WARNING"),
+        (3, "INFORMATION"),
+    ]
     assert "common.init_all() (setup) runs code in common/dist.py" in found[0].message
 
 
@@ -784,3 +791,45 @@ def test_a_workspace_object_held_in_an_attribute_of_the_scripts_class(tmp_path: 
     )
     (f,) = _found(script)
     assert "self.setup.bind()" in f.message and "utils/dist.py" in f.message
+
+
+LOADER_UTIL = """
+import torch
+
+class DeviceLoader:
+    def __init__(self, loader, device="cuda"):
+        self.loader, self.device = loader, device
+
+    def __iter__(self):
+        for x, y in self.loader:
+            yield x.to(self.device), y.to(self.device)
+
+def make_loader(dataset, batch_size, device="cuda"):
+    return DeviceLoader(torch.utils.data.DataLoader(dataset, batch_size=batch_size), device=device)
+"""
+
+
+def test_a_later_call_of_the_same_helper_is_pointed_at_the_first(tmp_path):
+    # Held-out 32 (efficientdet): the train and the eval loaders come from one helper.
+    _write(tmp_path / "pkg" / "loader.py", LOADER_UTIL)
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from pkg.loader import make_loader
+
+        def main(ds):
+            eval_loader = make_loader(ds, 8, device="xla")
+            train_loader = make_loader(ds, 8)
+            other = make_loader(ds, 8)
+            same = make_loader(ds, 8, device="xla")
+        """,
+    )
+    found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == CODE]
+    # The first call passes its own device: it runs nothing to convert, the second is the
+    # one that says it all, the third points there, the fourth passes its device too.
+    assert [(f.span.start.line, f.severity.name) for f in found] == [
+        (4, "WARNING"),
+        (5, "INFORMATION"),
+    ]
+    assert "as the call at line 5 does" in found[1].message
+    assert "pkg/loader.py" in found[1].message

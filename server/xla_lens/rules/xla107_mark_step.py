@@ -36,6 +36,7 @@ from .base import (
     Target,
 )
 from .parts.eval_loops import eval_loops
+from .parts.loopless_steps import loopless_step_findings
 from .parts.sync_point import sync_point
 from .parts.timer_sync import wait_syncs_loop
 from .xla106_device_loader import will_wrap
@@ -85,6 +86,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return
     yield from _training_findings(model, ctx)
     yield from _eval_findings(model, ctx.target)
+    yield from loopless_step_findings(model, ctx.target)
 
 
 def _training_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

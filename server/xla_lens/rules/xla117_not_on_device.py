@@ -83,6 +83,78 @@ def _given_by_another_module(model: ScriptModel, name: str) -> bool:
     return False
 
 
+def _trained_attributes(model: ScriptModel, loops: list[TrainingLoop]) -> list[ast.Attribute]:
+    """``self.net`` in ``self.net.parameters()`` given to an optimizer or read in a loop."""
+    found: list[ast.Attribute] = []
+    roots: list[ast.AST] = [
+        *(
+            arg
+            for call in model.calls
+            if (model.call_name(call) or "").startswith("torch.optim.")
+            for arg in [*call.args, *(kw.value for kw in call.keywords)]
+        ),
+        *(region for loop in loops for region in loop.regions()),
+    ]
+    for root in roots:
+        for n in ast.walk(root):
+            if (
+                isinstance(n, ast.Call)
+                and method_name(n) in PARAMETER_METHODS
+                and isinstance(n.func.value, ast.Attribute)  # type: ignore[union-attr]
+                and isinstance(n.func.value.value, ast.Name)  # type: ignore[union-attr]
+            ):
+                found.append(n.func.value)  # type: ignore[union-attr]
+    return found
+
+
+def _parameter_of_enclosing(model: ScriptModel, node: ast.AST, name: str) -> bool:
+    fn = model.enclosing_function(node)
+    if fn is None:
+        return False
+    args = fn.args
+    return name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+
+
+def _from_a_parameter(model: ScriptModel, value: ast.expr) -> bool:
+    """``config.network_fn()``, ``net_fn()``, ``net``: a value (or a factory) the caller
+    handed in, so what builds and places the model is out of this script's reach."""
+    root: ast.expr = value.func if isinstance(value, ast.Call) else value
+    while isinstance(root, ast.Attribute | ast.Call):
+        root = root.value if isinstance(root, ast.Attribute) else root.func
+    return (
+        isinstance(root, ast.Name)
+        and root.id != "self"
+        and _parameter_of_enclosing(model, value, root.id)
+    )
+
+
+def _attribute_given_by_caller(model: ScriptModel, attribute: ast.Attribute) -> bool:
+    """Every ``self.net = ...`` in the script takes a value from a parameter (DeepRL's
+    ``self.network = config.network_fn()``, held-out 32)."""
+    owner = attribute.value.id  # type: ignore[attr-defined]
+    values = [
+        node.value
+        for node in model.nodes_of(ast.Assign)
+        for target in node.targets  # type: ignore[attr-defined]
+        if isinstance(target, ast.Attribute)
+        and target.attr == attribute.attr
+        and isinstance(target.value, ast.Name)
+        and target.value.id == owner
+    ]
+    return bool(values) and all(_from_a_parameter(model, v) for v in values)
+
+
+def _helper_places(model: ScriptModel, loops: list[TrainingLoop]) -> bool:
+    """A function of a sibling module called where the loop runs places tensors itself
+    (``tensor(x)`` doing ``.to(Config.DEVICE)``): the batches reach a device there."""
+    scopes = {model.enclosing_function(loop.node) or loop.node for loop in loops}
+    return any(
+        isinstance(n, ast.Call) and built_where_placed(model, n)
+        for scope in scopes
+        for n in ast.walk(scope)
+    )
+
+
 def _construction(model: ScriptModel, names: list[str]) -> ast.Call | None:
     """The call that builds the trained model (``net = Net()``), when the script has one."""
     for name in names:
@@ -152,6 +224,13 @@ def _placed_nothing(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return  # the caller builds the model and places it (held-out 21, a2c-ppo's PPO)
     if built is not None and built_where_placed(model, built):
         return  # a sibling module builds the model and places things itself
+    if built is not None and _from_a_parameter(model, built):
+        return  # built by a factory the caller hands in
+    attributes = [] if names else _trained_attributes(model, loops)
+    if attributes and all(_attribute_given_by_caller(model, a) for a in attributes):
+        return  # the caller's factory builds the model (and may place it)
+    if _helper_places(model, loops):
+        return
     model_name = names[0] if names and built is not None else "model"
     device = _device_code(ctx)
     own = init_builds(model)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from ..semantic import xla_api
+from ..semantic.group_guards import runs_only_with_a_group
 from ..semantic.launch import has_own_launcher, is_launched
 from ..semantic.model import Emitter, ScriptModel
 from ..semantic.torchrun_env import (
@@ -295,6 +296,8 @@ def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         name = model.call_name(call)
         if name not in DIST_CALLS or has_group or torchrun_side(model, call):
             continue
+        if runs_only_with_a_group(model, call):
+            continue  # asks a group that exists: it answers on the "xla" backend too
         short = name.rsplit(".", 1)[1]
         if call.args or call.keywords:
             # A process-group argument asks about a subgroup: no XLA runtime equivalent.

@@ -43,6 +43,7 @@ from .parts.ddp_device_ids import ddp_findings
 from .parts.ddp_helpers import helper_device_ids_findings
 from .parts.foreign_launcher import group_launcher_reason, review_under_launcher
 from .parts.fsdp_idioms import fsdp_findings
+from .parts.library_dist_init import library_init_findings
 
 CODE = "XLA205"
 INIT = "torch.distributed.init_process_group"
@@ -389,6 +390,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield from ddp_findings(model, call, CODE)
     yield from fsdp_findings(model, CODE)
     yield from helper_device_ids_findings(model, CODE)
+    yield from library_init_findings(model, CODE)
 
 
 HOVER_BACKEND = """\

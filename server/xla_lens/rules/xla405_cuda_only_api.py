@@ -38,6 +38,7 @@ from .parts.cuda_module_holders import (
     patched_attributes,
 )
 from .parts.kbit_quantization import quantization_findings
+from .parts.shared_memory_moves import shared_memory_findings
 from .parts.sparse_embeddings import sparse_embedding_findings
 
 CODE = "XLA405"
@@ -289,11 +290,30 @@ def _default_tensor_type(model: ScriptModel) -> Iterator[Finding]:
         )
 
 
+def _library_sync_batchnorm(qualname: str | None) -> bool:
+    """timm's ``convert_sync_batchnorm`` (timm.layers, timm.models.layers): it builds the same
+    torch SyncBatchNorm layers (held-out 32, efficientdet's train.py)."""
+    return (
+        qualname is not None
+        and qualname.startswith("timm.")
+        and qualname.endswith(".convert_sync_batchnorm")
+    )
+
+
 def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
     holders = cuda_module_holders(model)
     for call in model.calls:
         name = function_name(call)
-        if "xformers" in name:
+        if _library_sync_batchnorm(model.call_name(call)):
+            yield Finding(
+                CODE,
+                f"{model.segment(call.func)} (timm) turns BatchNorm layers into "
+                f"torch.nn.SyncBatchNorm, which {_advice('torch.nn.SyncBatchNorm')[0]}",  # type: ignore[index]
+                model.span(call),
+                Severity.WARNING,
+                manual=MANUAL["torch.nn.SyncBatchNorm"],
+            )
+        elif "xformers" in name:
             advice = CUDA_LIBRARIES["xformers"]
             yield Finding(
                 CODE,
@@ -328,6 +348,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from library_findings(model, CODE)
     yield from apex_site_findings(model, CODE)
     yield from quantization_findings(model, CODE)
+    yield from shared_memory_findings(model, CODE)
     yield from _api_findings(model)
     yield from _default_tensor_type(model)
     yield from device_context_findings(model, CODE)
