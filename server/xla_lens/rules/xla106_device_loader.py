@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..semantic import device_sites, xla_api
 from ..semantic.device_intent import finished_on_xla, hand_written_xla, places_on_a_device
-from ..semantic.loaders import Source, classify, iterated_loader, passed_in_loader
+from ..semantic.loaders import Source, classify, is_counter, iterated_loader, passed_in_loader
 from ..semantic.loop_syncs import loop_syncs, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
@@ -56,6 +56,10 @@ class Wrap:
 def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None:
     """How XLA106 wraps this loop's loader, or None when it leaves the loop alone."""
     loader = iterated_loader(model, loop.node)
+    if is_counter(model, loader):
+        # ``for _ in range(len(loader)):`` counts the steps; the batches come from elsewhere
+        # (a prefetcher's ``next()``: YOLOX), never from what ``range`` is given.
+        return None
     source = classify(model, loader)
     if loader is None or source in (Source.XLA, Source.NONE):
         return None

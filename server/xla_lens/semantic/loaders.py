@@ -64,7 +64,7 @@ def iterated_loader(model: ScriptModel, loop: ast.AST) -> ast.expr | None:
     return node
 
 
-def _is_counter(model: ScriptModel, node: ast.AST | None) -> bool:
+def is_counter(model: ScriptModel, node: ast.AST | None) -> bool:
     if not isinstance(node, ast.Call):
         return isinstance(node, ast.List | ast.Tuple | ast.Constant)
     name = model.call_name(node) or (node.func.id if isinstance(node.func, ast.Name) else None)
@@ -309,7 +309,7 @@ def _next_batch_source(model: ScriptModel, loop: TrainingLoop) -> ast.AST | None
 def loop_source(model: ScriptModel, loop: TrainingLoop) -> tuple[Source, ast.AST | None]:
     """Where a training loop draws its batches, and that expression."""
     it = iterated_loader(model, loop.node)
-    if it is not None and not _is_counter(model, it):
+    if it is not None and not is_counter(model, it):
         return classify(model, it), it
     pulled = _next_batch_source(model, loop)
     if pulled is not None:
