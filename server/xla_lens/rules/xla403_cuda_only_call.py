@@ -30,6 +30,7 @@ from .parts.cuda_memory_queries import (
 )
 from .parts.data_parallel_tests import data_parallel_test
 from .parts.guarded_seeds import seed_fix
+from .parts.library_autocast import display_path
 from .parts.pin_memory import pin_memory_findings
 from .parts.pin_memory_options import pin_option_findings
 from .parts.timer_sync import SYNCHRONIZE, times_device_work, wait_fix
@@ -317,7 +318,7 @@ def _helper_calls(model: ScriptModel) -> Iterator[Finding]:
         if facts.nccl_line:
             uses.append(('init_process_group(backend="nccl")', facts.nccl_line))
         uses.sort(key=lambda u: u[1])
-        where = _display_path(model.path, facts.module)
+        where = display_path(model.path, Path(facts.module))
         shown = ", ".join(f"{q} (line {line})" for q, line in uses[:_SHOWN])
         more = f" and {len(uses) - _SHOWN} more" if len(uses) > _SHOWN else ""
         todo = ["drop or replace its torch.cuda calls (seed with torch_xla.manual_seed)"]
@@ -331,19 +332,6 @@ def _helper_calls(model: ScriptModel) -> Iterator[Finding]:
             "unset",
             manual=f"Change {func.id}() in {where} for XLA: {'; '.join(todo)}.",
         )
-
-
-def _display_path(script: str, module: str) -> str:
-    """``nanochat/common.py`` for a module beside or above the script, else the full path."""
-    try:
-        here = Path(script).parent
-        target = Path(module)
-        for base in (here, *list(here.parents)[:3]):
-            if target.is_relative_to(base):
-                return target.relative_to(base).as_posix()
-    except (ValueError, OSError):
-        pass
-    return module
 
 
 def _gates_kept_for_cuda_uses(model: ScriptModel) -> Iterator[Finding]:

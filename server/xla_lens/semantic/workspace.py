@@ -68,7 +68,7 @@ class FunctionFacts:
 _cache: dict[tuple[str, int, int], dict[str, FunctionFacts]] = {}
 
 
-def _package_root(folder: Path) -> Path:
+def package_root(folder: Path) -> Path:
     """The folder above the outermost package (``__init__.py``) containing ``folder``."""
     root = folder
     while (root / "__init__.py").is_file() and root.parent != root:
@@ -106,7 +106,7 @@ def search_folders(script_folder: Path) -> list[Path]:
     # A relative folder (``train.py`` checked from inside its package: ``Path(".")``) has no
     # parents to climb: climb its absolute one (held-out 16, pygcn's ``from pygcn.utils``).
     here = script_folder if script_folder.is_absolute() else script_folder.absolute()
-    top = _package_root(here)
+    top = package_root(here)
     # Folders between the script and the top of its package too: a repository whose root is
     # itself a package (an ``__init__.py`` there) puts that root on sys.path for
     # ``from FastAutoAugment.networks import get_model`` (held-out 26, fast-autoaugment).

