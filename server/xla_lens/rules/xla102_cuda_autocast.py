@@ -14,6 +14,7 @@ from .parts.autocast_device_type import derivation_findings
 from .parts.device_after_fixes import device_not_xla
 from .parts.device_from_caller import device_from_caller
 from .parts.device_held import device_held
+from .parts.unused_amp_imports import unused_amp_imports
 
 CODE = "XLA102"
 
@@ -201,6 +202,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _references(model, ctx)
     yield from derivation_findings(model, ctx)
     yield from _module_imports(model)
+    yield from unused_amp_imports(model, CODE)
 
 
 AMP_MODULE = "torch.cuda.amp"

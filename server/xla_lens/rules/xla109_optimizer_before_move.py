@@ -71,6 +71,11 @@ def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None,
     """The fix that moves the model first, or why there is none."""
     if is_prepare_move(move) and not _is_plain_move(move):
         return None, "the `prepare()` call returns more than the model"
+    if move.elsewhere:
+        return None, (
+            f"the move runs inside `{move.via}(...)` ({move.elsewhere}); once `{move.path}` is "
+            "on the device before the optimizer is built, that move keeps its Parameters"
+        )
     if move.via or not _is_plain_move(move):
         return None, "the move is not a statement of its own"
     if (
@@ -166,6 +171,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             else f"`{build.path}` parameters"
         )
         held = f", which holds `{move.path}` too," if move.holder else ""
+        if move.elsewhere:
+            held = f" (in {move.elsewhere})"
         message = (
             f"optimizer built from {built_from} before {_where(model, move)}{held} moves "
             f"it to the device: on XLA the move creates new Parameter objects{remap}, so this "

@@ -138,6 +138,7 @@ def _message_and_review(model: ScriptModel, missing: list[str]) -> tuple[str, st
     return message, reason
 
 
+ADVICE = "pass the XLA world size and ordinal"
 XLA_LAUNCHERS = ("torch_xla.launch", "torch_xla.distributed.xla_multiprocessing.spawn")
 THREADED_REPLICAS = (
     "{lacks}: it takes them from the xla:// process group (line {line}), which numbers "
@@ -250,6 +251,12 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
     )
     # The runtime numbers the processes only when torch_xla's launcher started them.
     launcher = launcher_reason(model, call, ctx.target)
+    if launcher:
+        # Under another launcher the runtime's values are wrong until torch_xla's starts the
+        # processes: the advice says so instead of contradicting the review reason.
+        message = message.replace(
+            ADVICE, f"once torch_xla's launcher starts the processes (XLA204), {ADVICE}", 1
+        )
     reason = f"{reason}; also {launcher}" if reason and launcher else reason or launcher
     if reason:
         message = f"{message} (fix needs review: {reason})"

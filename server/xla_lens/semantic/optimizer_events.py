@@ -15,6 +15,7 @@ add its own kinds of build and move.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -46,6 +47,7 @@ class Event:
     path: str  # dotted module path: "model", "self.net"
     via: str = ""  # name of the local helper it goes through, if any
     holder: str = ""  # the module container the event is on, when ``path`` is a member of it
+    elsewhere: str = ""  # "simclr.py:19": the move runs in another file of the workspace
 
 
 def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
@@ -318,8 +320,23 @@ class OptimizerEvents:
     @cached_property
     def moves(self) -> list[Event]:
         direct = self._direct_moves
-        found = [*direct, *self._calls_to_helpers(direct, "move")]
+        found = [*direct, *self._calls_to_helpers(direct, "move"), *self._workspace_moves()]
         return found + self._member_events(found)
+
+    def _workspace_moves(self) -> list[Event]:
+        """A class of another file whose ``__init__`` moves the module the call hands it."""
+        from .workspace_moves import foreign_moves  # reads other files: only when asked
+
+        out = []
+        for found in foreign_moves(self.model):
+            stmt = self.model.enclosing_statement(found.call)
+            path = dotted(found.moved)
+            if stmt is None or path is None:
+                continue
+            via = dotted(found.call.func) or ""
+            scope = self.scope_of(found.call)
+            out.append(Event(found.call, stmt, scope, path, via=via, elsewhere=found.where))
+        return out
 
     def _member_events(self, events: list[Event]) -> list[Event]:
         """An event on a module container (``trainable_list = nn.ModuleList([])`` then
@@ -336,6 +353,12 @@ class OptimizerEvents:
 def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
     """``x.cuda()`` / ``x.to(device)``: a move to a device, not a dtype or memory-format cast
     (``.to(torch.float16)``, ``.to(dtype)``) nor a move to the CPU or meta."""
+    return is_device_move(call, model.qualname)
+
+
+def is_device_move(call: ast.Call, qualname: Callable[[ast.AST], str | None] = dotted) -> bool:
+    """``moves_to_a_device`` with names resolved by ``qualname`` (by their text alone for a
+    module of another file, whose imports are not bound)."""
     name = method_name(call)
     if name == "cuda":
         return True
@@ -349,7 +372,7 @@ def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
         return False
     if isinstance(target, ast.Constant):
         return isinstance(target.value, str) and target.value.split(":")[0] not in NOT_DEVICES
-    q = model.qualname(target) or ""
+    q = qualname(target) or ""
     if q.startswith("torch.") and q.rpartition(".")[2] not in {"device"}:
         # torch.float16, torch.bfloat16, torch.channels_last: not a device.
         return False

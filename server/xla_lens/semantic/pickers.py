@@ -323,10 +323,9 @@ def _tests_a_device(test: ast.AST) -> bool:
     """``"cuda" in device`` / ``device.startswith("cuda")``: a use of a device already
     chosen (``device_type = "cuda" if "cuda" in device else "cpu"``), not a picker."""
     for n in ast.walk(test):
-        if isinstance(n, ast.Compare) and any(
-            isinstance(c, ast.Constant) and isinstance(c.value, str)
-            for c in (n.left, *n.comparators)
-        ):
+        if isinstance(n, ast.Compare) and _asks_for_the_cpu(n):
+            continue
+        if isinstance(n, ast.Compare) and any(_names_a_device(c) for c in (n.left, *n.comparators)):
             return True
         if (
             isinstance(n, ast.Call)
@@ -335,6 +334,32 @@ def _tests_a_device(test: ast.AST) -> bool:
         ):
             return True
     return False
+
+
+# Device words a test compares a chosen device (or a user's device option) with; another
+# string (``args.backend == "gloo"``, YOLOX) makes the test a flag of the user's.
+_DEVICE_WORDS = frozenset({*OTHER_DEVICES, "cuda", "gpu", "xla", "tpu", "npu", "hpu", "mlu"})
+
+
+def _asks_for_the_cpu(test: ast.Compare) -> bool:
+    """``args.device == "cpu"`` / ``opt.device != "cpu"``: the user's option asking for the
+    CPU, whose other side is the accelerator (``"cpu" if args.device == "cpu" else "cuda"``):
+    a flag, not a device already chosen (``device.type == "cpu"`` is one)."""
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq | ast.NotEq):
+        return False
+    sides = (test.left, test.comparators[0])
+    option = next((n for n in sides if isinstance(n, ast.Attribute)), None)
+    return (
+        option is not None
+        and option.attr != "type"
+        and isinstance(option.value, ast.Name)
+        and any(const_str(n) == "cpu" for n in sides)
+    )
+
+
+def _names_a_device(node: ast.AST) -> bool:
+    s = const_str(node)
+    return s is not None and s.split(":")[0].strip().lower() in _DEVICE_WORDS
 
 
 def _chain(node: ast.AST) -> list[ast.IfExp]:

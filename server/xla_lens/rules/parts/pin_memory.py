@@ -18,6 +18,7 @@ from ...semantic.kwargs_dicts import (
     without_entry,
 )
 from ...semantic.model import ScriptModel, keyword
+from ...semantic.xla_branches import regions
 from ..base import EditOp, Finding, Fix, RemoveKeyword, Replace, Severity
 
 DATALOADERS = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
@@ -29,8 +30,17 @@ def pin_memory_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
         # Lightning runs the same script on CUDA, where pinning helps; on an XLA host the
         # DataLoader only warns and leaves it off (held-out 13: lit-llama's Fabric loader).
         return
+    if serves_a_cuda_mode(model):
+        return
     yield from _pin_memory(model, code)
     yield from _pin_memory_in_kwargs(model, code)
+
+
+def serves_a_cuda_mode(model: ScriptModel) -> bool:
+    """A script that switches between XLA and CUDA itself (``if is_xla(): ... else: ...``)
+    pins for its CUDA mode; on XLA the DataLoader finds no accelerator to pin for and leaves
+    it off, so removing it would only slow the CUDA mode (held-out 34: moco_v3_tpu)."""
+    return regions(model).switch_line is not None
 
 
 def _finding(

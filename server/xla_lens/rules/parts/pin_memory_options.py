@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ...semantic.arguments import literal_sources, local_bindings
 from ...semantic.model import ScriptModel, const_str, keyword
 from ..base import Finding, Fix, RemoveKeyword, Severity
-from .pin_memory import DATALOADERS
+from .pin_memory import DATALOADERS, serves_a_cuda_mode
 
 # Names conventionally bound to parsed command-line options (as semantic/arguments.py reads them).
 ARGS_NAMES = frozenset({"args", "opt", "opts", "options", "flags", "FLAGS", "hparams", "cfg"})
@@ -38,6 +38,8 @@ class TrueDefault:
 
 
 def pin_option_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
+    if serves_a_cuda_mode(model):
+        return
     for call in model.calls_to(*DATALOADERS):
         kw = keyword(call, "pin_memory")
         if kw is None or isinstance(kw.value, ast.Constant) or not _plain_read(kw.value):

