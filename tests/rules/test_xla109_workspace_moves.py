@@ -114,3 +114,28 @@ def test_optimizer_built_after_the_trainer_moved_the_model_is_fine(tmp_path: Pat
         """,
     )
     assert _xla109(script) == []
+
+
+def test_a_function_of_another_file_that_moves_the_model_it_is_handed(tmp_path: Path):
+    _write(
+        tmp_path / "engine.py",
+        """
+        def train(model, optimizer, loader, device):
+            model.to(device)
+            for x in loader:
+                model(x.to(device)).sum().backward()
+                optimizer.step()
+        """,
+    )
+    script = _write(
+        tmp_path / "main.py",
+        """
+        import torch
+        import engine
+        model = torch.nn.Linear(4, 2)
+        opt = torch.optim.SGD(model.parameters(), 0.1)
+        engine.train(model, opt, [], "cuda")
+        """,
+    )
+    (f,) = _xla109(script)
+    assert "(in engine.py:2)" in f.message and "`engine.train(" in f.message

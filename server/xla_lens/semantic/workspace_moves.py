@@ -1,10 +1,11 @@
 """Moves of a module that happen in another file of the workspace, seen from the caller.
 
 ``SimCLR(model=model, optimizer=optimizer, args=args)`` where simclr.py's ``__init__`` runs
-``kwargs['model'].to(self.args.device)`` (held-out 34): the caller built its optimizer from
-``model.parameters()`` first, and on XLA the move replaces those Parameters. The class is
-found through the script's imports (``workspace_classes``: read from disk, never run); the
-parameters its ``__init__`` moves are read from its own text: a parameter moved itself
+``kwargs['model'].to(self.args.device)`` (held-out 34), or ``train(model, optimizer, loader,
+device)`` of engine.py running ``model.to(device)``: the caller built its optimizer from
+``model.parameters()`` first, and on XLA the move replaces those Parameters. The function or
+class is found through the script's imports (``workspace_calls``, ``workspace_classes``: read
+from disk, never run); the parameters it moves are read from its own text: a parameter moved itself
 (``model.to(d)``, ``model.cuda()``), through ``self.<attr> = model``, or a ``**kwargs`` entry
 (``kwargs['model'].to(d)``).
 """
@@ -12,12 +13,14 @@ parameters its ``__init__`` moves are read from its own text: a parameter moved 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .node_helpers import dotted
 from .optimizer_events import is_device_move
+from .workspace_calls import helper_target, parsed_module
 from .workspace_classes import call_root, class_call, class_roots
 
 if TYPE_CHECKING:
@@ -68,10 +71,11 @@ def moved_parameters(
 
 
 def _handed(
-    call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str
+    call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str, skip: int
 ) -> ast.expr | None:
-    """The argument of ``call`` bound to ``fn``'s parameter ``name`` (``self`` skipped)."""
-    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)][1:]
+    """The argument of ``call`` bound to ``fn``'s parameter ``name`` (the first ``skip``
+    parameters, ``self``, are not the call's)."""
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)][skip:]
     if name in positional:
         index = positional.index(name)
         if index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args):
@@ -79,33 +83,45 @@ def _handed(
     return next((kw.value for kw in call.keywords if kw.arg == name), None)
 
 
+def _moves_of(
+    call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, skip: int, path: Path
+) -> Iterator[ForeignMove]:
+    names, keys = moved_parameters(fn)
+    handed = [(_handed(call, fn, n, skip), line) for n, line in names.items()]
+    handed += [
+        (next((k.value for k in call.keywords if k.arg == key), None), line)
+        for key, line in keys.items()
+    ]
+    for arg, line in handed:
+        if arg is not None and dotted(arg):
+            yield ForeignMove(call, arg, f"{path.name}:{line}")
+
+
 def foreign_moves(model: ScriptModel) -> list[ForeignMove]:
-    """The script's constructor calls of workspace classes (in other files) whose
-    ``__init__`` moves a module the call hands over."""
+    """The script's calls of workspace functions, and constructor calls of workspace classes,
+    of other files that move a module the call hands over (``train(model, opt, device)`` of
+    engine.py running ``model.to(device)``; ``SimCLR(model=model)``)."""
 
     def build() -> list[ForeignMove]:
         if not model.path or model.path.startswith("<"):
             return []
         roots = class_roots(model)
-        if not roots:
-            return []
         script = Path(model.path)
         out: list[ForeignMove] = []
         for call in model.calls:
-            if call_root(call.func) not in roots:
+            helper = helper_target(model, call)
+            if helper is not None:
+                parsed = parsed_module(helper.path)
+                fn = parsed.functions.get(helper.function) if parsed is not None else None
+                if fn is not None and helper.path != script:
+                    out.extend(_moves_of(call, fn, 0, helper.path))
+                continue
+            if not roots or call_root(call.func) not in roots:
                 continue
             found = class_call(model, call)
             if found is None or found.method.name != "__init__" or found.owner.path == script:
                 continue
-            names, keys = moved_parameters(found.method)  # type: ignore[arg-type]
-            handed = [(_handed(call, found.method, n), line) for n, line in names.items()]  # type: ignore[arg-type]
-            handed += [
-                (next((k.value for k in call.keywords if k.arg == key), None), line)
-                for key, line in keys.items()
-            ]
-            for arg, line in handed:
-                if arg is not None and dotted(arg):
-                    out.append(ForeignMove(call, arg, f"{found.owner.path.name}:{line}"))
+            out.extend(_moves_of(call, found.method, 1, found.owner.path))  # type: ignore[arg-type]
         return out
 
     return model.memo(("workspace_moves",), build)
