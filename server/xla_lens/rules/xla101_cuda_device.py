@@ -68,6 +68,15 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             handled.update(id(n) for n in ast.walk(call))
             yield pf.value_advice(model, target, call, "CUDA device")
             continue
+        if name == "torch.device" and len(call.args) == 1 and not call.keywords:
+            # ``torch.device(rank)``: an integer is a CUDA (accelerator) index (pi-GAN's
+            # per-process device from its spawn index, held-out 35).
+            if sites.is_int_cuda_device(model, call.args[0]):
+                handled.update(id(n) for n in ast.walk(call))
+                shown = model.segment(call)
+                what = f"`{shown}` is CUDA device number `{model.segment(call.args[0])}`"
+                yield pf.value_advice(model, target, call, what)
+                continue
         if pickers.is_accelerator_value(model, call):
             site = model.parent(call) if isinstance(model.parent(call), ast.Attribute) else call
             handled.update(id(n) for n in ast.walk(site))
@@ -118,6 +127,7 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             yield default
             continue
         yield from device_arguments.int_argument_advice(model, target, call, handled)
+        yield from device_arguments.positional_string_advice(model, target, call, handled)
         kw = keyword(call, "device")
         if kw is not None and id(kw.value) not in handled and is_cuda_string(kw.value):
             e = Emitter(model)

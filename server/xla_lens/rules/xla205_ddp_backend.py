@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ..semantic.arguments import argparse_options, attribute_reads, literal_sources
-from ..semantic.device_intent import runs_on_cuda
+from ..semantic.device_intent import hand_written_xla, runs_on_cuda
 from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import ScriptModel, arg_or_keyword, const_str, keyword
 from .base import (
@@ -141,6 +141,8 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
         return _no_backend(model, call, ctx)
     value = const_str(backend)
     if value is not None:
+        if value == "gloo":
+            return _gloo_finding(model, call, ctx, backend)
         if value not in CUDA_BACKENDS:
             return None
         ops: list[EditOp] = [Replace(model.span(backend), _quoted(model, backend, "xla"))]
@@ -189,6 +191,41 @@ def _init_finding(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Findi
         return _finding(model, backend, fix)
     fix = _fix_at_source(model, call, ctx, backend, cuda)
     return _finding(model, backend, fix)
+
+
+GLOO_MESSAGE = (
+    'the "gloo" backend reduces CPU tensors, not XLA tensors: DistributedDataParallel over XLA '
+    'devices needs the "xla" backend (over gloo it raises at construction: "ProcessGroupGloo::'
+    'allgather: invalid tensor type", measured on torch_xla 2.9)'
+)
+GLOO_REVIEW = (
+    "collectives this group also runs on CPU tensors or Python objects then need a gloo group of "
+    'their own (dist.new_group(backend="gloo"))'
+)
+
+
+def _gloo_finding(
+    model: ScriptModel, call: ast.Call, ctx: RuleContext, backend: ast.expr
+) -> Finding | None:
+    """``init_process_group("gloo")`` in a CUDA script whose DDP the conversion puts on XLA
+    tensors (pi-GAN, held-out 35). A script without DDP, or not on CUDA (a CPU script, or one
+    written for XLA), keeps its gloo group."""
+    ddps = list(model.calls_to(*DDP))
+    on_cuda = runs_on_cuda(model) or any(keyword(c, "device_ids") is not None for c in ddps)
+    if not ddps or not on_cuda or hand_written_xla(model):
+        return None
+    ops: list[EditOp] = [Replace(model.span(backend), _quoted(model, backend, "xla"))]
+    more, reason = _backend_ops(model, call, ctx, backend)
+    reason = f"{reason}; {GLOO_REVIEW}" if reason else GLOO_REVIEW
+    fix = Fix('Use the "xla" backend', (*ops, *more), safe=False, review_reason=reason)
+    return Finding(
+        CODE,
+        GLOO_MESSAGE,
+        model.span(backend),
+        Severity.WARNING,
+        fix=fix,
+        manual=f"review: {reason}",
+    )
 
 
 def _computes_own_backend(model: ScriptModel) -> bool:

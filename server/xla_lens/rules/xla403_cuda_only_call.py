@@ -21,6 +21,7 @@ from .base import (
     message_as_written,
 )
 from .parts.cuda_asserts import cuda_availability_asserts, cuda_uses_after
+from .parts.cuda_env_reads import cuda_env_reads
 from .parts.cuda_gates import AVAILABILITY, stop_gates
 from .parts.cuda_memory_queries import (
     MEMORY_ADVICE,
@@ -365,6 +366,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _backend_settings(model)
     yield from pin_memory_findings(model, CODE)
     yield from pin_option_findings(model, CODE)
+    yield from cuda_env_reads(model, CODE)
 
 
 HOVER = """\

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import ast
+import builtins
+import sys
 from collections.abc import Iterator
 
 from ...semantic import calls, pickers, xla_api
@@ -221,3 +223,70 @@ def _moves_with(model: ScriptModel, fn: ast.AST, param: str, depth: int = 2) -> 
         if inner is not None and _moves_with(model, found[0], inner, depth - 1):
             return True
     return False
+
+
+# Builtins whose "cuda" argument is text, not a device (the standard library's functions are
+# left out by module, methods of objects by their form).
+_TEXT_CALLS = frozenset(dir(builtins))
+
+
+def _device_callee(model: ScriptModel, call: ast.Call) -> str | None:
+    """The name of a function that may take a device positionally: one of the script's, or
+    one of an imported module (``fid_score.calculate_fid_given_paths``); None for methods of
+    objects (``s.startswith("cuda")``, ``log.info("cuda")``) and builtins."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        imported = model.imports.get(func.id)
+        if func.id in _TEXT_CALLS or (imported is not None and _not_a_library(imported)):
+            return None
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        module = model.imports.get(func.value.id)
+        if module is None or _not_a_library(module):
+            return None
+        return f"{func.value.id}.{func.attr}"
+    return None
+
+
+def _not_a_library(qualname: str) -> bool:
+    """torch's own calls (their device arguments are the other passes' business) and the
+    standard library's (``warnings.warn("cuda ...")``)."""
+    top = qualname.split(".")[0]
+    return top in ("torch", "torch_xla") or top in sys.stdlib_module_names
+
+
+def positional_string_advice(
+    model: ScriptModel, target: Target, call: ast.Call, handled: set[int]
+) -> Iterator[Advice]:
+    """``calculate_fid_given_paths(paths, 128, "cuda", 2048)`` (pi-GAN's FID helper, held-out
+    35), ``build_feature_extractor("clean", "cuda")``, ``evaluate(model, "cuda")``: a CUDA
+    device handed over positionally. The XLA device is offered for review: a library may
+    compare the string with "cuda" or call torch.cuda itself, and a function of the script
+    may use the value for more than placing tensors."""
+    strings = [a for a in call.args if id(a) not in handled and is_cuda_string(a)]
+    if not strings:
+        return
+    name = _device_callee(model, call)
+    if name is None:
+        return
+    own = calls.callee(model, call) is not None
+    reason = (
+        f"check that `{name}()` uses the value only as a device"
+        if own
+        else f"`{name}` is not this script's: check it takes any torch device (it may compare "
+        'the string with "cuda" or call torch.cuda itself)'
+    )
+    for arg in strings:
+        handled.add(id(arg))
+        e = Emitter(model)
+        dev = xla_api.device(e, target)
+        yield pf.advice(
+            model,
+            arg,
+            pf.message(
+                f"{model.segment(arg)} hands `{name}()` a CUDA device: on XLA pass {dev}",
+                False,
+                reason,
+            ),
+            pf.fix_plan(f"Pass {dev} instead", (Replace(model.span(arg), dev),), e, False, reason),
+        )

@@ -1,0 +1,97 @@
+"""Held-out 35 idioms (pi-GAN, img2img-turbo): a device from the spawn index, a gloo group
+under DDP, the GPU count from CUDA_VISIBLE_DEVICES, a CUDA device handed over positionally."""
+
+from xla_lens.rules.base import Severity
+
+from tests.helpers import findings, fixed
+
+SPAWNED = """
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def train(rank, world_size):
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    device = torch.device(rank)
+    model = DDP(torch.nn.Linear(4, 2).to(device), device_ids=[rank])
+    x = torch.randn(8, 4, device=device)
+    model(x).sum().backward()
+
+if __name__ == "__main__":
+    num_gpus = len(os.environ["CUDA_VISIBLE_DEVICES"].split(","))
+    mp.spawn(train, args=(num_gpus,), nprocs=num_gpus)
+"""
+
+
+def test_a_device_from_the_spawn_index_is_a_cuda_device_number():
+    (f,) = [f for f in findings(SPAWNED, "XLA101") if "device number" in f.message]
+    assert f.message.startswith("`torch.device(rank)` is CUDA device number `rank`")
+    assert f.span.start.line == 8 and f.fix is not None
+    assert "device = torch_xla.device()" in fixed(SPAWNED, "XLA101", unsafe=True)
+
+
+def test_a_gloo_group_under_cuda_ddp_needs_the_xla_backend_for_review():
+    (f,) = [f for f in findings(SPAWNED, "XLA205") if "gloo" in f.message]
+    assert "ProcessGroupGloo::allgather: invalid tensor type" in f.message
+    assert not f.fix.safe and "a gloo group of their own" in f.fix.review_reason
+    out = fixed(SPAWNED, "XLA205", unsafe=True)
+    assert 'dist.init_process_group("xla", rank=rank' in out
+
+
+def test_a_gloo_group_without_ddp_or_cuda_stays():
+    cpu = SPAWNED.replace("torch.device(rank)", 'torch.device("cpu")').replace(
+        ", device_ids=[rank]", ""
+    )
+    assert not [f for f in findings(cpu, "XLA205") if "gloo" in f.message]
+    no_ddp = SPAWNED.replace("model = DDP(", "model = (").replace(", device_ids=[rank])", ")")
+    assert not [f for f in findings(no_ddp, "XLA205") if "gloo" in f.message]
+
+
+def test_the_gpu_count_from_cuda_visible_devices_raises_on_an_xla_host():
+    (f,) = [f for f in findings(SPAWNED, "XLA403") if "CUDA_VISIBLE_DEVICES" in f.message]
+    assert "KeyError" in f.message and f.fix is None and f.severity == Severity.WARNING
+    code = """
+    import os
+    gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+    """
+    (f,) = findings(code, "XLA403")
+    assert "gives None (or the default)" in f.message and f.span.start.line == 1
+
+
+def test_a_cuda_device_handed_over_positionally_is_offered_for_review():
+    code = """
+    import torch
+    import warnings
+    from pytorch_fid import fid_score
+    def evaluate(model, device):
+        return model(torch.zeros(2, device=device))
+    evaluate(torch.nn.Linear(2, 2), "cuda")
+    fid = fid_score.calculate_fid_given_paths(["a", "b"], 128, "cuda", 2048)
+    warnings.warn("cuda")
+    print("cuda")
+    """
+    found = [f for f in findings(code, "XLA101") if "hands" in f.message]
+    assert [f.span.start.line for f in found] == [5, 6]
+    assert all(not f.fix.safe for f in found)
+    assert "check that `evaluate()` uses the value only as a device" in found[0].fix.review_reason
+    assert "is not this script's" in found[1].fix.review_reason
+
+
+def test_the_trained_model_saved_past_the_trainer():
+    code = """
+    from transformers import Trainer, TrainingArguments
+    def main(model, ds):
+        trainer = Trainer(model=model, args=TrainingArguments("out"), train_dataset=ds)
+        model.save_pretrained("before")
+        trainer.train()
+        trainer.model.save("out")
+        model.save_pretrained("out")
+        trainer.save_model("out")
+    """
+    found = [f for f in findings(code, "XLA108") if "past the Trainer" in f.message]
+    assert [f.span.start.line for f in found] == [5, 6]
+    assert "RuntimeError" in found[0].message and found[0].fix is None
+    assert "trainer.save_model(" in found[0].manual
