@@ -95,3 +95,47 @@ def test_the_trained_model_saved_past_the_trainer():
     assert [f.span.start.line for f in found] == [5, 6]
     assert "RuntimeError" in found[0].message and found[0].fix is None
     assert "trainer.save_model(" in found[0].manual
+
+
+def test_a_class_spawned_per_process_runs_in_the_replicas_not_the_parent():
+    # RobustVideoMatting: mp.spawn(Trainer, ...) builds the trainer in each process, so the
+    # moves in its methods are replica code, not the launcher's parent.
+    code = """
+    import torch
+    import torch.multiprocessing as mp
+
+    class Trainer:
+        def __init__(self, rank, world_size):
+            self.rank = rank
+            self.init_model()
+
+        def init_model(self):
+            self.model = torch.nn.Linear(4, 2).to(self.rank)
+
+    if __name__ == "__main__":
+        mp.spawn(Trainer, nprocs=2, args=(2,), join=True)
+    """
+    (f,) = [f for f in findings(code, "XLA101") if "self.rank" in f.message]
+    assert "parent process" not in f.message
+    assert "parent process" not in (f.fix.review_reason if f.fix else "")
+
+
+def test_a_validation_loop_inside_the_training_loop_reports_each_read_once():
+    code = """
+    import torch
+    device = torch.device("cuda")
+    def train(model, opt, loader, val_loader):
+        for step, (x, y) in enumerate(loader):
+            loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+            opt.zero_grad(); loss.backward(); opt.step()
+            if step % 100 == 1:
+                model.eval()
+                scores = []
+                with torch.no_grad():
+                    for vx, vy in val_loader:
+                        v = torch.nn.functional.mse_loss(model(vx.to(device)), vy.to(device))
+                        scores.append(v.item())
+                model.train()
+    """
+    reads = [f for f in findings(code, "XLA401") if f.span.start.line == 12]
+    assert len(reads) == 1 and "evaluation loop on line 11" in reads[0].message

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from xla_lens.engine import analyze
-from xla_lens.semantic import workspace, workspace_calls, workspace_classes
+from xla_lens.semantic import workspace, workspace_callers, workspace_calls, workspace_classes
 
 from tests.helpers import src
 
@@ -35,6 +35,7 @@ def _fresh_caches():
     workspace_calls.clear_cache()
     workspace.clear_cache()
     workspace_classes.clear_cache()
+    workspace_callers.clear_cache()
     yield
 
 
@@ -139,3 +140,38 @@ def test_a_function_of_another_file_that_moves_the_model_it_is_handed(tmp_path: 
     )
     (f,) = _xla109(script)
     assert "(in engine.py:2)" in f.message and "`engine.train(" in f.message
+
+
+def test_the_trainer_file_names_the_caller_whose_optimizer_its_move_makes_stale(tmp_path: Path):
+    trainer = _write(tmp_path / "trainer.py", TRAINER_KWARGS)
+    _write(
+        tmp_path / "run.py",
+        """
+        import torch
+        from trainer import Trainer
+        def main(args):
+            model = torch.nn.Linear(4, 2)
+            optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+            Trainer(model=model, optimizer=optimizer, args=args)
+        """,
+    )
+    (f,) = _xla109(trainer)
+    assert f.span.start.line == 5 and f.fix is None
+    assert "moves the model `Trainer()` is handed" in f.message and "(run.py:5)" in f.message
+    assert "line 5 there" in f.manual
+
+
+def test_the_trainer_file_is_quiet_when_its_callers_move_first(tmp_path: Path):
+    trainer = _write(tmp_path / "trainer.py", TRAINER_KWARGS)
+    _write(
+        tmp_path / "run.py",
+        """
+        import torch
+        from trainer import Trainer
+        def main(args):
+            model = torch.nn.Linear(4, 2).to(args.device)
+            optimizer = torch.optim.Adam(model.parameters(), 1e-3)
+            Trainer(model=model, optimizer=optimizer, args=args)
+        """,
+    )
+    assert _xla109(trainer) == []

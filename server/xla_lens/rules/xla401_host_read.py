@@ -266,7 +266,13 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         for call, message, fix in crashes_outside_loops(model, values, REPORTING_METHODS):
             yield Finding(CODE, message, model.span(call), Severity.WARNING, fix=fix)
     agnostic = framework_read_manual(model)
+    # A validation loop inside the training loop (img2img-turbo's, every eval_freq steps): its
+    # reads are said once, as the evaluation loop's (no step closure), not also as the step's.
+    evaluation = [] if on_cpu else list(_evaluation_reads(model, values, closures))
+    said = {id(node) for node, _ in evaluation}
     for loop, node in loop_nodes(model):
+        if id(node) in said:
+            continue
         what = _reads(model, values, node)
         if what is None:
             continue
@@ -300,8 +306,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
-    if not on_cpu:
-        yield from _evaluation_reads(model, values, closures)
+    yield from (finding for _, finding in evaluation)
     for read in forward_buffer_reads(model):  # every forward, wherever the loop is
         yield Finding(
             CODE,
@@ -334,7 +339,7 @@ def _region(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast.AST:
 
 def _evaluation_reads(
     model: ScriptModel, values: HostValues, closures: set[str]
-) -> Iterator[Finding]:
+) -> Iterator[tuple[ast.AST, Finding]]:
     """Per-batch reads in evaluation loops (``parts/eval_loops``): advice, no fix (a step
     closure would defer ``correct += ....item()`` past the code that uses the total)."""
     for loop in evaluation_loops(model, handed_in=True):
@@ -352,14 +357,17 @@ def _evaluation_reads(
                     continue  # a batch field the loop never moves: a CPU tensor
                 if periodic_block(model, TrainingLoop(loop), node) is not None:
                     continue  # ``if i % 100 == 0: print(loss)``: every 100 batches, not each
-                yield Finding(
-                    CODE,
-                    f"{what} reads a device tensor on the host in every batch of the "
-                    f"evaluation loop on line {line_ref(loop.lineno)}: each read compiles and runs the "
-                    "pending graph right there, once per batch",
-                    model.span(node),
-                    Severity.WARNING,
-                    manual=EVAL_MANUAL,
+                yield (
+                    node,
+                    Finding(
+                        CODE,
+                        f"{what} reads a device tensor on the host in every batch of the "
+                        f"evaluation loop on line {line_ref(loop.lineno)}: each read compiles and runs the "
+                        "pending graph right there, once per batch",
+                        model.span(node),
+                        Severity.WARNING,
+                        manual=EVAL_MANUAL,
+                    ),
                 )
 
 

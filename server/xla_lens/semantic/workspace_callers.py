@@ -50,6 +50,10 @@ class CallerModule:
     # Which part of the result it trains on: the place in the unpacked tuple (``train_loader,
     # test_loader = get_loader(args)`` then a loop over ``train_loader``: 0), None for all.
     trained_elements: frozenset[int | None] = frozenset()
+    # (1-based line of its optimizer build, 1-based line in this file of the move that makes
+    # the optimizer stale): it builds an optimizer from a model's parameters, then hands the
+    # model to the function or class here, which moves it (SimCLR's run.py, held-out 34).
+    stale: tuple[tuple[int, int], ...] = ()
 
 
 # (path, size, mtime, function, stem) -> whether the file spells both names (only those that
@@ -196,7 +200,27 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
         caller.call_name(c) in XLA_LAUNCHERS for c in caller.calls
     )
     trained = _trained_elements(caller, set(lines))
-    return CallerModule(path, tuple(sorted(lines)), reducer, launched, bool(trained), trained)
+    stale = _stale_builds(path, text, tree, target) if ".parameters(" in text else ()
+    return CallerModule(
+        path, tuple(sorted(lines)), reducer, launched, bool(trained), trained, stale
+    )
+
+
+def _stale_builds(
+    path: Path, text: str, tree: ast.Module, target: Path
+) -> tuple[tuple[int, int], ...]:
+    """The caller's optimizer builds made stale by a move in ``target`` (its real path lets
+    it follow its imports back here; ``target`` is read as saved, or as the editor holds it)."""
+    from .accelerate_prepare import stale_optimizers
+    from .model import ScriptModel
+
+    caller = ScriptModel(text, tree, str(path))
+    out = []
+    for build, move in stale_optimizers(caller):
+        name, _, line = move.elsewhere.rpartition(":")
+        if name == target.name and line.isdigit():
+            out.append((build.node.lineno, int(line)))  # type: ignore[attr-defined]
+    return tuple(sorted(set(out)))
 
 
 def _trained_elements(caller: ScriptModel, lines: set[int]) -> frozenset[int | None]:
