@@ -17,6 +17,7 @@ cached per file version.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +64,7 @@ _summaries: dict[tuple[str, int, int, str, str], CallerModule | None] = {}
 
 
 def clear_cache() -> None:
+    _imports_stem.clear()
     _mentions.clear()
     _summaries.clear()
 
@@ -93,6 +95,58 @@ def _folders(path: Path) -> list[Path]:
         # in the folder above still imports it (held-out 20, ViT-pytorch's utils/).
         out.append(here.parent)
     return out
+
+
+# (path, size, mtime, stem) -> whether the file imports a module of that name.
+_imports_stem: dict[tuple[str, int, int, str], bool] = {}
+
+
+def imported_elsewhere(model: ScriptModel) -> bool:
+    """Whether another module where ``workspace_callers`` looks imports this file at all (a
+    cheap test before asking for the callers of each of its functions: most files, and every
+    generated bench script, have none)."""
+    if not model.path or model.path.startswith("<"):
+        return False
+    return model.memo(("workspace_callers", "imported"), lambda: _imported_elsewhere(model))
+
+
+def _imported_elsewhere(model: ScriptModel) -> bool:
+    try:
+        me = Path(model.path).resolve()
+        folders = _folders(me)
+    except OSError:
+        return False
+    pattern = re.compile(rf"^\s*(from|import)\s[^\n]*\b{re.escape(me.stem)}\b", re.M)
+    seen = 0
+    for folder in folders:
+        try:
+            files = sorted(p for p in folder.iterdir() if p.suffix == ".py")
+        except OSError:
+            continue
+        for path in files:
+            if seen >= MAX_FILES:
+                return False
+            seen += 1
+            if path == me:
+                continue
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            key = (str(path), st.st_size, st.st_mtime_ns, me.stem)
+            found = _imports_stem.get(key)
+            if found is None:
+                try:
+                    text = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
+                except OSError:
+                    text = ""
+                found = pattern.search(text) is not None
+                if len(_imports_stem) >= _MENTIONS_LIMIT:
+                    _imports_stem.clear()
+                _imports_stem[key] = found
+            if found:
+                return True
+    return False
 
 
 def workspace_callers(model: ScriptModel, function: str) -> list[CallerModule]:

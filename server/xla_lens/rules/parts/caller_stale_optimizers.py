@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...semantic.model import ScriptModel
 from ...semantic.optimizer_events import moves_to_a_device
-from ...semantic.workspace_callers import workspace_callers
+from ...semantic.workspace_callers import imported_elsewhere, workspace_callers
 from ...semantic.workspace_moves import moved_parameters
 from ..base import Finding, Severity
 
@@ -41,7 +41,9 @@ def caller_stale_optimizers(model: ScriptModel, code: str) -> Iterator[Finding]:
     if not model.path or model.path.startswith("<"):
         return
     if ".to(" not in model.source and ".cuda(" not in model.source:
-        return  # the cheap test first: nothing here moves a module
+        return  # the cheap tests first: nothing here moves a module, or nothing imports it
+    if not imported_elsewhere(model):
+        return
     movers = _movers(model)
     if not movers:
         return

@@ -44,10 +44,23 @@ def _trainers(model: ScriptModel, scope: ast.AST) -> dict[str, str | None]:
 def trainer_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
     if "Trainer" not in model.source:
         return  # the cheap test first
+    # Names assigned a ``...Trainer(...)`` anywhere: only their ``.train()`` is looked at.
+    named = {
+        t.id
+        for node in model.nodes_of(ast.Assign)
+        if isinstance(node.value, ast.Call)  # type: ignore[attr-defined]
+        and (dotted(node.value.func) or "").endswith("Trainer")  # type: ignore[attr-defined]
+        for t in node.targets  # type: ignore[attr-defined]
+        if isinstance(t, ast.Name)
+    }
+    if not named:
+        return
     for call in model.calls:
         if method_name(call) != "train" or not isinstance(call.func, ast.Attribute):
             continue
         trainer = dotted(call.func.value)
+        if trainer is None or trainer not in named:
+            continue  # ``model.train()``: most ``.train()`` calls are no Trainer's
         scope = next(
             (a for a in model.ancestors(call) if isinstance(a, ast.FunctionDef | ast.Module)),
             model.tree,
