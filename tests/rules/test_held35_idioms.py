@@ -139,3 +139,34 @@ def test_a_validation_loop_inside_the_training_loop_reports_each_read_once():
     """
     reads = [f for f in findings(code, "XLA401") if f.span.start.line == 12]
     assert len(reads) == 1 and "evaluation loop on line 11" in reads[0].message
+
+
+def test_an_autocast_dtype_chosen_from_the_device_becomes_bf16_for_review():
+    # nanoVLM: on the XLA device `device.type in ['cuda', 'cpu']` is False: float16.
+    code = """
+    import torch
+    device = torch.device("cuda")
+    model = torch.nn.Linear(4, 2).to(device)
+    with torch.autocast(device_type=device.type, dtype=torch.bfloat16 if device.type in ['cuda', 'cpu'] else torch.float16):
+        y = model(torch.randn(2, 4, device=device))
+    """
+    (f,) = findings(code, "XLA102")
+    assert not f.fix.safe and "the dtype was chosen from the device" in f.fix.review_reason
+    out = fixed(code, "XLA102", unsafe=True)
+    assert 'torch.autocast("xla", dtype=torch.bfloat16):' in out and "torch.float16" not in out
+
+
+def test_save_pretrained_of_a_model_the_script_moves():
+    code = """
+    import torch
+    device = torch.device("cuda")
+    model = build().to(device)
+    tokenizer = load_tokenizer()
+    for x in loader:
+        model(x.to(device)).sum().backward()
+    eval_model = model.module if ddp else model
+    eval_model.save_pretrained("ckpt")
+    tokenizer.save_pretrained("ckpt")
+    """
+    (f,) = [f for f in findings(code, "XLA108") if "save_pretrained" in f.message]
+    assert f.span.start.line == 7 and f.fix is None and "RuntimeError" in f.message

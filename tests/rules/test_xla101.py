@@ -200,7 +200,14 @@ def test_picker_block_that_runs_other_code_is_a_reviewed_fix():
         n_workers = 0
     """
     f = _only(code)
-    assert not f.fix.safe and "also runs" in f.fix.review_reason
+    assert not f.fix.safe
+    assert "the CUDA branch's other statements now run on every host: n_workers = 4" in (
+        f.fix.review_reason
+    )
+    assert "the other branch's statements no longer run: n_workers = 0" in f.fix.review_reason
+    # The accelerator branch's work stays (ParallelWaveGAN's process group, held-out 36).
+    out = fixed(code, "XLA101", unsafe=True)
+    assert "n_workers = 4" in out and "n_workers = 0" not in out and "if torch" not in out
 
 
 def test_accelerator_pickers():

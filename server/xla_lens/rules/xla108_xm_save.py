@@ -50,7 +50,7 @@ from .parts.checkpoint_data import device_data
 from .parts.checkpoint_helpers import helper_save_findings
 from .parts.checkpoint_objects import Held, advice, describe, held_on_device, placed_module
 from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
-from .parts.trainer_model_saves import trainer_model_saves
+from .parts.trainer_model_saves import device_model_saves, trainer_model_saves
 
 CODE = "XLA108"
 # torch.save(obj, f, ...) keywords and their positions in xm.save(data, file_or_path).
@@ -302,6 +302,7 @@ def is_checkpoint(model: ScriptModel, obj: ast.AST | None) -> bool:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from helper_save_findings(model, ctx, CODE, _is_state_dict)
     yield from trainer_model_saves(model, CODE)
+    yield from device_model_saves(model, CODE)
     for call in model.calls_to("torch.save"):
         obj = arg_or_keyword(call, 0, "obj")
         if not _is_state_dict(model, obj):

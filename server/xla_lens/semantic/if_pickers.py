@@ -7,6 +7,7 @@ availability."""
 from __future__ import annotations
 
 import ast
+import textwrap
 from collections.abc import Iterator
 
 from . import device_sites as sites
@@ -45,14 +46,27 @@ def if_picker_advice(model, target: Target, handled) -> Iterator[Advice]:
         uses = [u for u in flow._store_uses(ip.target, 4, set()) if id(u.node) not in inside]
         code, safe, reason, follow = pf.choose(model, e, target, uses, str_typed)
         extras = [s for s in ip.extras if not pickers.is_harmless_extra(model, s)]
-        if extras:
+        # The accelerator branch's other work (a process group, a world size: ParallelWaveGAN,
+        # held-out 36) is what an XLA host should run: it stays, after the new assignment.
+        kept = [s for s in _device_branch(model, node, ip) if s in extras]
+        lost = [s for s in extras if s not in kept]
+        if kept:
             safe = False
-            more = "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in extras[:2])
-            reason = (reason + "; " if reason else "") + f"the picker block also runs: {more}"
+            reason = (reason + "; " if reason else "") + (
+                f"the CUDA branch's other statements now run on every host: {_shown(model, kept)}"
+            )
+        if lost:
+            safe = False
+            reason = (reason + "; " if reason else "") + (
+                f"the other branch's statements no longer run: {_shown(model, lost)}"
+            )
         name = model.segment(ip.target)
-        # The block's comments ride on the new statement, so removing the block keeps them.
-        comments = "  ".join(sites.comments_in(model, node))
+        kept_text, kept_comments = _statements_text(model, kept)
+        # The block's other comments ride on the new statement, so removing the block keeps them.
+        comments = "  ".join(c for c in sites.comments_in(model, node) if c not in kept_comments)
         statement = f"{name} = {code}" + (f"  {comments}" if comments else "")
+        if kept_text:
+            statement = f"{statement}\n{kept_text}"
         ops, safe, reason, note = pf.with_guards(
             model,
             handled,
@@ -75,6 +89,53 @@ def if_picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                 pf.titled(f"Use the XLA device: {name} = {code}", note), ops, e, safe, reason
             ),
         )
+
+
+def _shown(model, stmts: list[ast.stmt]) -> str:
+    return "; ".join(model.line_text(s.lineno - 1).strip()[:60] for s in stmts[:2])
+
+
+def _device_branch(model, node: ast.If, ip: pickers.IfPicker) -> list[ast.stmt]:
+    """The body of the branch that assigns the CUDA (accelerator) device."""
+    key = pickers._target_key(ip.target)
+    cur: ast.stmt = node
+    while isinstance(cur, ast.If):
+        bodies = [cur.body]
+        nxt = cur.orelse[0] if len(cur.orelse) == 1 and isinstance(cur.orelse[0], ast.If) else None
+        if nxt is None and cur.orelse:
+            bodies.append(cur.orelse)
+        for body in bodies:
+            if any(
+                isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and pickers._target_key(s.targets[0]) == key
+                and pickers.is_device_value(model, s.value)
+                for s in body
+            ):
+                return body
+        if nxt is None:
+            break
+        cur = nxt
+    return []
+
+
+def _statements_text(model, stmts: list[ast.stmt]) -> tuple[str, set[str]]:
+    """The source of ``stmts`` with the comment lines just above each, dedented; and the
+    comments in it."""
+    if not stmts:
+        return "", set()
+    chunks: list[str] = []
+    for stmt in stmts:
+        first = stmt.lineno - 1
+        while first > 0 and model.line_text(first - 1).lstrip().startswith("#"):
+            first -= 1
+        chunks.append("".join(model.text_lines(first, (stmt.end_lineno or stmt.lineno) - 1)))
+    text = textwrap.dedent("".join(chunks)).rstrip("\n")
+    comments = {line.strip() for line in text.splitlines() if line.strip().startswith("#")}
+    found: set[str] = set()
+    for stmt in stmts:
+        found.update(sites.comments_in(model, stmt))
+    return text, comments | found
 
 
 def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:

@@ -1,14 +1,18 @@
-"""The trained model saved past the Trainer (XLA108): ``trainer.train()`` then
-``trainer.model.save(output_dir)`` / ``model.save_pretrained(output_dir)`` (instructor-embedding,
-held-out 35).
+"""Saves of the trained model that cannot write XLA tensors (XLA108).
 
-On XLA the Trainer keeps the model on the XLA device, and such a save runs in every replica
-with it there: transformers' ``save_pretrained`` writes safetensors, which cannot read XLA
-storage (``RuntimeError: Attempted to access the data pointer on an invalid python storage``,
-measured with transformers 5 and torch_xla 2.9; sentence-transformers' ``save`` goes through
-it). ``trainer.save_model(path)`` copies the weights to the CPU and writes on the main process
-only. No fix: ``save_model`` writes what the Trainer saves (its arguments, the tokenizer), not
-necessarily the same files as the library's own ``save``.
+- Past the Trainer: ``trainer.train()`` then ``trainer.model.save(output_dir)`` /
+  ``model.save_pretrained(output_dir)`` (instructor-embedding, held-out 35). On XLA the Trainer
+  keeps the model on the XLA device and such a save runs in every replica with it there.
+- In a native loop: ``eval_model.save_pretrained(path)`` of a module the script moves to its
+  device (nanoVLM, held-out 36).
+
+transformers' ``save_pretrained`` writes safetensors, which cannot read XLA storage
+(``RuntimeError: Attempted to access the data pointer on an invalid python storage``, measured
+with transformers 5 and torch_xla 2.9; sentence-transformers' ``save`` goes through it).
+``trainer.save_model(path)`` copies the weights to the CPU and writes on the main process only.
+No fix: ``save_model`` writes what the Trainer saves (its arguments, the tokenizer), not
+necessarily the same files as the library's own ``save``; a library's ``save_pretrained`` may
+or may not take the CPU state it should write.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.device_intent import being_converted
 from ...semantic.model import ScriptModel, dotted, keyword, method_name
+from ...semantic.optimizer_events import moves_to_a_device
 from ..base import Finding, Severity
 
 SAVE_METHODS = frozenset({"save_pretrained", "save"})
@@ -89,3 +95,63 @@ def trainer_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
                     manual=f"Save with `{trainer}.save_model(...)`, or copy the state to the "
                     "CPU first and write it on the main process only.",
                 )
+
+
+def _moved_roots(model: ScriptModel) -> set[str]:
+    """Names whose module the script moves to a device (``model.to(device)``, ``net.cuda()``),
+    and names assigned from them (``eval_model = model.module if ddp else model``)."""
+    roots = set()
+    for call in model.calls:
+        if method_name(call) in ("to", "cuda") and moves_to_a_device(model, call):
+            moved = dotted(call.func.value)  # type: ignore[attr-defined]
+            if moved is not None:
+                roots.add(moved.split(".")[0])
+            stmt = model.parent(call)
+            if isinstance(stmt, ast.Assign) and stmt.value is call:
+                # ``model = build().to(device)``
+                roots.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    for name, assigns in model.assignments.items():
+        if name in roots:
+            continue
+        for a in assigns:
+            if a.value is not None and any(
+                isinstance(n, ast.Name) and n.id in roots for n in ast.walk(a.value)
+            ):
+                roots.add(name)
+                break
+    return roots
+
+
+def device_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """``eval_model.save_pretrained(path)`` of a module the script moves to its device
+    (nanoVLM's checkpoint, held-out 36): after conversion the weights are XLA tensors, which
+    the safetensors writer cannot read (RuntimeError, measured). No fix: a library's
+    ``save_pretrained`` may or may not take the CPU state it should write."""
+    if "save_pretrained" not in model.source or not being_converted(model):
+        return
+    said = [f.span for f in trainer_model_saves(model, code)]
+    trainer_saves = {id(c) for c in model.calls if model.span(c) in said}
+    roots = None
+    for call in model.calls:
+        if method_name(call) != "save_pretrained" or not isinstance(call.func, ast.Attribute):
+            continue
+        name = (dotted(call.func.value) or "").split(".")[0]
+        if id(call) in trainer_saves:
+            continue  # said as a save past the Trainer
+        if roots is None:
+            roots = _moved_roots(model)
+        if name not in roots:
+            continue
+        shown = model.segment(call.func)
+        yield Finding(
+            code,
+            f"`{shown}(...)` saves a model the script moves to its device: after conversion its "
+            "weights are XLA tensors, and save_pretrained's safetensors writer cannot read them "
+            "(RuntimeError, measured); every replica that reaches it also writes",
+            model.span(call),
+            Severity.WARNING,
+            manual="Write a CPU copy on the master only: e.g. "
+            "`state = {k: v.cpu() for k, v in model.state_dict().items()}` and save that "
+            "(save_pretrained(path, state_dict=state) where the library takes one), under "
+            "`if xm.is_master_ordinal():`.",
+        )
