@@ -888,3 +888,40 @@ def test_a_helper_loop_handed_an_xla_loader_needs_no_sync(tmp_path: Path):
         """,
     )
     assert _found(script) == []
+
+
+def test_a_helpers_own_helper_is_evidence_one_module_further(tmp_path: Path):
+    # held-out 34 (DETR): main.py calls engine.evaluate(), which calls a MetricLogger method of
+    # util/misc.py that allocates on "cuda".
+    _write(
+        tmp_path / "util" / "misc.py",
+        """
+        import torch
+        class MetricLogger:
+            def synchronize(self):
+                return torch.tensor([1.0], device="cuda")
+        """,
+    )
+    _write(tmp_path / "util" / "__init__.py", "")
+    _write(
+        tmp_path / "engine.py",
+        """
+        import util.misc as utils
+        def evaluate(model, loader):
+            logger = utils.MetricLogger()
+            for x in loader:
+                model(x)
+            logger.synchronize()
+        """,
+    )
+    script = _write(
+        tmp_path / "main.py",
+        """
+        from engine import evaluate
+        def main(model, loader):
+            evaluate(model, loader)
+        """,
+    )
+    (f,) = _found(script)
+    assert "evaluate() runs code in engine.py" in f.message
+    assert "line 6: logger.synchronize() runs code in util/misc.py" in f.message

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +100,11 @@ class ModuleEvidence:
 
 
 _NONE = ModuleEvidence((), {})
-# (path, size, mtime, target) -> the module's evidence
-_cache: dict[tuple[str, int, int, str], ModuleEvidence] = {}
+# (path, size, mtime, target, depth) -> the module's evidence
+_cache: dict[tuple[str, int, int, str, int], ModuleEvidence] = {}
+# Helper modules followed one into another: a helper's helpers count, not theirs.
+MAX_DEPTH = 1
+_depth = threading.local()
 
 
 def clear_cache() -> None:
@@ -146,6 +150,7 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
             found.extend(rule.check(model, ctx))
         except Exception:  # noqa: BLE001  a rule broken on someone else's file says nothing
             continue
+    found.extend(_helpers_of_helper(parsed.source, parsed.tree, path, ctx))
     calls_at = {(c.lineno, c.col_offset): model.call_name(c) for c in model.calls}
     defaults = parameter_defaults(model)
     evidence: dict[tuple[int, str], Evidence] = {}
@@ -162,6 +167,9 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
         if calls_at.get(start) in DEVICE_QUERIES:
             rank = PRIORITY.index("XLA405")  # a count, not a setup that fails
         what = _short(f.message)
+        if f.code == CODE:
+            # A helper's own helper call: "x() runs code in util/misc.py that needs converting".
+            what = re.sub(r" \([^)]*\)", "", f.message.split(" for XLA", 1)[0])
         default_of = defaults.get(f.span) if f.code == "XLA101" else None
         evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, what, rank, default_of))
     for line in _nvidia_smi_lines(model):
@@ -174,6 +182,24 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
         if any(e.code not in SUPPORTING for e in mine):
             out[name] = mine
     return ModuleEvidence(lines, out)
+
+
+def _helpers_of_helper(
+    source: str, tree: ast.Module, path: Path, ctx: RuleContext
+) -> list[Finding]:
+    """This rule's own findings in the helper's module, one module further (DETR's
+    ``evaluate()`` in engine.py runs ``MetricLogger.synchronize_between_processes`` of
+    util/misc.py, which allocates on "cuda"; held-out 34): the helper's calls into its own
+    helpers are evidence too, ``MAX_DEPTH`` modules from the script at most."""
+    if getattr(_depth, "value", 0) >= MAX_DEPTH:
+        return []
+    _depth.value = getattr(_depth, "value", 0) + 1
+    try:
+        return list(_check(ScriptModel(source, tree, str(path)), ctx, once=False))
+    except Exception:  # noqa: BLE001  as for the other rules: someone else's file says nothing
+        return []
+    finally:
+        _depth.value -= 1
 
 
 def _nvidia_smi_lines(model: ScriptModel) -> list[int]:
@@ -196,7 +222,7 @@ def module_evidence(path: Path, target: str) -> ModuleEvidence:
         st = path.stat()
     except OSError:
         return _NONE
-    key = (str(path), st.st_size, st.st_mtime_ns, target)
+    key = (str(path), st.st_size, st.st_mtime_ns, target, getattr(_depth, "value", 0))
     found = _cache.get(key)
     if found is None:
         found = _analyse(path, target)
@@ -245,6 +271,13 @@ def _reported_by_script_rules(
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    return _check(model, ctx, once=True)
+
+
+def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding]:
+    """With ``once``, each helper's evidence is said at its first call and later calls point
+    there (what a person reads); without, every call gets its own (evidence for a caller one
+    module up, where each function of this module counts apart)."""
     # A script a person wrote for XLA (torch_xla API the fixes never write) is quiet. Importing
     # torch_xla is not enough: after ``fix`` the script imports it too, and its helpers still
     # need converting (the summary of what is left must say so).
@@ -266,11 +299,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 continue
             found = class_call(model, call)
             if found is not None and (id(found.chain[0].node), id(found.method)) not in seen:
-                seen.add((id(found.chain[0].node), id(found.method)))
+                if once:
+                    seen.add((id(found.chain[0].node), id(found.method)))
+                else:
+                    said = set()
                 yield from _class_finding(model, call, found, ctx.target, modules, said)
             continue
         key = (str(helper.path), helper.function)
-        first = first_calls.get(key)
+        first = first_calls.get(key) if once else None
         if first is not None:
             # The fix is in one place, said at the first call that runs it; a later call
             # is pointed there (held-out 32: efficientdet's eval loader).
