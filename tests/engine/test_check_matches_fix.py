@@ -6,6 +6,7 @@ applied by `fix`"."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -76,21 +77,55 @@ def test_every_fix_check_calls_review_is_left_by_fix():
     assert "% torch.cuda.device_count()" in out.source
 
 
-def test_the_cli_check_and_its_count_say_what_fix_applies(tmp_path: Path):
-    script = tmp_path / "train.py"
-    script.write_text(src(INDEX_DEVICE))
-    run = subprocess.run(
-        [sys.executable, "-m", "xla_lens", "check", "train.py", "--target", "modern"],
-        cwd=tmp_path,
+def _cli_check(folder: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "xla_lens", "check", "train.py", "--target", "modern", *extra],
+        cwd=folder,
         capture_output=True,
         text=True,
         timeout=120,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
+
+
+def test_the_cli_check_with_its_fix_plan_says_what_fix_applies(tmp_path: Path):
+    script = tmp_path / "train.py"
+    script.write_text(src(INDEX_DEVICE))
+    run = _cli_check(tmp_path, "--fix-plan")
     assert "XLA403's fix at line 8" in run.stdout, run.stdout
     found, later = _check(src(INDEX_DEVICE))
     fixable = sum(1 for f in found if f.fix is not None and f.fix.safe) + len(later)
     assert f"({fixable} fixable with `xla-lens fix`)" in run.stderr
+
+
+def test_the_cli_check_without_the_plan_claims_nothing_fix_may_contradict(tmp_path: Path):
+    # The rounds cost several analyses and libcst rewrites per file, so plain `check` skips
+    # them; it must then not say "not applied by `fix`" of a fix that `fix` does apply.
+    script = tmp_path / "train.py"
+    script.write_text(src(INDEX_DEVICE))
+    run = _cli_check(tmp_path)
+    assert "together with" not in run.stdout
+    assert "(review: not applied by `fix`)" not in run.stdout
+    found, later = _check(src(INDEX_DEVICE))
+    review = [f for f in found if f.fix is not None and not f.fix.safe]
+    assert later and review
+    assert run.stdout.count("not applied by `fix` unless its other fixes make it safe") == len(
+        review
+    )
+    safe = sum(1 for f in found if f.fix is not None and f.fix.safe)
+    assert (
+        f"({safe} fixable with `xla-lens fix`; {len(review)} more need review on their own: "
+        "`check --fix-plan` names those `fix` applies once the others are in)"
+    ) in run.stderr
+    as_json = _cli_check(tmp_path, "--format", "json")
+    records = [r["fix"] for r in json.loads(as_json.stdout) if r["fix"]]
+    assert all(
+        ("applied_by_fix_with" in r and r["applied_by_fix_with"] is None)
+        == (r["applicability"] == "unsafe")
+        for r in records
+    )
+    planned = json.loads(_cli_check(tmp_path, "--format", "json", "--fix-plan").stdout)
+    assert any(r["fix"] and r["fix"].get("applied_by_fix_with") for r in planned)
 
 
 # XLA103 names the autocast at line 15 (line 14 once dedented) as what blocks it; what unblocks it is XLA101's device

@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="report conversion steps and lazy-mode pitfalls")
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    check.add_argument(
+        "--fix-plan",
+        action="store_true",
+        help="run the rounds `fix` runs (in memory) to say which review fixes `fix` applies "
+        "once other fixes are in (slower: each file is fixed several times over)",
+    )
     _selection_args(check)
 
     fix = sub.add_parser("fix", help="apply every safe fix in place (or show a diff)")

@@ -46,6 +46,7 @@ def check_command(args: argparse.Namespace) -> int:
     reported: list[Reported] = []
     problems = 0
     files = 0
+    plan = bool(getattr(args, "fix_plan", False))
     for path in discover(args.paths):
         try:
             source = read_source(path)
@@ -65,11 +66,16 @@ def check_command(args: argparse.Namespace) -> int:
             continue
         for code, _tb in result.rule_errors:
             _err(f"{path}: internal error in rule {code}; other rules still ran (please report)")
-        # Run the rounds `fix` runs, so a review fix that `fix` applies once another is in
-        # is shown as such (engine/fix_plan.py).
-        target = resolve_target(settings)
-        later = applied_later(source.text, str(path), settings, target, result.findings)
-        reported.extend(Reported(path, f, later.get(i)) for i, f in enumerate(result.findings))
+        # With --fix-plan, run the rounds `fix` runs, so a review fix that `fix` applies once
+        # another is in is shown as such (engine/fix_plan.py). Not by default: the rounds
+        # re-analyse and rewrite the file with libcst, several times the cost of the check.
+        later = {}
+        if plan:
+            target = resolve_target(settings)
+            later = applied_later(source.text, str(path), settings, target, result.findings)
+        reported.extend(
+            Reported(path, f, later.get(i), planned=plan) for i, f in enumerate(result.findings)
+        )
     if args.format == "json":
         print(format_json(reported))
     elif args.format == "sarif":
@@ -83,8 +89,21 @@ def check_command(args: argparse.Namespace) -> int:
             if r.finding.fix is not None and (r.finding.fix.safe or r.applied_with is not None)
         )
         summary = f"{len(reported)} finding{'s' * (len(reported) != 1)} in {files} file{'s' * (files != 1)}"
+        review = sum(
+            1
+            for r in reported
+            if r.finding.fix is not None and not r.finding.fix.safe and r.applied_with is None
+        )
+        notes = []
         if fixable:
-            summary += f" ({fixable} fixable with `xla-lens fix`)"
+            notes.append(f"{fixable} fixable with `xla-lens fix`")
+        if review and not plan:
+            notes.append(
+                f"{review} more need review on their own: `check --fix-plan` names those "
+                "`fix` applies once the others are in"
+            )
+        if notes:
+            summary += f" ({'; '.join(notes)})"
         # The findings (stdout) come before the summary (stderr) in a terminal that shows both.
         sys.stdout.flush()
         print(summary, file=sys.stderr if reported else sys.stdout)

@@ -27,6 +27,11 @@ SARIF_LEVELS = {
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
+# What `check` can say of a review fix without running `fix`'s rounds: true whether or not a
+# later round applies it (engine/fix_plan.py).
+UNPLANNED_REVIEW = "review: not applied by `fix` unless its other fixes make it safe"
+
+
 @dataclass
 class Reported:
     path: Path
@@ -34,6 +39,9 @@ class Reported:
     # A fix that needs review on its own but that `fix` applies in a later round, with the
     # fixes it goes with (``engine.fix_plan``): `check` must say what `fix` does.
     applied_with: AppliedWith | None = None
+    # Whether those rounds were run (`check --fix-plan`): without them `check` cannot say
+    # which review fixes `fix` ends up applying, and says so instead of guessing.
+    planned: bool = True
 
 
 def as_record(r: Reported) -> dict:
@@ -47,21 +55,26 @@ def as_record(r: Reported) -> dict:
         "column": f.span.start.col + 1,
         "end_line": f.span.end.line + 1,
         "end_column": f.span.end.col + 1,
-        "fix": fix_record(f, r.applied_with),
+        "fix": fix_record(f, r.applied_with, r.planned),
         "manual": f.manual or None,
     }
 
 
-def fix_record(f: Finding, applied_with: AppliedWith | None = None) -> dict | None:
+def fix_record(
+    f: Finding, applied_with: AppliedWith | None = None, planned: bool = True
+) -> dict | None:
     """The fix as `fix` treats it: ruff's "applicability" names, so tools that read ruff's JSON
     read ours the same way (safe: applied by `fix`; unsafe: only with `--unsafe-fixes`, unless
-    ``applied_by_fix_with`` lists the fixes `fix` applies it together with)."""
+    ``applied_by_fix_with`` lists the fixes `fix` applies it together with; that field is null
+    when `fix`'s rounds were not run, `check` without `--fix-plan`)."""
     if f.fix is None:
         return None
     record: dict = {"title": f.fix.title, "applicability": "safe" if f.fix.safe else "unsafe"}
     if not f.fix.safe:
         record["review_reason"] = f.fix.review_reason or "may change behaviour"
-        if applied_with is not None:
+        if not planned:
+            record["applied_by_fix_with"] = None
+        elif applied_with is not None:
             record["applied_by_fix_with"] = [
                 {"code": code, "line": line} for code, line in applied_with.after
             ]
@@ -75,6 +88,8 @@ def _fix_note(r: Reported) -> str:
         return ""
     if r.applied_with is not None:
         return f" ({r.applied_with.phrase()})"
+    if not r.planned:
+        return f" ({UNPLANNED_REVIEW})"
     return " (review: not applied by `fix`)"
 
 
