@@ -25,6 +25,7 @@ def _source(name: str) -> str:
     [
         ("device_accel_picker.py", False),
         ("device_argparse_default.py", True),
+        ("device_option_behind_availability.py", False),
         ("device_trainer_attribute.py", False),
         ("device_int_index.py", True),
         ("device_examples_flags.py", False),

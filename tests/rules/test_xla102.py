@@ -334,3 +334,24 @@ def test_a_cuda_autocast_waits_while_the_script_stays_on_cuda():
     assert not scaler.fix.safe and "CUDA autocast at line 7 stays" in scaler.fix.review_reason
     out = fixed(code)
     assert "torch.cuda.amp.autocast()" in out and "scaler.step(optimizer)" in out
+
+
+def test_an_autocast_on_accelerates_device_type_follows_it_already() -> None:
+    # diffusers' examples (held-out 37): ``torch.autocast(accelerator.device.type)`` is the
+    # XLA autocast when accelerate runs on XLA; "xla" written in would break its CUDA runs.
+    from tests.helpers import findings
+
+    code = """
+    import torch
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(mixed_precision="bf16")
+
+
+    def validate(pipeline, prompts):
+        with torch.autocast(accelerator.device.type):
+            return [pipeline(p) for p in prompts]
+    """
+    assert findings(code, "XLA102") == []
+    other = code.replace("accelerator.device.type", "pipeline.device.type")
+    assert [f.code for f in findings(other, "XLA102")] == ["XLA102"]

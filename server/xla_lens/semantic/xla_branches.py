@@ -32,6 +32,7 @@ Pure analysis: ``regions(model)`` returns both lists of spans, computed once per
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from .model import ScriptModel, method_name
@@ -181,6 +182,13 @@ def _compute(model: ScriptModel) -> Regions:
         if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
             rest = _siblings(model, node)
             other = rest
+        if not other and _mode_flag(node.test):
+            # ``if use_xla(): xm.mark_step()`` with no other side: the test is the script's XLA
+            # mode all the same, so ``if not use_xla(): torch.cuda.empty_cache()`` elsewhere
+            # is its CUDA side (CLIPA's train.py, held-out 37).
+            test, negated = _key(node.test)
+            switch_keys.setdefault((test, negated != xla_else), node.lineno)
+            continue
         if not other or code.is_xla(other):
             continue
         if not code.is_cuda(other) and not _asks_for_torch_xla(model, node.test):
@@ -243,6 +251,29 @@ def _compute(model: ScriptModel) -> Regions:
     ]
     first = min(switch_keys.values()) if switch_keys else None
     return Regions(tuple(not_xla), tuple(cuda_only), first)
+
+
+def _mode_flag(test: ast.expr) -> bool:
+    """A test named for the XLA mode: a flag, an attribute or a call with no arguments whose
+    name says XLA or TPU (``use_xla``, ``args.tpu``, ``use_xla()``), or its ``not``. Not any
+    test with torch_xla code under it: run_clm's ``if model_args.spmd_defer_init:`` picks
+    between two XLA placements, and a step count or data test is no mode either."""
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    if isinstance(test, ast.Call):
+        if test.args or test.keywords:
+            return False
+        test = test.func
+    if isinstance(test, ast.Name):
+        name = test.id
+    elif isinstance(test, ast.Attribute):
+        name = test.attr
+    else:
+        return False
+    return bool(_XLA_MODE_NAME.search(name))
+
+
+_XLA_MODE_NAME = re.compile(r"(?i)(?:^|_)(?:xla|tpu)(?:$|_)|^(?:is|use|on)_?(?:xla|tpu)")
 
 
 def _hf_trainer_code(model: ScriptModel) -> bool:

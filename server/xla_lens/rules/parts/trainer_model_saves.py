@@ -97,7 +97,7 @@ def trainer_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
                 )
 
 
-def _moved_roots(model: ScriptModel) -> set[str]:
+def moved_roots(model: ScriptModel) -> set[str]:
     """Names whose module the script moves to a device (``model.to(device)``, ``net.cuda()``),
     and names assigned from them (``eval_model = model.module if ddp else model``)."""
     roots = set()
@@ -139,7 +139,7 @@ def device_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
         if id(call) in trainer_saves:
             continue  # said as a save past the Trainer
         if roots is None:
-            roots = _moved_roots(model)
+            roots = moved_roots(model)
         if name not in roots:
             continue
         shown = model.segment(call.func)
