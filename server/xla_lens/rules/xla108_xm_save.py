@@ -228,7 +228,7 @@ def _module_finding(model: ScriptModel, call: ast.Call, obj: ast.AST) -> Finding
     return Finding(
         CODE,
         f"torch.save of {what}: after conversion its parameters are XLA "
-        "tensors, so the file loads only where torch_xla is installed, and xm.save does not "
+        "tensors, so the file loads only where torch_xla is installed (or with map_location='cpu'), and xm.save does not "
         "help (it moves plain tensors to the CPU but leaves nn.Parameter on the device)",
         model.span(call),
         Severity.WARNING,

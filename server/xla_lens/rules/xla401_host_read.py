@@ -372,10 +372,38 @@ def _evaluation_reads(
 
 
 def _helper_read(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
-    """A read in a helper the loop calls; not a ``.numpy()`` that raises (reported apart)."""
+    """A read in a helper the loop calls; not a ``.numpy()`` that raises (reported apart).
+    In a helper (which XLA404 does not follow) a test of a tensor is one too: vits'
+    ``mel_spectrogram_torch`` tests ``if torch.min(y) < -1.:`` on every call, while the print
+    under it runs only when the test holds (held-out 37)."""
+    test = _tensor_test(values, model, node)
+    if test is not None:
+        return test
     what = _reads(model, values, node)
     bare = what == CONVERSION or _bare_numpy_in(model, node) is not None
     return None if bare else what
+
+
+# Comparisons whose result is a Python bool whatever the operands: no tensor is read.
+IDENTITY_OPS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+TESTING = {ast.If: "an if", ast.While: "a while", ast.Assert: "an assert", ast.IfExp: "a test"}
+
+
+def _tensor_test(values: HostValues, model: ScriptModel, node: ast.AST) -> str | None:
+    parent = model.parent(node)
+    kind = TESTING.get(type(parent)) if parent is not None else None
+    if kind is None or getattr(parent, "test", None) is not node:
+        return None
+    if isinstance(node, ast.Compare):
+        if any(isinstance(op, IDENTITY_OPS) for op in node.ops):
+            return None
+    elif not isinstance(node, ast.Call):
+        return None  # a bare name may be a flag; a tensor there is XLA404's in the loop
+    return (
+        f"{kind} testing a tensor (`{model.segment(node)[:50]}`)"
+        if values.is_device(node)
+        else None
+    )
 
 
 def _hover(api: str) -> str:

@@ -3,7 +3,7 @@ hlb-CIFAR10 caches its preprocessed dataset: ``data = {'train': {...}, 'eval': {
 tensors moved with ``.to(device=...)``, saved with torch.save and reloaded with torch.load).
 
 After conversion those are XLA tensors: torch.save pickles them as XLA tensors, so the file
-loads only where torch_xla is installed. ``xm.save`` moves plain tensors to the CPU first (it
+loads only where torch_xla is installed (or with map_location='cpu'). ``xm.save`` moves plain tensors to the CPU first (it
 walks dicts, lists and tuples) and writes on the master ordinal only. No fix: the file then
 holds CPU tensors, so what ``torch.load`` gives back is no longer on the device, and the
 loading code must change too.

@@ -245,7 +245,7 @@ def _finding(
     )
     message = (
         f"{what}: {how}. After conversion the state holds XLA tensors, and torch.save pickles "
-        "them as XLA tensors: the file loads only where torch_xla is installed"
+        "them as XLA tensors: the file loads only where torch_xla is installed (or with map_location='cpu')"
     )
     if ctx.target == "legacy":
         manual = (

