@@ -47,6 +47,7 @@ from .base import (
     Target,
 )
 from .parts import device_arguments, external_devices
+from .parts.config_devices import config_device_advice
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
 from .parts.is_cuda_guards import guard_test, is_cuda_guard
 from .parts.sparse_tensors import SPARSE_REASON, is_sparse
@@ -339,6 +340,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             flag_idioms.device_flag_findings(model),
             external_devices.helper_advice(model),
             external_devices.external_picker_advice(model),
+            config_device_advice(model, target, handled),
         )
     )
     advice.extend(device_arguments.inherited_generator_advice(model, advice, handled))

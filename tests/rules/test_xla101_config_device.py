@@ -1,0 +1,52 @@
+"""XLA101 on a training device that a config this file never sees decides
+(``torch.device(cfg.training.device)``, diffusion_policy's workspaces, held-out 37): the model
+moves there, so after the conversion it must be the XLA device. The fix writes the XLA device
+for review: the configured value would then be ignored."""
+
+from tests.helpers import findings, fixed
+
+WORKSPACE = """
+import torch
+
+
+class Workspace:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.model = torch.nn.Linear(4, 1)
+
+    def run(self):
+        cfg = self.cfg
+        device = torch.device(cfg.training.device)
+        self.model.to(device)
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for batch in self.loader:
+            loss = self.model(batch.to(device)).mean()
+            loss.backward()
+            opt.step()
+"""
+
+
+def test_a_configured_training_device_is_reported_for_review():
+    (f,) = findings(WORKSPACE, "XLA101")
+    assert "comes from `cfg.training.device`" in f.message
+    assert f.fix is not None and not f.fix.safe and "ignored" in f.fix.review_reason
+    assert "device = torch_xla.device()" in fixed(WORKSPACE, "XLA101", unsafe=True)
+
+
+def test_a_device_this_file_decides_or_never_places_with_is_left_to_the_other_checks():
+    option = WORKSPACE.replace(
+        "import torch\n",
+        "import argparse\nimport torch\nparser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--device", default="cpu")\n',
+    ).replace("cfg.training.device", "cfg.device")
+    assert not [f for f in findings(option, "XLA101") if "never sets" in f.message]
+    stored = WORKSPACE.replace(
+        "cfg = self.cfg\n", 'cfg = self.cfg\n        cfg.training.device = "cpu"\n'
+    )
+    assert findings(stored, "XLA101") == []
+    unplaced = WORKSPACE.replace("self.model.to(device)", "print(device)").replace(
+        "batch.to(device)", "batch"
+    )
+    assert findings(unplaced, "XLA101") == []
+    already = "import torch_xla\n" + WORKSPACE
+    assert findings(already, "XLA101") == []
