@@ -41,3 +41,36 @@ def test_the_op_after_the_move_is_reported():
     )
     assert "inputs = inputs.to" in after
     assert [f.code for f in findings(after, "XLA402")] == ["XLA402"]
+
+
+METRICS = src("""
+import torch
+import torch.nn as nn
+
+
+def clip_metrics(image_features, text_features, scale):
+    per_image = (scale * image_features @ text_features.t()).detach().cpu()
+    logits = {"image_to_text": per_image, "text_to_image": per_image.t()}
+    truth = torch.arange(len(text_features)).view(-1, 1)
+    ranks = {}
+    for name, logit in logits.items():
+        ranking = torch.argsort(logit, descending=True)
+        ranks[name] = torch.where(ranking == truth)[1]
+    return ranks
+
+
+net = nn.Linear(8, 8).cuda()
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for step in range(20):
+    img = net(torch.randn(4, 8, device="cuda"))
+    loss = img.pow(2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+    stats = clip_metrics(img, img, 1.0)
+""")
+
+
+def test_an_op_on_tensors_copied_to_the_cpu_runs_on_the_host():
+    # CLIPA's get_clip_metrics (held-out 37): the logits go through .cpu() and a dict first.
+    assert findings(METRICS, "XLA402") == []
+    on_device = METRICS.replace(".detach().cpu()", ".detach()")
+    assert [f.code for f in findings(on_device, "XLA402")] == ["XLA402"]

