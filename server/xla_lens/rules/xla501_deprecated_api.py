@@ -20,6 +20,7 @@ from .base import (
     Target,
 )
 from .parts.gpu_era_env import gpu_era_env_findings
+from .parts.removed_imports import removed_name_imports
 
 CODE = "XLA501"
 XM = "torch_xla.core.xla_model"
@@ -332,6 +333,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.target == "modern":
         yield from _api_findings(model, MODERN)
         yield from gpu_era_env_findings(model, CODE)
+        yield from removed_name_imports(model, CODE)
     else:
         # The legacy target is SageMaker Training Compiler's torch_xla 1.13, where the
         # XLA:GPU environment variables are still the way to configure the run.
