@@ -205,7 +205,8 @@ def _modern(model: ScriptModel, call: ast.Call) -> tuple[Fix | None, str | None]
             node, why = fp16[0]
             reason = (
                 f"line {line_ref(node.lineno)}: {why}; without loss scaling float16 gradients can "  # type: ignore[attr-defined]
-                "underflow, and torch.cuda.amp.GradScaler switches itself off without CUDA"
+                "underflow, and the CUDA scaler left as it is reads the host every step (where "
+                "torch_xla is installed it stays on and scales the XLA tensors, measured)"
             )
             fix = _xla_scaler_fix(model, call)
             fix = replace(fix, review_reason=f"{reason} (this keeps loss scaling on XLA)")

@@ -13,8 +13,9 @@ from dataclasses import replace
 
 from ..semantic import xla_api
 from ..semantic.group_guards import runs_only_with_a_group
-from ..semantic.launch import has_own_launcher, is_launched
+from ..semantic.launch import ENTRY, LAUNCHERS, has_own_launcher, is_launched
 from ..semantic.model import Emitter, ScriptModel
+from ..semantic.node_helpers import main_guard
 from ..semantic.torchrun_env import (
     TORCHRUN_KEYS,
     loop_env_keys,
@@ -216,8 +217,22 @@ NO_LAUNCHER_REASON = (
 
 def _started_elsewhere(model: ScriptModel) -> bool:
     """No launcher here and no process group either (an HF Trainer script reading
-    WORLD_SIZE): the reads themselves are all that says how the script is started."""
-    return not (is_launched(model) or has_own_launcher(model) or model.is_distributed)
+    WORLD_SIZE): the reads themselves are all that says how the script is started. An
+    ``_mp_fn`` beside a ``__main__`` block that starts the training itself (what XLA204's fix
+    adds to such a script) does not settle it: torchrun still starts that block (FastChat's
+    ``train_lora.py``, held-out 38: ``xr.world_size()`` is 1 under torchrun, measured)."""
+    if has_own_launcher(model) or any(model.call_name(c) in LAUNCHERS for c in model.calls):
+        return False
+    if ENTRY in model.steps.module_functions:
+        return _main_block_starts_training(model)
+    return not (is_launched(model) or model.is_distributed)
+
+
+def _main_block_starts_training(model: ScriptModel) -> bool:
+    guard = main_guard(model.tree)
+    return guard is not None and any(
+        isinstance(n, ast.Call) for s in guard.body for n in ast.walk(s)
+    )
 
 
 def _review_env_read(

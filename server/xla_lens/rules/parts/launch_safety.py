@@ -14,6 +14,7 @@ runs it over XLA101's and XLA204's, so it never counts on a device fix this chec
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 
 from ...semantic.launch import (
@@ -48,6 +49,7 @@ LAUNCHER_RULE = "XLA204"
 # of it is right, so the finding keeps no fix there; as a review fix, ``--unsafe-fixes`` would
 # still write the crash.
 READ_ONLY_RULES = frozenset({"XLA202"})
+SENTINEL_NOTE = re.compile(r"the default (\S+) marks a run without torchrun")
 PARENT_MANUAL = (
     "read it inside the function each replica runs (the spawned function or _mp_fn), not here: "
     "the launcher's parent must not touch the XLA runtime before the launch, or torch_xla "
@@ -138,12 +140,21 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
         ):
             parent = [ln for ln in _runtime_sites(f.fix) if in_parent(ln + 1)]
             if parent and f.code in READ_ONLY_RULES:
-                # The rule's own review note (a -1 default) no longer applies: no fix is offered.
-                message = f.message.split(" (fix needs review:")[0]
+                # No fix is offered; the rule's own review note still matters to whoever moves
+                # the read (a -1 default: ``LOCAL_RANK != -1`` then asks "distributed?", which
+                # an ordinal never answers: yolov5's classify/train.py, held-out 38).
+                message, _, note = f.message.partition(" (fix needs review:")
                 where = f"it runs in the launcher's parent process (line {line_ref(parent[0] + 1)})"
-                f = replace(
-                    f, message=f"{message} (no fix here: {where})", fix=None, manual=PARENT_MANUAL
-                )
+                manual = PARENT_MANUAL
+                sentinel = SENTINEL_NOTE.search(note)
+                if sentinel is not None:
+                    manual += (
+                        f"; and mind its default {sentinel.group(1)}: it marks a run without "
+                        "torchrun, and a test against it asks whether the script runs "
+                        "distributed, which an ordinal never answers: test "
+                        "`xr.world_size() > 1` there"
+                    )
+                f = replace(f, message=f"{message} (no fix here: {where})", fix=None, manual=manual)
             elif parent:
                 reason = PARENT_REVIEW.format(line=line_ref(parent[0] + 1))
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))

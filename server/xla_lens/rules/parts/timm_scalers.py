@@ -2,10 +2,11 @@
 whole update (``loss_scaler(loss, optimizer, clip_grad=..., parameters=...)``: scaled backward,
 unscale, clip, step, update).
 
-Without CUDA its GradScaler switches itself off (a warning, no loss scaling): with bf16 autocast
-on XLA nothing is lost, and with float16 the gradients go unscaled. The call is timm's own, so
-there is nothing to rewrite in place: advice, no fix (write the plain update instead, or keep
-the wrapper knowing it does no scaling). ``ApexScaler`` needs NVIDIA apex, which has no XLA
+Where torch_xla is installed its CUDA GradScaler stays on and scales the XLA tensors too
+(``torch.cuda.amp.GradScaler().is_enabled()`` is True there, measured on torch 2.9: torch checks
+for CUDA *or* an installed torch_xla), reading the host every step for its inf check; with bf16
+autocast the scaling is not needed. The call is timm's own, so there is nothing to rewrite in
+place: advice, no fix (write the plain update instead). ``ApexScaler`` needs NVIDIA apex, which has no XLA
 build.
 """
 
@@ -29,8 +30,9 @@ def timm_scaler_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
             message = "timm's ApexScaler needs NVIDIA apex amp, which does not run on XLA"
         else:
             message = (
-                f"timm's {shown} wraps a CUDA GradScaler: on XLA it switches itself off (no "
-                "loss scaling), which bf16 autocast does not need"
+                f"timm's {shown} wraps a CUDA GradScaler: on XLA it still scales (it stays on "
+                "where torch_xla is installed, measured) and reads the host every step, for "
+                "loss scaling that bf16 autocast does not need"
             )
         yield Finding(
             code,
