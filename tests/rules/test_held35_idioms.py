@@ -97,6 +97,25 @@ def test_the_trained_model_saved_past_the_trainer():
     assert "trainer.save_model(" in found[0].manual
 
 
+def test_a_save_past_two_trainings_is_said_once_and_a_given_state_is_the_callers():
+    # FastChat's train_lora.py (held-out 38): ``trainer.train(resume_from_checkpoint=True)`` or
+    # ``trainer.train()``, then ``model.save_pretrained(out, state_dict=state)`` with CPU copies.
+    code = """
+    from transformers import Trainer, TrainingArguments
+    def main(model, ds, resume):
+        trainer = Trainer(model=model, args=TrainingArguments("out"), train_dataset=ds)
+        if resume:
+            trainer.train(resume_from_checkpoint=True)
+        else:
+            trainer.train()
+        model.save_pretrained("out")
+        model.save_pretrained("lora", state_dict=cpu_state)
+        model.save_pretrained("own", state_dict=model.state_dict())
+    """
+    found = [f for f in findings(code, "XLA108") if "past the Trainer" in f.message]
+    assert [f.span.start.line for f in found] == [7, 9]
+
+
 def test_a_class_spawned_per_process_runs_in_the_replicas_not_the_parent():
     # RobustVideoMatting: mp.spawn(Trainer, ...) builds the trainer in each process, so the
     # moves in its methods are replica code, not the launcher's parent.

@@ -78,3 +78,32 @@ def test_a_global_total_of_item_reads_and_a_parsed_option_are_host_numbers():
     # A global that also takes a tensor is still a device value when printed.
     code = GLOBALS.replace("\ntrain_loss = 0\n", "\ntrain_loss = torch.zeros((), device='cuda')\n")
     assert 21 in [f.span.start.line + 1 for f in findings(code, "XLA401")]
+
+
+RUNNING_MEAN = """
+import torch
+dev = torch.device("cuda")
+net = torch.nn.Linear(4, 1).to(dev)
+opt = torch.optim.SGD(net.parameters(), lr=0.1)
+for epoch in range(3):
+    tloss = INIT
+    pbar = enumerate(loader)
+    pbar = tqdm(pbar, total=len(loader))
+    for i, (x, y) in pbar:
+        loss = (net(x.to(dev)) - y.to(dev)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        tloss = (tloss * i + loss.item()) / (i + 1)
+        print(f"{tloss:.3f}")
+"""
+
+
+def test_a_running_mean_of_item_values_over_the_enumerate_index_is_a_number():
+    # yolov5's classify/train.py (held-out 38): the update reads the name it binds; it is a
+    # float because the value before the loop and every other part of the update are.
+    from tests.helpers import findings
+
+    found = findings(RUNNING_MEAN.replace("INIT", "0.0"), "XLA401")
+    assert [f for f in found if "formatting" in f.message] == []
+    on_device = findings(RUNNING_MEAN.replace("INIT", "torch.zeros(1, device=dev)"), "XLA401")
+    assert [f for f in on_device if "formatting" in f.message]

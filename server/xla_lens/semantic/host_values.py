@@ -74,6 +74,7 @@ class HostValues(HostCalls):
         self._reaching: dict[ast.Name, list[ast.expr] | None] = {}
         self._fed: dict[tuple[ast.AST, str], bool] = {}
         self._assumed: frozenset[str] = frozenset()  # parameters taken as Python values
+        self._asking: set[int] = set()  # bindings whose host question is open
         self._default_device = next(model.calls_to(*DEFAULT_DEVICE_SETTERS), None) is not None
         self._globals = {
             n
@@ -137,7 +138,13 @@ class HostValues(HostCalls):
         if isinstance(expr, ast.List | ast.Tuple | ast.Set):
             return all(self.is_host(v, deeper) for v in expr.elts)
         if isinstance(expr, ast.Name):
-            return self.host_at(expr, strict=True, depth=deeper) or self.length_field(expr)
+            # ``i`` of ``for i, batch in enumerate(loader)`` (through a progress bar too) is a
+            # Python int: yolov5's running mean ``tloss = (tloss * i + loss.item()) / (i + 1)``.
+            return (
+                self.host_at(expr, strict=True, depth=deeper)
+                or self.length_field(expr)
+                or self.enumerate_index(expr)
+            )
         if is_group_setting(expr) or is_shape_number(expr):
             return True
         if isinstance(expr, ast.Attribute) and self._parsed_option(expr, deeper):
@@ -167,9 +174,22 @@ class HostValues(HostCalls):
         values = self.reaching(name)
         if not values:
             return False
-        return all(
-            self.is_host(v, depth) or (not strict and not self.is_device(v, depth)) for v in values
-        )
+        # A loop-carried update reads the name it binds (yolov5's running mean ``tloss =
+        # (tloss * i + loss.item()) / (i + 1)``): a binding whose own question is already open
+        # further up is taken as a host value there, so the answer is "host" exactly when the
+        # other bindings (the ``0.0`` before the loop) and every other part of the update are
+        # (an induction over the loop's passes). Nothing of this is cached.
+        for v in values:
+            if id(v) in self._asking:
+                continue
+            self._asking.add(id(v))
+            try:
+                ok = self.is_host(v, depth) or (not strict and not self.is_device(v, depth))
+            finally:
+                self._asking.discard(id(v))
+            if not ok:
+                return False
+        return True
 
     def host_unless(self, name: ast.Name) -> list[str]:
         """The parameters of the function that alone keep ``name`` from being a host value

@@ -61,6 +61,7 @@ def trainer_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
     }
     if not named:
         return
+    said: set[int] = set()  # one finding per save, however many ``.train()`` calls precede it
     for call in model.calls:
         if method_name(call) != "train" or not isinstance(call.func, ast.Attribute):
             continue
@@ -81,7 +82,10 @@ def trainer_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
                 and method_name(node) in SAVE_METHODS
                 and node.lineno > call.lineno
                 and dotted(node.func.value) in saved  # type: ignore[attr-defined]
+                and id(node) not in said
+                and not given_other_state(node)
             ):
+                said.add(id(node))
                 shown = model.segment(node.func)
                 yield Finding(
                     code,
@@ -95,6 +99,17 @@ def trainer_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
                     manual=f"Save with `{trainer}.save_model(...)`, or copy the state to the "
                     "CPU first and write it on the main process only.",
                 )
+
+
+def given_other_state(call: ast.Call) -> bool:
+    """``model.save_pretrained(out, state_dict=state)`` with a state that is not the module's
+    own ``.state_dict()``: the library writes what it is given (FastChat's LoRA trainer hands
+    CPU copies, held-out 38), so where that state lives is decided elsewhere."""
+    given = keyword(call, "state_dict")
+    if given is None:
+        return False
+    value = given.value
+    return not (isinstance(value, ast.Call) and method_name(value) == "state_dict")
 
 
 def moved_roots(model: ScriptModel) -> set[str]:
@@ -136,8 +151,8 @@ def device_model_saves(model: ScriptModel, code: str) -> Iterator[Finding]:
         if method_name(call) != "save_pretrained" or not isinstance(call.func, ast.Attribute):
             continue
         name = (dotted(call.func.value) or "").split(".")[0]
-        if id(call) in trainer_saves:
-            continue  # said as a save past the Trainer
+        if id(call) in trainer_saves or given_other_state(call):
+            continue  # said as a save past the Trainer, or it writes the state it is given
         if roots is None:
             roots = moved_roots(model)
         if name not in roots:
