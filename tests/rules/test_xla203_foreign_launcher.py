@@ -89,12 +89,16 @@ def test_sampler_of_a_script_without_launcher_waits_for_an_xla_group():
 
 
 PROBE = """
+import os
+
 import torch.multiprocessing as mp
 import torch_xla.runtime as xr
 
 
 def worker(index):
-    print("probe", index, xr.global_ordinal(), xr.world_size(), flush=True)
+    # One write per line: the two processes share the pipe, and print's separate writes
+    # could interleave ("probeprobe 1 0 1").
+    os.write(1, f"probe {index} {xr.global_ordinal()} {xr.world_size()}\\n".encode())
 
 
 if __name__ == "__main__":
