@@ -33,6 +33,7 @@ from .parts.env_sentinel import (
     sentinel_test,
 )
 from .parts.foreign_launcher import XLA_LAUNCHERS, review_under_launcher
+from .parts.hf_local_rank import hf_local_rank_tests
 from .parts.sentinel_paths import sentinel_finding
 from .parts.spawn_launch import SPAWN_CALLS
 from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
@@ -194,6 +195,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         yield from _env_reads(model, ctx)
     yield from _dist_calls(model, ctx)
     yield from runtime_ranks_in_torchrun_branch(model, ctx, sentinel_test)
+    yield from hf_local_rank_tests(model, CODE)
 
 
 def _sentinel_polarity(model: ScriptModel, node: ast.AST) -> bool | None:
