@@ -61,3 +61,11 @@ def test_a_module_level_sentinel_read_keeps_its_meaning_in_the_advice():
     (f,) = [f for f in findings(code, "XLA202") if "LOCAL_RANK" in f.message]
     assert f.fix is None and "mind its default -1" in f.manual
     assert "xr.world_size() > 1" in f.manual
+    # torchrun starts this script today: the parent exists once XLA204's launcher is in.
+    assert "once torch_xla's launcher starts the replicas (XLA204)" in f.message
+    launched = code.replace(
+        "    main()\n",
+        "    import torch_xla\n    torch_xla.launch(lambda i: main())\n",
+    )
+    (g,) = [f for f in findings(launched, "XLA202") if "LOCAL_RANK" in f.message]
+    assert "once torch_xla's launcher" not in g.message
