@@ -48,7 +48,14 @@ from .base import (
 )
 from .parts.checkpoint_data import device_data
 from .parts.checkpoint_helpers import helper_save_findings
-from .parts.checkpoint_objects import Held, advice, describe, held_on_device, placed_module
+from .parts.checkpoint_objects import (
+    Held,
+    advice,
+    copied_from,
+    describe,
+    held_on_device,
+    placed_module,
+)
 from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
 from .parts.safetensors_saves import safetensors_state_saves
 from .parts.trainer_model_saves import device_model_saves, trainer_model_saves
@@ -225,6 +232,10 @@ def _module_finding(model: ScriptModel, call: ast.Call, obj: ast.AST) -> Finding
     if not placed_module(model, obj):
         held = [h for h in held_on_device(model, obj) if placed_module(model, h.node)]
         name, what = held[0].text, f"a checkpoint holding the module `{held[0].text}`"
+        if isinstance(held[0].node, ast.Call):
+            # ``deepcopy(ema.ema).half()``: the advice names the module it copies.
+            base = copied_from(model, held[0].node)
+            name = model.segment(base) if base is not None else name
     return Finding(
         CODE,
         f"torch.save of {what}: after conversion its parameters are XLA "

@@ -76,9 +76,12 @@ def placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
     """A module (``.parameters()``, ``.train()``... are called on it) that is moved to a
     device (``.to(...)`` / ``.cuda()`` on it, or it is assigned such a call): after the
     conversion its parameters are XLA tensors."""
+    node = copied_from(model, node)
     text = dotted(node) if node is not None else None
     if text is None or not isinstance(node, ast.Name | ast.Attribute):
         return False
+    if _ema_of_placed(model, node):
+        return True
     methods = methods_on(model, text)
     values = values_of(model, node)
     # A module's methods may all be called in another module (a2c-ppo's PPO takes the
@@ -90,6 +93,47 @@ def placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
     if methods & PLACEMENT_METHODS:
         return True
     return any(isinstance(v, ast.Call) and method_name(v) in PLACEMENT_METHODS for v in values)
+
+
+def copied_from(model: ScriptModel, node: ast.AST | None) -> ast.AST | None:
+    """``deepcopy(ema.ema).half()`` -> ``ema.ema``: a copy keeps the device of what it copies
+    (yolov5's checkpoints, held-out 38)."""
+    for _ in range(8):
+        if not isinstance(node, ast.Call):
+            return node
+        if model.call_name(node) == "copy.deepcopy" and len(node.args) == 1:
+            node = node.args[0]
+        elif method_name(node) in SELF_RETURNING and isinstance(node.func, ast.Attribute):
+            if method_name(node) == "to":
+                return None  # ``.to(...)`` says where the copy goes: judged as a move elsewhere
+            node = node.func.value
+        else:
+            return node
+    return node
+
+
+def _ema_of_placed(model: ScriptModel, node: ast.AST) -> bool:
+    """``ema.ema`` with ``ema = ModelEMA(model)`` (an EMA class, here or in a sibling module,
+    given a module the script moves to its device): the averaged copy lives where the model
+    does."""
+    source = _ema_source(model, node)
+    return source is not None and placed_module(model, source)
+
+
+def _ema_source(model: ScriptModel, node: ast.AST) -> ast.expr | None:
+    """The module ``ema = SomeEMA(module, ...)`` was given, for ``ema.<attribute>``."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return None
+    values = model.assigned_from(node.value.id)
+    # ``ema = ModelEMA(model) if RANK in {-1, 0} else None`` (yolov5): either side.
+    values += [side for v in values if isinstance(v, ast.IfExp) for side in (v.body, v.orelse)]
+    for value in values:
+        if not (isinstance(value, ast.Call) and value.args):
+            continue
+        name = (model.call_name(value) or dotted(value.func) or "").rpartition(".")[2]
+        if name.lower().endswith("ema") or name.lower().startswith(("ema", "modelema")):
+            return value.args[0]
+    return None
 
 
 def _module_class(model: ScriptModel, call: ast.Call) -> bool:
@@ -165,6 +209,8 @@ def _kind(model: ScriptModel, node: ast.AST, depth: int) -> str | None:
         return None
     if isinstance(node, ast.Attribute) and node.attr == "module":
         return MODULE  # DDP(model).module
+    if _ema_source(model, node) is not None:
+        return MODULE  # ``ema.ema`` of ``ema = ModelEMA(model)``
     text = dotted(node)
     if text is None:
         return None
