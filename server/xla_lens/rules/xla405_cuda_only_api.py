@@ -39,6 +39,7 @@ from .parts.cuda_module_holders import (
 )
 from .parts.kbit_quantization import quantization_findings
 from .parts.shared_memory_moves import shared_memory_findings
+from .parts.sibling_library_imports import sibling_library_imports
 from .parts.sparse_embeddings import sparse_embedding_findings
 
 CODE = "XLA405"
@@ -346,6 +347,7 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_methods(model)
     yield from library_findings(model, CODE)
+    yield from sibling_library_imports(model, CODE)
     yield from apex_site_findings(model, CODE)
     yield from quantization_findings(model, CODE)
     yield from shared_memory_findings(model, CODE)
