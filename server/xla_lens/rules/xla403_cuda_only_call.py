@@ -29,6 +29,7 @@ from .parts.cuda_memory_queries import (
     memory_message,
     skipped_memory_figure,
 )
+from .parts.current_device import current_device_kept
 from .parts.data_parallel_tests import data_parallel_test
 from .parts.guarded_seeds import seed_fix
 from .parts.library_autocast import display_path
@@ -199,6 +200,10 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
                 yield _finding(model, call, message, fix=fix)
             elif statement:
                 fix = Fix(f"Remove {q}()", (RemoveStatement(model.span(stmt)),))
+                if q == "torch.cuda.set_device" and (
+                    held := current_device_kept(model, target, call)
+                ):
+                    fix = Fix(fix.title, fix.ops, safe=False, review_reason=held)
                 yield _finding(model, call, message, fix=fix)
             else:
                 yield _finding(model, call, message, manual="Remove the CUDA-only call by hand.")

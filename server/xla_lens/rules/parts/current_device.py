@@ -1,0 +1,70 @@
+"""XLA403: ``torch.cuda.set_device(i)`` decides where every CUDA placement without an index
+goes (``torch.device("cuda")``, ``.cuda()``, ``"cuda"``). Removing it is part of the conversion,
+but only safe when Convert also moves those placements to XLA: if one stays on CUDA (its XLA101
+change waits for review), each process's tensors land on ``cuda:0`` while, say,
+``DDP(device_ids=[local_rank])`` still names its own GPU (FastPitch, held-out 39). An explicit
+index (``device = rank % torch.cuda.device_count()``) does not depend on it: that pair is
+applied by ``fix`` in rounds (XLA101 waits for this removal)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ...semantic.line_refs import line_ref
+from ...semantic.model import ScriptModel
+from ..base import Target
+
+# "cuda" with no ":N" after it, or a bare ``.cuda()``.
+INDEX_LESS = re.compile(r"""["']cuda["']|\.cuda\(\s*\)""")
+
+
+def current_device_kept(model: ScriptModel, target: Target, call: ast.Call) -> str:
+    """Why removing the set_device ``call`` changes where tensors go ("" when it does not)."""
+    for line, reason in _index_less_kept(model, target):
+        if not _exclusive(model, call, line):
+            return reason
+    return ""
+
+
+def _exclusive(model: ScriptModel, call: ast.Call, line: int) -> bool:
+    """Whether 0-based ``line`` sits in the other branch of an ``if`` the call sits in
+    (nanoGPT: set_device under ``if ddp:``, the index-less picker under ``else:``)."""
+    child: ast.AST = call
+    for node in model.ancestors(call):
+        if isinstance(node, ast.If) and node.orelse:
+            mine, other = (
+                (node.body, node.orelse)
+                if any(child is s for s in node.body)
+                else (node.orelse, node.body)
+            )
+            first, last = other[0].lineno - 1, (other[-1].end_lineno or other[-1].lineno) - 1
+            if first <= line <= last:
+                return True
+        child = node
+    return False
+
+
+def _index_less_kept(model: ScriptModel, target: Target) -> list[tuple[int, str]]:
+    def compute() -> list[tuple[int, str]]:
+        # Imported here: XLA101's final findings pass through filters that import XLA403.
+        from ..xla101_cuda_device import check as device_check  # noqa: PLC0415
+        from .final_fixes import final_findings  # noqa: PLC0415
+
+        found: list[tuple[int, str]] = []
+        for f in final_findings(model, "XLA101", device_check, target):
+            if f.fix is not None and f.fix.safe:
+                continue
+            lines = model.source.splitlines()[f.span.start.line : f.span.end.line + 1]
+            if INDEX_LESS.search("\n".join(lines)):
+                found.append(
+                    (
+                        f.span.start.line,
+                        f"line {line_ref(f.span.start.line + 1)} places on CUDA without an "
+                        "index, which this call decides, and its change to XLA waits for "
+                        "review: removed alone, every process would use cuda:0",
+                    )
+                )
+        return found
+
+    return model.memo(("current device kept", target), compute)
