@@ -136,3 +136,14 @@ def test_options_of_the_scripts_own_parse_args_function_are_host_numbers():
     # A parse_args that returns something else proves nothing about its options.
     other = OWN_PARSE_ARGS.replace("    return args\n", "    return load_config(args)\n")
     assert ["logging call" in f.message for f in findings(other, "XLA401")] == [False, True]
+
+
+def test_options_of_an_hf_argument_parser_are_host_values():
+    # open-instruct's finetune.py (held-out 39): ``args = ArgumentParserPlus((FlatArguments)).parse()``
+    # holds command-line values; ``avg_loss`` (an .item() divided by two of them) is a float.
+    code = OWN_PARSE_ARGS.replace(
+        "    args = parse_args()\n",
+        "    parser = HfArgumentParser((TrainArgs,))\n    args = parser.parse()\n",
+    )
+    found = findings(code, "XLA401")
+    assert ["item()" in f.message for f in found] == [True]

@@ -49,6 +49,7 @@ from .base import (
 from .parts import device_arguments, external_devices
 from .parts.config_devices import config_device_advice
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
+from .parts.get_device_args import get_device_findings
 from .parts.is_cuda_guards import guard_test, is_cuda_guard
 from .parts.sparse_tensors import SPARSE_REASON, is_sparse
 
@@ -348,6 +349,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         fix = a.fix and Fix(a.fix.title, a.fix.ops, a.fix.safe, a.fix.review_reason)
         severity = Severity.INFORMATION if a.info else Severity.WARNING
         yield Finding(CODE, a.message, a.span, severity, fix=fix, manual=a.manual)
+    yield from get_device_findings(model, CODE)
 
 
 def _parameter_default_advice(model, target: Target, handled) -> Iterator[Advice]:

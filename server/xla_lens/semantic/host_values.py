@@ -66,6 +66,13 @@ def _is_conventional(name: str) -> bool:
     return name in CONVENTIONAL or name.endswith(("_loss", "_logits"))
 
 
+# ``HfArgumentParser`` and its subclasses (``ArgumentParserPlus``, TRL's ``TrlParser`` is one).
+DATACLASS_PARSERS = ("HfArgumentParser", "ArgumentParserPlus", "TrlParser")
+DATACLASS_PARSES = frozenset(
+    {"parse", "parse_args_into_dataclasses", "parse_yaml_file", "parse_json_file", "parse_dict"}
+)
+
+
 class HostValues(HostCalls):
     def __init__(self, model: ScriptModel) -> None:
         self.model = model
@@ -358,10 +365,28 @@ class HostValues(HostCalls):
             bool(whole)
             and all(
                 isinstance(v, ast.Call)
-                and (self._parsed_arguments(v) or self._returns_parsed_arguments(v))
+                and (
+                    self._parsed_arguments(v)
+                    or self._returns_parsed_arguments(v)
+                    or self._dataclass_arguments(v)
+                )
                 for v in whole
             )
             and all(self.is_host(v, depth) for v in stores)
+        )
+
+    def _dataclass_arguments(self, call: ast.Call) -> bool:
+        """``args = parser.parse()`` / ``parser.parse_args_into_dataclasses()`` of an
+        ``HfArgumentParser`` (or a subclass: open-instruct's ``ArgumentParserPlus``, held-out
+        39): dataclass fields filled from the command line or a config file, never a device
+        tensor."""
+        recv = receiver(call)
+        if method_name(call) not in DATACLASS_PARSES or not isinstance(recv, ast.Name):
+            return False
+        return any(
+            isinstance(v, ast.Call)
+            and (self.model.call_name(v) or dotted(v.func) or "").endswith(DATACLASS_PARSERS)
+            for v in self.model.assigned_from(recv.id)
         )
 
     def _returns_parsed_arguments(self, call: ast.Call) -> bool:
