@@ -37,6 +37,7 @@ from .parts.cuda_module_holders import (
     is_not_a_use,
     patched_attributes,
 )
+from .parts.flash_attention_flags import flash_attention_flags
 from .parts.kbit_quantization import quantization_findings
 from .parts.shared_memory_moves import shared_memory_findings
 from .parts.sibling_library_imports import sibling_library_imports
@@ -348,6 +349,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_methods(model)
     yield from library_findings(model, CODE)
     yield from sibling_library_imports(model, CODE)
+    yield from flash_attention_flags(model, CODE)
     yield from apex_site_findings(model, CODE)
     yield from quantization_findings(model, CODE)
     yield from shared_memory_findings(model, CODE)
