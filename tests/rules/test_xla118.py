@@ -925,3 +925,44 @@ def test_a_helpers_own_helper_is_evidence_one_module_further(tmp_path: Path):
     (f,) = _found(script)
     assert "evaluate() runs code in engine.py" in f.message
     assert "line 6: logger.synchronize() runs code in util/misc.py" in f.message
+
+
+def test_calling_an_instance_of_a_workspace_class_runs_its_call_method(tmp_path: Path):
+    # Informer2020's early_stopping(loss, model, path): EarlyStopping.__call__ saves the
+    # checkpoint with torch.save in utils/tools.py (held-out 39). A class without __call__
+    # (an nn.Module of the workspace) keeps running forward.
+    _write(
+        tmp_path / "tools.py",
+        """
+        import torch
+
+        class EarlyStopping:
+            def __init__(self, patience):
+                self.patience = patience
+                self.best = None
+
+            def __call__(self, loss, model, path):
+                if self.best is None or loss < self.best:
+                    self.best = loss
+                    self.save(model, path)
+
+            def save(self, model, path):
+                torch.save(model.state_dict(), path + "/checkpoint.pth")
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch
+        from tools import EarlyStopping
+
+        def train(model, losses, path):
+            stopper = EarlyStopping(patience=3)
+            for loss in losses:
+                stopper(loss, model, path)
+        """,
+    )
+    (found,) = _found(script)
+    assert found.span.start.line == 6
+    assert found.message.startswith("stopper() (EarlyStopping.__call__) runs code in tools.py")
+    assert "line 14:" in found.message and "(XLA108)" in found.message

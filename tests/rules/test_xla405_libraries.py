@@ -55,3 +55,21 @@ def test_timms_convert_sync_batchnorm_builds_the_same_layers():
     assert [f.span.start.line for f in found] == [5, 6]
     assert all("SyncBatchNorm" in f.message and "timm" in f.message for f in found)
     assert all(f.fix is None and f.manual for f in found)
+
+
+def test_apex_amp_c_kernels_are_named_at_their_import_and_each_call():
+    # Held-out 39 (FastPitch): `import amp_C` then amp_C.multi_tensor_axpby(...) for the EMA,
+    # every optimizer step; the apex import's finding alone left the kernel call unreported.
+    code = """
+    import torch
+    import amp_C
+
+    def ema(decay, weights, ema_weights, overflow):
+        amp_C.multi_tensor_axpby(
+            65536, overflow, [ema_weights, weights, ema_weights], decay, 1 - decay, -1)
+    """
+    found = findings(code, "XLA405")
+    assert [f.span.start.line + 1 for f in found] == [2, 5]
+    assert "apex's compiled CUDA extension" in found[0].message
+    assert found[1].message.startswith("amp_C.multi_tensor_axpby() is an apex CUDA kernel")
+    assert "torch._foreach_mul_" in found[1].manual and found[1].fix is None

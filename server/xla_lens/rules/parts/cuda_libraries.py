@@ -23,6 +23,8 @@ LIBRARY_MANUAL = {
     "flash_attention on TPU) instead of flash-attn.",
     "pynvml": "Read device memory with xm.get_memory_info(device) instead of NVML.",
     "cupy": "Keep the data in torch tensors on the XLA device instead of CuPy arrays.",
+    "amp_C": "Compute the multi-tensor updates with torch's _foreach ops (torch._foreach_mul_, "
+    "torch._foreach_add_, torch._foreach_norm), which XLA lowers, and drop the import.",
     "triton": "Replace each Triton kernel with the PyTorch ops it computes (XLA fuses them), or "
     "with a Pallas kernel on TPU.",
 }
@@ -49,6 +51,8 @@ CUDA_LIBRARIES = {
     "torch.nn.functional.scaled_dot_product_attention, or torch_xla's flash_attention on TPU",
     "pynvml": "NVML queries NVIDIA GPUs only: use xm.get_memory_info(device) on XLA",
     "cupy": "CuPy arrays live on CUDA: keep the data in torch tensors on the XLA device",
+    "amp_C": "amp_C is apex's compiled CUDA extension (multi-tensor scale/axpby/l2norm kernels): "
+    "it is not installed on XLA hosts and its kernels cannot take XLA tensors",
     "triton": "Triton kernels (@triton.jit) run on CUDA/ROCm tensors only and cannot take XLA "
     "tensors: the first launch on an XLA tensor fails",
 }
@@ -96,8 +100,28 @@ APEX_SITES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+AMP_C_MANUAL = (
+    "Do the same update with torch's _foreach ops, which XLA lowers (multi_tensor_axpby(a, b) "
+    "into out: torch._foreach_mul_(out, a) then torch._foreach_add_(out, other, alpha=b); "
+    "multi_tensor_scale: torch._foreach_mul_; multi_tensor_l2norm: torch._foreach_norm), or a "
+    "loop over the tensors."
+)
+
+
 def apex_site_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
-    """Each call of apex's DDP, SyncBatchNorm and fused optimizers, with what replaces it."""
+    """Each call of apex's DDP, SyncBatchNorm and fused optimizers, with what replaces it,
+    and of its ``amp_C`` multi-tensor kernels (FastPitch's EMA, held-out 39)."""
+    for call, name in model.calls_to_prefix("amp_C"):
+        shown = model.segment(call.func)
+        named = "" if shown == name else f" ({name})"
+        yield Finding(
+            code,
+            f"{shown}(){named} is an apex CUDA kernel: it cannot take XLA tensors (and amp_C "
+            "is not installed without apex's CUDA build)",
+            model.span(call),
+            Severity.WARNING,
+            manual=AMP_C_MANUAL,
+        )
     for call, name in model.calls_to_prefix("apex"):
         for prefix, what, manual in APEX_SITES:
             if name == prefix or (prefix.endswith(".") and name.startswith(prefix)):

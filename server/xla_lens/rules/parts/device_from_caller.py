@@ -24,9 +24,11 @@ from ...semantic.model import ScriptModel, method_name
 from ...semantic.params import parameter_of
 from ...semantic.workspace import MAX_BYTES
 from ...semantic.workspace_callers import CallerModule, workspace_callers
+from ...semantic.workspace_classes import ClassRef, chain, script_module
 from ..base import Target
 from ..xla101_cuda_device import check as device_check
 from .final_fixes import final_findings
+from .library_autocast import display_path
 
 SELF_NAMES = frozenset({"self", "cls"})
 
@@ -48,6 +50,15 @@ def _reason(model: ScriptModel, target: Target) -> str | None:
     shown = f"`{model.segment(expr)}` (line {line_ref(expr.lineno)})"
     if _called_here(model, owner):
         return None  # the whole script is in this file: its device is converted with it
+    inherited = _inherited_setting(model, expr, owner)
+    if inherited == "":
+        return None  # the base class that sets it already picks the XLA device
+    if inherited is not None:
+        return (
+            f"the device comes from {shown}, set by {inherited}, which this file does not "
+            "convert (XLA118): run on CUDA there, the XLA autocast would be off and fp16 would "
+            "lose its loss scaling; convert that file first"
+        )
     callers = workspace_callers(model, owner)
     if not callers:
         return (
@@ -105,6 +116,54 @@ def _owner(model: ScriptModel, expr: ast.expr) -> str | None:
         outer = enclosing
 
 
+def _inherited_setting(model: ScriptModel, expr: ast.expr, owner: str) -> str | None:
+    """``self.device`` that only a workspace base class of ``owner`` assigns (Informer2020's
+    ``Exp_Basic.__init__``, held-out 39): where, as "Base.method in path (line n)"; "" when
+    that base's file already picks the XLA device."""
+    if not (
+        isinstance(expr, ast.Attribute)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id in SELF_NAMES
+    ):
+        return None
+    module = script_module(model)
+    node = module.classes.get(owner)
+    if node is None:
+        return None
+    classes = chain(ClassRef(module.path, node, module))
+    for cls in classes:
+        site = _assigns_attribute(cls.node, expr.attr)
+        if site is None:
+            continue
+        if cls.node is node or cls.path == module.path:
+            return None  # set in this file: its own rules read it
+        if _module_picks_xla(cls.path):
+            return ""  # converted there: the device is known
+        method, line = site
+        where = display_path(model.path, cls.path)
+        return f"{cls.name}.{method} in {where} (line {line})"
+    return None
+
+
+def _assigns_attribute(cls: ast.ClassDef, attr: str) -> tuple[str, int] | None:
+    for stmt in cls.body:
+        if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for n in ast.walk(stmt):
+            targets = n.targets if isinstance(n, ast.Assign) else []
+            if isinstance(n, ast.AnnAssign | ast.AugAssign):
+                targets = [n.target]
+            for t in targets:
+                if (
+                    isinstance(t, ast.Attribute)
+                    and t.attr == attr
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id in SELF_NAMES
+                ):
+                    return stmt.name, n.lineno
+    return None
+
+
 def _device_like(expr: ast.expr) -> bool:
     """Named as a device (``args.device``, ``self.gpu``, ``local_rank``): ``.to(self.dtype)``
     casts and is no device."""
@@ -117,13 +176,17 @@ def _called_here(model: ScriptModel, owner: str) -> bool:
 
 
 def _picks_xla(caller: CallerModule) -> bool:
-    """The caller module, as it is on disk, names the XLA device and no CUDA one."""
+    return _module_picks_xla(caller.path)
+
+
+def _module_picks_xla(path: str | os.PathLike[str]) -> bool:
+    """The module, as it is on disk, names the XLA device and no CUDA one."""
     try:
-        text = read_regular(caller.path, MAX_BYTES).decode("utf-8", errors="replace")
-        tree = ast.parse(text, filename=str(caller.path))
+        text = read_regular(path, MAX_BYTES).decode("utf-8", errors="replace")
+        tree = ast.parse(text, filename=str(path))
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
-    other = ScriptModel(text, tree, str(caller.path))
+    other = ScriptModel(text, tree, str(path))
     return uses_xla_device(other) and not runs_on_cuda(other)
 
 
