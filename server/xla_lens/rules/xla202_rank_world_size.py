@@ -222,7 +222,12 @@ def _started_elsewhere(model: ScriptModel) -> bool:
     WORLD_SIZE): the reads themselves are all that says how the script is started. An
     ``_mp_fn`` beside a ``__main__`` block that starts the training itself (what XLA204's fix
     adds to such a script) does not settle it: torchrun still starts that block (FastChat's
-    ``train_lora.py``, held-out 38: ``xr.world_size()`` is 1 under torchrun, measured)."""
+    ``train_lora.py``, held-out 38: ``xr.world_size()`` is 1 under torchrun, measured).
+    Asked per env read: answered once per parse."""
+    return model.memo(("XLA202", "started elsewhere"), lambda: _no_launch_here(model))
+
+
+def _no_launch_here(model: ScriptModel) -> bool:
     if has_own_launcher(model) or any(model.call_name(c) in LAUNCHERS for c in model.calls):
         return False
     if ENTRY in model.steps.module_functions:

@@ -55,7 +55,8 @@ def _index_less_kept(model: ScriptModel, target: Target) -> list[tuple[int, str]
         for f in final_findings(model, "XLA101", device_check, target):
             if f.fix is not None and f.fix.safe:
                 continue
-            lines = model.source.splitlines()[f.span.start.line : f.span.end.line + 1]
+            # The finding's lines, read through the model (recorded as read, split once).
+            lines = [model.line_text(n) for n in range(f.span.start.line, f.span.end.line + 1)]
             if INDEX_LESS.search("\n".join(lines)):
                 found.append(
                     (
