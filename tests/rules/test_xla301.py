@@ -14,7 +14,12 @@ def test_missing_optim_is_set_for_both_argument_classes():
     """
     found = findings(code, "XLA301")
     assert [f.span.start.line for f in found] == [3, 4]
-    assert all(f.severity == Severity.INFORMATION for f in found)
+    # transformers 4.54+ on torch 2.8+ defaults to adamw_torch_fused, which fails on XLA
+    # parameters (measured): a warning on the modern target, advice on the legacy one.
+    assert all(f.severity == Severity.WARNING for f in found)
+    assert all("adamw_torch_fused" in f.message for f in found)
+    legacy = findings(code, "XLA301", target="legacy")
+    assert all(f.severity == Severity.INFORMATION for f in legacy)
     expected = src(
         """
         import transformers
@@ -79,10 +84,47 @@ def test_converted_and_unknowable_calls_report_nothing():
     from transformers import TrainingArguments
     a = TrainingArguments("out", optim="adamw_torch_xla")
     b = TrainingArguments("out", optim=cli.optim)
-    c = TrainingArguments(**config)
     d = dict(optim="adamw_torch")
     """
     assert findings(code, "XLA301") == []
+
+
+def test_arguments_from_a_dict_are_warned_about_without_a_fix():
+    # ChatGLM3's finetune_hf.py (held-out 40): Seq2SeqTrainingArguments(**training_args) read
+    # from a YAML config that sets no optim: the fused default fails on XLA.
+    code = """
+    from transformers import TrainingArguments
+    c = TrainingArguments(**config)
+    """
+    (f,) = findings(code, "XLA301")
+    assert f.severity == Severity.WARNING and f.fix is None
+    assert f.message.startswith("unless the ** arguments set optim")
+    assert findings(code, "XLA301", target="legacy") == []
+
+
+def test_arguments_read_only_for_their_values_by_a_loop_of_its_own_are_quiet():
+    # AMCLR's train2.py (held-out 40): HfArgumentParser fills TrainingArguments, but the script
+    # steps its own torch.optim.AdamW over its own DataLoader and calls no Trainer.
+    code = """
+    import torch
+    from transformers import HfArgumentParser, Trainer, TrainingArguments
+
+    (args,) = HfArgumentParser((TrainingArguments,)).parse_args_into_dataclasses()
+    opt = torch.optim.AdamW(model.parameters(), lr=args.learning_rate)
+    loader = torch.utils.data.DataLoader(data, batch_size=args.per_device_train_batch_size)
+    """
+    assert findings(code, "XLA301") == [] and findings(code, "XLA302") == []
+    with_trainer = code + "Trainer(model=model, args=args).train()\n"
+    assert findings(with_trainer, "XLA301") and findings(with_trainer, "XLA302")
+
+
+def test_an_explicit_fused_adamw_fails_on_xla_and_is_a_warning():
+    code = """
+    from transformers import TrainingArguments
+    a = TrainingArguments("out", optim="adamw_torch_fused")
+    """
+    (f,) = findings(code, "XLA301")
+    assert f.severity == Severity.WARNING and f.fix.safe and "rejects XLA parameters" in f.message
 
 
 def test_hover_covers_the_argument_classes():

@@ -25,10 +25,12 @@ from pathlib import Path
 
 from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import XLA_LOADERS, ScriptModel
+from ..semantic.module_globals import global_reads
 from ..semantic.parameter_defaults import parameter_defaults, passes
 from ..semantic.workspace import FunctionFacts
 from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
-from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots, regions
+from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots
+from ..semantic.workspace_regions import regions
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.helper_backend import backend_literals
 from .parts.helper_reach import reached_functions
@@ -80,6 +82,12 @@ _IGNORE = re.compile(r"#\s*xla-lens:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])
 DEVICE_NOTE = "it chooses the device there"
 NVIDIA_SMI = "`nvidia-smi` queries NVIDIA GPUs, which an XLA host does not have"
 DEVICE_QUERY_RANK = PRIORITY.index("XLA405")
+
+
+# Evidence outside the functions a call runs that still counts: a device chosen at the top of
+# the module (``device = torch.device("cuda" if ... else "cpu")``) that they place on. An env
+# read there (``LOCAL_RANK = int(os.getenv(...))``) only supports other evidence: left out.
+GLOBAL_CODES = frozenset({"XLA101"})
 
 
 @dataclass(frozen=True)
@@ -177,8 +185,12 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
     lines = tuple(e for _, e in sorted(evidence.items()))
     out = {}
     for name, fn in parsed.functions.items():
-        ranges = [(r.lineno, r.end_lineno or r.lineno) for r in reached_functions(model, fn)]
-        mine = tuple(e for e in lines if any(a <= e.line <= b for a, b in ranges))
+        reached = reached_functions(model, fn)
+        ranges = [(r.lineno, r.end_lineno or r.lineno) for r in reached]
+        tops = global_reads(parsed.tree, reached)
+        mine = tuple(
+            e for e in lines if _within(e, ranges) or (e.code in GLOBAL_CODES and _within(e, tops))
+        )
         if any(e.code not in SUPPORTING for e in mine):
             out[name] = mine
     return ModuleEvidence(lines, out)
@@ -214,6 +226,10 @@ def _nvidia_smi_lines(model: ScriptModel) -> list[int]:
                 out.append(call.lineno)
                 break
     return out
+
+
+def _within(e: Evidence, ranges: list[tuple[int, int]]) -> bool:
+    return any(a <= e.line <= b for a, b in ranges)
 
 
 def module_evidence(path: Path, target: str) -> ModuleEvidence:
@@ -386,8 +402,15 @@ def _class_finding(
     except OSError:
         return
     ranges: dict[Path, list[tuple[int, int]]] = {}
+    bodies: dict[Path, list[ast.AST]] = {}
     for path, region in regions(target):
         ranges.setdefault(path, []).append((region.lineno, region.end_lineno or region.lineno))  # type: ignore[attr-defined]
+        bodies.setdefault(path, []).append(region)
+    tops: dict[Path, list[tuple[int, int]]] = {}
+    for path, found in bodies.items():
+        parsed = parsed_module(path)
+        if parsed is not None:  # the module-level ``device`` its methods place on
+            tops[path] = global_reads(parsed.tree, found)
     sited: list[tuple[Path, Evidence]] = []
     for path, spans in ranges.items():
         try:
@@ -399,7 +422,9 @@ def _class_finding(
             continue
         modules.add(str(path))
         for e in _for_this_caller(model, module_evidence(path, conversion).lines):
-            if (path, e.line) not in said and any(a <= e.line <= b for a, b in spans):
+            if (path, e.line) in said:
+                continue
+            if _within(e, spans) or (e.code in GLOBAL_CODES and _within(e, tops.get(path, []))):
                 sited.append((path, e))
     if not any(e.code not in SUPPORTING for _, e in sited):
         return
@@ -408,7 +433,8 @@ def _class_finding(
     if method == "__init__":
         defined = "" if target.owner is target.chain[0] else f"{target.owner.name}.__init__"
     else:
-        defined = f"{target.owner.name}.{method}"
+        owners = [t.owner.name for t in (target, *target.alternatives)]
+        defined = " or ".join(f"{o}.{method}" for o in dict.fromkeys(owners))
     yield _finding(model, call, target.shown, defined, sited)
 
 

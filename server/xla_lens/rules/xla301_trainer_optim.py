@@ -6,7 +6,13 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from ..semantic.hf_args import LEGACY_REASON, TRAINING_ARGS, FieldDefault, hf_arguments
+from ..semantic.hf_args import (
+    LEGACY_REASON,
+    TRAINING_ARGS,
+    FieldDefault,
+    hf_arguments,
+    runs_no_trainer,
+)
 from ..semantic.model import ScriptModel, const_str, keyword
 from .base import (
     Category,
@@ -108,19 +114,46 @@ def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDef
             )
 
 
+# transformers 4.54+ (huggingface/transformers#37358) defaults ``optim`` to the fused AdamW
+# on torch >= 2.8, which torch_xla 2.9 requires: ``fused=True`` rejects XLA parameters
+# ("`fused=True` requires all the params to be floating point Tensors of supported devices",
+# measured), so a Trainer left at the default fails at its first optimizer step.
+FUSED_DEFAULT = (
+    "with transformers 4.54+ on torch 2.8+, as on the torch_xla 2.9 stack, the default optimizer "
+    "is adamw_torch_fused, whose fused kernel rejects XLA parameters: RuntimeError at the first "
+    "optimizer step"
+)
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    if runs_no_trainer(model, "optimizer"):
+        return  # the script steps its own optimizer: the Trainer's ``optim`` is never used
+    modern = ctx.target == "modern"
+    severity = Severity.WARNING if modern else Severity.INFORMATION
     for call in training_args_calls(model):
         kw = keyword(call, "optim")
         code = f'"{XLA_OPTIM}"'
         if kw is None:
-            if has_double_star(call) or _subclass_default(model, call, "optim"):
+            if _subclass_default(model, call, "optim"):
                 continue
+            if has_double_star(call):
+                if modern:  # ``Seq2SeqTrainingArguments(**config["training_args"])``
+                    yield Finding(
+                        CODE,
+                        f"unless the ** arguments set optim, {FUSED_DEFAULT}",
+                        model.span(call.func),
+                        Severity.WARNING,
+                        manual=f'Set optim="{XLA_OPTIM}" where these arguments come from (the '
+                        "config file or dict), or pass it here.",
+                    )
+                continue
+            why = FUSED_DEFAULT if modern else "the Trainer's AdamW"
             yield Finding(
                 CODE,
-                f'TrainingArguments uses the default AdamW: on XLA set optim="{XLA_OPTIM}", '
-                "the sync-free AdamW that keeps the step on the device",
+                f'TrainingArguments leaves optim at its default: {why}; on XLA set optim="'
+                f'{XLA_OPTIM}", the sync-free AdamW that keeps the step on the device',
                 model.span(call.func),
-                Severity.INFORMATION,
+                severity,
                 fix=Fix(
                     f"Set optim={code}",
                     (SetKeyword(model.span(call), "optim", code),),
@@ -135,11 +168,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 model, default.value, Replace(model.span(default.value), f'"{XLA_OPTIM}"')
             )
             continue
+        why = f": {FUSED_DEFAULT}" if modern else ""
         yield Finding(
             CODE,
-            f'on XLA the Trainer should use optim="{XLA_OPTIM}", the sync-free AdamW',
+            f'on XLA the Trainer should use optim="{XLA_OPTIM}", the sync-free AdamW{why}',
             class_span(model, node) if isinstance(node, ast.ClassDef) else model.span(node),
-            Severity.INFORMATION,
+            severity,
             manual=manual.replace("--optim", f"--optim {XLA_OPTIM}"),
         )
 
@@ -162,11 +196,17 @@ def _value_finding(model: ScriptModel, value: ast.expr, op: EditOp) -> Iterator[
         return
     code = f'"{XLA_OPTIM}"'
     if current in ADAMW_VARIANTS:
+        fused = current == "adamw_torch_fused"
         yield Finding(
             CODE,
-            f'optim="{current}": on XLA use optim="{XLA_OPTIM}", the sync-free AdamW',
+            f'optim="{current}": on XLA use optim="{XLA_OPTIM}", the sync-free AdamW'
+            + (
+                " (the fused kernel rejects XLA parameters: RuntimeError at the first step)"
+                if fused
+                else ""
+            ),
             model.span(value),
-            Severity.INFORMATION,
+            Severity.WARNING if fused else Severity.INFORMATION,
             fix=Fix(f"Set optim={code}", (op,)),
         )
     elif _cuda_only(current):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.hf_args import hf_arguments
+from ..semantic.hf_args import hf_arguments, runs_no_trainer
 from ..semantic.model import ScriptModel, keyword
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .xla301_trainer_optim import (
@@ -22,6 +22,8 @@ BOUND = "at least the number of XLA devices and fewer than the number of CPU cor
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    if runs_no_trainer(model, "loader"):
+        return  # the script builds its own DataLoader: the Trainer's workers are never used
     for call in training_args_calls(model):
         kw = keyword(call, "dataloader_num_workers")
         if kw is None:

@@ -21,6 +21,7 @@ from .base import (
 )
 from .parts.gpu_era_env import gpu_era_env_findings
 from .parts.removed_imports import removed_name_imports
+from .parts.sibling_removed_apis import sibling_removed_apis
 
 CODE = "XLA501"
 XM = "torch_xla.core.xla_model"
@@ -334,6 +335,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         yield from _api_findings(model, MODERN)
         yield from gpu_era_env_findings(model, CODE)
         yield from removed_name_imports(model, CODE)
+        yield from sibling_removed_apis(model, CODE, lambda other: _api_findings(other, MODERN))
     else:
         # The legacy target is SageMaker Training Compiler's torch_xla 1.13, where the
         # XLA:GPU environment variables are still the way to configure the run.

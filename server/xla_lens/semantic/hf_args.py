@@ -244,3 +244,32 @@ def _module_qualname(module: ParsedModule, base: ast.expr) -> str | None:
         if level == 0:
             return ".".join(p for p in (source, original, rest) if p)
     return None
+
+
+def runs_no_trainer(model: ScriptModel, builds: str) -> bool:
+    """The script parses or builds TrainingArguments only for their values: it calls no
+    Trainer (nothing whose name ends in ``Trainer``, the library's or its own) and builds
+    ``builds`` itself ("optimizer": a ``torch.optim`` class; "loader": a ``DataLoader``).
+    AMCLR's train2.py (held-out 40) reads learning rate and batch size from them and trains
+    in its own loop: the Trainer's ``optim`` and ``dataloader_num_workers`` do nothing there."""
+
+    def trainer_called() -> bool:
+        for call in model.calls:
+            name = model.call_name(call) or dotted(call.func) or ""
+            if is_trainer_name(name) or name.rsplit(".", 1)[-1].endswith("Trainer"):
+                return True
+        return False
+
+    if model.memo(("hf_args", "trainer called"), trainer_called):
+        return False
+    for call in model.calls:
+        name = model.call_name(call) or ""
+        if (
+            builds == "optimizer"
+            and name.startswith("torch.optim.")
+            and ".lr_scheduler" not in name
+        ):
+            return True
+        if builds == "loader" and name == "torch.utils.data.DataLoader":
+            return True
+    return False

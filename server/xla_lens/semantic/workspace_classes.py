@@ -8,8 +8,8 @@ class and method a call runs: a constructor (``Trainer(...)``, ``pkg.mod.Trainer
 re-exported by a package's ``__init__.py`` or not), a method called on a name every
 assignment of which constructs that class (``t.train()``; the name called itself,
 ``criterion(out, y)``, runs ``forward``), and ``self.m()`` in a class of the script whose
-bases come from the workspace. ``regions`` lists the function bodies the
-call runs: the method, the methods it calls on ``self`` (resolved from the constructed
+bases come from the workspace. ``workspace_regions.regions`` lists the function bodies
+the call runs: the method, the methods it calls on ``self`` (resolved from the constructed
 class, so an override in a subclass is the one that runs), ``super().m()``, functions of
 the same module it calls, and methods called on an object whose class the code names
 (``semantic/workspace_elements.py``), ``CLOSURE_DEPTH`` deep. Modules are read through
@@ -19,7 +19,7 @@ the same module it calls, and methods called on an object whose class the code n
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,10 +32,8 @@ from .workspace_calls import (
     _index,
     _is_library,
     class_in_module,
-    function_in_module,
     parsed_module,
 )
-from .workspace_elements import receiver_constructor
 
 if TYPE_CHECKING:
     from .model import ScriptModel
@@ -66,6 +64,9 @@ class ClassCall:
     owner: ClassRef  # the class that defines the method run
     method: FunctionNode
     shown: str  # how the script names the call: ``Trainer``, ``trainer.train``
+    # The same call on the other classes the receiver may be (``converter`` built as one of
+    # three label converters in an if/else): their methods run instead.
+    alternatives: tuple[ClassCall, ...] = ()
 
 
 def script_module(model: ScriptModel) -> ParsedModule:
@@ -158,6 +159,49 @@ def _constructed(model: ScriptModel, call: ast.Call) -> ClassRef | None:
     if name not in memo:
         memo[name] = _script_class(model, call.func)
     return memo[name]
+
+
+def _instance_classes(model: ScriptModel, name: str) -> tuple[ClassRef, ...]:
+    """The workspace classes the assignments of ``name`` construct, when every one of them
+    constructs one (in the order first seen); () otherwise."""
+    memo: dict[str, tuple[ClassRef, ...]] = model.memo(("workspace_classes", "any of"), dict)
+    if name not in memo:
+        found: list[ClassRef] = []
+        for value in bound_values(model, name):
+            if _rewraps(value, name):
+                continue  # ``model = nn.DataParallel(model).to(device)``: the same module
+            cls = _constructed(model, value) if isinstance(value, ast.Call) else None
+            if cls is None:
+                found = []
+                break
+            if all(c.node is not cls.node for c in found):
+                found.append(cls)
+        memo[name] = tuple(found)
+    return memo[name]
+
+
+# Wrappers whose call runs the wrapped module's ``forward``, and methods that return the
+# module itself.
+MODULE_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel", "DDP"})
+SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "bfloat16", "train", "eval"})
+
+
+def _rewraps(value: ast.expr, name: str) -> bool:
+    """``name`` itself, moved or wrapped: ``nn.DataParallel(model).to(device)``,
+    ``model.cuda()``."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in SELF_RETURNING
+    ):
+        value = value.func.value
+    if isinstance(value, ast.Call):
+        func = value.func
+        callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if callee not in MODULE_WRAPPERS or not value.args:
+            return False
+        value = value.args[0]
+    return isinstance(value, ast.Name) and value.id == name
 
 
 def _instance_class(model: ScriptModel, name: str) -> ClassRef | None:
@@ -261,12 +305,14 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
         # runs its ``forward`` (held-out 24, ssd.pytorch's loss in layers/modules).
         # A class of its own with ``__call__`` runs that: Informer2020's EarlyStopping saves
         # the checkpoint (held-out 39).
-        cls = _instance_class(model, func.id)
-        if cls is None:
+        calls = []
+        for cls in _instance_classes(model, func.id):
+            classes = chain(cls)
+            method = "__call__" if find_method(classes, "__call__") is not None else "forward"
+            calls.append(_target(classes, method, f"{func.id}"))
+        if not calls or None in calls:
             return None
-        classes = chain(cls)
-        method = "__call__" if find_method(classes, "__call__") is not None else "forward"
-        return _target(classes, method, f"{func.id}")
+        return replace(calls[0], alternatives=tuple(calls[1:]))  # type: ignore[arg-type]
     if not isinstance(func, ast.Attribute):
         return None
     receiver = func.value
@@ -280,7 +326,11 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
         # A method of the script itself: its own rules read it.
         return found if found is not None and found.owner.path != cls.path else None  # type: ignore[union-attr]
     elif isinstance(receiver, ast.Name):  # ``t = Trainer(...)`` then ``t.train()``
-        cls = _instance_class(model, receiver.id)
+        classes = _instance_classes(model, receiver.id)
+        calls = [c for c in (_target(chain(k), func.attr, shown) for k in classes) if c]
+        if len(calls) != len(classes) or not calls:
+            return None  # one of them lacks the method: not this call's class
+        return replace(calls[0], alternatives=tuple(calls[1:]))
     elif (
         isinstance(receiver, ast.Attribute)
         and isinstance(receiver.value, ast.Name)
@@ -345,132 +395,8 @@ def _enclosing_class(model: ScriptModel, node: ast.AST) -> ClassRef | None:
     return None
 
 
-# (the chain's class nodes, the method node) -> its regions. The nodes of a module come from
-# ``parsed_module``'s cache, the same objects while the file is unchanged; held here, so an id
-# is never reused for another node.
-_regions: dict[tuple[ast.AST, ...], list[tuple[Path, ast.AST]]] = {}
-_CACHE_LIMIT = 64
-
-
-def regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
-    """The bodies ``target`` runs: its method, then what it calls on ``self`` and
-    ``super()`` and the functions of the same module it calls, ``CLOSURE_DEPTH`` deep."""
-    key = (*(c.node for c in target.chain), target.method)
-    found = _regions.get(key)
-    if found is None:
-        found = _walk_regions(target)
-        if len(_regions) >= _CACHE_LIMIT:
-            _regions.clear()
-        _regions[key] = found
-    return found
-
-
 def clear_cache() -> None:
-    _regions.clear()
+    """Forget the regions of every class call (``workspace_regions``' cache)."""
+    from .workspace_regions import clear_cache as clear_regions  # noqa: PLC0415
 
-
-def _walk_regions(target: ClassCall) -> list[tuple[Path, ast.AST]]:
-    seen: set[int] = {id(target.method)}
-    out: list[tuple[Path, ast.AST]] = [(target.owner.path, target.method)]
-    frontier: list[_Step] = [
-        (target.chain, target.owner, target.owner.module, target.owner.path, target.method)
-    ]
-    for _ in range(CLOSURE_DEPTH):
-        found: list[_Step] = []
-        for classes, owner, module, _path, region in frontier:
-            for n in ast.walk(region):
-                if isinstance(n, ast.Return) and owner is not None:
-                    # ``return self.CrossEntropyLoss``: the method handed out runs later, at
-                    # the caller's call (deeplab-xception's ``build_loss``, held-out 29).
-                    step = _returned_method(classes, n)
-                elif isinstance(n, ast.Call):
-                    step = _callee(classes, owner, module, region, n)
-                else:
-                    continue
-                if step is None or id(step[4]) in seen:
-                    continue
-                seen.add(id(step[4]))
-                out.append((step[3], step[4]))
-                found.append(step)
-        frontier = found
-    return out
-
-
-def _returned_method(classes: tuple[ClassRef, ...], ret: ast.Return) -> _Step | None:
-    value = ret.value
-    if not (
-        isinstance(value, ast.Attribute)
-        and isinstance(value.value, ast.Name)
-        and value.value.id in SELF_NAMES
-    ):
-        return None
-    found = find_method(classes, value.attr)
-    if found is None:
-        return None
-    return classes, found[0], found[0].module, found[0].path, found[1]
-
-
-def _elsewhere(module: ParsedModule, func: ast.expr) -> _Step | None:
-    """A class constructed (its ``__init__``) or a function called from another workspace
-    module: SPADE's ``Pix2PixTrainer.__init__`` builds ``Pix2PixModel(opt)`` of
-    models/pix2pix_model.py, whose ``__init__`` picks ``torch.cuda.FloatTensor`` (held-out 28)."""
-    cls = _class_ref(module, func)
-    if cls is not None and cls.path != module.path:
-        classes = chain(cls)
-        found = find_method(classes, "__init__")
-        if found is None:
-            return None
-        return classes, found[0], found[0].module, found[0].path, found[1]
-    target = function_in_module(module, func)
-    other = parsed_module(target[0]) if target is not None else None
-    fn = other.functions.get(target[1]) if other is not None and target is not None else None
-    if fn is None or other is None:
-        return None
-    return (), None, other, other.path, fn
-
-
-# (the chain its ``self`` is, the class defining it or None, its module, its file, its body)
-_Step = tuple[tuple[ClassRef, ...], ClassRef | None, ParsedModule, Path, ast.AST]
-
-
-def _callee(
-    classes: tuple[ClassRef, ...],
-    owner: ClassRef | None,
-    module: ParsedModule,
-    region: ast.AST,
-    call: ast.Call,
-) -> _Step | None:
-    func = call.func
-    if isinstance(func, ast.Name):
-        fn = module.functions.get(func.id)
-        if fn is not None:
-            return (classes, None, module, module.path, fn)
-        return _elsewhere(module, func)
-    if not isinstance(func, ast.Attribute):
-        return None
-    receiver = func.value
-    if not (isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES):
-        # ``networks.define_G(opt)``, ``models.Pix2PixModel(opt)``: another module's code.
-        found_elsewhere = _elsewhere(module, func)
-        if found_elsewhere is not None:
-            return found_elsewhere
-    if owner is not None and isinstance(receiver, ast.Name) and receiver.id in SELF_NAMES:
-        found = find_method(classes, func.attr)  # the override of the constructed class
-    elif (
-        owner is not None
-        and isinstance(receiver, ast.Call)
-        and isinstance(receiver.func, ast.Name)
-        and receiver.func.id == "super"
-    ):
-        found = find_method(classes, func.attr, after=owner)
-    else:  # ``meter.sync()`` where ``for meter in self.meters.values()``
-        own = classes if owner is not None else ()
-        ctor = receiver_constructor([(c.node, c.module) for c in own], module, region, receiver)
-        cls = _class_ref(ctor[1], ctor[0]) if ctor is not None else None
-        if cls is None:
-            return None
-        classes = chain(cls)
-        found = find_method(classes, func.attr)
-    if found is None:
-        return None
-    return classes, found[0], found[0].module, found[0].path, found[1]
+    clear_regions()
