@@ -152,3 +152,25 @@ def test_a_device_handed_down_a_long_chain_to_a_placement_stays_safe():
     stringly = code.replace(".to(device=self.device)", ".to(self.device + 'x')")
     (g,) = findings(stringly, "XLA101")
     assert not g.fix.safe
+
+
+def test_a_device_count_on_the_options_that_only_scales_the_batch_is_no_placement():
+    # held-out 40 (deep-text-recognition-benchmark): `opt.num_gpu = torch.cuda.device_count()`
+    # then `if opt.num_gpu > 1:` multiplies batch size and workers: nothing there places on
+    # CUDA, so "the CUDA placement it turns on never runs" would be false (XLA403 still says
+    # device_count() counts CUDA devices).
+    code = """
+    import torch
+
+    def setup(opt):
+        opt.num_gpu = torch.cuda.device_count()
+        if opt.num_gpu > 1:
+            opt.workers = opt.workers * opt.num_gpu
+            opt.batch_size = opt.batch_size * opt.num_gpu
+    """
+    assert findings(code, "XLA101") == []
+    placing = code.replace(
+        "opt.workers = opt.workers * opt.num_gpu", "torch.cuda.set_device(0)"
+    )
+    (f,) = findings(placing, "XLA101")
+    assert "is whether CUDA is available" in f.message

