@@ -169,8 +169,6 @@ def test_a_device_count_on_the_options_that_only_scales_the_batch_is_no_placemen
             opt.batch_size = opt.batch_size * opt.num_gpu
     """
     assert findings(code, "XLA101") == []
-    placing = code.replace(
-        "opt.workers = opt.workers * opt.num_gpu", "torch.cuda.set_device(0)"
-    )
+    placing = code.replace("opt.workers = opt.workers * opt.num_gpu", "torch.cuda.set_device(0)")
     (f,) = findings(placing, "XLA101")
     assert "is whether CUDA is available" in f.message

@@ -144,3 +144,17 @@ def test_every_reason_the_unwrap_needs_review_is_named():
     """
     (f,) = findings(code, "XLA110")
     assert "`.module`" in f.fix.review_reason and "`module.` prefix" in f.fix.review_reason
+
+
+def test_a_non_strict_load_is_named_in_the_review_reason():
+    # held-out 40 (deep-text-recognition-benchmark's --FT): load_state_dict(..., strict=False)
+    # of a checkpoint saved with the `module.` prefix loads nothing once the wrapper is gone.
+    code = """
+    import torch
+    model = torch.nn.DataParallel(torch.nn.Linear(2, 2))
+    model.load_state_dict(torch.load("ckpt.pth"), strict=False)
+    torch.save(model.state_dict(), "out.pth")
+    """
+    (f,) = findings(code, "XLA110")
+    assert not f.fix.safe
+    assert "the load with `strict=` at line 3 may then load nothing" in f.fix.review_reason

@@ -280,3 +280,23 @@ def test_an_unused_import_of_the_launcher_module_is_no_distribution():
     assert distributed(
         code.replace("        main()\n", "        start = xmp.spawn\n        main()\n")
     )
+
+
+def test_the_manual_names_the_call_the_main_block_makes():
+    # ChatGLM3's finetune_hf.py (held-out 40): a typer command; `main()` would raise TypeError
+    # (typer fills its arguments), the `__main__` block runs `app()`.
+    code = """
+    import typer
+    from transformers import Seq2SeqTrainer
+
+    app = typer.Typer()
+
+    @app.command()
+    def main(data_dir: str):
+        Seq2SeqTrainer(model=None).train()
+
+    if __name__ == "__main__":
+        app()
+    """
+    found = [f for f in findings(code, "XLA204") if f.manual and "_mp_fn(index)" in f.manual]
+    assert found and "here: calls app(), as the `__main__` block does" in found[0].manual

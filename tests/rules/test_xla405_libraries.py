@@ -73,3 +73,20 @@ def test_apex_amp_c_kernels_are_named_at_their_import_and_each_call():
     assert "apex's compiled CUDA extension" in found[0].message
     assert found[1].message.startswith("amp_C.multi_tensor_axpby() is an apex CUDA kernel")
     assert "torch._foreach_mul_" in found[1].manual and found[1].fix is None
+
+
+def test_baidu_warp_ctc_cannot_take_xla_tensors():
+    # Held-out 40 (deep-text-recognition-benchmark): `from warpctc_pytorch import CTCLoss` under
+    # its --baiduCTC option.
+    code = """
+    import torch
+
+    def criterion(opt):
+        if opt.baiduCTC:
+            from warpctc_pytorch import CTCLoss
+            return CTCLoss()
+        return torch.nn.CTCLoss(zero_infinity=True)
+    """
+    (f,) = findings(code, "XLA405")
+    assert f.span.start.line + 1 == 5 and "warp-ctc" in f.message
+    assert "torch.nn.CTCLoss" in f.manual

@@ -85,10 +85,24 @@ def _review_reason(model: ScriptModel) -> str:
             if recv is None or not (
                 optimizer_like(recv.rpartition(".")[2]) or any(h in low for h in NOT_MODEL_HINTS)
             ):
+                lenient = next(
+                    (
+                        c.lineno
+                        for c in model.method_calls("load_state_dict")
+                        if any(k.arg == "strict" for k in c.keywords)
+                    ),
+                    None,
+                )
                 reasons.append(
                     "the script saves or loads state dicts: without the wrapper their keys "
                     "lose the `module.` prefix, so existing checkpoints no longer load (strip "
                     "the prefix when loading)"
+                    + (
+                        f"; the load with `strict=` at line {line_ref(lenient)} may then load "
+                        "nothing and carry on from fresh weights, silently"
+                        if lenient is not None
+                        else ""
+                    )
                 )
                 break
         if model.call_name(call) in WHOLE_MODEL_IO:

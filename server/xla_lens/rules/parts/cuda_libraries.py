@@ -25,6 +25,8 @@ LIBRARY_MANUAL = {
     "cupy": "Keep the data in torch tensors on the XLA device instead of CuPy arrays.",
     "amp_C": "Compute the multi-tensor updates with torch's _foreach ops (torch._foreach_mul_, "
     "torch._foreach_add_, torch._foreach_norm), which XLA lowers, and drop the import.",
+    "warpctc_pytorch": "Use torch.nn.CTCLoss (log-softmaxed (T, N, C) inputs, blank index 0 by "
+    "default), which XLA lowers.",
     "triton": "Replace each Triton kernel with the PyTorch ops it computes (XLA fuses them), or "
     "with a Pallas kernel on TPU.",
 }
@@ -53,6 +55,8 @@ CUDA_LIBRARIES = {
     "cupy": "CuPy arrays live on CUDA: keep the data in torch tensors on the XLA device",
     "amp_C": "amp_C is apex's compiled CUDA extension (multi-tensor scale/axpby/l2norm kernels): "
     "it is not installed on XLA hosts and its kernels cannot take XLA tensors",
+    "warpctc_pytorch": "Baidu's warp-ctc binding runs its CTC kernels on CPU or CUDA tensor "
+    "storage: it cannot take XLA tensors",
     "triton": "Triton kernels (@triton.jit) run on CUDA/ROCm tensors only and cannot take XLA "
     "tensors: the first launch on an XLA tensor fails",
 }
