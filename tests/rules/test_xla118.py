@@ -6,6 +6,7 @@ import pytest
 from xla_lens.engine import analyze
 from xla_lens.engine.leftover import leftover
 from xla_lens.rules import xla118_workspace_helper as rule
+from xla_lens.rules.parts import helper_evidence
 from xla_lens.semantic import workspace, workspace_calls, workspace_classes
 
 from tests.helpers import src
@@ -267,8 +268,8 @@ def test_nothing_in_the_helper_runs_and_its_analysis_is_cached(tmp_path: Path, m
     )
     script = _write(tmp_path / "main.py", "from helper import go\ngo()\n")
     calls = []
-    real = rule._analyse
-    monkeypatch.setattr(rule, "_analyse", lambda *a: calls.append(a) or real(*a))
+    real = helper_evidence._analyse
+    monkeypatch.setattr(helper_evidence, "_analyse", lambda *a: calls.append(a) or real(*a))
     assert len(_found(script)) == 1
     assert len(_found(script)) == 1
     assert len(calls) == 1 and not marker.exists()
@@ -642,8 +643,8 @@ def test_the_class_module_is_read_not_run_and_cached(tmp_path: Path, monkeypatch
     )
     script = _write(tmp_path / "train.py", "from trainer import Trainer\nTrainer()\n")
     calls = []
-    real = rule._analyse
-    monkeypatch.setattr(rule, "_analyse", lambda *a: calls.append(a) or real(*a))
+    real = helper_evidence._analyse
+    monkeypatch.setattr(helper_evidence, "_analyse", lambda *a: calls.append(a) or real(*a))
     assert len(_found(script)) == 1
     assert len(_found(script)) == 1
     assert len(calls) == 1 and not marker.exists()
