@@ -78,3 +78,37 @@ def test_a_count_only_passed_on_keeps_the_reviewed_fix():
     (f,) = findings(code, "XLA204")
     assert f.fix is not None and not f.fix.safe
     assert "nper = xr.world_size()" in _unsafe(code)
+
+
+def test_a_count_stored_on_the_options_object_handed_to_the_worker_blocks_the_fix():
+    # held-out 41 (pytorch-distributed's multiprocessing_distributed.py): `args.nprocs =
+    # torch.cuda.device_count()` then `mp.spawn(main_worker, nprocs=args.nprocs,
+    # args=(args.nprocs, args))`; the worker reads `args.nprocs` for world_size and to divide
+    # the batch size: 0 on an XLA host (ZeroDivisionError), out of reach of a launch fix.
+    code = """
+    import argparse
+    import torch
+    import torch.multiprocessing as mp
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch-size", default=256, type=int)
+
+
+    def main_worker(local_rank, nprocs, args):
+        args.batch_size = int(args.batch_size / args.nprocs)
+        print(local_rank, nprocs, args.batch_size)
+
+
+    def main():
+        args = parser.parse_args()
+        args.nprocs = torch.cuda.device_count()
+        mp.spawn(main_worker, nprocs=args.nprocs, args=(args.nprocs, args))
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = [f for f in findings(code, "XLA204") if "spawn" in f.message]
+    assert f.fix is None
+    assert "at line 16 (`args.nprocs = torch.cuda.device_count()`)" in f.message
+    assert "reaches main_worker()" in f.message

@@ -90,3 +90,21 @@ def test_baidu_warp_ctc_cannot_take_xla_tensors():
     (f,) = findings(code, "XLA405")
     assert f.span.start.line + 1 == 5 and "warp-ctc" in f.message
     assert "torch.nn.CTCLoss" in f.manual
+
+
+def test_a_deepspeed_config_handed_to_the_trainer_is_reported():
+    # Held-out 41 (philschmid's FLAN-T5 script): Seq2SeqTrainingArguments(...,
+    # deepspeed=args.deepspeed) launched with a ZeRO-3 offload config; accelerate sets DeepSpeed
+    # up only off XLA.
+    code = """
+    from transformers import Seq2SeqTrainingArguments, TrainingArguments
+
+    a = Seq2SeqTrainingArguments(output_dir="out", deepspeed=args.deepspeed)
+    b = TrainingArguments(output_dir="out", deepspeed="ds_zero3.json")
+    c = TrainingArguments(output_dir="out", deepspeed=None)
+    """
+    found = [f for f in findings(code, "XLA405") if "DeepSpeed" in f.message]
+    assert [f.span.start.line + 1 for f in found] == [3, 4]
+    assert "(whenever `args.deepspeed` names one)" in found[0].message
+    assert "whenever" not in found[1].message
+    assert all(f.fix is None and "fsdp_config" in f.manual for f in found)

