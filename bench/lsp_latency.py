@@ -392,7 +392,8 @@ async def main() -> None:
     # The machine is shared: latencies under load say more about the scheduler than the server.
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = [await bench_size(int(n), args.edits, Path(tmp)) for n in args.sizes.split(",")]
+        sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
+        rows = [await bench_size(n, args.edits, Path(tmp)) for n in sizes]
         big = await bench_big(args.big_mb, Path(tmp)) if args.big_mb else None
     print(
         f"{'lines':>6} {'cold start':>11} {'didChange p50':>14} {'p95':>8}"
@@ -434,11 +435,12 @@ async def main() -> None:
                     f"analysis on {r['lines']} lines: {verdict(p95 <= PENDING_TARGET_MS)} "
                     f"({p95:.1f} ms)"
                 )
-    cold = rows[0]["cold_ms"]
-    print(
-        f"target: cold start <= {COLD_TARGET_MS:.0f} ms ({rows[0]['lines']} lines): "
-        f"{verdict(cold <= COLD_TARGET_MS)} ({cold:.0f} ms; {bytecode_state()})"
-    )
+    if rows:
+        cold = rows[0]["cold_ms"]
+        print(
+            f"target: cold start <= {COLD_TARGET_MS:.0f} ms ({rows[0]['lines']} lines): "
+            f"{verdict(cold <= COLD_TARGET_MS)} ({cold:.0f} ms; {bytecode_state()})"
+        )
     if big is not None:
         ratio = big["closed_mb"] / big["base_mb"]
         print(

@@ -104,3 +104,32 @@ def test_hf_trainer_arguments_from_parser_and_subclass():
     # Nothing in the file sets the loader workers: the finding says which flag to pass.
     finding = _finding(result.converted_source, "XLA302")
     assert finding.fix is None and "dataloader_num_workers" in finding.manual
+
+
+def test_parameters_listed_before_the_move_are_taken_after_it_and_train_on_xla():
+    # Held-out 43 (AnimateDiff): ``trainable = list(...)`` before the move, the optimizer after.
+    result = prove(FIXTURES / "optimizer_params_list_before_move.py")
+    assert_proven(result)
+    assert "XLA109" in result.applied
+    out = result.converted_source
+    assert out.index("model.to(device)") < out.index("trainable = [p for p in")
+    assert "# after the list: stale on XLA" in out
+    # Left as it was, the list keeps the CPU Parameters: the model on XLA never changes.
+    stale = out.replace("    model.to(device)\n    trainable = [p", "    trainable = [p", 1)
+    stale = stale.replace(
+        "    optimizer = torch.optim.AdamW(",
+        "    model.to(device)\n    optimizer = torch.optim.AdamW(",
+        1,
+    )
+    assert stale != out
+    with tempfile.TemporaryDirectory() as tmp:
+        from pathlib import Path
+
+        from .harness import _env, run_script
+
+        script = Path(tmp) / "stale.py"
+        script.write_text(stale)
+        run = run_script(script, env=_env(4, PJRT_DEVICE="CPU", CPU_NUM_DEVICES="1"))
+    assert run.returncode == 0, run.stderr
+    losses = [line for line in run.stdout.splitlines() if line.startswith("xla-lens-loss")]
+    assert len(losses) == 4 and len(set(losses)) == 1

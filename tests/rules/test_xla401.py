@@ -41,7 +41,9 @@ def test_host_reads_in_the_loop_are_found():
 
 
 def test_reporting_statements_move_into_step_closures():
-    out = fixed(LOOP, "XLA401")
+    # The iteration prints nothing after them (its "epoch done" comes after the loop).
+    code = LOOP.replace('        print("epoch done")', '    print("epoch done")')
+    out = fixed(code, "XLA401")
     assert out.splitlines()[15:18] == [  # one line down: the added import
         '        xm.add_step_closure(lambda step, loss: print(f"step {step} loss {loss}"), args=(step, loss))',
         '        xm.add_step_closure(lambda loss: log.info("loss %.3f", loss.item()), args=(loss,))',
@@ -49,10 +51,28 @@ def test_reporting_statements_move_into_step_closures():
     ]
     assert "import torch_xla.core.xla_model as xm\n" in out
     # Code outside the fixes is untouched, and the same on the legacy target.
-    assert '        print("epoch done")' in out
-    assert fixed(LOOP, "XLA401", target="legacy") == out
+    assert '    print("epoch done")' in out
+    assert fixed(code, "XLA401", target="legacy") == out
     remaining = findings(out, "XLA401")
     assert [f.span.start.line for f in remaining] == [14, 18]
+
+
+def test_a_message_printed_later_in_the_iteration_keeps_text_reports_for_review():
+    # "epoch done" prints at once: deferred, the two reports before it would follow it.
+    found = {f.span.start.line: f for f in findings(LOOP, "XLA401")}
+    for line, first_later in ((14, "line 16"), (15, "line 21")):
+        assert not found[line].fix.safe
+        assert first_later in found[line].fix.review_reason
+        assert "out of order" in found[line].fix.review_reason
+    assert found[16].fix.safe  # a progress bar's postfix is no line of text
+
+
+def test_text_reports_deferred_together_keep_their_order():
+    # The print's only later message is the log line, deferred too (safely): closures run in
+    # the order they were added, so the print stays safe while the log line is.
+    code = LOOP.replace('        print("epoch done")', '    print("epoch done")')
+    found = {f.span.start.line: f for f in findings(code, "XLA401")}
+    assert found[14].fix.safe and found[15].fix.safe
 
 
 def test_existing_xm_alias_and_module_level_loop_without_free_names():

@@ -68,6 +68,31 @@ def _is_call(stmt: ast.stmt, attr: ast.Attribute) -> bool:
     return any(isinstance(c, ast.Call) and c.func is attr for c in ast.walk(stmt))
 
 
+PARAMETER_READS = frozenset({"parameters", "named_parameters"})
+
+
+def _first_parameter_read(block: list[ast.stmt], build: int, path: str) -> int:
+    """Where the move must go: before the first statement ahead of the optimizer that takes
+    the model's Parameters (``trainable = list(filter(..., unet.parameters()))`` then
+    ``AdamW(trainable)``; held-out 43, AnimateDiff: a move inserted between the two left the
+    optimizer on the old Parameters), after the last binding of the model; else the build."""
+    root = path.split(".")[0]
+    first = build
+    for k in range(build - 1, -1, -1):
+        stmt = block[k]
+        if root in _names([stmt], ast.Store):
+            break
+        if any(
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in PARAMETER_READS
+            and dotted(n.func.value) == path
+            for n in ast.walk(stmt)
+        ):
+            first = k
+    return first
+
+
 def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None, str]:
     """The fix that moves the model first, or why there is none."""
     if is_prepare_move(move) and not _is_plain_move(move):
@@ -91,13 +116,14 @@ def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None,
     if not (model.in_indented_block(build.stmt) and model.in_indented_block(move.stmt)):
         return None, "the statements share a line with their block header"
     i, j = block.index(build.stmt), block.index(move.stmt)
-    between = block[i + 1 : j]
+    start = _first_parameter_read(block, i, move.path)
+    between = block[start + 1 : j]
     reads = _names([move.stmt], ast.Load) - {move.path.split(".")[0]}
-    if reads & _names([build.stmt, *between], ast.Store):
+    if reads & _names(block[start : i + 1] + between, ast.Store):
         return None, "a name the move reads is bound after the optimizer is built"
     # The engine keeps the removed statement's comments where it stood.
     code = model.segment(move.stmt)
-    ops = (RemoveStatement(model.span(move.stmt)), InsertBefore(model.span(build.stmt), code))
+    ops = (RemoveStatement(model.span(move.stmt)), InsertBefore(model.span(block[start]), code))
     title = f"Move the model to the device first: `{model.segment(move.stmt)}` before the optimizer"
     touching = [s for s in between if _touches(s, move.path)]
     if touching:
@@ -172,6 +198,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if build.holder
             else f"`{build.path}` parameters"
         )
+        if build.taken is not None and build.taken.lineno < move.stmt.lineno < build.stmt.lineno:
+            # ``trainable = list(...parameters())`` taken first, the optimizer built later.
+            built_from += f" taken on line {line_ref(build.taken.lineno)}"
         held = f", which holds `{move.path}` too," if move.holder else ""
         if move.elsewhere:
             held = f" (in {move.elsewhere})"

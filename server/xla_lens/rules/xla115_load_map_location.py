@@ -21,7 +21,12 @@ from collections.abc import Iterator
 
 from ..semantic.checkpoint_loads import cuda_device_text, other_use
 from ..semantic.model import ScriptModel, arg_or_keyword, keyword
-from ..semantic.storage_movers import map_location_value, moves_storage_to_cuda
+from ..semantic.storage_movers import (
+    MAP_LOCATION_AT,
+    map_location_value,
+    maps_storages_to_cuda,
+    moves_storage_to_cuda,
+)
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .xla108_xm_save import is_checkpoint
 from .xla116_manual_seed import runs_on_cuda
@@ -127,11 +132,18 @@ def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_written(model)
-    for call in model.calls_to(*LOADS):
+    for call in model.calls_to(*MAP_LOCATION_AT):
         value = map_location_value(model, call)
         if value is None:
             continue
-        if moves_storage_to_cuda(model, value):
+        if maps_storages_to_cuda(model, value):
+            message = (
+                f"torch.load's map_location restores storages onto CUDA "
+                f"(`{model.segment(value)}`): an XLA host has no CUDA, so a checkpoint saved on "
+                'a GPU fails to load; load on the CPU (map_location="cpu") and let '
+                "load_state_dict copy onto the XLA device"
+            )
+        elif moves_storage_to_cuda(model, value):
             message = (
                 f"torch.load's map_location moves each storage onto CUDA "
                 f"(`{model.segment(value.body)}`): an XLA host has no CUDA, and a storage "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..semantic.host_calls import is_builtin_call
 from ..semantic.host_values import HostValues, host_values
@@ -33,6 +33,7 @@ from .parts.acting_reads import feeds_environment
 from .parts.checkpoint_objects import MODULE, object_kind
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_names import free_names
+from .parts.closure_order import reported_out_of_order
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
 from .parts.eval_loops import evaluation_loops
@@ -199,7 +200,34 @@ def _closure_ops(model: ScriptModel, stmt: ast.Expr) -> tuple[EditOp, ...]:
     return (ReplaceStatement(model.span(stmt), code), *e.imports)
 
 
-def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target: Target) -> Fix:
+def _deferred_safely(
+    model: ScriptModel, values: HostValues, loop: TrainingLoop, target: Target
+) -> Callable[[ast.stmt], bool]:
+    """Whether this rule moves a statement of ``loop`` into a step closure with a safe fix
+    (decided from the later statements back; a statement still being decided, reached again
+    through an inner loop's next pass, counts as not moved)."""
+    decided: dict[int, bool] = model.memo((CODE, "deferred", target, id(loop.node)), dict)
+
+    def deferred(stmt: ast.stmt) -> bool:
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+            return False
+        key = id(stmt)
+        if key not in decided:
+            decided[key] = False
+            nodes = list(ast.walk(stmt.value))
+            reads = any(_reads(model, values, n) is not None for n in nodes)
+            crashes = any(_bare_numpy_in(model, n) is not None for n in nodes)
+            decided[key] = (
+                reads and not crashes and _closure_fix(model, values, loop, stmt, target).safe
+            )
+        return decided[key]
+
+    return deferred
+
+
+def _closure_fix(
+    model: ScriptModel, values: HostValues, loop: TrainingLoop, stmt: ast.Expr, target: Target
+) -> Fix:
     reporting = isinstance(stmt.value, ast.Call) and is_reporting(model, stmt.value)
     title = "Read it after the step: wrap in xm.add_step_closure"
     reasons = []
@@ -214,8 +242,12 @@ def _closure_fix(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr, target:
     else:
         reasons.append(sync_runs_after(model, loop, stmt, target) or "")
     if not any(reasons):
-        # Only for a fix that would be safe: what it reads must not change before the sync.
+        # Only for a fix that would be safe: what it reads must not change before the sync,
+        # and no other message of the iteration may come out before it.
         reasons.append(changed_before_sync(model, loop, stmt, free_names(model, stmt)) or "")
+        if not any(reasons):
+            deferred = _deferred_safely(model, values, loop, target)
+            reasons.append(reported_out_of_order(model, loop, stmt, deferred) or "")
     elif not reporting:
         captured = free_names(model, stmt)
         reasons.append(changed_before_sync(model, loop, stmt, captured, reporting) or "")
@@ -302,7 +334,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 )
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            fix = _closure_fix(model, loop, stmt, ctx.target)
+            fix = _closure_fix(model, values, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)

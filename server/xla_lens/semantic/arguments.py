@@ -188,7 +188,7 @@ def literal_sources(model: ScriptModel, expr: ast.AST, depth: int = 0) -> list[a
         return out
     if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
         option = argparse_options(model).get(expr.attr)
-        if option is not None and _is_parsed_args(model, expr.value):
+        if option is not None and is_parsed_args(model, expr.value):
             if option.default is None:
                 return None
             return literal_sources(model, option.default, depth + 1)
@@ -201,7 +201,7 @@ def literal_sources(model: ScriptModel, expr: ast.AST, depth: int = 0) -> list[a
     return None
 
 
-def _is_parsed_args(model: ScriptModel, name: ast.Name) -> bool:
+def is_parsed_args(model: ScriptModel, name: ast.Name) -> bool:
     """``args`` bound from ``parser.parse_args()`` (or a parameter conventionally so named)."""
     for a in local_bindings(model, name.id, name):
         if isinstance(a.value, ast.Call) and method_name(a.value) in {

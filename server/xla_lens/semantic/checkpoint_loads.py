@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from .arguments import argparse_options, is_parsed_args, literal_sources
 from .binding_sets import loads_of_assigned_name
 from .line_refs import line_ref
 from .model import ScriptModel, is_cuda_string, keyword, method_name
@@ -205,8 +206,23 @@ def cuda_device_text(
         # the script a CUDA device (YOLOX's trainer, held-out 31). Converted to the XLA device
         # it fails the same way: torch.load cannot restore a storage onto an XLA device.
         values = attribute_values(model).get(f"{node.value.id}.{node.attr}", [])
-        return bool(values) and all(cuda_device_text(model, v, depth + 1, branches) for v in values)
+        if values:
+            return all(cuda_device_text(model, v, depth + 1, branches) for v in values)
+        # ``torch.device(args.device)`` with ``--device`` defaulting to "cuda:0" (held-out
+        # 42, MedSAM): converted, the default is the XLA device, which torch.load cannot
+        # restore onto either. Only the script's device, not a certain CUDA one.
+        return branches and _cuda_option_default(model, node)
     return False
+
+
+def _cuda_option_default(model: ScriptModel, node: ast.Attribute) -> bool:
+    if not isinstance(node.value, ast.Name) or not is_parsed_args(model, node.value):
+        return False
+    option = argparse_options(model).get(node.attr)
+    if option is None or option.default is None:
+        return False
+    sources = literal_sources(model, option.default)
+    return bool(sources) and all(is_cuda_string(s) for s in sources)
 
 
 __all__ = ["cuda_device_text", "other_use"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 
 from .assigned_values import is_shape_number
+from .batch_placement import stays_on_cpu
 from .binding_sets import frame_values, global_values, name_and_attribute_stores
 from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
 from .loop_frames import counts
@@ -104,6 +105,8 @@ class HostValues(HostCalls):
         if isinstance(expr, ast.Name):
             if self.enumerate_index(expr) or self.counter_at(expr) or self.length_field(expr):
                 return False
+            if stays_on_cpu(self.model, expr):
+                return False
             return not self.host_at(expr, strict=_is_conventional(expr.id), depth=deeper)
         if isinstance(expr, ast.Attribute):
             if dotted(expr) in self.tensors.names_at(expr) or expr.attr == "grad":
@@ -151,6 +154,7 @@ class HostValues(HostCalls):
                 self.host_at(expr, strict=True, depth=deeper)
                 or self.length_field(expr)
                 or self.enumerate_index(expr)
+                or stays_on_cpu(self.model, expr)
             )
         if is_group_setting(expr) or is_shape_number(expr):
             return True

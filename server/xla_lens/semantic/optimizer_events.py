@@ -48,6 +48,9 @@ class Event:
     via: str = ""  # name of the local helper it goes through, if any
     holder: str = ""  # the module container the event is on, when ``path`` is a member of it
     elsewhere: str = ""  # "simclr.py:19": the move runs in another file of the workspace
+    # An earlier statement that took the Parameters into a list the optimizer is given
+    # (``trainable = list(model.parameters())``): the build's moment for the ordering.
+    taken: ast.stmt | None = None
 
 
 def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
@@ -166,11 +169,33 @@ class OptimizerEvents:
         stmt = self.model.enclosing_statement(call)
         if stmt is None:
             return []
+        taken = self._captured_at(call, scope)
         out = []
         for path in sorted(self._param_paths(call, scope)):
-            out.append(Event(call, stmt, scope, path))
-            out.extend(Event(call, stmt, scope, alias) for alias in self._self_aliases(scope, path))
+            out.append(Event(call, stmt, scope, path, taken=taken))
+            out.extend(
+                Event(call, stmt, scope, alias, taken=taken)
+                for alias in self._self_aliases(scope, path)
+            )
         return out
+
+    def _captured_at(self, call: ast.Call, scope: ast.AST) -> ast.stmt | None:
+        """The statement that took the Parameters the optimizer is given, when it is an
+        earlier one holding them in a list (``trainable = list(filter(..., unet.parameters()))``
+        then ``AdamW(trainable)``; held-out 43, AnimateDiff): a move between the two leaves
+        that list with the old Parameters. A generator (``params = model.parameters()``) is
+        read only when the optimizer iterates it, so the optimizer's own statement counts."""
+        kw = next((k.value for k in call.keywords if k.arg == "params"), None)
+        given = call.args[0] if call.args else kw
+        if not isinstance(given, ast.Name):
+            return None
+        earlier = [a for a in self._assignments_in(given.id, scope) if a.lineno < call.lineno]
+        if not earlier or earlier[-1].value is None:
+            return None
+        value = earlier[-1].value
+        if not (_materialized(value) and self._param_paths(value, scope)):
+            return None
+        return self.statement_in_scope(earlier[-1])
 
     def _self_aliases(self, scope: ast.AST, path: str) -> list[str]:
         """In ``__init__(self, model)``, ``self.model = model`` makes ``self.model`` the
@@ -397,6 +422,20 @@ def is_device_move(call: ast.Call, qualname: Callable[[ast.AST], str | None] = d
         return False
     ident = (dotted(target) or "").rpartition(".")[2].lower()
     return not any(k in ident for k in ("dtype", "precision", "format"))
+
+
+MATERIALIZING = frozenset({"list", "tuple", "sorted", "set"})
+
+
+def _materialized(value: ast.AST) -> bool:
+    """A value that holds the Parameters themselves, not a generator over the module."""
+    if isinstance(value, ast.List | ast.Tuple | ast.ListComp | ast.SetComp | ast.Dict):
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in MATERIALIZING
+    )
 
 
 def _gives_parameters(name: str | None) -> bool:

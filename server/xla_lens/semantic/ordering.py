@@ -30,9 +30,10 @@ class Ordering(OptimizerEvents):
 
     def _runs_later(self, build: Event, move: Event) -> bool:
         if build.scope is move.scope:
+            first = _start(build)
             return (move.stmt.lineno, move.stmt.col_offset) > (
-                build.stmt.lineno,
-                build.stmt.col_offset,
+                first.lineno,
+                first.col_offset,
             ) and not _same_statement(self.model, build, move)
         if build.path.startswith("self.") and move.path.startswith("self."):
             return self._init_then_method(build.scope, move.scope)
@@ -87,7 +88,7 @@ class Ordering(OptimizerEvents):
             if (
                 move.scope is build.scope
                 and _matches(move.path, build.path)
-                and move.stmt.lineno < build.stmt.lineno
+                and move.stmt.lineno < _start(build).lineno
             ):
                 return True
         root = path_root(build.path)
@@ -96,7 +97,7 @@ class Ordering(OptimizerEvents):
             if build.scope is not self.model.tree
             else self.model.walk(self.model.tree)
         ):
-            if not isinstance(n, ast.Assign) or n.lineno >= build.stmt.lineno:
+            if not isinstance(n, ast.Assign) or n.lineno >= _start(build).lineno:
                 continue
             if self.scope_of(n) is not build.scope:
                 continue
@@ -133,7 +134,7 @@ class Ordering(OptimizerEvents):
                 continue
             if self._exclusive(a, build.stmt):
                 continue  # ``if ...: opt = ...`` / ``else: model = load()``: not both run
-            if build.stmt.lineno < a.lineno < move.stmt.lineno or a is move.stmt:
+            if _start(build).lineno < a.lineno < move.stmt.lineno or a is move.stmt:
                 value = a.value
                 if a is move.stmt or (
                     value is not None
@@ -185,6 +186,12 @@ class Ordering(OptimizerEvents):
                 seen.add(id(build.node))
                 out.append((build, move))
         return out
+
+
+def _start(build: Event) -> ast.stmt:
+    """When the optimizer's Parameters were taken: a list of them taken earlier, else the
+    optimizer's own statement."""
+    return build.taken or build.stmt
 
 
 def _same_statement(model: ScriptModel, a: Event, b: Event) -> bool:

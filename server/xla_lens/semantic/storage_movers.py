@@ -17,14 +17,30 @@ from .model import ScriptModel, is_cuda_string, keyword, method_name, receiver
 LOADS = frozenset({"torch.load"})
 
 
+# Loads that take a ``map_location``, and its position among their arguments.
+MAP_LOCATION_AT = {"torch.load": 1, "torch.hub.load_state_dict_from_url": 2}
+
+
 def map_location_value(model: ScriptModel, call: ast.Call) -> ast.expr | None:
-    """What a ``torch.load`` call passes as ``map_location`` (keyword or second argument)."""
-    if model.call_name(call) not in LOADS:
+    """What a ``torch.load`` (or ``torch.hub.load_state_dict_from_url``) call passes as
+    ``map_location`` (keyword or positional argument)."""
+    at = MAP_LOCATION_AT.get(model.call_name(call) or "")
+    if at is None:
         return None
     kw = keyword(call, "map_location")
     if kw is not None:
         return kw.value
-    return call.args[1] if len(call.args) > 1 else None
+    return call.args[at] if len(call.args) > at else None
+
+
+def maps_storages_to_cuda(model: ScriptModel, value: ast.AST | None) -> bool:
+    """``{"cuda:0": f"cuda:{rank}"}``: a map_location dict that restores storages onto a
+    CUDA device (a checkpoint saved on CUDA then needs CUDA to load)."""
+    from .checkpoint_loads import cuda_device_text
+
+    return isinstance(value, ast.Dict) and any(
+        v is not None and cuda_device_text(model, v) for v in value.values
+    )
 
 
 def moves_storage_to_cuda(model: ScriptModel, value: ast.AST | None) -> bool:

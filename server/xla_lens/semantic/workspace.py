@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .diskread import read_regular
+from .sys_path_additions import added_folders
 
 if TYPE_CHECKING:
     from .model import ScriptModel
@@ -140,7 +141,10 @@ def module_file(script_path: str, module: str, level: int) -> Path | None:
     elif not parts:
         return None
     else:
-        bases = search_folders(here)
+        # Folders the script puts on sys.path itself (``import _init_paths``): at the front
+        # for ``sys.path.insert(0, ...)``, last for ``append``.
+        front, back = added_folders(Path(script_path))
+        bases = [*front, *search_folders(here), *back]
     for base in bases:
         stem = base.joinpath(*parts) if parts else base
         # ``from . import x`` (no module part) names the package itself: only its __init__,

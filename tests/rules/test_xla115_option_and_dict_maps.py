@@ -1,0 +1,73 @@
+"""XLA115 on two more spellings of a CUDA ``map_location`` (held-out 42): the script's device
+from an option defaulting to CUDA (MedSAM: ``device = torch.device(args.device)`` with
+``--device`` "cuda:0", so once XLA101 makes the default "xla" ``torch.load(...,
+map_location=device)`` raises "don't know how to restore data location ... (tagged with
+xla)", measured on torch_xla 2.9), and a dict that remaps storages onto CUDA (hubert:
+``map_location={"cuda:0": f"cuda:{rank}"}``, also through ``torch.hub.load_state_dict_from_url``).
+Loading on the CPU and letting load_state_dict copy onto the device keeps the CUDA run's
+result."""
+
+from tests.helpers import findings, fixed
+
+OPTION = """
+import argparse
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--resume", default="")
+parser.add_argument("--device", type=str, default="cuda:0")
+args = parser.parse_args()
+device = torch.device(args.device)
+
+
+def resume(model, optimizer):
+    checkpoint = torch.load(args.resume, map_location=device)
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+"""
+
+
+def test_the_scripts_device_from_a_cuda_option_default():
+    (f,) = findings(OPTION, "XLA115")
+    assert "script's device" in f.message
+    assert f.fix.safe, f.fix.review_reason
+    assert 'torch.load(args.resume, map_location="cpu")' in fixed(OPTION, "XLA115")
+
+
+def test_an_option_defaulting_to_the_cpu_is_left_alone():
+    assert findings(OPTION.replace('default="cuda:0"', 'default="cpu"'), "XLA115") == []
+
+
+DICT_MAP = """
+import torch
+
+
+def resume(path, model, rank):
+    checkpoint = torch.load(path, map_location={"cuda:0": f"cuda:{rank}"})
+    model.load_state_dict(checkpoint["model"])
+"""
+
+
+def test_a_dict_remapping_storages_onto_cuda():
+    (f,) = findings(DICT_MAP, "XLA115")
+    assert "restores storages onto CUDA" in f.message
+    assert f.fix.safe, f.fix.review_reason
+    assert 'torch.load(path, map_location="cpu")' in fixed(DICT_MAP, "XLA115")
+
+
+def test_a_dict_remapping_onto_the_cpu_is_left_alone():
+    assert findings(DICT_MAP.replace('f"cuda:{rank}"', '"cpu"'), "XLA115") == []
+
+
+def test_a_hub_download_with_a_cuda_map_location():
+    code = """
+    import torch
+
+    def warmstart(model, rank):
+        state = torch.hub.load_state_dict_from_url(URL, map_location={"cuda:0": f"cuda:{rank}"})
+        model.load_state_dict(state)
+        other = torch.hub.load_state_dict_from_url(URL, "cache", "cuda:0")
+        model.load_state_dict(other)
+    """
+    assert [f.span.start.line for f in findings(code, "XLA115")] == [3, 5]
