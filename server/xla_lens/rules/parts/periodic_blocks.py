@@ -2,7 +2,7 @@
 ``if step % log_every == 0:`` (a ``%`` in the test, or a name bound to one) or under a clock
 (``if now - last_log > 60:``, a ``time.time()`` read in the test or a name bound to one:
 held-out 14, vicreg's once-a-minute log) or on the last batch only (``if i == len(loader) - 1:``,
-yolov5's end-of-epoch validation, held-out 38)."""
+yolov5's end-of-epoch validation, held-out 38), or on the first only (``if step == 0:``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,10 @@ def periodic_block(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast
             isinstance(a, ast.If)
             and child in a.body
             and (
-                _has_modulo(model, a.test) or _reads_clock(model, a.test) or _last_iteration(a.test)
+                _has_modulo(model, a.test)
+                or _reads_clock(model, a.test)
+                or _last_iteration(a.test)
+                or _first_iteration(a.test)
             )
         ):
             return a
@@ -32,6 +35,25 @@ def periodic_block(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast
 
 
 CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic"})
+COUNTER_WORDS = ("step", "iter", "batch_idx", "epoch")
+
+
+def _first_iteration(test: ast.expr) -> bool:
+    """``if step == 0:`` / ``if epoch == first_epoch and step == 0:`` (AnimateDiff's sanity
+    dump of the first batch, held-out 43): a counter compared with 0, alone or in an ``and``,
+    runs the block once, not every step."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_first_iteration(v) for v in test.values)
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+    ):
+        return False
+    sides = [test.left, test.comparators[0]]
+    zero = any(isinstance(x, ast.Constant) and x.value == 0 for x in sides)
+    counter = any(
+        isinstance(x, ast.Name) and any(w in x.id.lower() for w in COUNTER_WORDS) for x in sides
+    )
+    return zero and counter
 
 
 def _last_iteration(test: ast.expr) -> bool:
