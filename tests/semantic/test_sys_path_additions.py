@@ -104,3 +104,9 @@ def test_a_path_it_cannot_evaluate_adds_nothing(repo):
         src("import os, sys\nsys.path.insert(0, os.environ['LIB_DIR'])\n")
     )
     assert module_file(str(repo / "tools" / "train.py"), "core.function", 0) is None
+
+
+def test_an_init_paths_the_script_does_not_import_changes_nothing(repo):
+    script = repo / "tools" / "train.py"
+    script.write_text(src(TRAIN).replace("import _init_paths\n", ""))
+    assert module_file(str(script), "core.function", 0) is None

@@ -21,7 +21,9 @@ from .node_helpers import dotted
 PATH_SETUP_MODULE = "_init_paths.py"
 MAX_BYTES = 200_000
 _CACHE_LIMIT = 256
-_cache: dict[tuple[str, int, int], tuple[tuple[Path, bool], ...]] = {}
+# (the folders a file puts on sys.path, at the front or not; whether it imports _init_paths)
+Additions = tuple[tuple[tuple[Path, bool], ...], bool]
+_cache: dict[tuple[str, int, int], Additions] = {}
 
 PATH_CALLS = frozenset({"sys.path.insert", "sys.path.append"})
 DIRNAME = frozenset({"os.path.dirname", "osp.dirname", "path.dirname"})
@@ -46,33 +48,48 @@ def added_folders(script: Path) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
     (inserted at the front, appended)."""
     front: list[Path] = []
     back: list[Path] = []
-    for file in (script, script.parent / PATH_SETUP_MODULE):
-        for folder, first in _additions(file):
+    own, imports_setup = _additions(script)
+    files = [own]
+    if imports_setup:  # ``import _init_paths``: only then does its sys.path work run
+        files.append(_additions(script.parent / PATH_SETUP_MODULE)[0])
+    for found in files:
+        for folder, first in found:
             chosen = front if first else back
             if folder not in front and folder not in back:
                 chosen.append(folder)
     return tuple(front), tuple(back)
 
 
-def _additions(file: Path) -> tuple[tuple[Path, bool], ...]:
+def _additions(file: Path) -> Additions:
+    """(the folders ``file`` puts on sys.path, whether it imports ``_init_paths``)."""
     try:
         st = file.stat()
     except OSError:
-        return ()
+        return (), False
     key = (str(file), st.st_size, st.st_mtime_ns)
     if key in _cache:
         return _cache[key]
-    found: tuple[tuple[Path, bool], ...] = ()
+    found: Additions = ((), False)
     if st.st_size <= MAX_BYTES:
         try:
             tree = ast.parse(file.read_text(encoding="utf-8", errors="replace"))
-            found = tuple(_evaluate_additions(tree, file))
+            found = (tuple(_evaluate_additions(tree, file)), _imports_setup(tree))
         except (SyntaxError, ValueError, RecursionError, OSError):
-            found = ()
+            found = ((), False)
     if len(_cache) >= _CACHE_LIMIT:
         _cache.clear()
     _cache[key] = found
     return found
+
+
+def _imports_setup(tree: ast.Module) -> bool:
+    setup = PATH_SETUP_MODULE.removesuffix(".py")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == setup for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == setup and not node.level:
+            return True
+    return False
 
 
 def _evaluate_additions(tree: ast.Module, file: Path) -> list[tuple[Path, bool]]:
