@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from xla_lens.engine import analyze, fix_source
 
+from tests.conversions.harness import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -50,7 +52,8 @@ def test_original_sample_has_findings(name: str) -> None:
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "PT_XLA"))}
-    env.update(CUDA_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1", **extra)
+    env.update(CUDA_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1")
+    env.update(MASTER_PORT=str(free_port()), **extra)
     return env
 
 

