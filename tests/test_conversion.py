@@ -8,14 +8,12 @@ import ast
 import math
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from xla_lens.engine import analyze, fix_source
 
-from tests.conversions.harness import free_port
+from tests.conversions.harness import RunResult, free_port, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
@@ -62,14 +60,7 @@ def _losses(stdout: str) -> list[tuple[int, float]]:
 
 
 def _run(script: Path, *args: str, timeout: int = 300, **env: str) -> list[tuple[int, float]]:
-    proc = subprocess.run(
-        [sys.executable, str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=_env(**env),
-        cwd=script.parent,
-    )
+    proc = run_script(script, args, env=_env(**env), timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return _losses(proc.stdout)
 
@@ -126,7 +117,7 @@ if __name__ == "__main__":
 KNOWN_CPU_COLLECTIVE_BUG = "Termination timeout for `all reduce RendezvousKey"
 
 
-def _launch_converted_ddp(tmp_path: Path, devices: int) -> subprocess.CompletedProcess[str]:
+def _launch_converted_ddp(tmp_path: Path, devices: int) -> RunResult:
     _write(tmp_path, "ddp_cuda")
     launcher = tmp_path / "launch.py"
     # torch_xla.launch calls the converted script's _mp_fn once per device (GUIDE A.2/C.5).
@@ -138,13 +129,8 @@ def _launch_converted_ddp(tmp_path: Path, devices: int) -> subprocess.CompletedP
         "if __name__ == '__main__':\n"
         "    torch_xla.launch(ddp_cuda._mp_fn)\n"
     )
-    return subprocess.run(
-        [sys.executable, str(launcher)],
-        capture_output=True,
-        text=True,
-        timeout=420,
-        env=_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES=str(devices)),
-        cwd=tmp_path,
+    return run_script(
+        launcher, env=_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES=str(devices)), timeout=420
     )
 
 
@@ -166,13 +152,7 @@ def test_converted_ddp_script_on_two_cpu_devices(tmp_path: Path) -> None:
     # all_reduce first, so this test runs the real two-device sample wherever it can work.
     probe = tmp_path / "probe.py"
     probe.write_text(ALL_REDUCE_PROBE)
-    result = subprocess.run(
-        [sys.executable, str(probe)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2"),
-    )
+    result = run_script(probe, env=_env(PJRT_DEVICE="CPU", CPU_NUM_DEVICES="2"), timeout=300)
     if result.returncode != 0 and KNOWN_CPU_COLLECTIVE_BUG in result.stderr:
         pytest.xfail(
             "torch_xla CPU all_reduce across 2 threaded devices aborts (rendezvous timeout)"

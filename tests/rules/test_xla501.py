@@ -124,11 +124,15 @@ def test_aliases_are_followed_and_unmappable_arguments_are_manual():
     from torch_xla.distributed import xla_multiprocessing
 
     dev = xla_device(devkind="TPU")
-    xla_multiprocessing.spawn(fn, nprocs=8, join=False)
+    xla_multiprocessing.spawn(fn, nprocs=None, join=False)
+    xla_multiprocessing.spawn(fn, nprocs=8)
     """
     dev, spawn = findings(code, "XLA501")
     assert dev.fix is None and "torch_xla.device()" in dev.manual
     assert spawn.fix is None and "torch_xla.launch" in spawn.manual
+    # nprocs=8 raises on 2.x: XLA502 says so, not "still works" here.
+    (refused,) = findings(code, "XLA502")
+    assert refused.span.start.line == spawn.span.start.line + 1
 
 
 def test_xla_gpu_era_environment_variables_on_the_modern_target():

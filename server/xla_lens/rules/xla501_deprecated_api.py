@@ -22,6 +22,7 @@ from .base import (
 from .parts.gpu_era_env import gpu_era_env_findings
 from .parts.removed_imports import removed_name_imports
 from .parts.sibling_removed_apis import sibling_removed_apis
+from .xla502_spawn_nprocs import nprocs_raises
 
 CODE = "XLA501"
 XM = "torch_xla.core.xla_model"
@@ -199,6 +200,8 @@ MODERN: dict[str, _Mapping] = {
         Severity.INFORMATION,
         "still works; torch_xla.launch is the current launcher",
         _launch("modern"),
+        # With a process count other than 1/None it does not work on 2.x: XLA502 says so.
+        applies=lambda call: not nprocs_raises(call),
     ),
 }
 MODERN["torch_xla.amp.grad_scaler.GradScaler"] = MODERN["torch_xla.amp.GradScaler"]

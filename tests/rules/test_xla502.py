@@ -1,0 +1,57 @@
+"""XLA502: xmp.spawn's nprocs other than 1/None raises on torch_xla 2.x."""
+
+import pytest
+
+from tests.helpers import findings, fixed, src
+
+CODE = "XLA502"
+HEAD = "import torch_xla.distributed.xla_multiprocessing as xmp\n\ndef _mp_fn(index, args):\n    pass\n\n"
+
+
+def test_a_literal_count_is_an_error_with_a_review_fix():
+    text = HEAD + "xmp.spawn(_mp_fn, args=(1,), nprocs=8, start_method='fork')\n"
+    (f,) = findings(text, CODE)
+    assert "nprocs=8) raises ValueError" in f.message
+    assert f.fix is not None and not f.fix.safe and "one process per device" in f.fix.review_reason
+    # Convert leaves it; --unsafe-fixes drops the argument and keeps the others.
+    assert fixed(text, CODE) == text
+    assert "xmp.spawn(_mp_fn, args=(1,), start_method='fork')" in fixed(text, CODE, unsafe=True)
+
+
+def test_an_expression_raises_unless_it_is_one():
+    text = HEAD + "nprocs = args.nprocs or 8\nxmp.spawn(_mp_fn, args=(args,), nprocs=nprocs)\n"
+    (f,) = findings(text, CODE)
+    assert "raises unless it is 1 or None" in f.message
+    assert "may be 1" in f.fix.review_reason
+
+
+@pytest.mark.parametrize("value", ["None", "1"])
+def test_one_or_none_is_fine(value: str):
+    assert findings(HEAD + f"xmp.spawn(_mp_fn, nprocs={value})\n", CODE) == []
+
+
+def test_a_positional_count_has_no_fix():
+    (f,) = findings(HEAD + "xmp.spawn(_mp_fn, (), 8)\n", CODE)
+    assert f.fix is None and f.manual
+
+
+def test_the_legacy_target_takes_any_count():
+    assert findings(HEAD + "xmp.spawn(_mp_fn, nprocs=8)\n", CODE, target="legacy") == []
+
+
+def test_torch_xla_launch_is_not_spawn():
+    text = src(
+        """
+        import torch_xla
+        def _mp_fn(index):
+            pass
+        torch_xla.launch(_mp_fn)
+        """
+    )
+    assert findings(text, CODE) == []
+
+
+def test_xla501_no_longer_says_such_a_spawn_still_works():
+    text = HEAD + "xmp.spawn(_mp_fn, nprocs=8)\n"
+    assert findings(text, "XLA501") == []
+    assert findings(HEAD + "xmp.spawn(_mp_fn)\n", "XLA501")
