@@ -58,11 +58,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         literal = isinstance(value, ast.Constant)
         shown = model.segment(value)
-        when = "raises" if literal else "raises unless it is 1 or None"
+        unless = "" if literal else " unless it is 1 or None"
         message = (
-            f'xmp.spawn(..., nprocs={shown}) {when} ValueError on torch_xla 2.x ("Unsupported '
-            'nprocs"): under PJRT the runtime starts one process per device, and nprocs may '
-            "only be 1 or None"
+            f"xmp.spawn(..., nprocs={shown}) raises ValueError on torch_xla 2.x{unless} "
+            '("Unsupported nprocs"): under PJRT the runtime starts one process per device, and '
+            "nprocs may only be 1 or None"
         )
         fix = None
         if keyword(call, "nprocs") is not None:
