@@ -372,3 +372,15 @@ def test_a_kept_float16_is_said_beside_the_bfloat16_advice():
     bf16 = code.replace("torch.float16", "torch.bfloat16")
     (g,) = findings(bf16, "XLA102")
     assert "keeps the script's float16" not in g.message
+
+
+def test_an_autocast_an_and_never_enters_is_not_reported():
+    code = """
+    import torch
+    with torch.autocast("cuda") and (torch.inference_mode() if val else torch.enable_grad()):
+        out = model(x)
+    with torch.autocast("cuda") or nullcontext():
+        out = model(x)
+    """
+    (f,) = findings(code, "XLA102")
+    assert f.span.start.line == 3  # 0-based; the ``or`` enters the autocast: reported

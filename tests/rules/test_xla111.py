@@ -115,3 +115,28 @@ def test_the_backend_waits_for_review_while_the_device_change_does():
     """
     (g,) = findings(plain, "XLA111")
     assert g.fix.safe
+
+
+def test_the_module_compile_method_gets_the_openxla_backend_too():
+    code = """
+    import re
+    import torch
+    model = torch.nn.Linear(2, 2).to("cuda")
+    if compile_it:
+        model.compile()
+    pattern = re.compile("x")
+    print(model(torch.ones(1, 2, device="cuda")))
+    """
+    (f,) = findings(code, "XLA111")
+    assert f.span.start.line == 4
+    assert 'model.compile(backend="openxla")' in fixed(code, "XLA111", unsafe=True)
+
+
+def test_compile_on_something_that_is_not_a_model_is_left_alone():
+    code = """
+    import torch
+    cfg = load()
+    cfg.compile()
+    program.compile(mode="x")
+    """
+    assert findings(code, "XLA111") == []

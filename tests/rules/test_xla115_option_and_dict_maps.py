@@ -71,3 +71,18 @@ def test_a_hub_download_with_a_cuda_map_location():
         model.load_state_dict(other)
     """
     assert [f.span.start.line for f in findings(code, "XLA115")] == [3, 5]
+
+
+def test_a_device_rewrapped_in_torch_device_is_still_the_scripts_device():
+    # pre-training-gpt2 (held-out 45): the picker's string, then torch.device of itself.
+    code = """
+    import torch
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+    device = torch.device(device)
+    model = torch.nn.Linear(2, 2).to(device)
+    saved = torch.load(path, map_location=device)
+    model.load_state_dict(saved['model'])
+    """
+    (f,) = findings(code, "XLA115")
+    assert "the script's device `device`" in f.message
+    assert 'map_location="cpu"' in fixed(code, "XLA115")

@@ -268,3 +268,27 @@ def test_a_backend_passed_beside_forwarded_keyword_arguments_is_still_judged():
     local = found[1]
     assert local.fix is not None and not local.fix.safe
     assert "forwards **kwargs" in local.fix.review_reason
+
+
+def test_a_group_of_this_process_alone_needs_no_backend():
+    # k-diffusion's ensure_distributed(): a one-rank group over an in-process store, so that
+    # code asking for a rank works without a launcher.
+    code = """
+    import torch.distributed as dist
+    def ensure_distributed():
+        if not dist.is_initialized():
+            dist.init_process_group(world_size=1, rank=0, store=dist.HashStore())
+    """
+    assert findings(code, "XLA205") == []
+
+
+def test_a_group_with_its_own_store_gets_no_init_method():
+    # torch.distributed refuses both: "Cannot specify both init_method and store".
+    code = """
+    import torch.distributed as dist
+    def setup(rank, world_size, store):
+        dist.init_process_group("nccl", rank=rank, world_size=world_size, store=store)
+    """
+    (f,) = findings(code, "XLA205")
+    out = fixed(code, "XLA205", unsafe=True)
+    assert 'dist.init_process_group("xla", rank=rank' in out and "init_method" not in out

