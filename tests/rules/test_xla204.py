@@ -300,3 +300,27 @@ def test_the_manual_names_the_call_the_main_block_makes():
     """
     found = [f for f in findings(code, "XLA204") if f.manual and "_mp_fn(index)" in f.manual]
     assert found and "here: calls app(), as the `__main__` block does" in found[0].manual
+
+
+def test_a_script_torchrun_starts_is_told_how_to_start_the_conversion():
+    # SiT / DiT (held-out 46): env:// today, so torchrun starts it; converted, torchrun
+    # around torch_xla.launch would nest launchers.
+    code = """
+    import torch.distributed as dist
+
+    def main(args):
+        dist.init_process_group("nccl")
+        train(args, dist.get_rank())
+
+    if __name__ == "__main__":
+        args = parse()
+        main(args)
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix is not None and f.fix.safe
+    assert "start it with plain `python`" in f.message
+    xla_group = code.replace(
+        'dist.init_process_group("nccl")', 'dist.init_process_group("xla", init_method="xla://")'
+    )
+    (g,) = findings(xla_group, "XLA204")
+    assert "plain `python`" not in g.message

