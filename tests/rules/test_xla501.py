@@ -50,9 +50,19 @@ def test_modern_fix_rewrites_to_the_current_api():
             scaler = torch.amp.GradScaler("xla", init_scale=2.0)
             torch_xla.sync()
 
-        torch_xla.launch(_mp_fn, args=())
+        xmp.spawn(_mp_fn, args=(), nprocs=None)
         """
     )
+
+
+def test_launcher_rewrite_waits_for_review():
+    """torch_xla 2.9's launch() calls the function in this process when torchrun's environment
+    is set and raises under SPMD, where xmp.spawn spawns: not the same call everywhere."""
+    spawn = [f for f in findings(LEGACY_CODE, "XLA501") if "spawn" in f.message]
+    assert len(spawn) == 1 and not spawn[0].fix.safe
+    assert "TORCHELASTIC_RUN_ID" in spawn[0].fix.review_reason
+    out = fixed(LEGACY_CODE, "XLA501", unsafe=True)
+    assert "torch_xla.launch(_mp_fn, args=())" in out and "xmp.spawn" not in out.split("def")[-1]
 
 
 def test_legacy_target_accepts_the_guides_api():

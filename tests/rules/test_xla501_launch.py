@@ -39,9 +39,9 @@ def _parent_reasons(code: str) -> list[int]:
 def test_replica_code_is_not_called_the_launchers_parent():
     found = findings(REPLICA, "XLA501")
     assert len(found) == 4
-    assert all(f.fix is not None and f.fix.safe for f in found)
+    assert all(f.fix is not None and f.fix.safe for f in found if "spawn" not in f.message)
     assert _parent_reasons(REPLICA) == []
-    out = fixed(REPLICA, "XLA501")
+    out = fixed(REPLICA, "XLA501", unsafe=True)
     assert "device = torch_xla.device()" in out and "xr.global_ordinal()" in out
     assert "torch_xla.launch(_mp_fn, args=())" in out
 

@@ -47,7 +47,7 @@ from .base import (
     Severity,
     Target,
 )
-from .parts import device_arguments, external_devices
+from .parts import device_arguments, external_devices, library_device_defaults
 from .parts.config_devices import config_device_advice
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
 from .parts.get_device_args import get_device_findings
@@ -361,6 +361,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             flag_idioms.device_flag_findings(model),
             external_devices.helper_advice(model),
             external_devices.external_picker_advice(model),
+            library_device_defaults.library_device_default_advice(model),
             config_device_advice(model, target, handled),
         )
     )

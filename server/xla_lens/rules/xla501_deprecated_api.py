@@ -40,6 +40,9 @@ class _Mapping:
     emit: Emit  # returns None when there is no safe rewrite
     deprecated: bool = False
     applies: Callable[[ast.Call], bool] = lambda call: True
+    # Why the rewrite waits for review, where the new call does not do what the old one did
+    # in every setting.
+    review: str = ""
 
 
 def _args(
@@ -202,6 +205,14 @@ MODERN: dict[str, _Mapping] = {
         _launch("modern"),
         # With a process count other than 1/None it does not work on 2.x: XLA502 says so.
         applies=lambda call: not nprocs_raises(call),
+        # torch_xla 2.9's launch(): ``if dist.is_torchelastic_launched(): fn(LOCAL_RANK,
+        # *args)`` else ``xmp.spawn``; and ``raise NotImplementedError`` under SPMD. A script
+        # that works with xmp.spawn today may run under either (held-out 45: a Kaggle TPU
+        # script calls xmp.spawn because launch() took the torchrun branch there).
+        review="torch_xla.launch is not xmp.spawn everywhere: when the environment says "
+        "torchrun started the process (TORCHELASTIC_RUN_ID) it calls the function once in "
+        "this process instead of spawning one process per device, and under SPMD it raises "
+        "NotImplementedError; xmp.spawn still works in torch_xla 2.9",
     ),
 }
 MODERN["torch_xla.amp.grad_scaler.GradScaler"] = MODERN["torch_xla.amp.GradScaler"]
@@ -266,7 +277,12 @@ def _api_findings(model: ScriptModel, table: dict[str, _Mapping]) -> Iterator[Fi
         fix = None
         manual = None
         if code is not None:
-            fix = Fix(f"Use {code}", (Replace(model.span(call), code), *e.imports))
+            fix = Fix(
+                f"Use {code}",
+                (Replace(model.span(call), code), *e.imports),
+                safe=not mapping.review,
+                review_reason=mapping.review,
+            )
         else:
             manual = f"Rewrite the call as {mapping.replacement}; its arguments need a manual look."
         yield Finding(

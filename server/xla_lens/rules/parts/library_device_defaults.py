@@ -1,0 +1,87 @@
+"""XLA101 where a third-party metrics library picks CUDA by default: FID / Inception Score
+packages run their Inception network on ``torch.device('cuda:0')`` (pytorch-gan-metrics,
+pytorch-image-generation-metrics), ``torch.device('cuda')`` (clean-fid) or ``cuda=True``
+(torch-fidelity) unless the call says otherwise. Nothing in the script names CUDA, yet on an
+XLA host the first evaluation raises (no CUDA driver) — held-out 46's WGAN-GP at step 1.
+
+No fix: which device the metric should use (the host CPU, or the XLA device with a large
+Inception graph to compile) is the user's choice, so the finding says what to pass."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ...semantic.advice import Advice
+from ...semantic.model import ScriptModel
+
+# Package → its CUDA default as the library writes it (a `device=` keyword overrides it).
+_DEVICE_KEYWORD_PACKAGES = {
+    "pytorch_gan_metrics": "torch.device('cuda:0')",
+    "pytorch_image_generation_metrics": "torch.device('cuda:0')",
+    "cleanfid": 'torch.device("cuda")',
+}
+# clean-fid's functions that take ``device=`` (fid.py and features.py, clean-fid 0.1.35).
+_CLEANFID_FUNCTIONS = frozenset(
+    {
+        "compute_fid",
+        "compute_kid",
+        "make_custom_stats",
+        "get_folder_features",
+        "get_files_features",
+        "get_model_features",
+        "fid_folder",
+        "fid_model",
+        "compare_folders",
+        "feature_extractor",
+        "build_feature_extractor",
+    }
+)
+# pytorch-gan-metrics' entry points forward ``**kwargs`` to ``get_inception_feature(...,
+# device=torch.device('cuda:0'))``.
+_GAN_METRICS_PREFIXES = ("get_inception", "get_fid", "calc_")
+
+
+def library_device_default_advice(model: ScriptModel) -> Iterator[Advice]:
+    for call in model.calls:
+        qualname = model.call_name(call)
+        if not qualname or "." not in qualname:
+            continue
+        package, _, rest = qualname.partition(".")
+        function = qualname.rpartition(".")[2]
+        keywords = {k.arg for k in call.keywords}
+        if None in keywords:
+            continue  # ``**kwargs`` may carry the device: out of sight
+        if package == "torch_fidelity" and function == "calculate_metrics":
+            yield from _fidelity_advice(model, call)
+            continue
+        if package not in _DEVICE_KEYWORD_PACKAGES or "device" in keywords:
+            continue
+        if package == "cleanfid" and function not in _CLEANFID_FUNCTIONS:
+            continue
+        if package != "cleanfid" and not function.startswith(_GAN_METRICS_PREFIXES):
+            continue
+        name = model.segment(call.func)
+        yield Advice(
+            f"{name}() runs its Inception network on CUDA: without `device=` the library "
+            f"uses {_DEVICE_KEYWORD_PACKAGES[package]}, which raises on an XLA host (no CUDA "
+            "driver)",
+            model.span(call),
+            manual=f"Pass `device=torch.device('cpu')` to {name}() to compute the metric on the "
+            "host (or pass the XLA device), so that it never asks for CUDA.",
+        )
+
+
+def _fidelity_advice(model: ScriptModel, call: ast.Call) -> Iterator[Advice]:
+    cuda = next((k.value for k in call.keywords if k.arg == "cuda"), None)
+    if cuda is not None and not (isinstance(cuda, ast.Constant) and cuda.value is True):
+        return  # ``cuda=False`` or the script's own test
+    name = model.segment(call.func)
+    yield Advice(
+        f"{name}() runs its feature extractor on CUDA "
+        + ("(`cuda=True`)" if cuda is not None else "(torch-fidelity's default is `cuda=True`)")
+        + ", which fails on an XLA host (no CUDA driver)",
+        model.span(call),
+        manual=f"Pass `cuda=False` to {name}() on an XLA host: the metric is computed on the "
+        "host CPU.",
+    )
