@@ -299,12 +299,15 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             )
             text = f"{message} (fix needs review: {reason})" if reason else message
             if not reason and _started_from_outside(model):
-                # SiT/DiT (held-out 46): env:// today, so torchrun starts it; converted, the
-                # script starts its processes itself, and torchrun around it would nest them.
+                # SiT/DiT (held-out 46): env:// today, so torchrun starts it. torch_xla 2.9's
+                # launch() checks dist.is_torchelastic_launched() and then calls the function
+                # in-process with LOCAL_RANK, so both ways of starting it keep working.
                 text += (
                     "; today a launcher such as torchrun starts this script (its process group "
-                    "reads RANK/WORLD_SIZE): converted, start it with plain `python`, since "
-                    "torch_xla.launch starts one process per device itself"
+                    "reads RANK/WORLD_SIZE): converted, plain `python` starts one process per "
+                    "device through torch_xla.launch, and torchrun still works (under torchrun "
+                    "torch_xla.launch runs `_mp_fn` once in each process, with LOCAL_RANK as its "
+                    "index)"
                 )
             yield Finding(CODE, text, model.span(call), severity, fix=fix)
             return
