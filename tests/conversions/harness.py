@@ -225,16 +225,18 @@ def prove(
     baseline: str | Path | None = None,
     unsafe: bool = False,
     accept_review: Collection[str] | None = None,
+    in_place: bool = False,
 ) -> ProofResult:
     """Run the original on the CPU (unless ``run_original`` is False), convert it, run the
     conversion under torch_xla PJRT CPU, and return both runs. ``steps`` reaches the fixture
     as ``XLA_LENS_STEPS``; ``args`` are passed to both runs (the same command line);
     ``extra_files`` (data, sibling modules) are copied, unconverted, beside both scripts;
-    ``baseline`` replaces the original for the CPU run only (e.g. nccl -> gloo)."""
+    ``baseline`` replaces the original for the CPU run only (e.g. nccl -> gloo);
+    ``in_place``: analysed at its own path, so the sibling modules beside it are read."""
     fixture = Path(fixture_path).resolve()
     source = fixture.read_text()
     converted_source, applied, remaining = convert(
-        source, fixture.name, target, unsafe, accept_review
+        source, str(fixture) if in_place else fixture.name, target, unsafe, accept_review
     )
     with tempfile.TemporaryDirectory(prefix="xla-lens-proof-") as tmp:
         base = Path(workdir) if workdir else Path(tmp)

@@ -146,7 +146,7 @@ NAMES_LINES = """import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
-dist.init_process_group("nccl")
+dist.init_process_group("nccl", world_size=2, rank=0)
 model = torch.nn.Linear(4, 2).cuda()
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 data = torch.utils.data.TensorDataset(torch.randn(16, 4), torch.randn(16, 2))

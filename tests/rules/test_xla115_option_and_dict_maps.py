@@ -86,3 +86,28 @@ def test_a_device_rewrapped_in_torch_device_is_still_the_scripts_device():
     (f,) = findings(code, "XLA115")
     assert "the script's device `device`" in f.message
     assert 'map_location="cpu"' in fixed(code, "XLA115")
+
+
+PERCENT_DICT = """
+import torch
+
+
+class Trainer:
+    def __init__(self, net, local_rank):
+        self.net = net
+        self.local_rank = local_rank
+
+    def load_network(self, path):
+        map_location = 'cuda:%d' % self.local_rank
+        weights = torch.load(path, map_location={'cuda:0': map_location})
+        self.net.load_state_dict(weights)
+"""
+
+
+def test_a_dict_onto_a_percent_formatted_cuda_device():
+    # XMem's trainer (held-out 47): ``'cuda:%d' % self.local_rank`` through a name.
+    (f,) = findings(PERCENT_DICT, "XLA115")
+    assert "restores storages onto CUDA" in f.message and f.fix.safe
+    assert 'torch.load(path, map_location="cpu")' in fixed(PERCENT_DICT, "XLA115")
+    cpu = PERCENT_DICT.replace("'cuda:%d' % self.local_rank", "'cpu'")
+    assert findings(cpu, "XLA115") == []

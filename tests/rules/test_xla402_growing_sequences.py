@@ -78,3 +78,49 @@ def test_a_cpu_script_is_not_told_about_graphs():
         .replace(", device=device)", ")")
     )
     assert _grown(code) == []
+
+
+PER_FRAME_STEP = """
+import torch
+import torch.nn as nn
+
+device = "cuda"
+
+
+class Memory(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+
+    def forward(self, frame, values):
+        return self.enc(frame) + values.mean(0)
+
+
+def train_step(model, optimizer, frames, num_frames):
+    values = model.enc(frames[0]).unsqueeze(0)
+    for t in range(1, num_frames):
+        out = model(frames[t], values)
+        values = torch.cat([values, out.unsqueeze(0)], 0)
+    loss = values.pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
+model = Memory().to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for batch in torch.randn(8, 3, 2, 4, device=device):
+    train_step(model, optimizer, batch, 3)
+"""
+
+
+def test_a_per_frame_loop_inside_one_training_step_is_not_reported():
+    # XMem's do_pass (held-out 47): the frames of one step, a fixed count: every step traces
+    # the same lengths into its one graph, compiled once.
+    assert _grown(PER_FRAME_STEP) == []
+    # The same loop with a sync per frame is a graph per length again: still reported.
+    synced = PER_FRAME_STEP.replace(
+        "        values = torch.cat([values, out.unsqueeze(0)], 0)\n",
+        "        values = torch.cat([values, out.unsqueeze(0)], 0)\n        torch_xla.sync()\n",
+    ).replace("import torch\n", "import torch\nimport torch_xla\n", 1)
+    assert len(_grown(synced)) == 1

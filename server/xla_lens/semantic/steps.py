@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .workspace import FunctionFacts, imported_function_facts
+from .workspace import FunctionFacts, function_facts_at, imported_function_facts
 from .wrapped_steps import instance_class
 
 if TYPE_CHECKING:
@@ -220,6 +220,12 @@ class StepIndex:
     def external(self, call: ast.Call) -> FunctionFacts | None:
         """Facts about an imported function of a sibling module that ``call`` runs."""
         func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in SELF_NAMES
+        ):
+            return self._inherited(call)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             # ``helpers.init_dist()`` after ``import helpers``.
             module = self.model.imports.get(func.value.id)
@@ -235,6 +241,27 @@ class StepIndex:
         if level == 0 and module.split(".")[0] in NOT_WORKSPACE:
             return None
         return imported_function_facts(self.model.path, module, name, level)
+
+    def _inherited(self, call: ast.Call) -> FunctionFacts | None:
+        """``self.m()`` in a class of the script, ``m`` inherited from a workspace base class
+        of another module (``class ClassificationTrainer(BaseTrainer)`` calling
+        ``self.backward_pass(loss)``)."""
+        if self.callee(call) is not None or not self._bases_elsewhere(call):
+            return None
+        from .workspace_classes import class_call  # noqa: PLC0415 (imports the model)
+
+        found = class_call(self.model, call)
+        if found is None:
+            return None
+        return function_facts_at(found.owner.path, f"{found.owner.name}.{found.method.name}")
+
+    def _bases_elsewhere(self, call: ast.Call) -> bool:
+        """The class around ``call`` names a base imported from another module (the cheap
+        test before the workspace is read)."""
+        cls = self._enclosing_class(call)
+        return cls is not None and any(
+            isinstance(b, ast.Name) and b.id in self._from_imports for b in cls.bases
+        )
 
     def _import_of(self, local: str) -> tuple[str, str, int] | None:
         """``(module, name, level)`` of the ``from module import name`` that binds ``local``."""

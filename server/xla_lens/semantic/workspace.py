@@ -171,7 +171,15 @@ def _summarise(path: Path, source: str) -> dict[str, FunctionFacts]:
     model = ScriptModel(source, tree, "<sibling>")  # "<sibling>": follow no further imports
     steps = model.steps
     facts: dict[str, FunctionFacts] = {}
-    for name, fn in steps.module_functions.items():
+    functions = dict(steps.module_functions)
+    # Methods too, as ``Class.method``: a subclass in the script runs the ones it inherits
+    # (held-out 47: spoter2's ``self.backward_pass(loss)`` of a base class in base.py).
+    for cls in tree.body:
+        if isinstance(cls, ast.ClassDef):
+            for fn in cls.body:
+                if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                    functions[f"{cls.name}.{fn.name}"] = fn
+    for name, fn in functions.items():
         if fn in steps.epoch_functions:
             kind = "epoch"
         elif fn in steps.step_functions:
@@ -286,6 +294,11 @@ def imported_function_facts(
     path = module_file(script_path, module, level)
     if path is None:
         return None
+    return function_facts_at(path, name)
+
+
+def function_facts_at(path: Path, name: str) -> FunctionFacts | None:
+    """Facts about function ``name`` (or method ``Class.name``) of the module at ``path``."""
     try:
         st = path.stat()
         key = (str(path), st.st_size, st.st_mtime_ns)

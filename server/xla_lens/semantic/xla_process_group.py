@@ -65,10 +65,14 @@ def makes_xla_group(model: ScriptModel, call: ast.Call, launched: bool) -> bool:
 class _GroupOrder:
     """Calls that build the XLA group, directly or through a function of this file."""
 
-    def __init__(self, model: ScriptModel, launched: bool) -> None:
+    def __init__(self, model: ScriptModel, launched: bool, any_backend: bool = False) -> None:
         self.model = model
         self.launched = launched
-        inits = [c for c in model.calls_to(INIT) if makes_xla_group(model, c, launched)]
+        inits = [
+            c
+            for c in model.calls_to(INIT)
+            if (_torchrun_rendezvous(c) if any_backend else makes_xla_group(model, c, launched))
+        ]
         self.events: dict[ast.AST, list[ast.Call]] = {}
         if not inits:
             return
@@ -124,6 +128,30 @@ def xla_group_exists_before(model: ScriptModel, node: ast.AST, launched: bool) -
     order = model.__dict__.get(key)
     if order is None or order.launched != launched:
         order = model.__dict__[key] = _GroupOrder(model, launched)
+    return order.exists_before(node)
+
+
+def _torchrun_rendezvous(call: ast.Call) -> bool:
+    """An ``init_process_group`` that rendezvouses through torchrun's variables alone
+    (``env://``, the default, given no rank, size or store), whatever its backend."""
+    if any(kw.arg is None for kw in call.keywords) or any(
+        isinstance(a, ast.Starred) for a in call.args
+    ):
+        return False
+    init_method = arg_or_keyword(call, 1, "init_method")
+    given = (arg_or_keyword(call, i, k) for i, k in ((3, "world_size"), (4, "rank"), (5, "store")))
+    return (init_method is None or const_str(init_method) == "env://") and all(
+        g is None for g in given
+    )
+
+
+def torchrun_group_exists_before(model: ScriptModel, node: ast.AST) -> bool:
+    """A process group numbered by torchrun's variables is built before ``node`` on every path
+    this file shows (any backend: XLA205 gives an NCCL one the "xla" backend)."""
+    key = "_xla_lens_torchrun_group_order"
+    order = model.__dict__.get(key)
+    if order is None:
+        order = model.__dict__[key] = _GroupOrder(model, launched=False, any_backend=True)
     return order.exists_before(node)
 
 

