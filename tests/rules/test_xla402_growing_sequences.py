@@ -124,3 +124,16 @@ def test_a_per_frame_loop_inside_one_training_step_is_not_reported():
         "        values = torch.cat([values, out.unsqueeze(0)], 0)\n        torch_xla.sync()\n",
     ).replace("import torch\n", "import torch\nimport torch_xla\n", 1)
     assert len(_grown(synced)) == 1
+
+
+def test_a_generation_loop_run_inside_training_is_still_reported():
+    # build-nanogpt samples every 250 steps inside its training loop: no gradients, drawn
+    # tokens; the advice (a fixed window, a static cache) holds there.
+    sampling = PER_FRAME_STEP.replace(
+        "    for t in range(1, num_frames):\n",
+        "    with torch.no_grad():\n        _ = 0\n    for t in range(1, num_frames):\n",
+    ).replace(
+        "        out = model(frames[t], values)\n",
+        "        out = model(frames[t], values)\n        out = torch.multinomial(out.softmax(-1), 4, True).float()\n",
+    )
+    assert len(_grown(sampling)) == 1

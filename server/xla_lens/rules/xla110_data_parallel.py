@@ -25,6 +25,7 @@ from .base import (
     Severity,
 )
 from .parts.ddp_inputs import unmoved_input
+from .parts.prepared_module_attribute import prepared_module_findings
 
 CODE = "XLA110"
 DATA_PARALLEL = {
@@ -142,6 +143,7 @@ def _fix(model: ScriptModel, call: ast.Call, reason: str) -> Fix | None:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from prepared_module_findings(model, CODE)
     calls = list(model.calls_to(*DATA_PARALLEL))
     if not calls:
         return

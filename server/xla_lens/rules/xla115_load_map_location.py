@@ -130,8 +130,57 @@ def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
         )
 
 
+SAFETENSORS_LOADS = frozenset({"safetensors.torch.load_file"})
+
+
+def _device_index(model: ScriptModel, value: ast.expr) -> bool:
+    """``device.index`` / ``x.get_device()``: an integer, which safetensors (like torch) takes
+    as a CUDA ordinal. Converted, ``torch_xla.device().index`` is 0, so the load asks for
+    cuda:0, which an XLA host does not have (held-out 48's trainer)."""
+    if isinstance(value, ast.Attribute) and value.attr == "index":
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "get_device"
+        and not value.args
+    )
+
+
+def _safetensors_loads(model: ScriptModel) -> Iterator[Finding]:
+    """``safetensors.torch.load_file(path, device)`` onto CUDA: a CUDA device text, or an
+    integer device index. Loaded on the CPU, ``load_state_dict`` copies onto the model's
+    device, as for torch.load."""
+    for call in model.calls_to(*SAFETENSORS_LOADS):
+        value = arg_or_keyword(call, 1, "device")
+        if value is None:
+            continue
+        if _device_index(model, value):
+            what = f"`{model.segment(value)}` is an integer device index, which it takes as a CUDA device"
+        elif cuda_device_text(model, value, branches=False):
+            what = f"`{model.segment(value)}` is a CUDA device"
+        else:
+            continue
+        use = other_use(model, call)
+        reason = "" if use is None else REVIEW.format(use=use)
+        yield Finding(
+            CODE,
+            f"safetensors' load_file onto {what}: an XLA host has no CUDA, so the load fails; "
+            'load on the CPU (device="cpu") and let load_state_dict copy onto the XLA device',
+            model.span(value),
+            Severity.WARNING,
+            fix=Fix(
+                'Load on the CPU: "cpu"',
+                (Replace(model.span(value), '"cpu"'),),
+                safe=not reason,
+                review_reason=reason,
+            ),
+        )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_written(model)
+    yield from _safetensors_loads(model)
     for call in model.calls_to(*MAP_LOCATION_AT):
         value = map_location_value(model, call)
         if value is None:

@@ -38,6 +38,7 @@ from .base import (
     SetKeyword,
     Severity,
 )
+from .parts.accelerate_dist_guards import accelerate_dist_guard_findings
 from .parts.backend_attribute import assigned_before, other_stores, stores_any_other_way
 from .parts.ddp_device_ids import ddp_findings
 from .parts.ddp_helpers import helper_device_ids_findings
@@ -443,6 +444,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from fsdp_findings(model, CODE)
     yield from helper_device_ids_findings(model, CODE)
     yield from library_init_findings(model, CODE)
+    yield from accelerate_dist_guard_findings(model, CODE)
 
 
 HOVER_BACKEND = """\

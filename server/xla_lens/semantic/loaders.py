@@ -132,11 +132,32 @@ def _prepared_by_accelerate(model: ScriptModel, name: str, depth: int) -> bool:
                     # loader = prepare(loader): judged by what the name held before.
                     return any(
                         classify(model, v, depth + 1) in (Source.PLAIN, Source.XLA)
+                        or _returns_loaders(model, v, depth)
                         for v in model.assigned_from(name)
                         if v is not a.value
                     )
                 return classify(model, given, depth + 1) in (Source.PLAIN, Source.XLA)
     return False
+
+
+def _returns_loaders(model: ScriptModel, value: ast.AST, depth: int) -> bool:
+    """``self._get_dataloader("train")``: a function or method of this file whose every
+    ``return`` hands out a DataLoader (or an XLA loader), judged as ``_factory_kind`` judges
+    XLA loaders (held-out 48's Omega-Net, whose loader accelerate then prepares)."""
+    if not isinstance(value, ast.Call) or depth >= 3:
+        return False
+    fn = model.steps.callee(value)
+    if fn is None:
+        return False
+    scope = list(model.walk_scope(fn))
+    if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in scope):
+        return False
+    returns = [n for n in scope if isinstance(n, ast.Return)]
+    return bool(returns) and all(
+        r.value is not None
+        and _returned_kind(model, fn, r, r.value, depth) in (Source.PLAIN, Source.XLA)
+        for r in returns
+    )
 
 
 def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:

@@ -80,7 +80,27 @@ def _inside_a_step(model: ScriptModel, loop: ast.AST, training: set[int], steps:
     compiled once and then reused, not a new shape per step."""
     if not any(id(a) in training or a in steps for a in model.ancestors(loop)):
         return False
+    if _samples(model, loop):
+        return False  # a generation loop run during training (build-nanogpt's periodic samples)
     return not loop_syncs(model, TrainingLoop(loop))
+
+
+SAMPLING = frozenset({"torch.multinomial", "torch.no_grad", "torch.inference_mode"})
+
+
+def _samples(model: ScriptModel, loop: ast.AST) -> bool:
+    """The loop draws tokens or runs without gradients (``torch.multinomial``, a ``no_grad``
+    block inside or around it): generation, not the frames of one training step."""
+    if any(isinstance(n, ast.Call) and model.call_name(n) in SAMPLING for n in model.walk(loop)):
+        return True
+    return any(
+        isinstance(a, ast.With)
+        and any(
+            isinstance(i.context_expr, ast.Call) and model.call_name(i.context_expr) in SAMPLING
+            for i in a.items
+        )
+        for a in model.ancestors(loop)
+    )
 
 
 def _grown_names(model: ScriptModel, loop: ast.AST) -> Iterator[tuple[str, ast.Call]]:

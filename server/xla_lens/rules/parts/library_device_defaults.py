@@ -1,8 +1,10 @@
-"""XLA101 where a third-party metrics library picks CUDA by default: FID / Inception Score
+"""XLA101 where a third-party library picks CUDA by default: FID / Inception Score
 packages run their Inception network on ``torch.device('cuda:0')`` (pytorch-gan-metrics,
 pytorch-image-generation-metrics), ``torch.device('cuda')`` (clean-fid) or ``cuda=True``
 (torch-fidelity) unless the call says otherwise. Nothing in the script names CUDA, yet on an
-XLA host the first evaluation raises (no CUDA driver) — held-out 46's WGAN-GP at step 1.
+XLA host the first evaluation raises (no CUDA driver) — held-out 46's WGAN-GP at step 1. Model
+summaries too: torchinfo moves the model to its own device choice, torchsummary builds its
+inputs on CUDA.
 
 No fix: which device the metric should use (the host CPU, or the XLA device with a large
 Inception graph to compile) is the user's choice, so the finding says what to pass."""
@@ -13,7 +15,7 @@ import ast
 from collections.abc import Iterator
 
 from ...semantic.advice import Advice
-from ...semantic.model import ScriptModel
+from ...semantic.model import ScriptModel, method_name
 
 # Package → its CUDA default as the library writes it (a `device=` keyword overrides it).
 _DEVICE_KEYWORD_PACKAGES = {
@@ -55,6 +57,9 @@ def library_device_default_advice(model: ScriptModel) -> Iterator[Advice]:
         if package == "torch_fidelity" and function == "calculate_metrics":
             yield from _fidelity_advice(model, call)
             continue
+        if package in {"torchinfo", "torchsummary"} and function == "summary":
+            yield from _summary_advice(model, call, package, keywords)
+            continue
         if package not in _DEVICE_KEYWORD_PACKAGES or "device" in keywords:
             continue
         if package == "cleanfid" and function not in _CLEANFID_FUNCTIONS:
@@ -85,3 +90,66 @@ def _fidelity_advice(model: ScriptModel, call: ast.Call) -> Iterator[Advice]:
         manual=f"Pass `cuda=False` to {name}() on an XLA host: the metric is computed on the "
         "host CPU.",
     )
+
+
+def _summary_advice(
+    model: ScriptModel, call: ast.Call, package: str, keywords: set[str | None]
+) -> Iterator[Advice]:
+    """``torchinfo.summary(model, input_size)`` with no device and no input data moves the
+    model to ``"cuda" if torch.cuda.is_available() else "cpu"`` unless its parameters are on
+    CUDA (``get_device`` in torchinfo 1.8): on an XLA host, an XLA model back to the CPU
+    (held-out 48's simple-diffusion crashed at step 0). torchsummary's ``device="cuda"``
+    default builds its inputs on CUDA."""
+    if "device" in keywords:
+        return
+    name = model.segment(call.func)
+    if package == "torchinfo":
+        if "input_data" in keywords or len(call.args) > 1 and not _is_size(call.args[1]):
+            return  # given input data, torchinfo leaves the model where it is
+        if not call.args or not _moved_before(model, call, call.args[0]):
+            return  # summarised before it is placed: the move comes after
+        yield Advice(
+            f"{name}() without `device=` moves the model to CUDA when available, else to the "
+            "CPU, unless its parameters are on CUDA: on an XLA host it moves the XLA model "
+            "back to the CPU (new Parameter objects: an optimizer built before keeps the XLA "
+            "ones, and the next forward on XLA inputs raises)",
+            model.span(call),
+            manual=f"Pass the model's device to {name}() (`device=device`, the XLA device), or "
+            "summarise the model before moving it to the device.",
+        )
+        return
+    yield Advice(
+        f'{name}() builds its inputs on `device="cuda"` by default, which fails on an XLA '
+        "host (no CUDA driver)",
+        model.span(call),
+        manual=f'Pass `device="cpu"` to {name}() with a CPU copy of the model, or use '
+        "torchinfo's summary with `device=` the XLA device.",
+    )
+
+
+def _is_size(node: ast.expr) -> bool:
+    """``(1, 3, 32, 32)`` / ``[...]``: an input size, not input data."""
+    return isinstance(node, ast.Tuple | ast.List) and all(
+        isinstance(e, ast.Constant | ast.Tuple | ast.List | ast.Name | ast.Attribute | ast.BinOp)
+        for e in node.elts
+    )
+
+
+def _moved_before(model: ScriptModel, call: ast.Call, module: ast.expr) -> bool:
+    """``module`` was moved to a device earlier in the same function: ``m.to(d)``,
+    ``m.cuda()``, or ``m = X(...).to(d)``."""
+    shown = model.segment(module)
+    scope = model.enclosing_function(call) or model.tree
+    for node in model.walk_scope(scope):
+        if getattr(node, "lineno", call.lineno) >= call.lineno:
+            continue
+        if isinstance(node, ast.Call) and method_name(node) in {"to", "cuda"}:
+            receiver = node.func.value  # type: ignore[attr-defined]
+            if model.segment(receiver) == shown:
+                return True
+            parent = model.parent(node)
+            if isinstance(parent, ast.Assign) and any(
+                model.segment(t) == shown for t in parent.targets
+            ):
+                return True
+    return False
