@@ -62,6 +62,8 @@ def main(device, batch):
     summary(model, input_data=batch)
     torchsummary.summary(model, (3,))
     torchsummary.summary(model, (3,), device="cpu")
+    cpu_model = torch.nn.Linear(3, 3)
+    torchsummary.summary(cpu_model, (3,))
 """
 
 
@@ -72,6 +74,10 @@ def test_model_summaries_that_choose_a_device_themselves():
     found = findings(SUMMARIES, "XLA101")
     lines = SUMMARIES.lstrip("\n").splitlines()
     shown = [lines[f.span.start.line].strip() for f in found]
-    assert shown == ["summary(model, [(1, 3)], verbose=1)", "torchsummary.summary(model, (3,))"]
+    assert shown == [
+        "summary(model, [(1, 3)], verbose=1)",
+        "torchsummary.summary(model, (3,))",
+        'torchsummary.summary(model, (3,), device="cpu")',
+    ]
     assert "back to the CPU" in found[0].message and found[0].fix is None
-    assert 'device="cuda"' in found[1].message
+    assert "gets CPU inputs" in found[1].message

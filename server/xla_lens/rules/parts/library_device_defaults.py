@@ -4,7 +4,7 @@ pytorch-image-generation-metrics), ``torch.device('cuda')`` (clean-fid) or ``cud
 (torch-fidelity) unless the call says otherwise. Nothing in the script names CUDA, yet on an
 XLA host the first evaluation raises (no CUDA driver) — held-out 46's WGAN-GP at step 1. Model
 summaries too: torchinfo moves the model to its own device choice, torchsummary builds its
-inputs on CUDA.
+inputs on CUDA or the CPU only.
 
 No fix: which device the metric should use (the host CPU, or the XLA device with a large
 Inception graph to compile) is the user's choice, so the finding says what to pass."""
@@ -98,12 +98,13 @@ def _summary_advice(
     """``torchinfo.summary(model, input_size)`` with no device and no input data moves the
     model to ``"cuda" if torch.cuda.is_available() else "cpu"`` unless its parameters are on
     CUDA (``get_device`` in torchinfo 1.8): on an XLA host, an XLA model back to the CPU
-    (held-out 48's simple-diffusion crashed at step 0). torchsummary's ``device="cuda"``
-    default builds its inputs on CUDA."""
-    if "device" in keywords:
-        return
+    (held-out 48's simple-diffusion crashed at step 0). torchsummary 1.5 builds its inputs on
+    CUDA if available, else on the CPU, and takes no other device: any device it is given
+    fails once the model is on the XLA device."""
     name = model.segment(call.func)
     if package == "torchinfo":
+        if "device" in keywords:
+            return
         if "input_data" in keywords or len(call.args) > 1 and not _is_size(call.args[1]):
             return  # given input data, torchinfo leaves the model where it is
         if not call.args or not _moved_before(model, call, call.args[0]):
@@ -118,12 +119,15 @@ def _summary_advice(
             "summarise the model before moving it to the device.",
         )
         return
+    if not call.args or not _moved_before(model, call, call.args[0]):
+        return  # summarised before the model is placed: it runs on the CPU, as on a CPU host
     yield Advice(
-        f'{name}() builds its inputs on `device="cuda"` by default, which fails on an XLA '
-        "host (no CUDA driver)",
+        f"{name}() builds its inputs on CUDA when CUDA is available, else on the CPU (its "
+        '`device=` takes only "cuda" or "cpu"): on an XLA host the model, already on the XLA '
+        "device, gets CPU inputs and the summary's forward fails",
         model.span(call),
-        manual=f'Pass `device="cpu"` to {name}() with a CPU copy of the model, or use '
-        "torchinfo's summary with `device=` the XLA device.",
+        manual=f"Call {name}() before moving the model to the XLA device, or use torchinfo's "
+        "summary with `device=` the XLA device.",
     )
 
 
