@@ -172,3 +172,23 @@ def test_a_device_count_on_the_options_that_only_scales_the_batch_is_no_placemen
     placing = code.replace("opt.workers = opt.workers * opt.num_gpu", "torch.cuda.set_device(0)")
     (f,) = findings(placing, "XLA101")
     assert "is whether CUDA is available" in f.message
+
+
+def test_a_branch_a_fix_converted_is_no_cuda_mode_of_the_script():
+    # held-out 49's semseg: once the DDP branch's `.cuda()` is the XLA device, the `else`
+    # (`nn.DataParallel(model.cuda())`) must still be converted: `if args.distributed:` is not
+    # the script's XLA/CUDA switch. A test that names the XLA mode still is.
+    code = """
+    import torch
+    import torch_xla
+
+    def build(args, model):
+        if args.distributed:
+            model = torch.nn.parallel.DistributedDataParallel(model.to(torch_xla.device()))
+        else:
+            model = model.cuda()
+        return model
+    """
+    assert any(".cuda()" in f.message for f in findings(code, "XLA101"))
+    switch = code.replace("args.distributed", "args.use_xla")
+    assert not any(".cuda()" in f.message for f in findings(switch, "XLA101"))

@@ -58,11 +58,10 @@ def test_a_module_level_sentinel_read_keeps_its_meaning_in_the_advice():
     if __name__ == "__main__":
         main()
     """
-    (f,) = [f for f in findings(code, "XLA202") if "LOCAL_RANK" in f.message]
-    assert f.fix is None and "mind its default -1" in f.manual
-    assert "xr.world_size() > 1" in f.manual
-    # torchrun starts this script today: the parent exists once XLA204's launcher is in.
-    assert "once torch_xla's launcher starts the replicas (XLA204)" in f.message
+    # torchrun starts this script and keeps starting it (its group from torchrun's variables,
+    # no launcher a safe fix adds): the sentinel reads what torchrun sets, as before.
+    assert [f for f in findings(code, "XLA202") if "LOCAL_RANK" in f.message] == []
+    # With torch_xla's launcher in the script, the read runs in the launcher's parent.
     launched = code.replace(
         "    main()\n",
         "    import torch_xla\n    torch_xla.launch(lambda i: main())\n",

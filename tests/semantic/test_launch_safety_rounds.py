@@ -90,8 +90,9 @@ def test_check_predicts_fix_for_a_module_level_world_size_read():
     # (semantic/torchrun_env.py); before that round it said the read needs moving (no fix).
     left = {f.code: f for f in analyze(converted, target="modern").findings}
     assert "XLA202" not in left and "XLA204" not in left
-    first = [f for f in findings(MODULE_LEVEL_READ) if f.code == "XLA202"]
-    assert first and all(f.fix is None and "parent process" in f.message for f in first)
+    # Before it too: torchrun starts it (its own group from torchrun's variables, no launcher
+    # a safe fix adds), and torchrun keeps starting it once converted.
+    assert [f for f in findings(MODULE_LEVEL_READ) if f.code == "XLA202"] == []
 
 
 def test_check_predicts_fix_for_env_reads_in_the_main_guard():

@@ -23,7 +23,7 @@ from ..semantic import device_sites as sites
 from ..semantic import dict_devices, if_pickers, pickers, xla_api
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
-from ..semantic.handed_optimizers import strands_handed_optimizer
+from ..semantic.handed_optimizers import stranding_reason
 from ..semantic.line_refs import line_ref
 from ..semantic.model import (
     Emitter,
@@ -143,17 +143,10 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
 
 
 def _stranding_reason(model: ScriptModel, call: ast.Call) -> str:
-    """Why moving a module handed in beside an optimizer waits for review (held-out 47)."""
-    optimizer = strands_handed_optimizer(model, model.enclosing_function(call), call)
-    if optimizer is None:
-        return ""
-    moved = model.segment(call.func.value)  # type: ignore[attr-defined]
-    return (
-        f"`{moved}` is handed in beside the optimizer `{optimizer}`: if the caller built that "
-        f"optimizer from `{moved}`'s parameters, on XLA this move makes new Parameter objects, "
-        "the optimizer keeps updating the CPU copies and the model never trains (on an XLA "
-        "host the CUDA move fails loudly instead)"
-    )
+    """Why moving this module waits for review: an optimizer may hold its old Parameters
+    (held-outs 47 and 49); on an XLA host the CUDA move fails loudly instead."""
+    reason = stranding_reason(model, call)
+    return f"{reason} (on an XLA host the CUDA move fails loudly instead)" if reason else ""
 
 
 def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advice]:

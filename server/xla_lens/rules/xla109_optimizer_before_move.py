@@ -20,7 +20,7 @@ from ..semantic.model import ScriptModel, dotted
 from ..semantic.optimizer_events import Event
 from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
 from .parts.caller_stale_optimizers import caller_stale_optimizers
-from .parts.handed_optimizer_moves import handed_optimizer_moves
+from .parts.handed_optimizer_moves import derived_parameter_builds, handed_optimizer_moves
 from .parts.self_optimizers import SelfOptimizer, self_moves_after_builds, self_optimizers
 
 CODE = "XLA109"
@@ -152,6 +152,7 @@ def _where(model: ScriptModel, event: Event | SelfOptimizer) -> str:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from caller_stale_optimizers(model, CODE)
     yield from handed_optimizer_moves(model, CODE)
+    yield from derived_parameter_builds(model, CODE)
     for found in self_optimizers(model):
         name = found.cls.name
         yield Finding(

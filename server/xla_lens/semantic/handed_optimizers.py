@@ -11,6 +11,8 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from .line_refs import line_ref
+
 if TYPE_CHECKING:
     from .model import ScriptModel
 
@@ -104,3 +106,44 @@ def callers_here(model: ScriptModel, fn: ast.FunctionDef | ast.AsyncFunctionDef)
         if called == name:
             out.append(call)
     return out
+
+
+def earlier_optimizer(model: ScriptModel, move: ast.Call) -> ast.Call | None:
+    """An optimizer built before ``move`` from the moved name or names derived from it, that
+    XLA109's event analysis does not already pair with this move (semseg's parameter groups
+    from submodule lists, held-out 49)."""
+    func = move.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return None
+    from .accelerate_prepare import stale_optimizers  # noqa: PLC0415 (imports the model)
+    from .optimizer_sources import optimizer_before_move  # noqa: PLC0415
+
+    found = optimizer_before_move(model, move, func.value.id)
+    if found is None:
+        return None
+    stale = model.memo(("handed_optimizers", "stale"), lambda: stale_optimizers(model))
+    if any(any(n is move for n in ast.walk(m.node)) for _b, m in stale):
+        return None  # XLA109 reports the pair itself (with its reorder where one is safe)
+    return found
+
+
+def stranding_reason(model: ScriptModel, move: ast.Call) -> str:
+    """Why pointing ``move`` at the XLA device may leave an optimizer on stale CPU tensors
+    ("" when nothing says so)."""
+    moved = model.segment(move.func.value) if isinstance(move.func, ast.Attribute) else "?"
+    optimizer = strands_handed_optimizer(model, model.enclosing_function(move), move)
+    if optimizer is not None:
+        return (
+            f"`{moved}` is handed in beside the optimizer `{optimizer}`: if the caller built "
+            f"that optimizer from `{moved}`'s parameters, on XLA this move makes new Parameter "
+            "objects, the optimizer keeps updating the CPU copies and the model never trains"
+        )
+    earlier = earlier_optimizer(model, move)
+    if earlier is not None:
+        return (
+            f"the optimizer built on line {line_ref(earlier.lineno)} takes parameters that come "
+            f"from `{moved}` before this move: on XLA the move makes new Parameter objects, so "
+            "it would keep updating the CPU copies and the model would never train; move "
+            f"`{moved}` to the device before building the optimizer"
+        )
+    return ""

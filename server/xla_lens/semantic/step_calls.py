@@ -60,7 +60,9 @@ class StepCalls:
         if name == "backward":
             return True
         if name == "step" and (
-            self.is_optimizer(receiver(call)) or self._is_scaler(receiver(call))
+            self.is_optimizer(receiver(call))
+            or self._is_scaler(receiver(call))
+            or self._scales_losses(call)
         ):
             return True
         if self.call_name(call) == "torch_xla.core.xla_model.optimizer_step":
@@ -71,6 +73,24 @@ class StepCalls:
         # project: its body is not this file's, so the call is the step (a class of this
         # script is followed into instead: ``StepIndex.callee``).
         return workspace_step(self, call) is not None  # type: ignore[arg-type]
+
+    def _scales_losses(self, call: ast.Call) -> bool:
+        """``scaler.step(optimizer)`` where ``scaler`` is handed in (a parameter, so no
+        ``GradScaler(...)`` binding in sight) and the same function calls ``scaler.scale(...)``:
+        the GradScaler's step (held-out 49's FreeYOLO ``train_one_epoch`` in engine.py)."""
+        recv = receiver(call)
+        if not isinstance(recv, ast.Name) or not call.args:
+            return False
+        fn = self.enclosing_function(call)
+        if fn is None:
+            return False
+        return any(
+            isinstance(n, ast.Call)
+            and method_name(n) == "scale"
+            and isinstance(receiver(n), ast.Name)
+            and receiver(n).id == recv.id  # type: ignore[union-attr]
+            for n in ast.walk(fn)
+        )
 
     def _is_passed_in_loss_scaler(self, call: ast.Call) -> bool:
         """``loss_scaler(loss, optimizer, parameters=...)`` where ``loss_scaler`` is a parameter

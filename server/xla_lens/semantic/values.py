@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from . import calls, device_refusals
 from .checkpoint_loads import cuda_device_text, other_use
-from .handed_optimizers import strands_handed_optimizer
+from .handed_optimizers import stranding_reason
 from .line_refs import line_ref
 from .model import SCOPE_TYPES, ScriptModel, const_str, keyword, method_name
 
@@ -380,19 +380,9 @@ class DeviceFlow:
             ]
             return refused or [Use(node, True)]
         if meth in {"to", "cuda"} and call.args and call.args[0] is node:
-            optimizer = strands_handed_optimizer(model, model.enclosing_function(call), call)
-            if optimizer:
-                moved = model.segment(call.func.value)  # type: ignore[attr-defined]
-                return [
-                    Use(
-                        node,
-                        False,
-                        f"moves `{moved}`, handed in beside the optimizer `{optimizer}`: if the "
-                        f"caller built that optimizer from `{moved}`'s parameters, on XLA it "
-                        "would keep updating the CPU copies (the move makes new Parameter "
-                        "objects) and the model would never train",
-                    )
-                ]
+            stranded = stranding_reason(model, call)
+            if stranded:
+                return [Use(node, False, stranded)]
         if meth in {"to", "cuda", "type"} or name == "torch.device":
             return [Use(node, True)]
         if name is not None and name.startswith("torch.cuda."):

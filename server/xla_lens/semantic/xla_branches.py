@@ -9,7 +9,9 @@ Two kinds, both decided from the source alone:
   mode. A switch is an ``if``/conditional one side of which calls torch_xla (or names an
   ``"xla"`` device) and the other side of which is CUDA code (a ``torch.cuda`` call, a
   ``.cuda()``, a ``"cuda..."``/``"nccl"`` string) and whose test does not ask about CUDA (the
-  conversion's own ``"cuda" if "cuda" in d else "xla"`` is a CUDA picker); every other ``if`` on the same test (or its
+  conversion's own ``"cuda" if "cuda" in d else "xla"`` is a CUDA picker), and that the script
+  wrote itself (torch_xla API no fix writes, or a test that names the XLA mode: otherwise a
+  branch a fix converted, ``if args.distributed:``, would make its ``else`` a "CUDA mode"); every other ``if`` on the same test (or its
   ``not``) splits the same way. A switch whose XLA side always leaves the block (``return``,
   ``raise``) makes the rest of the block the CUDA side. A test of torch_xla itself
   (``if is_torch_xla_available(): xm.save(...) else: torch.save(...)``) is a switch whatever
@@ -196,6 +198,8 @@ def _compute(model: ScriptModel) -> Regions:
             # (``if is_torch_xla_available(): xm.save(...) else: torch.save(...)``) says
             # that side never runs where torch_xla does.
             continue
+        if not _switch_written_by_hand(model, node.test):
+            continue
         test, negated = _key(node.test)
         switch_keys.setdefault((test, negated != xla_else), node.lineno)
         span = (
@@ -251,6 +255,26 @@ def _compute(model: ScriptModel) -> Regions:
     ]
     first = min(switch_keys.values()) if switch_keys else None
     return Regions(tuple(not_xla), tuple(cuda_only), first)
+
+
+def _switch_written_by_hand(model: ScriptModel, test: ast.expr) -> bool:
+    """The script's own XLA/CUDA switch, not a branch a conversion fix half converted: the
+    script uses torch_xla API no fix writes, or the test names the XLA mode (a flag, an "xla"
+    or "tpu" string, a test of torch_xla itself). Held-out 49's semseg: after the fix of
+    ``DistributedDataParallel(model.cuda())`` under ``if args.distributed:``, the ``else``'s
+    ``nn.DataParallel(model.cuda())`` was taken for a CUDA mode and kept its ``.cuda()``."""
+    from .device_intent import hand_written_xla  # noqa: PLC0415 (device_intent imports this)
+
+    if _mode_flag(test) or _asks_for_torch_xla(model, test) or hand_written_xla(model):
+        return True
+    for n in ast.walk(test):
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            if n.value.lower().startswith(("xla", "tpu")):
+                return True
+        name = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else ""
+        if name and _XLA_MODE_NAME.search(name):
+            return True
+    return False
 
 
 def _mode_flag(test: ast.expr) -> bool:

@@ -71,7 +71,7 @@ class _GroupOrder:
         inits = [
             c
             for c in model.calls_to(INIT)
-            if (_torchrun_rendezvous(c) if any_backend else makes_xla_group(model, c, launched))
+            if (torchrun_rendezvous(c) if any_backend else makes_xla_group(model, c, launched))
         ]
         self.events: dict[ast.AST, list[ast.Call]] = {}
         if not inits:
@@ -131,7 +131,7 @@ def xla_group_exists_before(model: ScriptModel, node: ast.AST, launched: bool) -
     return order.exists_before(node)
 
 
-def _torchrun_rendezvous(call: ast.Call) -> bool:
+def torchrun_rendezvous(call: ast.Call) -> bool:
     """An ``init_process_group`` that rendezvouses through torchrun's variables alone
     (``env://``, the default, given no rank, size or store), whatever its backend."""
     if any(kw.arg is None for kw in call.keywords) or any(

@@ -1,0 +1,123 @@
+"""Whether an optimizer built before a module's move may hold that module's parameters, when
+XLA109's event analysis (``optimizer_events``) cannot pair them: parameter groups gathered
+from submodules through lists and loops (held-out 49's semseg: ``modules_ori = [model.layer0,
+...]``, ``params_list.append(dict(params=module.parameters(), ...))``, ``SGD(params_list)``,
+then ``DistributedDataParallel(model.cuda())``).
+
+A name is derived from the module when a statement that binds or grows it (an assignment, a
+``for`` target, ``name.append/extend/insert(...)``, ``name[k] = ...``) mentions the module or
+another derived name; an optimizer built from a derived name (or the module itself) before the
+move may hold the old Parameters. Conservative by design: it only makes a fix wait for review.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from .optimizer_events import _is_optimizer_class
+
+if TYPE_CHECKING:
+    from .model import ScriptModel
+
+GROWERS = frozenset({"append", "extend", "insert", "update", "add"})
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _bound(stmt: ast.AST) -> tuple[set[str], ast.AST | None]:
+    """The names ``stmt`` binds or grows, and the expression whose names flow into them."""
+    if isinstance(stmt, ast.Assign):
+        targets: set[str] = set()
+        for t in stmt.targets:
+            if isinstance(t, ast.Subscript | ast.Attribute):
+                t = t.value
+            targets |= _names(t)
+        return targets, stmt.value
+    if isinstance(stmt, ast.AugAssign | ast.AnnAssign) and stmt.value is not None:
+        return _names(stmt.target), stmt.value
+    if isinstance(stmt, ast.For):
+        return _names(stmt.target), stmt.iter
+    if (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Attribute)
+        and stmt.value.func.attr in GROWERS
+        and isinstance(stmt.value.func.value, ast.Name)
+    ):
+        return {stmt.value.func.value.id}, ast.Tuple(
+            [*stmt.value.args, *(k.value for k in stmt.value.keywords)], ast.Load()
+        )
+    return set(), None
+
+
+def optimizer_before_move(model: ScriptModel, move: ast.Call, module: str) -> ast.Call | None:
+    """The first optimizer built in the function around ``move``, before it, from ``module``
+    (the moved name) or a name derived from it; None when there is none."""
+    scope = model.enclosing_function(move) or model.tree
+    line = move.lineno
+    derived = {module}
+    statements = [
+        n
+        for n in model.walk_scope(scope)
+        if isinstance(n, ast.stmt) and n.lineno < line and not isinstance(n, ast.FunctionDef)
+    ]
+    statements.sort(key=lambda n: (n.lineno, n.col_offset))
+    changed = True
+    while changed:  # loops feed names bound above them: to a fixpoint
+        changed = False
+        for stmt in statements:
+            names, source = _bound(stmt)
+            if source is None or not names or names <= derived:
+                continue
+            if _names(source) & derived:
+                derived |= names
+                changed = True
+    if module == "self":
+        return None  # the instance's own moves: self_optimizers' business
+    builds = [c for c in _optimizer_builds(model, scope) if _names_args(c) & derived]
+    before = [c for c in builds if c.lineno < line]
+    if not before or any(c.lineno > line for c in builds):
+        return None  # none before, or rebuilt after the move (the later one is used)
+    build = before[0]
+    for node in statements:
+        if node.lineno >= build.lineno:
+            break
+        for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+            if _moves(model, call, module):
+                return None  # moved before the build already: this move keeps its Parameters
+    return build
+
+
+def _names_args(call: ast.Call) -> set[str]:
+    out: set[str] = set()
+    for a in (*call.args, *(k.value for k in call.keywords)):
+        out |= _names(a)
+    return out
+
+
+def _optimizer_builds(model: ScriptModel, scope: ast.AST) -> list[ast.Call]:
+    calls = [
+        n
+        for n in model.walk_scope(scope)
+        if isinstance(n, ast.Call) and _is_optimizer_class(model, n)
+    ]
+    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+
+
+def _moves(model: ScriptModel, call: ast.Call, module: str) -> bool:
+    from .optimizer_events import moves_to_a_device  # noqa: PLC0415
+
+    if not moves_to_a_device(model, call) or not isinstance(call.func, ast.Attribute):
+        return False
+    root = call.func.value
+    while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute):
+        root = root.func.value  # ``Net().to(d)`` bound to the module below
+    if isinstance(root, ast.Name) and root.id == module:
+        return True
+    parent = model.parent(call)
+    return isinstance(parent, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == module for t in parent.targets
+    )
