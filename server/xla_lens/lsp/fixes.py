@@ -16,7 +16,13 @@ from .state import Entry, parses
 
 # What "Convert to PyTorch/XLA" applies: everything but the performance advice.
 CONVERSION_CATEGORIES = frozenset(
-    {Category.CONVERSION, Category.DISTRIBUTED, Category.TRAINER, Category.MODERNISATION}
+    {
+        Category.CONVERSION,
+        Category.DISTRIBUTED,
+        Category.TRAINER,
+        Category.MODERNISATION,
+        Category.CORRECTNESS,
+    }
 )
 _IGNORE = re.compile(r"(#\s*xla-lens:\s*ignore\[)([^\]]*)(\])")
 

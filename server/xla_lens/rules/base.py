@@ -59,6 +59,9 @@ class Category(enum.StrEnum):
     TRAINER = "trainer"
     PERFORMANCE = "performance"
     MODERNISATION = "modernisation"
+    # torch_xla API used in a way that is wrong on XLA whoever wrote it (a converted script or
+    # one written for XLA): not a conversion step, a bug.
+    CORRECTNESS = "correctness"
 
 
 class LazyOps(Sequence[EditOp]):

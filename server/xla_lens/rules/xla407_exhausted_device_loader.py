@@ -129,7 +129,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
 RULE = Rule(
     code=CODE,
     name="exhausted-device-loader",
-    category=Category.CONVERSION,
+    category=Category.CORRECTNESS,
     summary="per_device_loader built once and iterated in every epoch: empty after the first → pl.MpDeviceLoader (re-iterable)",
     severity=Severity.WARNING,
     check=check,
