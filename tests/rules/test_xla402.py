@@ -238,3 +238,34 @@ def test_a_kwargs_dict_that_may_carry_loader_keys_is_left_alone():
     ):
         code = KWARGS_LOADER.replace(*change)
         assert [f for f in findings(code, "XLA402") if "drop_last" in f.message] == [], change
+
+
+EVEN_BATCHES = """
+import torch
+import torch_xla
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def train(model, opt, batch_size=32, num_batches=100):
+    device = torch_xla.device()
+    inputs = torch.randint(0, 1000, (num_batches * batch_size, 64))
+    targets = torch.randint(0, 1000, (num_batches * batch_size, 64))
+    loader = DataLoader(TensorDataset(inputs, targets), batch_size=batch_size, shuffle=True)
+    for x, y in loader:
+        loss = model(x.to(device)).float().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+"""
+
+
+def test_a_dataset_built_as_a_multiple_of_the_batch_size_has_no_short_batch():
+    # held-out 49's control: (num_batches * batch_size) rows loaded batch_size at a time.
+    assert not [f for f in findings(EVEN_BATCHES, "XLA402") if "last batch" in f.message]
+    odd = EVEN_BATCHES.replace("(num_batches * batch_size, 64)", "(num_batches * 3 + 1, 64)")
+    assert [f for f in findings(odd, "XLA402") if "last batch" in f.message]
+    literal = EVEN_BATCHES.replace("(num_batches * batch_size, 64)", "(1024, 64)").replace(
+        "batch_size=batch_size, shuffle", "batch_size=32, shuffle"
+    )
+    assert not [f for f in findings(literal, "XLA402") if "last batch" in f.message]

@@ -19,6 +19,7 @@ from .parts.discarded_batches import batch_discarded
 from .parts.drained_loaders import drained_loaders
 from .parts.dynamic_ops import MASK_ASSIGNMENT, dynamic_op
 from .parts.eval_loader_batches import eval_loader_findings, single_sample_batches
+from .parts.even_batches import batches_divide_evenly
 from .parts.forward_buffer_reads import SLICE_MANUAL, forward_buffer_reads, slice_message
 from .parts.growing_sequences import growing_sequence_findings
 from .parts.host_side_ops import on_host_here
@@ -139,6 +140,8 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
             and isinstance(batch_size.value, ast.Constant)
             and batch_size.value.value is None
         ) or single_sample_batches(call):
+            continue
+        if batches_divide_evenly(model, call):
             continue
         yield Finding(
             CODE,
