@@ -118,7 +118,10 @@ def earlier_optimizer(model: ScriptModel, move: ast.Call) -> ast.Call | None:
     from .accelerate_prepare import stale_optimizers  # noqa: PLC0415 (imports the model)
     from .optimizer_sources import optimizer_before_move  # noqa: PLC0415
 
-    found = optimizer_before_move(model, move, func.value.id)
+    name = func.value.id
+    found = model.memo(
+        (optimizer_before_move, move), lambda: optimizer_before_move(model, move, name)
+    )
     if found is None:
         return None
     stale = model.memo(("handed_optimizers", "stale"), lambda: stale_optimizers(model))

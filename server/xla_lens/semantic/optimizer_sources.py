@@ -59,25 +59,22 @@ def optimizer_before_move(model: ScriptModel, move: ast.Call, module: str) -> as
     scope = model.enclosing_function(move) or model.tree
     line = move.lineno
     derived = {module}
-    statements = [
-        n
-        for n in model.walk_scope(scope)
-        if isinstance(n, ast.stmt) and n.lineno < line and not isinstance(n, ast.FunctionDef)
-    ]
-    statements.sort(key=lambda n: (n.lineno, n.col_offset))
+    table = _binding_table(model, scope)
+    statements = [stmt for stmt, _, _ in table if stmt.lineno < line]
     changed = True
     while changed:  # loops feed names bound above them: to a fixpoint
         changed = False
-        for stmt in statements:
-            names, source = _bound(stmt)
-            if source is None or not names or names <= derived:
+        for stmt, names, sources in table:
+            if stmt.lineno >= line:
+                break
+            if not names or names <= derived:
                 continue
-            if _names(source) & derived:
+            if sources & derived:
                 derived |= names
                 changed = True
     if module == "self":
         return None  # the instance's own moves: self_optimizers' business
-    builds = [c for c in _optimizer_builds(model, scope) if _names_args(c) & derived]
+    builds = [c for c, names in _optimizer_builds(model, scope) if names & derived]
     before = [c for c in builds if c.lineno < line]
     if not before or any(c.lineno > line for c in builds):
         return None  # none before, or rebuilt after the move (the later one is used)
@@ -98,13 +95,40 @@ def _names_args(call: ast.Call) -> set[str]:
     return out
 
 
-def _optimizer_builds(model: ScriptModel, scope: ast.AST) -> list[ast.Call]:
-    calls = [
-        n
-        for n in model.walk_scope(scope)
-        if isinstance(n, ast.Call) and _is_optimizer_class(model, n)
-    ]
-    return sorted(calls, key=lambda c: (c.lineno, c.col_offset))
+def _optimizer_builds(model: ScriptModel, scope: ast.AST) -> list[tuple[ast.Call, set[str]]]:
+    """The optimizers built in ``scope`` in source order, each with the names its arguments
+    read; once per scope and parse (asked for every move)."""
+
+    def build() -> list[tuple[ast.Call, set[str]]]:
+        calls = [
+            n
+            for n in model.walk_scope(scope)
+            if isinstance(n, ast.Call) and _is_optimizer_class(model, n)
+        ]
+        calls.sort(key=lambda c: (c.lineno, c.col_offset))
+        return [(c, _names_args(c)) for c in calls]
+
+    return model.memo((_optimizer_builds, scope), build)
+
+
+def _binding_table(model: ScriptModel, scope: ast.AST) -> list[tuple[ast.stmt, set[str], set[str]]]:
+    """``scope``'s statements (nested functions' bodies left out) in source order, each with
+    the names it binds or grows and the names flowing into them; once per scope and parse."""
+
+    def build() -> list[tuple[ast.stmt, set[str], set[str]]]:
+        statements = [
+            n
+            for n in model.walk_scope(scope)
+            if isinstance(n, ast.stmt) and not isinstance(n, ast.FunctionDef)
+        ]
+        statements.sort(key=lambda n: (n.lineno, n.col_offset))
+        table = []
+        for stmt in statements:
+            names, source = _bound(stmt)
+            table.append((stmt, names, _names(source) if source is not None and names else set()))
+        return table
+
+    return model.memo((_binding_table, scope), build)
 
 
 def _moves(model: ScriptModel, call: ast.Call, module: str) -> bool:
