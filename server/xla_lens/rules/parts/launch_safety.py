@@ -49,6 +49,19 @@ LAUNCHER_RULE = "XLA204"
 # of it is right, so the finding keeps no fix there; as a review fix, ``--unsafe-fixes`` would
 # still write the crash.
 READ_ONLY_RULES = frozenset({"XLA202"})
+# Seeding the XLA device in the parent crashes the launch (measured on torch_xla 2.9:
+# ``torch_xla.manual_seed(1)`` before ``torch_xla.launch`` raises "Runtime is already
+# initialized"), and a CUDA seed there never reached the spawned replicas' devices either: the
+# right seed is one in the replica's function, which no local rewrite writes. So no fix there
+# (held-out 49, semseg's main() seeding before mp.spawn).
+SEED_CALLS = ("manual_seed(", "set_rng_state(")
+PARENT_SEED_MANUAL = (
+    "Seed the XLA device at the start of the function each replica runs (the spawned function "
+    "or _mp_fn) with {seed}, not here: this runs in the launcher's parent, which must not "
+    "touch the XLA runtime before the launch, or torch_xla refuses to start ('Runtime is "
+    "already initialized'). A path of this process that trains without the launcher needs "
+    "the same seed where its training starts."
+)
 SENTINEL_NOTE = re.compile(r"the default (\S+) marks a run without torchrun")
 PARENT_MANUAL = (
     "read it inside the function each replica runs (the spawned function or _mp_fn), not here: "
@@ -95,6 +108,32 @@ def _wraps_entry(fix: Fix) -> bool:
     other XLA204 fix swaps ``mp.spawn(fn)`` for the XLA launcher: ``fn`` stays the target,
     and the function that calls the launcher stays parent code)."""
     return any(isinstance(op, ReplaceStatement) for op in fix.ops)
+
+
+def _seed_written(fix: Fix) -> str | None:
+    """The XLA seed call ``fix`` writes (None when it writes none)."""
+    for op in fix.ops:
+        code = getattr(op, "code", None)
+        if (
+            isinstance(code, str)
+            and emits_runtime_call(code)
+            and any(s in code for s in SEED_CALLS)
+        ):
+            return code.strip()
+    return None
+
+
+def _without_seed_fix(f: Finding, seed: str, where: str, line: int) -> Finding:
+    message = message_as_written(f)
+    for cut in (" (the fix needs review:", " (fix needs review:"):
+        message = message.partition(cut)[0]
+    where = where.format(line=line_ref(line + 1))
+    return replace(
+        f,
+        message=f"{message} (no fix here: {where})",
+        fix=None,
+        manual=PARENT_SEED_MANUAL.format(seed=seed.splitlines()[0]),
+    )
 
 
 def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
@@ -159,7 +198,9 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             and in_parent(f.span.start.line + 1)
         ):
             parent = [ln for ln in _runtime_sites(f.fix) if in_parent(ln + 1)]
-            if parent and f.code in READ_ONLY_RULES:
+            if parent and (seed := _seed_written(f.fix)) is not None:
+                f = _without_seed_fix(f, seed, _in_parent_words(awaiting), parent[0])
+            elif parent and f.code in READ_ONLY_RULES:
                 # No fix is offered; the rule's own review note still matters to whoever moves
                 # the read (a -1 default: ``LOCAL_RANK != -1`` then asks "distributed?", which
                 # an ordinal never answers: yolov5's classify/train.py, held-out 38).
@@ -188,7 +229,9 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
             # Already for review (XLA203 under torchrun): accepted with XLA204's launcher,
             # the runtime call lands in the parent; the reason must say that too.
             parent = [ln for ln in _runtime_sites(f.fix) if in_parent(ln + 1)]
-            if parent:
+            if parent and (seed := _seed_written(f.fix)) is not None:
+                f = _without_seed_fix(f, seed, _in_parent_words(awaiting), parent[0])
+            elif parent:
                 old = review_reason_as_written(f.fix)
                 reason = (
                     f"{old}; also {_parent_review(awaiting).format(line=line_ref(parent[0] + 1))}"
