@@ -55,22 +55,35 @@ def test_a_wrapper_inside_an_expression_becomes_its_model_and_aliases_are_follow
     )
 
 
-def test_module_attribute_uses_make_the_fix_need_review():
+def test_module_attribute_reads_are_unwrapped_with_the_wrapper():
+    # ``model.module`` reached the wrapped model: unwrapped, that is ``model`` itself.
     code = """
     import torch
     model = torch.nn.DataParallel(model)
     model.module.fc.reset_parameters()
     """
     (f,) = findings(code, "XLA110")
+    assert f.fix.safe and ".module" not in f.fix.review_reason
+    assert fixed(code, "XLA110") == src(
+        """
+        import torch
+        model.fc.reset_parameters()
+        """
+    )
+
+
+def test_module_attribute_uses_elsewhere_make_the_fix_need_review():
+    code = """
+    import torch
+    model = torch.nn.DataParallel(model)
+
+    def reset(model):
+        model.module.fc.reset_parameters()
+    """
+    (f,) = findings(code, "XLA110")
     assert not f.fix.safe and ".module" in f.fix.review_reason
     assert "needs review" in f.message
     assert fixed(code, "XLA110") == src(code)  # fix-all leaves it
-    assert fixed(code, "XLA110", unsafe=True) == src(
-        """
-        import torch
-        model.module.fc.reset_parameters()
-        """
-    )
 
 
 @pytest.mark.parametrize(

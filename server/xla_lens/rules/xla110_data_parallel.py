@@ -62,10 +62,54 @@ def _tests_the_wrapper(model: ScriptModel) -> bool:
     return False
 
 
-def _review_reason(model: ScriptModel) -> str:
+def wrapper_reads(model: ScriptModel, call: ast.Call) -> list[ast.Attribute] | None:
+    """``model.module`` reads the unwrap fix turns into ``model``, for ``model =
+    nn.DataParallel(model)``: every ``.module`` read of that name in the same scope after the
+    wrap (the wrapped model, which the name holds once unwrapped). None when the name is bound
+    again there, or read as ``.module`` in another scope (its binding there is unknown)."""
+    stmt = model.parent(call)
+    if not (
+        isinstance(stmt, ast.Assign)
+        and stmt.value is call
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], ast.Name)
+    ):
+        return None
+    name = stmt.targets[0].id
+    scope = model.enclosing_function(stmt) or model.tree
+    reads: list[ast.Attribute] = []
+    for node in model.nodes_of(ast.Attribute):
+        if not (
+            isinstance(node, ast.Attribute)
+            and node.attr == "module"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == name
+        ):
+            continue
+        if (
+            model.enclosing_function(node) or model.tree
+        ) is not scope or node.lineno <= stmt.lineno:
+            return None
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            return None
+        reads.append(node)
+    for node in model.walk_scope(scope):
+        if (
+            isinstance(node, ast.Name)
+            and node.id == name
+            and isinstance(node.ctx, ast.Store)
+            and node is not stmt.targets[0]
+            and node.lineno > stmt.lineno
+        ):
+            return None  # bound again: a later ``.module`` may not be this wrapper's
+    return reads
+
+
+def _review_reason(model: ScriptModel, rewritten: frozenset[int] = frozenset()) -> str:
     """Why unwrapping could change what the script does ("" when nothing depends on it): every
     kind of dependence found, as a reviewer needs all of them (DeepLabv3 reads `.module` and
-    strips the prefix off its checkpoint's keys, held-out 26)."""
+    strips the prefix off its checkpoint's keys, held-out 26). ``rewritten``: the ``.module``
+    reads the fix itself turns into the model (their state dicts keep their keys)."""
     reasons = []
     if _tests_the_wrapper(model):
         reasons.append(
@@ -73,7 +117,8 @@ def _review_reason(model: ScriptModel) -> str:
             "that test turns False and the other branch runs"
         )
     if any(
-        isinstance(n, ast.Attribute) and n.attr == "module" for n in model.nodes_of(ast.Attribute)
+        isinstance(n, ast.Attribute) and n.attr == "module" and id(n) not in rewritten
+        for n in model.nodes_of(ast.Attribute)
     ):
         reasons.append(
             "the script uses `.module` (the wrapped model): without the wrapper that "
@@ -81,6 +126,8 @@ def _review_reason(model: ScriptModel) -> str:
         )
     for call in model.calls:
         if method_name(call) in STATE_METHODS:
+            if isinstance(call.func, ast.Attribute) and id(call.func.value) in rewritten:
+                continue  # ``model.module.state_dict()`` -> ``model.state_dict()``: same keys
             recv = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
             low = (recv or "").lower()
             if recv is None or not (
@@ -106,7 +153,9 @@ def _review_reason(model: ScriptModel) -> str:
                     )
                 )
                 break
-        if model.call_name(call) in WHOLE_MODEL_IO:
+        if model.call_name(call) in WHOLE_MODEL_IO and not _saves_only_rewritten(
+            model, call, rewritten
+        ):
             reasons.append(
                 "the script saves or loads checkpoints: without the wrapper the saved object "
                 "and its state dict keys (no `module.` prefix) change"
@@ -115,7 +164,25 @@ def _review_reason(model: ScriptModel) -> str:
     return "; ".join(reasons)
 
 
-def _fix(model: ScriptModel, call: ast.Call, reason: str) -> Fix | None:
+def _saves_only_rewritten(model: ScriptModel, call: ast.Call, rewritten: frozenset[int]) -> bool:
+    """``torch.save({"model": model.module.state_dict(), ...}, path)`` with that read rewritten:
+    it saves what it saved before (the inner model's state dict, no ``module.`` prefix). Not
+    when it names the wrapper any other way, or is a load (what it loads into is elsewhere)."""
+    if method_name(call) == "load" or not rewritten:
+        return False
+    reads = [n for n in ast.walk(call) if isinstance(n, ast.Attribute) and id(n) in rewritten]
+    if not reads:
+        return False
+    names = {r.value.id for r in reads if isinstance(r.value, ast.Name)}
+    inner = {id(r.value) for r in reads}
+    return not any(
+        isinstance(n, ast.Name) and n.id in names and id(n) not in inner for n in ast.walk(call)
+    )
+
+
+def _fix(
+    model: ScriptModel, call: ast.Call, reason: str, reads: list[ast.Attribute] = ()
+) -> Fix | None:
     wrapped = arg_or_keyword(call, 0, "module")
     if wrapped is None or any(kw.arg is None for kw in call.keywords):
         return None
@@ -133,9 +200,16 @@ def _fix(model: ScriptModel, call: ast.Call, reason: str) -> Fix | None:
         and model.in_indented_block(stmt)
     ):
         # ``model = nn.DataParallel(model)``: without the wrapper the line has nothing to do.
-        ops = (RemoveStatement(model.span(stmt)),)
+        # Its ``model.module`` reads become ``model``: the object they reached.
+        ops = (
+            RemoveStatement(model.span(stmt)),
+            *(Replace(model.span(r), model.segment(r.value)) for r in reads),
+        )
     else:
-        ops = (Replace(model.span(call), text),)
+        ops = (
+            Replace(model.span(call), text),
+            *(Replace(model.span(r), model.segment(r.value)) for r in reads),
+        )
     title = f"Unwrap nn.DataParallel (use {text} itself)"
     if reason:
         return Fix(title, ops, safe=False, review_reason=reason)
@@ -147,8 +221,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     calls = list(model.calls_to(*DATA_PARALLEL))
     if not calls:
         return
-    reason = _review_reason(model)
     for call in calls:
+        reads = wrapper_reads(model, call) or []
+        reason = _review_reason(model, frozenset(id(r) for r in reads))
         message = (
             "nn.DataParallel only knows CUDA devices: on XLA it runs one replica (or scatters "
             f"onto CUDA): use the XLA launcher ({_launcher(ctx)}, one process per device) with "
@@ -172,7 +247,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                     Severity.WARNING,
                     manual="move the inputs with .to(device)",
                 )
-        fix = _fix(model, call, "; ".join(reasons))
+        fix = _fix(model, call, "; ".join(reasons), reads)
         yield Finding(
             CODE,
             message,

@@ -27,6 +27,31 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+# Reads of a tensor's or module's metadata: what they give carries no Parameter
+# (``GAT(nfeat=features.shape[1])`` builds a model from a number, held-out 51's pyGAT).
+METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
+METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "item", "tolist"})
+# Builtins whose result is a plain number or string, whatever they read.
+SCALAR_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "str"})
+
+
+def _flowing_names(node: ast.AST) -> set[str]:
+    """The names whose values may flow into ``node``'s value: all but those read only for
+    their metadata or as a Python number (``x.shape[1]``, ``x.size(0)``, ``len(x)``,
+    ``int(y.max())``)."""
+    skipped: set[int] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr in METADATA_ATTRS:
+            skipped.add(id(n.value))
+        elif isinstance(n, ast.Call):
+            func = n.func
+            if isinstance(func, ast.Attribute) and func.attr in METADATA_METHODS:
+                skipped.add(id(func.value))
+            elif isinstance(func, ast.Name) and func.id in SCALAR_BUILTINS:
+                skipped.update(id(a) for arg in n.args for a in ast.walk(arg))
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in skipped}
+
+
 def _bound(stmt: ast.AST) -> tuple[set[str], ast.AST | None]:
     """The names ``stmt`` binds or grows, and the expression whose names flow into them."""
     if isinstance(stmt, ast.Assign):
@@ -125,7 +150,8 @@ def _binding_table(model: ScriptModel, scope: ast.AST) -> list[tuple[ast.stmt, s
         table = []
         for stmt in statements:
             names, source = _bound(stmt)
-            table.append((stmt, names, _names(source) if source is not None and names else set()))
+            flowing = _flowing_names(source) if source is not None and names else set()
+            table.append((stmt, names, flowing))
         return table
 
     return model.memo((_binding_table, scope), build)
