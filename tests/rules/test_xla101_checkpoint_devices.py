@@ -77,3 +77,26 @@ def test_torch_load_really_refuses_the_xla_device() -> None:
     buffer.seek(0)
     with pytest.raises(RuntimeError, match="restore data location"):
         torch.load(buffer, map_location=torch_xla.device())
+
+
+def test_a_load_onto_the_device_type_converts_with_the_load() -> None:
+    # Held-out 51 (SimCLR's --reload): ``map_location=args.device.type`` is "cuda", then "xla"
+    # once the device is converted, which torch.load cannot restore onto. XLA115 loads it on
+    # the CPU, and the device fix is safe with it.
+    code = PICKED.replace("map_location=device)", "map_location=device.type)")
+    (load,) = findings(code, "XLA115")
+    assert load.fix is not None and load.fix.safe and "device.type" in load.message
+    (device,) = findings(code, "XLA101")
+    assert device.fix is not None and device.fix.safe
+    out = fixed(code)
+    assert 'torch.load("ckpt.pt", map_location="cpu")' in out and "torch_xla.device()" in out
+
+
+def test_a_checkpoint_loaded_onto_the_device_type_and_read_directly_needs_review() -> None:
+    code = PICKED.replace(
+        'model.load_state_dict(torch.load("ckpt.pt", map_location=device))',
+        'ckpt = torch.load("ckpt.pt", map_location=device.type)\nscale = ckpt["scale"] * 2',
+    )
+    (device,) = findings(code, "XLA101")
+    assert device.fix is not None and not device.fix.safe
+    assert "torch.load cannot restore a checkpoint onto the XLA device" in device.message

@@ -221,6 +221,10 @@ def cuda_device_text(
         # 45): the re-wrap is the same device.
         values = [v for v in model.assigned_from(node.id) if not _rewraps(model, v, node.id)]
         return bool(values) and all(cuda_device_text(model, v, depth + 1, branches) for v in values)
+    if isinstance(node, ast.Attribute) and node.attr == "type":
+        # ``map_location=args.device.type`` (SimCLR's --reload, held-out 51): "cuda", then
+        # "xla" once the device is converted, which torch.load cannot restore onto either.
+        return cuda_device_text(model, node.value, depth + 1, branches)
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
         # ``map_location=self.device`` with every ``self.device = "cuda:{}".format(rank)`` of
         # the script a CUDA device (YOLOX's trainer, held-out 31). Converted to the XLA device

@@ -323,6 +323,20 @@ class DeviceFlow:
             if other != "cpu":
                 shown = f'"{other}"' if other is not None else "a value"
                 return Use(node, False, f".type compared with {shown}: decides otherwise on XLA")
+        if isinstance(p, ast.keyword) and p.arg == "map_location":
+            load = self.model.parent(p)
+            if isinstance(load, ast.Call) and self.model.call_name(load) == "torch.load":
+                # ``map_location=args.device.type``: "xla", which torch.load cannot restore
+                # onto (SimCLR's --reload, held-out 51); fine where XLA115 loads on the CPU.
+                use = other_use(self.model, load)
+                if use is None and cuda_device_text(self.model, attr):
+                    return Use(node, True)
+                why = f", and it is used other than through load_state_dict ({use})" if use else ""
+                return Use(
+                    node,
+                    False,
+                    NO_XLA_LOAD + (why or ': load it on the CPU (map_location="cpu")'),
+                )
         return Use(node, True)
 
     def _in_display(self, node: ast.AST) -> bool:

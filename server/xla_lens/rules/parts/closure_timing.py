@@ -251,6 +251,8 @@ def sync_runs_after(
             own_sync = any(any(a is region for a in model.ancestors(n)) for n in syncs)
             back = region is not loop.node and not own_sync
             why = ends_iteration_early(model, region, stmt, sync_line, returns_to_sync=back)
+            if why is None and region is not loop.node:
+                why = _exit_after_call(model, loop, region, guard, syncs)
             if why is not None:
                 return lost(why=why, what="report")
     if fed:
@@ -261,6 +263,42 @@ def sync_runs_after(
         why=f"the loop's only sync (line {line_ref(syncs[0].lineno)}) comes before it",
         what="report",
     )
+
+
+def _exit_after_call(
+    model: ScriptModel,
+    loop: TrainingLoop,
+    function: ast.AST,
+    guard: ast.stmt | None,
+    syncs: list[ast.Call],
+) -> str | None:
+    """A report in a step function the loop calls runs its closure at the loop's sync: an exit
+    in the loop's body after the call (pyGAT's early stopping ``if bad_counter == patience:
+    break`` after ``train(epoch)``, held-out 51) skips that sync on the last iteration, and
+    nothing runs the closure afterwards."""
+    name = getattr(function, "name", None)
+    calls = [
+        n
+        for n in model.walk(loop.node)
+        if isinstance(n, ast.Call)
+        and (
+            (isinstance(n.func, ast.Name) and n.func.id == name)
+            or (isinstance(n.func, ast.Attribute) and n.func.attr == name)
+        )
+    ]
+    body = getattr(loop.node, "body", [])
+    starts = [s for s in (model.enclosing_statement(c) for c in calls) if s is not None]
+    if not starts and body:
+        starts = [body[0]]  # called some other way: anything in the body may follow it
+    for start in starts:
+        sync_line = guard.lineno if guard is not None else None
+        if sync_line is None:
+            sure = [n for n in syncs if _always_follows(model, n, start, loop.node)]
+            sync_line = min((n.lineno for n in sure), default=None)
+        why = ends_iteration_early(model, loop.node, start, sync_line)
+        if why is not None:
+            return f"{why}, in the loop that calls `{name}()`"
+    return None
 
 
 def _always_follows(model: ScriptModel, sync: ast.Call, stmt: ast.stmt, region: ast.AST) -> bool:
