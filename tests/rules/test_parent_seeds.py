@@ -83,3 +83,45 @@ def test_the_unsafe_conversion_did_convert_the_launch():
     fixed = fix_source(SPAWNED, unsafe=True).source
     assert "torch_xla.launch(main_worker" in fixed
     assert "mp.spawn" not in fixed
+
+
+DRIVEN_FROM_MAIN_BLOCK = src("""
+import os
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+model = nn.Linear(4, 2)
+
+
+def train_epoch(epoch, opt):
+    for step in range(3):
+        loss = model(torch.randn(8, 4).cuda()).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+if __name__ == "__main__":
+    ddp = int(os.environ.get("RANK", -1)) != -1
+    if ddp:
+        dist.init_process_group("nccl")
+    torch.manual_seed(1337)
+    torch.cuda.manual_seed(1337)
+    model.cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        train_epoch(epoch, opt)
+""")
+
+
+def test_a_main_block_that_drives_the_training_is_no_launchers_parent():
+    # Held-out 50 (baby-llama2): the epoch loop in the main block calls train_epoch(), so no
+    # launcher can be wrapped around one call (XLA204 asks to move the block into main());
+    # every torchrun process runs the block, and the block moves as a whole: its seeds are
+    # the replicas' own.
+    (cuda_seed,) = [f for f in findings(DRIVEN_FROM_MAIN_BLOCK, "XLA403") if "seed" in f.message]
+    assert cuda_seed.fix is not None and cuda_seed.fix.safe
+    assert "parent" not in cuda_seed.message
+    (advice,) = findings(DRIVEN_FROM_MAIN_BLOCK, "XLA204")
+    assert "no launcher can be added" in advice.message

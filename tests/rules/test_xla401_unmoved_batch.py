@@ -61,10 +61,30 @@ def test_a_loop_that_moves_no_element_itself_gives_no_evidence():
 
 
 def test_a_distributed_loop_keeps_the_read():
+    # Convert wraps its loader in pl.MpDeviceLoader (XLA106's safe fix: the model and its
+    # optimizer are built here, so the device fix is safe too), which moves every element.
+    code = LOOP.replace("def main(model, dataset, optimizer):", "def main(dataset):").replace(
+        "    model.to(device)\n",
+        "    model = torch.nn.Linear(4, 1)\n"
+        "    model.to(device)\n"
+        "    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "    torch.distributed.init_process_group('nccl')\n"
+        "    model = torch.nn.parallel.DistributedDataParallel(model)\n",
+    )
+    (wrap,) = findings(code, "XLA106")
+    assert wrap.fix is not None and wrap.fix.safe
+    assert 15 in _read_lines(code)
+
+
+def test_a_distributed_loop_whose_loader_stays_plain_reads_a_cpu_batch():
+    # The model comes with its optimizer from the caller: the device fix, and so the wrap,
+    # wait for review; until then the loader hands CPU batches, and the read syncs nothing.
     code = LOOP.replace(
         "    model.to(device)\n",
         "    model.to(device)\n"
         "    torch.distributed.init_process_group('nccl')\n"
         "    model = torch.nn.parallel.DistributedDataParallel(model)\n",
     )
-    assert 13 in _read_lines(code)
+    (wrap,) = findings(code, "XLA106")
+    assert wrap.fix is not None and not wrap.fix.safe
+    assert 13 not in _read_lines(code)

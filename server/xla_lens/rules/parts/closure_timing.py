@@ -11,8 +11,8 @@ from types import ModuleType
 
 from ...semantic.line_refs import line_ref
 from ...semantic.loaders import Source, classify, loop_source
-from ...semantic.loop_syncs import loop_syncs
-from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, method_name
+from ...semantic.loop_syncs import is_sync_call, loop_syncs
+from ...semantic.model import SCOPE_TYPES, ScriptModel, TrainingLoop, method_name
 from ...semantic.params import parameter_of
 from ...semantic.prepared_loaders import Feed, prepared_feed
 from .. import xla106_device_loader, xla107_mark_step
@@ -92,7 +92,7 @@ def _loop_syncs(model: ScriptModel, loop: TrainingLoop) -> list[ast.Call]:
             n
             for region in loop.regions()
             for n in (model.walk(region) if region is loop.node else model.walk_scope(region))
-            if isinstance(n, ast.Call) and model.call_name(n) in SYNC_CALLS
+            if isinstance(n, ast.Call) and is_sync_call(model, n)
         ]
 
     return model.memo((_loop_syncs, *loop.regions()), compute)

@@ -135,6 +135,13 @@ def launcher_reason(model: ScriptModel, node: ast.AST, target: Target) -> str:
     )
     if not launcher.torchrun:
         return f"{reason}; start them with torch_xla.launch first (XLA204)"
+    reason = (
+        f"the processes are started by {launcher.name}, not by torch_xla's launcher: the XLA "
+        "runtime numbers them as torchrun does only where torch_xla's xla:// rendezvous sets "
+        "the device runtime up for torchrun before anything uses the XLA device (TPU, "
+        "Neuron); elsewhere every process gets ordinal 0 and world size 1 (measured on PJRT "
+        "CPU: independent replicas, each reading all the data)"
+    )
     # Not even after init_process_group("xla", init_method="xla://"): torchrun's ranks reach
     # the runtime only on runtimes that take them (PJRT CPU under torchrun, torch_xla 2.9:
     # both processes still answer ordinal 0 of 1 after that group is built).
@@ -165,11 +172,18 @@ def group_launcher_reason(model: ScriptModel, target: Target, call: ast.Call | N
     if launcher.torchrun and not _has_main_guard(model):
         # A module of helpers (no main block): the modules that call it start the processes.
         return _callers_reason(model, call)
+    xla_url = (
+        "with xla:// only where torch_xla's rendezvous sets the device runtime up for "
+        "torchrun before anything uses the XLA device (TPU, Neuron; on PJRT CPU every process "
+        "is rank 0 of 1, measured)"
+        if launcher.torchrun
+        else "with xla:// every process is rank 0 of 1"
+    )
     return (
         f"the processes are started by {launcher.name}, not by torch_xla's launcher: there "
-        'the "xla" backend does not reduce across them (with env:// each all_reduce keeps '
-        "its own value, silently; with xla:// every process is rank 0 of 1); start them with "
-        "torch_xla.launch first (XLA204)"
+        'the "xla" backend does not reduce across them with env:// (each all_reduce keeps '
+        f"its own value, silently), and {xla_url}; start them with torch_xla.launch first "
+        "(XLA204)"
     )
 
 

