@@ -72,3 +72,13 @@ def test_a_wrapper_bound_to_another_name_reads_back_as_that_name():
     )
     out = fixed(code, "XLA110", unsafe=True)
     assert "net = model\n" in out and '{"model": net.state_dict(), "step": 3}' in out
+
+
+def test_a_wrapper_moved_as_it_is_built_reads_back_as_the_model():
+    # Held-out 53 (HRNet): ``model = nn.DataParallel(model, device_ids=gpus).cuda()``.
+    code = SAVES_INNER.replace(
+        "model = nn.DataParallel(model)", "model = nn.DataParallel(model, device_ids=[0]).cuda()"
+    )
+    out = fixed(code, "XLA110", unsafe=True)
+    assert "model = model.cuda()\n" in out
+    assert '{"model": model.state_dict(), "step": 3}' in out

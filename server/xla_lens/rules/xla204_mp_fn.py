@@ -126,10 +126,33 @@ def _setup_reason(model: ScriptModel, setup: list[ast.AST], entry: str) -> str:
         if seeds
         else ""
     )
+    passed = {
+        a.id
+        for c in model.calls
+        if isinstance(c.func, ast.Name) and c.func.id == entry
+        for a in (*c.args, *(k.value for k in c.keywords))
+        if isinstance(a, ast.Name)
+    }
+    ranks = [
+        n
+        for n in setup
+        if isinstance(n, ast.Constant)
+        and n.value in TORCHRUN_KEYS
+        and isinstance(stmt := model.enclosing_statement(n), ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id in passed for t in stmt.targets)
+    ]
+    handed = (
+        f" (the rank read at line {line_ref(_line(ranks[0]))} would be handed to every replica "
+        "alike: the same rank and data shard in each; inside the entry function take "
+        "xr.global_ordinal() and xr.world_size() instead, and without torchrun that read "
+        "raises KeyError)"
+        if ranks
+        else ""
+    )
     return (
         f"the script also sets up process state outside {entry}() ({shown}); it runs in the "
         "launching process, where it starts CUDA or the XLA runtime before the launcher does: "
-        f"move it into the entry function{unseeded}"
+        f"move it into the entry function{unseeded}{handed}"
     )
 
 

