@@ -37,7 +37,7 @@ from .parts.cuda_module_holders import (
     is_not_a_use,
     patched_attributes,
 )
-from .parts.deepspeed_configs import deepspeed_configs
+from .parts.deepspeed_configs import accelerate_deepspeed_uses, deepspeed_configs
 from .parts.flash_attention_flags import flash_attention_flags
 from .parts.kbit_quantization import quantization_findings
 from .parts.shared_memory_moves import shared_memory_findings
@@ -359,6 +359,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from device_context_findings(model, CODE)
     yield from sparse_embedding_findings(model, CODE)
     yield from deepspeed_configs(model, CODE)
+    yield from accelerate_deepspeed_uses(model, CODE)
 
 
 HOVER = """\
