@@ -309,3 +309,31 @@ def test_a_scheduler_step_before_the_report_changes_nothing_it_reads_later():
     """
     (f,) = [f for f in findings(code, "XLA401") if f.fix is not None]
     assert f.fix.safe, f.fix.review_reason
+
+
+def test_a_list_appended_in_the_closure_and_read_from_its_end_says_what_breaks():
+    # Held-out 53 (melgan): ``costs.append([loss_D.item(), ...])`` then ``costs[-1][0]``.
+    from tests.helpers import findings, src
+
+    code = src("""
+    import torch
+    import torch_xla
+    import torch_xla.core.xla_model as xm
+
+    device = torch_xla.device()
+    model = torch.nn.Linear(4, 1).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    costs = []
+    for step in range(3):
+        loss = model(torch.randn(8, 4, device=device)).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        costs.append([loss.item(), step])
+        print(costs[-1][0])
+        torch_xla.sync()
+    """)
+    (f,) = findings(code, "XLA401")
+    assert f.fix is not None and not f.fix.safe
+    assert "`costs[-1]` would be the previous step's entry" in f.fix.review_reason
+    assert "raises IndexError" in f.fix.review_reason

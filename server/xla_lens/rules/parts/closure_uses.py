@@ -8,7 +8,14 @@ from __future__ import annotations
 import ast
 
 from ...semantic.line_refs import line_ref
-from ...semantic.model import SCOPE_TYPES, SYNC_CALLS, ScriptModel, TrainingLoop, receiver
+from ...semantic.model import (
+    SCOPE_TYPES,
+    SYNC_CALLS,
+    ScriptModel,
+    TrainingLoop,
+    method_name,
+    receiver,
+)
 from ...semantic.tensors import scope_of
 from .closure_changes import Changes, rest_of_iteration
 from .closure_reads import Path, Reads, arguments, class_of, path_of, shown, with_keys
@@ -63,8 +70,30 @@ def used_before_sync(model: ScriptModel, loop: TrainingLoop, stmt: ast.Expr) -> 
                 f"lookup would raise {error} where only the deferred call sets it, and miss "
                 "this step's update otherwise"
             )
+        if method_name(call) == "append" and _from_the_end(node, shown(written)):
+            # melgan's ``costs.append([loss_D.item(), ...])`` then ``costs[-1][0]`` (held-out 53).
+            empty = any(
+                isinstance(v, ast.List) and not v.elts for v in model.assigned_from(shown(written))
+            )
+            return f"{head}: `{shown(written)}[-1]` would be the previous step's entry" + (
+                f", and on the first step, with `{shown(written)}` still empty, it raises IndexError"
+                if empty
+                else ""
+            )
         return f"{head}: it would miss this step's update"
     return None
+
+
+def _from_the_end(stmt: ast.AST, name: str) -> bool:
+    """``name[-1]`` (any negative index) somewhere in ``stmt``."""
+    return any(
+        isinstance(n, ast.Subscript)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == name
+        and isinstance(n.slice, ast.UnaryOp)
+        and isinstance(n.slice.op, ast.USub)
+        for n in ast.walk(stmt)
+    )
 
 
 def _syncs(model: ScriptModel, stmt: ast.AST) -> bool:
