@@ -50,3 +50,16 @@ def test_a_modules_own_get_device_method_is_left_alone():
     assert findings(code, "XLA101") == []
     own = CODE + "\n\nclass Net:\n    def get_device(self):\n        return 'cpu'\n"
     assert findings(own, "XLA101") == []
+
+
+def test_an_imported_modules_get_device_is_its_own_function():
+    # Held-out 55 (VAR): ``from utils import dist`` then ``dist.get_device()``, which returns
+    # the device; ``dist.device`` would be an AttributeError.
+    code = """
+    import torch
+    from utils import dist
+
+    def build():
+        return torch.zeros(3, device=dist.get_device())
+    """
+    assert [f for f in findings(code, "XLA101") if "CUDA index" in f.message] == []

@@ -204,12 +204,36 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
         return dict(by_method)
 
     def local_alias(self, module: str) -> str | None:
-        """The name this script already binds to ``module`` (``import a.b as X`` → X)."""
+        """The name this script already binds to ``module`` (``import a.b as X`` → X) where
+        every line of the module sees it: an import at module level (in a ``try``/``if`` there
+        too). One inside a function binds the name there only (held-out 56: ``import
+        torch_xla.distributed.xla_backend`` in one function made a fix in another write
+        ``torch_xla.device()``, a NameError); code a fix writes may go anywhere."""
         found = None
+        visible = self._module_level_bindings()
         for local, target in self.imports.items():
-            if target == module:
+            if target == module and local in visible:
                 found = local
         return found
+
+    def _module_level_bindings(self) -> frozenset[str]:
+        def build() -> frozenset[str]:
+            names: set[str] = set()
+            for imp in self.import_nodes:
+                if self.enclosing_function(imp) is not None or any(
+                    isinstance(a, ast.ClassDef) for a in self.ancestors(imp)
+                ):
+                    continue
+                for alias in imp.names:
+                    if alias.asname:
+                        names.add(alias.asname)
+                    elif isinstance(imp, ast.Import):
+                        names.add(alias.name.split(".")[0])
+                    else:
+                        names.add(alias.name)
+            return frozenset(names)
+
+        return self.memo(ScriptModel._module_level_bindings, build)
 
     def assigned_from(self, name: str) -> list[ast.expr]:
         # Asked per use of a name: each name's values are listed once per parse (a copy is

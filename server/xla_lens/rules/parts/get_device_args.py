@@ -6,7 +6,8 @@ on an XLA tensor it is 0, and ``device=0`` means cuda:0: ``RuntimeError: Found n
 Safe: on CUDA ``x.device`` is ``cuda:N`` for the index N that ``get_device()`` gives, so the
 placement is the same; on the CPU (``get_device()`` is -1) the original raised. Only where the
 index is a device argument: other uses read the number. Not on a receiver named for a module
-(``model``, ``self.net``) or in a file that defines its own ``get_device``: nanochat's GPT has a
+(``model``, ``self.net``), on an imported name (VAR's ``dist.get_device()``, its own module's
+function) or in a file that defines its own ``get_device``: nanochat's GPT has a
 ``get_device()`` method that returns a device, and ``model.device`` would not exist.
 """
 
@@ -30,6 +31,8 @@ def get_device_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
             continue
         if _names_a_module(tensor):
             continue  # nanochat's ``model.get_device()`` (its GPT's method returns a device)
+        if _imported_name(model, tensor):
+            continue  # VAR's ``dist.get_device()``: its own module's function (a device)
         shown = model.segment(tensor)
         yield Finding(
             code,
@@ -51,6 +54,16 @@ def _names_a_module(node: ast.AST) -> bool:
     text = (dotted(node) or "").lower()
     last = text.rpartition(".")[2]
     return not text or text.split(".")[0] == "self" or last.endswith(MODULE_WORDS)
+
+
+def _imported_name(model: ScriptModel, node: ast.AST) -> bool:
+    """A module (or anything) the script imports under that name (held-out 55, VAR's
+    ``from utils import dist`` then ``dist.get_device()``, which returns the device): only a
+    tensor's ``get_device()`` is the CUDA index."""
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in model.imports
 
 
 def _as_device(model: ScriptModel, call: ast.Call) -> bool:
