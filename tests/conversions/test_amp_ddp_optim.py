@@ -33,11 +33,19 @@ def test_trainer_class_stale_optimizer_is_a_blocking_error_and_why():
     finding = _finding(result.converted_source, "XLA109")
     assert finding.severity == Severity.ERROR and finding.fix is None
     assert "self.model" in finding.manual
-    # Left as is, the converted model never trains: the optimizer updates stale CPU tensors.
+    # XLA109 cannot reorder across methods, so pointing the device at XLA would strand the
+    # optimizer: that fix waits for review, and the converted script still trains (on the CPU).
+    picker = _finding(result.converted_source, "XLA101")
+    assert not picker.fix.safe and "the optimizer built on line" in picker.fix.review_reason
     orig, conv = result.original, result.converted
     assert orig.returncode == 0 and conv.returncode == 0
     assert orig.losses[-1] < orig.losses[0] * 0.5
-    assert conv.param_device.startswith("xla") and len(set(conv.losses)) == 1
+    assert conv.losses == orig.losses and conv.param_device == "cpu"
+    # The review accepted: the model reaches XLA and never trains (why it is a review).
+    reviewed = prove(
+        FIXTURES / "trainer_class_stale_optimizer.py", run_original=False, unsafe=True
+    ).converted
+    assert reviewed.param_device.startswith("xla") and len(set(reviewed.losses)) == 1
 
 
 def test_helper_returning_model_and_optimizer_is_a_blocking_error():

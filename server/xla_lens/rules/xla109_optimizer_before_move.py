@@ -15,129 +15,16 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.accelerate_prepare import is_prepare_move, stale_optimizers
-from ..semantic.line_refs import line_ref, line_refs
-from ..semantic.model import ScriptModel, dotted
+from ..semantic.line_refs import line_ref
+from ..semantic.model import ScriptModel
 from ..semantic.optimizer_events import Event
-from .base import Category, Finding, Fix, InsertBefore, RemoveStatement, Rule, RuleContext, Severity
+from ..semantic.optimizer_reorder import reorder_plan
+from .base import Category, Finding, Fix, Rule, RuleContext, Severity
 from .parts.caller_stale_optimizers import caller_stale_optimizers
 from .parts.handed_optimizer_moves import derived_parameter_builds, handed_optimizer_moves
 from .parts.self_optimizers import SelfOptimizer, self_moves_after_builds, self_optimizers
 
 CODE = "XLA109"
-
-
-def _block(model: ScriptModel, stmt: ast.stmt) -> list[ast.stmt] | None:
-    parent = model.parent(stmt)
-    for name in ("body", "orelse", "finalbody"):
-        block = getattr(parent, name, None)
-        if isinstance(block, list) and stmt in block:
-            return block
-    return None
-
-
-def _is_plain_move(move: Event) -> bool:
-    """``model.to(d)`` / ``model.cuda()`` alone, or ``model = model.to(d)``."""
-    stmt = move.stmt
-    if isinstance(stmt, ast.Expr):
-        return stmt.value is move.node
-    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-        return stmt.value is move.node and dotted(stmt.targets[0]) == move.path
-    return False
-
-
-def _names(nodes: list[ast.stmt], ctx: type) -> set[str]:
-    return {
-        n.id
-        for stmt in nodes
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)
-    }
-
-
-def _touches(stmt: ast.stmt, path: str) -> bool:
-    root, _, rest = path.partition(".")
-    for n in ast.walk(stmt):
-        if root != "self" and isinstance(n, ast.Name) and n.id == root:
-            return True
-        if root == "self" and isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name):
-            if n.value.id == "self" and (n.attr == rest.split(".")[0] or _is_call(stmt, n)):
-                return True
-    return False
-
-
-def _is_call(stmt: ast.stmt, attr: ast.Attribute) -> bool:
-    return any(isinstance(c, ast.Call) and c.func is attr for c in ast.walk(stmt))
-
-
-PARAMETER_READS = frozenset({"parameters", "named_parameters"})
-
-
-def _first_parameter_read(block: list[ast.stmt], build: int, path: str) -> int:
-    """Where the move must go: before the first statement ahead of the optimizer that takes
-    the model's Parameters (``trainable = list(filter(..., unet.parameters()))`` then
-    ``AdamW(trainable)``; held-out 43, AnimateDiff: a move inserted between the two left the
-    optimizer on the old Parameters), after the last binding of the model; else the build."""
-    root = path.split(".")[0]
-    first = build
-    for k in range(build - 1, -1, -1):
-        stmt = block[k]
-        if root in _names([stmt], ast.Store):
-            break
-        if any(
-            isinstance(n, ast.Call)
-            and isinstance(n.func, ast.Attribute)
-            and n.func.attr in PARAMETER_READS
-            and dotted(n.func.value) == path
-            for n in ast.walk(stmt)
-        ):
-            first = k
-    return first
-
-
-def _reorder(model: ScriptModel, build: Event, move: Event) -> tuple[Fix | None, str]:
-    """The fix that moves the model first, or why there is none."""
-    if is_prepare_move(move) and not _is_plain_move(move):
-        return None, "the `prepare()` call returns more than the model"
-    if move.elsewhere:
-        return None, (
-            f"the move runs inside `{move.via}(...)` ({move.elsewhere}); once `{move.path}` is "
-            "on the device before the optimizer is built, that move keeps its Parameters"
-        )
-    if move.via or not _is_plain_move(move):
-        return None, "the move is not a statement of its own"
-    if (
-        build.via
-        and isinstance(build.stmt, ast.Assign)
-        and not isinstance(build.stmt.targets[0], ast.Name)
-    ):
-        return None, f"`{build.via}()` returns the model together with the optimizer"
-    block = _block(model, build.stmt)
-    if block is None or move.stmt not in block or block is not _block(model, move.stmt):
-        return None, "the build and the move are in different blocks"
-    if not (model.in_indented_block(build.stmt) and model.in_indented_block(move.stmt)):
-        return None, "the statements share a line with their block header"
-    i, j = block.index(build.stmt), block.index(move.stmt)
-    start = _first_parameter_read(block, i, move.path)
-    between = block[start + 1 : j]
-    reads = _names([move.stmt], ast.Load) - {move.path.split(".")[0]}
-    if reads & _names(block[start : i + 1] + between, ast.Store):
-        return None, "a name the move reads is bound after the optimizer is built"
-    # The engine keeps the removed statement's comments where it stood.
-    code = model.segment(move.stmt)
-    ops = (RemoveStatement(model.span(move.stmt)), InsertBefore(model.span(block[start]), code))
-    title = f"Move the model to the device first: `{model.segment(move.stmt)}` before the optimizer"
-    touching = [s for s in between if _touches(s, move.path)]
-    if touching:
-        lines = line_refs(s.lineno for s in touching)
-        reason = f"line {lines} uses `{move.path}` between the optimizer and the move"
-        return Fix(title, ops, safe=False, review_reason=reason), reason
-    if is_prepare_move(move):
-        reason = (
-            "`prepare()` may also wrap the model (DDP, mixed precision) before the optimizer "
-            "is built from it; preparing both in one call is accelerate's own form"
-        )
-        return Fix(title, ops, safe=False, review_reason=reason), reason
-    return Fix(title, ops), ""
 
 
 def _where(model: ScriptModel, event: Event | SelfOptimizer) -> str:
@@ -186,9 +73,13 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             related=((model.span(found.move), "the module moves to the device here"),),
         )
     for build, move in stale_optimizers(model):
-        # Through a module container the reorder would move the container's statement past
-        # uses of the container this analysis does not follow: said, not rewritten.
-        fix, why = (None, "") if build.holder or move.holder else _reorder(model, build, move)
+        plan = reorder_plan(model, build, move)
+        fix = (
+            Fix(plan.title, plan.ops, safe=plan.safe, review_reason=plan.reason)
+            if plan.ops is not None
+            else None
+        )
+        why = plan.reason
         prepared = is_prepare_move(move)
         remap = (
             " and accelerate re-maps an optimizer onto them only when it is prepared in the "

@@ -113,21 +113,36 @@ def earlier_optimizer(model: ScriptModel, move: ast.Call) -> ast.Call | None:
     XLA109's event analysis does not already pair with this move (semseg's parameter groups
     from submodule lists, held-out 49)."""
     func = move.func
-    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+    if not isinstance(func, ast.Attribute) or _paired_builds(model, move):
         return None
-    from .accelerate_prepare import stale_optimizers  # noqa: PLC0415 (imports the model)
+    if not isinstance(func.value, ast.Name):
+        return None
     from .optimizer_sources import optimizer_before_move  # noqa: PLC0415
 
     name = func.value.id
-    found = model.memo(
+    return model.memo(
         (optimizer_before_move, move), lambda: optimizer_before_move(model, move, name)
     )
-    if found is None:
-        return None
+
+
+def _paired_builds(model: ScriptModel, move: ast.Call) -> list:
+    """XLA109's (build, move) pairs whose move is ``move``."""
+    from .accelerate_prepare import stale_optimizers  # noqa: PLC0415 (imports the model)
+
     stale = model.memo(("handed_optimizers", "stale"), lambda: stale_optimizers(model))
-    if any(any(n is move for n in ast.walk(m.node)) for _b, m in stale):
-        return None  # XLA109 reports the pair itself (with its reorder where one is safe)
-    return found
+    return [(b, m) for b, m in stale if any(n is move for n in ast.walk(m.node))]
+
+
+def stranded_optimizer(model: ScriptModel, move: ast.Call) -> ast.AST | None:
+    """The optimizer pointing ``move`` at the XLA device alone would leave on the old
+    Parameters: one XLA109 pairs with it and cannot reorder safely (where it can, both fixes
+    together keep the program), or one built earlier from names derived from the module."""
+    from .optimizer_reorder import reorder_plan  # noqa: PLC0415
+
+    for build, moved in _paired_builds(model, move):
+        if not reorder_plan(model, build, moved).safe:
+            return build.node
+    return earlier_optimizer(model, move)
 
 
 def stranding_reason(model: ScriptModel, move: ast.Call) -> str:
@@ -141,7 +156,7 @@ def stranding_reason(model: ScriptModel, move: ast.Call) -> str:
             f"that optimizer from `{moved}`'s parameters, on XLA this move makes new Parameter "
             "objects, the optimizer keeps updating the CPU copies and the model never trains"
         )
-    earlier = earlier_optimizer(model, move)
+    earlier = stranded_optimizer(model, move)
     if earlier is not None:
         return (
             f"the optimizer built on line {line_ref(earlier.lineno)} takes parameters that come "

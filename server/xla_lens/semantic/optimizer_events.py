@@ -380,7 +380,24 @@ class OptimizerEvents:
     def builds(self) -> list[Event]:
         direct = self._direct_builds
         found = [*direct, *self._calls_to_helpers(direct, "build"), *self._returned_builds()]
+        found += self._helper_builds({(id(e.node), e.path) for e in found})
         return found + self._member_events(found)
+
+    def _helper_builds(self, known: set[tuple[int, str]]) -> list[Event]:
+        """Calls of functions (this file's or a workspace module's) that return an optimizer
+        built from the module the call hands them: ``get_optimizer(model.model, ...)``."""
+        from .helper_optimizers import helper_builds  # noqa: PLC0415 (reads other files)
+
+        out = []
+        for call, handed, _where in helper_builds(self.model):
+            path = dotted(handed)
+            stmt = self.model.enclosing_statement(call)
+            if path is None or stmt is None or (id(call), path) in known:
+                continue
+            known.add((id(call), path))
+            via = dotted(call.func) or ""
+            out.append(Event(call, stmt, self.scope_of(call), path, via=via))
+        return out
 
     @cached_property
     def moves(self) -> list[Event]:
