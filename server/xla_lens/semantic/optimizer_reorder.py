@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from .accelerate_prepare import is_prepare_move
 from .edits import InsertBefore, RemoveStatement
 from .line_refs import line_refs
-from .model import ScriptModel, dotted
-from .optimizer_events import Event
+from .model import ScriptModel, dotted, receiver
+from .optimizer_events import WRAPPERS, Event
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,23 @@ def _first_parameter_read(block: list[ast.stmt], build: int, path: str) -> int:
     return first
 
 
+def _reads_only_parameters(stmt: ast.stmt, path: str) -> bool:
+    """Every read of ``path``'s root in ``stmt`` is ``path.parameters()``."""
+    root = path.split(".")[0]
+    allowed: set[int] = set()
+    for n in ast.walk(stmt):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "parameters"
+            and dotted(n.func.value) == path
+        ):
+            allowed.update(id(x) for x in ast.walk(n.func.value))
+    return all(
+        id(n) in allowed for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == root
+    )
+
+
 def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
     """The edit that moves the model first (safe or for review), or why there is none."""
     if build.holder or move.holder:
@@ -109,6 +126,21 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
         return ReorderPlan(None, "", False, why)
     if move.via or not _is_plain_move(move):
         return ReorderPlan(None, "", False, "the move is not a statement of its own")
+    wrapper = receiver(move.node)
+    if (
+        isinstance(wrapper, ast.Call)
+        and (model.call_name(wrapper) or "") in WRAPPERS
+        and not _reads_only_parameters(build.stmt, move.path)
+    ):
+        # ``net = DataParallel(net).cuda()`` above the optimizer would hand it the wrapper:
+        # ``net.model`` is not an attribute of DataParallel (held-out 57's pose trainer), and
+        # its ``named_parameters()`` names gain a ``module.`` prefix. Its ``parameters()`` are
+        # the module's own.
+        why = (
+            f"the move also wraps `{move.path}` (`{model.segment(wrapper)}`) and rebinds it: "
+            f"move `{move.path}` itself first (`{move.path}.to(device)`), then wrap it"
+        )
+        return ReorderPlan(None, "", False, why)
     if (
         build.via
         and isinstance(build.stmt, ast.Assign)

@@ -49,7 +49,20 @@ def _flowing_names(node: ast.AST) -> set[str]:
                 skipped.add(id(func.value))
             elif isinstance(func, ast.Name) and func.id in SCALAR_BUILTINS:
                 skipped.update(id(a) for arg in n.args for a in ast.walk(arg))
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and id(n) not in skipped}
+    # A comprehension's own variables are not the function's names of the same spelling
+    # (``[teacher.to(d) for teacher in teachers]``, held-out 57's distillation control).
+    own = {
+        t.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.comprehension)
+        for t in ast.walk(n.target)
+        if isinstance(t, ast.Name)
+    }
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and id(n) not in skipped and n.id not in own
+    }
 
 
 def _bound(stmt: ast.AST) -> tuple[set[str], ast.AST | None]:
@@ -83,23 +96,15 @@ def optimizer_before_move(model: ScriptModel, move: ast.Call, module: str) -> as
     (the moved name) or a name derived from it; None when there is none."""
     scope = model.enclosing_function(move) or model.tree
     line = move.lineno
-    derived = {module}
-    table = _binding_table(model, scope)
-    statements = [stmt for stmt, _, _ in table if stmt.lineno < line]
-    changed = True
-    while changed:  # loops feed names bound above them: to a fixpoint
-        changed = False
-        for stmt, names, sources in table:
-            if stmt.lineno >= line:
-                break
-            if not names or names <= derived:
-                continue
-            if sources & derived:
-                derived |= names
-                changed = True
     if module == "self":
         return None  # the instance's own moves: self_optimizers' business
-    builds = [c for c, names in _optimizer_builds(model, scope) if names & derived]
+    table = _binding_table(model, scope)
+    statements = [stmt for stmt, _, _ in table if stmt.lineno < line]
+    builds = [
+        c
+        for c, names in _optimizer_builds(model, scope)
+        if names & _derived(model, table, module, c)
+    ]
     before = [c for c in builds if c.lineno < line]
     if not before or any(c.lineno > line for c in builds):
         return None  # none before, or rebuilt after the move (the later one is used)
@@ -111,6 +116,34 @@ def optimizer_before_move(model: ScriptModel, move: ast.Call, module: str) -> as
             if _moves(model, call, module):
                 return None  # moved before the build already: this move keeps its Parameters
     return build
+
+
+def _derived(
+    model: ScriptModel,
+    table: list[tuple[ast.stmt, set[str], set[str]]],
+    module: str,
+    build: ast.AST,
+) -> set[str]:
+    """The names holding what comes from ``module`` when ``build`` runs: bound by statements
+    above it, or by any statement of a loop around it (a loop feeds names bound above them:
+    to a fixpoint)."""
+    loops = [a for a in model.ancestors(build) if isinstance(a, ast.For | ast.While)]
+    spans = [(a.lineno, a.end_lineno or a.lineno) for a in loops]
+    line = build.lineno  # type: ignore[attr-defined]
+    rows = [
+        (names, sources)
+        for stmt, names, sources in table
+        if names and (stmt.lineno < line or any(lo <= stmt.lineno <= hi for lo, hi in spans))
+    ]
+    derived = {module}
+    changed = True
+    while changed:
+        changed = False
+        for names, sources in rows:
+            if not names <= derived and sources & derived:
+                derived |= names
+                changed = True
+    return derived
 
 
 def _names_args(call: ast.Call) -> set[str]:
