@@ -88,3 +88,67 @@ def test_a_loader_whose_sampler_sets_the_epoch_length_is_left_alone():
         "DataLoader(s, batch_size=b, sampler=RandomSampler(s, replacement=True, num_samples=int(1e10)))",
     )
     assert findings(code, "XLA402") == []
+
+
+INFINITE = src("""
+import numpy as np
+from torch.utils.data import DataLoader, Sampler
+
+def endless(n):
+    order = np.random.permutation(n)
+    i = 0
+    while True:
+        yield order[i % n]
+        i += 1
+
+class EndlessSampler(Sampler):
+    def __init__(self, data):
+        self.n = len(data)
+    def __iter__(self):
+        return iter(endless(self.n))
+    def __len__(self):
+        return 2 ** 31
+
+def main(dataset, model, opt):
+    batches = iter(DataLoader(dataset, batch_size=8, sampler=EndlessSampler(dataset)))
+    for step in range(100):
+        x = next(batches)
+        loss = model(x).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""")
+
+
+def test_a_loader_over_a_sampler_that_never_ends_has_no_last_batch(tmp_path):
+    # Held-out 58's FastGAN: InfiniteSamplerWrapper (a generator looping while True, a length
+    # of 2 ** 31), here in the script and in a module beside it.
+    assert findings(INFINITE, "XLA402") == []
+    for kept in ("__len__", "__iter__"):  # either one says so
+        only = (
+            INFINITE.replace("return 2 ** 31", "return self.n")
+            if kept == "__iter__"
+            else (INFINITE.replace("while True:", "for _ in range(n):"))
+        )
+        assert findings(only, "XLA402") == [], kept
+    finite = INFINITE.replace("return 2 ** 31", "return self.n").replace(
+        "while True:", "for _ in range(n):"
+    )
+    (f,) = findings(finite, "XLA402")
+    assert "next()" in f.message
+    head, _, tail = INFINITE.partition("def main(")
+    (tmp_path / "operation.py").write_text(head)
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from operation import EndlessSampler\n" + head.split("\n")[1] + "\ndef main(" + tail
+    )
+    from xla_lens.engine import analyze
+
+    result = analyze(script.read_text(), str(script))
+    assert [f for f in result.findings if f.code == "XLA402"] == []
+    (tmp_path / "operation.py").write_text(finite.partition("def main(")[0])
+    from xla_lens.semantic import workspace_calls
+
+    workspace_calls.clear_cache()
+    result = analyze(script.read_text(), str(script))
+    assert [f.code for f in result.findings if f.code == "XLA402"] == ["XLA402"]

@@ -59,6 +59,7 @@ from .parts.checkpoint_objects import (
     placed_module,
 )
 from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
+from .parts.resumed_entries import resumed_entry_reason
 from .parts.safetensors_saves import safetensors_state_saves
 from .parts.trainer_model_saves import device_model_saves, trainer_model_saves
 
@@ -387,7 +388,15 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         fix = _fix(model, call)
         moved = module_moved_to_cpu(model, obj)
         if fix is not None:
-            reasons = [r for r in (_review(model, call, ctx), held and _held_reason(held)) if r]
+            reasons = [
+                r
+                for r in (
+                    _review(model, call, ctx),
+                    held and _held_reason(held),
+                    resumed_entry_reason(model, call),
+                )
+                if r
+            ]
             if moved is not None:
                 fix = Fix(
                     f"{fix.title}, without moving the module",

@@ -6,6 +6,7 @@ import ast
 from collections.abc import Iterator, Sequence
 
 from ..semantic.arguments import local_bindings
+from ..semantic.infinite_samplers import is_infinite_sampler
 from ..semantic.kwargs_dicts import provably_lacks
 from ..semantic.model import ScriptModel, keyword, method_name
 from ..semantic.sibling_loops import (
@@ -162,6 +163,9 @@ def _drop_last_findings(model: ScriptModel) -> Iterator[Finding]:
             continue
         if batches_divide_evenly(model, call):
             continue
+        sampler = keyword(call, "sampler")
+        if sampler is not None and is_infinite_sampler(model, sampler.value):
+            continue  # it never ends: there is no last batch
         yield Finding(
             CODE,
             DRAINED_MESSAGE

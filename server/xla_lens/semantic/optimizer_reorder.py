@@ -105,9 +105,7 @@ def _reads_only_parameters(stmt: ast.stmt, path: str) -> bool:
             and dotted(n.func.value) == path
         ):
             allowed.update(id(x) for x in ast.walk(n.func.value))
-    return all(
-        id(n) in allowed for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == root
-    )
+    return all(id(n) in allowed for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == root)
 
 
 def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
