@@ -324,3 +324,21 @@ def test_apex_at_opt_level_o0_is_plain_fp32_and_gets_no_autocast():
     assert all("set out of sight" in f.message for f in findings(from_config, "XLA103"))
     default = code.replace(', opt_level="O0"', "")
     assert all("bfloat16" in f.message for f in findings(default, "XLA103"))
+
+
+def test_a_scaler_kept_by_the_fix_is_not_told_to_be_removed():
+    # Held-out 58's AWADA: the scaler's state is restored on resume, so it cannot be removed
+    # automatically; the message said "remove the scaler" above a fix that keeps it.
+    code = """
+    import torch
+    scaler = torch.amp.GradScaler("cuda", enabled=True)
+    scaler.load_state_dict(ckpt["scaler"])
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        loss = model(x)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    """
+    (f,) = findings(code, "XLA103")
+    assert f.fix.title.startswith("Keep loss scaling on XLA") and not f.fix.safe
+    assert "remove the scaler (" not in f.message and "cannot be removed automatically" in f.message

@@ -92,6 +92,9 @@ def _legacy_fix(model: ScriptModel, call: ast.Call) -> Fix:
     return Fix(f"Use {name}", (*ops, *e.imports))
 
 
+KEEP_TITLE = "Keep loss scaling on XLA"
+
+
 def _xla_scaler_fix(model: ScriptModel, call: ast.Call) -> Fix:
     e = Emitter(model)
     args = ", ".join(['"xla"', *_args_without_device(model, call)])
@@ -99,7 +102,7 @@ def _xla_scaler_fix(model: ScriptModel, call: ast.Call) -> Fix:
     # Keeps loss scaling (and its host read every step): the user chooses this over
     # removing the scaler, so it is never applied by fix-all.
     return Fix(
-        f"Keep loss scaling on XLA: {code}",
+        f"{KEEP_TITLE}: {code}",
         (Replace(model.span(call), code), *e.imports),
         safe=False,
         review_reason="keeps loss scaling, which reads the host every step",
@@ -327,6 +330,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 "CUDA GradScaler: with bf16 autocast on XLA no loss scaling is needed; "
                 "remove the scaler (loss.backward(), optimizer.step())"
             )
+            if fix is not None and fix.title.startswith(KEEP_TITLE):
+                # The fix offered keeps the scaler: the message must not say the opposite
+                # (held-out 58: "remove the scaler" above "Keep loss scaling on XLA").
+                message = (
+                    "CUDA GradScaler: with bf16 autocast on XLA no loss scaling is needed, but "
+                    "this scaler cannot be removed automatically; the fix keeps loss scaling "
+                    'on XLA instead (torch.amp.GradScaler("xla"))'
+                )
         if fix is not None and fix.safe and (why := device_from_caller(model, ctx.target)):
             # Dropped (or made an XLA scaler) under a caller that runs the class on CUDA,
             # fp16 there would lose its loss scaling.
