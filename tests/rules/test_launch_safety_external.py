@@ -58,3 +58,27 @@ def test_with_the_launch_in_the_file_a_module_level_call_is_still_the_parents():
     (f,) = module_level
     assert f.fix is not None and not f.fix.safe
     assert "parent process" in f.fix.review_reason
+
+
+def test_a_picker_in_the_parent_of_an_xla_launch_gets_no_fix():
+    # Held-out 59's GPT2-Chinese: `device = 'cuda' if ... else 'cpu'` in main(), which then
+    # calls xmp.spawn. torch_xla.device() there makes the launch fail ("Runtime is already
+    # initialized", measured): a fix that always breaks the launch is not offered at all.
+    code = """
+    import torch
+    import torch_xla.distributed.xla_multiprocessing as xmp
+
+    def train(index):
+        print(index)
+
+    def main():
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        print("using device:", device)
+        xmp.spawn(train, args=())
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.fix is None and "no fix here" in f.message
+    assert "Runtime is already initialized" in f.manual

@@ -89,3 +89,23 @@ def main(rank, model):
 """
     # Only the index itself: ``place``'s parameter and the rebound name are not followed.
     assert _lines(findings(code, "XLA101")) == [8]
+
+
+def test_a_literal_index_move_becomes_the_device_variable():
+    # Held-out 59's ATLOP: `model.to(0)` beside `device = torch.device("cuda:0" if ...)`.
+    code = """
+    import torch
+    def main(model):
+        device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+        model.to(0)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        return optimizer
+    def later(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model.to(0)
+        return optimizer
+    """
+    moves = [f for f in findings(code, "XLA101") if ".to(0)" in f.message]
+    assert [(f.span.start.line, f.fix.safe) for f in moves] == [(3, True), (8, False)]
+    assert moves[0].fix.ops[0].code == "device"
+    assert "optimizer built on line" in moves[1].fix.review_reason

@@ -89,3 +89,19 @@ def test_a_picker_whose_text_the_script_tests_waits_for_review():
     )
     (f,) = [f for f in findings(shown, "XLA101") if f.span.start.line == 2]
     assert f.fix.safe  # printing its text is no decision
+
+
+def test_a_flag_attribute_set_again_from_availability_is_no_users_choice():
+    # Held-out 59's GPT2-chitchat: `args.cuda = not args.no_cuda`, later `args.cuda =
+    # torch.cuda.is_available() and not args.no_cuda`, then `'cuda:0' if args.cuda else 'cpu'`:
+    # keeping the flag would keep the CPU on an XLA host.
+    code = """
+    import torch
+    def main(args):
+        args.cuda = not args.no_cuda
+        args.cuda = torch.cuda.is_available() and not args.no_cuda
+        device = "cuda:0" if args.cuda else "cpu"
+        return device
+    """
+    (f,) = findings(code, "XLA101")
+    assert "the user's choice" not in f.message and (f.fix is None or not f.fix.safe)

