@@ -74,7 +74,8 @@ def test_a_picker_in_the_parent_of_an_xla_launch_gets_no_fix():
     def main():
         device = "cuda" if torch.cuda.is_available() else "cpu"
         print("using device:", device)
-        xmp.spawn(train, args=())
+        weights = torch.zeros(3).to(device)
+        xmp.spawn(train, args=(weights,))
 
     if __name__ == "__main__":
         main()
@@ -82,3 +83,8 @@ def test_a_picker_in_the_parent_of_an_xla_launch_gets_no_fix():
     (f,) = findings(code, "XLA101")
     assert f.fix is None and "no fix here" in f.message
     assert "Runtime is already initialized" in f.manual
+    # Only printed there (the replica binds its own device): nothing to report at all.
+    printed = code.replace("        weights = torch.zeros(3).to(device)\n", "").replace(
+        "args=(weights,)", "args=()"
+    )
+    assert findings(printed, "XLA101") == []

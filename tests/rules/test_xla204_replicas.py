@@ -437,3 +437,20 @@ def test_a_group_started_by_a_sibling_module_is_named_in_the_review(tmp_path):
     result = analyze(script.read_text(), str(script))
     (f,) = [f for f in result.findings if f.code == "XLA204"]
     assert not f.fix.safe and "started by init_dist() (helpers.py:5)" in f.fix.review_reason
+
+
+def test_a_helper_not_handed_the_flag_holder_is_not_said_to_set_it(tmp_path):
+    # Held-out 59's BERT-NER: seed_everything(args.seed) of another module writes
+    # os.environ["PYTHONHASHSEED"]; it was named as what set the DDP gate.
+    (tmp_path / "utils.py").write_text(
+        src(DEIT_UTILS)
+        + '\n\ndef seed_everything(seed):\n    os.environ["PYTHONHASHSEED"] = str(seed)\n'
+    )
+    main = DEIT_MAIN.replace(
+        "utils.init_distributed_mode(args)", "utils.seed_everything(args.seed)"
+    )
+    script = tmp_path / "main.py"
+    script.write_text(src(main))
+    (f,) = [x for x in analyze(src(main), str(script)).findings if x.code == "XLA204"]
+    assert "seed_everything" not in f.fix.review_reason
+    assert "set out of the analysis's sight" in f.fix.review_reason

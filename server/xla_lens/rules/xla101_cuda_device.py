@@ -50,6 +50,7 @@ from .base import (
 )
 from .parts import device_arguments, external_devices, library_device_defaults
 from .parts.config_devices import config_device_advice
+from .parts.displayed_devices import displayed_only
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
 from .parts.get_device_args import get_device_findings
 from .parts.is_cuda_guards import guard_test, is_cuda_guard
@@ -386,6 +387,8 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         )
     )
     advice.extend(device_arguments.inherited_generator_advice(model, advice, handled))
+    if model.uses_torch_xla:
+        advice = [a for a in advice if not displayed_only(model, a.span)]
     for a in advice:
         fix = a.fix and Fix(a.fix.title, a.fix.ops, a.fix.safe, a.fix.review_reason)
         severity = Severity.INFORMATION if a.info else Severity.WARNING

