@@ -342,3 +342,18 @@ def test_a_scaler_kept_by_the_fix_is_not_told_to_be_removed():
     (f,) = findings(code, "XLA103")
     assert f.fix.title.startswith("Keep loss scaling on XLA") and not f.fix.safe
     assert "remove the scaler (" not in f.message and "cannot be removed automatically" in f.message
+
+
+def test_apex_advice_names_the_master_params_to_replace():
+    # Held-out 59's ATLOP: clip_grad_norm_(amp.master_params(optimizer), ...) is a NameError
+    # once apex is dropped as the advice says.
+    code = """
+    import torch
+    from apex import amp
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+    with amp.scale_loss(loss, optimizer) as scaled:
+        scaled.backward()
+    torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
+    """
+    found = findings(code, "XLA103")
+    assert found and all("amp.master_params(optimizer) (line 6)" in f.manual for f in found)

