@@ -100,3 +100,23 @@ def test_a_checkpoint_loaded_onto_the_device_type_and_read_directly_needs_review
     (device,) = findings(code, "XLA101")
     assert device.fix is not None and not device.fix.safe
     assert "torch.load cannot restore a checkpoint onto the XLA device" in device.message
+
+
+def test_a_device_handed_to_a_loaders_map_location_waits_for_review():
+    # Held-out 61's ddpm-torch: `--train-device` (default "cuda:0") reaches
+    # `trainer.load_checkpoint(path, map_location=train_device)`, a torch.load of another
+    # module: with the XLA device there the load raises. The message spells the flag as typed.
+    code = """
+    import argparse
+    import torch
+    p = argparse.ArgumentParser()
+    p.add_argument("--train-device", default="cuda:0", type=str)
+    args = p.parse_args()
+    train_device = torch.device(args.train_device)
+    trainer.load_checkpoint("ckpt.pt", map_location=train_device)
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.message.startswith("--train-device defaults to a CUDA device")
+    assert not f.fix.safe and "passed as map_location to trainer.load_checkpoint()" in (
+        f.fix.review_reason
+    )

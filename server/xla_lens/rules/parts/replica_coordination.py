@@ -279,6 +279,13 @@ def _helper_reads_env(model: ScriptModel, call: ast.Call) -> bool:
     return function in fns and _reads_env(None, fns[function])
 
 
+def _binds_one_of(model: ScriptModel, call: ast.Call, names: set[str]) -> bool:
+    parent = model.parent(call)
+    return isinstance(parent, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id in names for t in parent.targets
+    )
+
+
 def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str) -> str:
     text = model.segment(test)[:60]
     # Which way round: `if X` holds it, or the else of `if X`, or what follows `if X: return`.
@@ -305,7 +312,7 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
     holders = {
         n.value.id
         for n in ast.walk(test)
-        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+        if isinstance(n, ast.Attribute | ast.Subscript) and isinstance(n.value, ast.Name)
     }
     flag_owner = next(
         (
@@ -314,9 +321,12 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
             if isinstance(c, ast.Call)
             and model.steps.callee(c) is None
             and c.lineno < test.lineno
-            and any(
-                isinstance(a, ast.Name) and a.id in holders
-                for a in (*c.args, *(k.value for k in c.keywords))
+            and (
+                any(
+                    isinstance(a, ast.Name) and a.id in holders
+                    for a in (*c.args, *(k.value for k in c.keywords))
+                )
+                or _binds_one_of(model, c, holders)  # ``opt = option.parse(...)`` (KAIR)
             )
             and _helper_reads_env(model, c)
         ),
