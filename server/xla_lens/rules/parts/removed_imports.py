@@ -16,9 +16,23 @@ from collections.abc import Iterator
 from ...semantic.model import ScriptModel
 from ..base import Finding, Fix, RemoveStatement, ReplaceStatement, Severity
 
-# module -> names it no longer exports -> what to use
+# module -> names it no longer exports -> (what to use, what to do where the name is used)
 REMOVED = {
-    "torch_xla.amp": {"GradScaler": 'torch.amp.GradScaler("xla")'},
+    "torch_xla.amp": {
+        "GradScaler": (
+            'torch.amp.GradScaler("xla")',
+            'Import GradScaler from torch.amp instead and build it as torch.amp.GradScaler("xla") '
+            "(XLA501's fix at each call writes that).",
+        )
+    },
+    # The PJRT helpers moved to torch_xla.runtime (held-out 61's Real-ESRGAN-TPU control).
+    "torch_xla.experimental": {
+        "pjrt": (
+            "torch_xla.runtime (`import torch_xla.runtime as xr`)",
+            "Import torch_xla.runtime as xr and call the same functions there (`pjrt.X(...)` "
+            "→ `xr.X(...)`: global_ordinal, world_size, local_ordinal...).",
+        )
+    },
 }
 
 
@@ -31,9 +45,10 @@ def removed_name_imports(model: ScriptModel, code: str) -> Iterator[Finding]:
         if not gone:
             continue
         for alias in node.names:
-            instead = gone.get(alias.name)
-            if instead is None:
+            entry = gone.get(alias.name)
+            if entry is None:
                 continue
+            instead, manual = entry
             bound = alias.asname or alias.name
             used = any(
                 isinstance(n, ast.Name) and n.id == bound and isinstance(n.ctx, ast.Load)
@@ -49,8 +64,7 @@ def removed_name_imports(model: ScriptModel, code: str) -> Iterator[Finding]:
                     message,
                     model.span(node),
                     Severity.ERROR,
-                    manual=f"Import GradScaler from torch.amp instead and build it as {instead} "
-                    "(XLA501's fix at each call writes that).",
+                    manual=manual,
                 )
                 continue
             yield Finding(
