@@ -1,5 +1,5 @@
-"""``fix_source``'s fallback when the combined edit of a round fails: one fix at a time, and
-the outcome names only the fixes it really applied."""
+"""``fix_source``'s fallback when the combined edit of a round fails: the fixes that apply
+together, and the outcome names only the fixes it really applied."""
 
 from __future__ import annotations
 
@@ -76,3 +76,25 @@ def test_a_fix_inside_a_span_another_fix_rewrites_waits_for_the_next_round():
     outcome = fix_source(script, "t.py", unsafe=True)
     assert "XLA204" in outcome.applied
     assert ("XLA116" in outcome.applied) == ("torch_xla.manual_seed" in outcome.source)
+
+
+def test_the_fallback_keeps_every_fix_that_applies_with_the_others():
+    # Held-out 62's CutMix: one failing edit made each round apply a single fix, and the
+    # eighth round left a half-converted script (fix_source was not idempotent).
+    source = "import torch\nvalue = grid[1, 2]\ntorch.cuda.synchronize()\nx = a.cuda()\n"
+    tree = ast.parse(source)
+    index = next(n for n in ast.walk(tree) if isinstance(n, ast.Tuple))
+    sync = tree.body[2]
+    call = tree.body[3].value
+    refused = Finding(
+        "XLA998", "t", _span(index), Severity.WARNING, fix=Fix("x", (Replace(_span(index), "0"),))
+    )
+    removal = Finding(
+        "XLA999", "t", _span(sync), Severity.WARNING, fix=Fix("y", (RemoveStatement(_span(sync)),))
+    )
+    move = Finding(
+        "XLA997", "t", _span(call), Severity.WARNING, fix=Fix("z", (Replace(_span(call), "a"),))
+    )
+    text, applied = _apply_one_by_one(source, [refused, removal, move])
+    assert text == "import torch\nvalue = grid[1, 2]\nx = a\n"
+    assert applied == [removal, move]

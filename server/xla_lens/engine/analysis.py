@@ -20,6 +20,7 @@ from ..rules.base import (
 )
 from ..rules.parts.framework_device import leave_framework_device
 from ..rules.parts.launch_safety import review_parent_runtime_fixes
+from ..rules.parts.scripted_code import leave_scripted_code
 from ..rules.parts.xla_branch_filter import leave_non_xla_code
 from ..rules.registry import all_rules
 from ..semantic.chunked_parse import parse_in_chunks
@@ -181,7 +182,10 @@ def _run_rules(
     result.findings = [
         with_review_note(f)
         for f in review_parent_runtime_fixes(
-            model, leave_framework_device(model, leave_non_xla_code(model, result.findings))
+            model,
+            leave_scripted_code(
+                model, leave_framework_device(model, leave_non_xla_code(model, result.findings))
+            ),
         )
     ]
     result.findings.sort(key=lambda f: (f.span.start, f.code))

@@ -112,7 +112,11 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
                 )
                 title += f" and test {test}"
                 ops = (*ops, Replace(model.span(guard), test))
-            reason = SPARSE_REASON if sparse else _stranding_reason(model, call)
+            reason = (
+                SPARSE_REASON
+                if sparse
+                else _stranding_reason(model, call) or _data_parallel_reason(model, recv)
+            )
             yield pf.advice(
                 model,
                 call,
@@ -148,6 +152,22 @@ def _stranding_reason(model: ScriptModel, call: ast.Call) -> str:
     (held-outs 47 and 49); on an XLA host the CUDA move fails loudly instead."""
     reason = stranding_reason(model, call)
     return f"{reason} (on an XLA host the CUDA move fails loudly instead)" if reason else ""
+
+
+DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
+
+
+def _data_parallel_reason(model: ScriptModel, moved: ast.expr) -> str:
+    """``nn.DataParallel(model).cuda()`` (held-out 62's CutMix): the wrapper stays, and where
+    CUDA is visible (a GPU host) its forward scatters onto the GPUs and raises with the
+    parameters on the XLA device (torch 2.9 data_parallel.py, read); unwrapping is XLA110's fix."""
+    if not (isinstance(moved, ast.Call) and model.call_name(moved) in DATA_PARALLEL):
+        return ""
+    return (
+        "nn.DataParallel stays around the model: where CUDA is visible (a GPU host) its forward "
+        "expects the parameters on cuda:0 and raises with them on the XLA device; unwrap it "
+        "(XLA110) with this move"
+    )
 
 
 def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advice]:

@@ -20,6 +20,7 @@ from ..base import Finding, RuleContext, Span, Target
 from ..xla204_mp_fn import check as launch_check
 from .framework_device import leave_framework_device
 from .launch_safety import review_parent_runtime_fixes
+from .scripted_code import leave_scripted_code
 from .xla_branch_filter import leave_non_xla_code
 
 Check = Callable[[ScriptModel, RuleContext], Iterable[Finding]]
@@ -48,7 +49,9 @@ def final_findings(model: ScriptModel, code: str, check: Check, target: Target) 
         except Exception:
             return []
         # The engine's order: code that never runs on XLA is left alone, then launch safety.
-        kept = leave_framework_device(model, leave_non_xla_code(model, own + launcher))
+        kept = leave_scripted_code(
+            model, leave_framework_device(model, leave_non_xla_code(model, own + launcher))
+        )
         return [f for f in review_parent_runtime_fixes(model, kept) if f.code == code]
 
     return model.memo(("final_fixes", code, target), compute)
