@@ -165,3 +165,46 @@ def test_a_name_picked_from_a_module_with_many_models_is_not_guessed(tmp_path: P
         "import torch\nfrom models import zoo\nmodel = getattr(zoo, name)()\n",
     )
     assert _found(script) == []
+
+
+BLOCKS = """
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        pad = torch.cuda.FloatTensor(x.size(0), 2).fill_(0)
+        return torch.cat((x, pad), 1)
+
+
+class Unrelated(nn.Module):
+    def forward(self, x):
+        return x.cuda()
+
+
+class Pyramid(nn.Module):
+    def __init__(self, depth):
+        super().__init__()
+        block = Block
+        self.layers = nn.Sequential(*[block() for _ in range(depth)])
+
+    def forward(self, x):
+        return self.layers(x)
+"""
+
+
+def test_the_forward_of_a_block_class_the_model_names_is_followed(tmp_path: Path):
+    # Held-out 62's CutMix: PyramidNet builds its layers from `block = Bottleneck`, whose
+    # forward pads with torch.cuda.FloatTensor; the model's own forward shows none of it.
+    _write(tmp_path / "pyramid.py", BLOCKS)
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nimport pyramid as P\nmodel = P.Pyramid(3)\nout = model(torch.ones(2, 2))\n",
+    )
+    (f,) = _found(script)
+    assert (
+        "Block.forward" in f.message
+        and f"line {_line(BLOCKS, 'torch.cuda.FloatTensor')}" in f.message
+    )
+    assert f"line {_line(BLOCKS, 'return x.cuda()')}" not in f.message  # a class it never names

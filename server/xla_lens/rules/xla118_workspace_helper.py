@@ -28,7 +28,7 @@ from ..semantic.training_loops import training_loop_of
 from ..semantic.workspace import FunctionFacts
 from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
 from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots
-from ..semantic.workspace_factories import forward_of
+from ..semantic.workspace_factories import block_forwards, forward_of
 from ..semantic.workspace_regions import regions
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts import helper_evidence as evidence_cache
@@ -144,6 +144,11 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
                     # mar's forward in models/mar.py, called from engine_mar.py, held-out 44).
                     seen.add((id(found.chain[0].node), id(forward.method)))
                     targets.append(forward)
+                if targets[-1].method.name == "forward":
+                    for block in block_forwards(targets[-1]):
+                        if (id(block.chain[0].node), id(block.method)) not in seen:
+                            seen.add((id(block.chain[0].node), id(block.method)))
+                            targets.append(block)
                 extra = _factory_region(helper) if factory is not None else []
                 yield from _class_finding(model, call, targets, ctx.target, modules, said, extra)
             continue

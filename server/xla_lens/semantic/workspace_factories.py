@@ -14,7 +14,14 @@ from pathlib import Path
 from .node_helpers import dotted
 from .workspace import module_file
 from .workspace_calls import ParsedModule, _is_library, function_in_module, parsed_module
-from .workspace_classes import SELF_RETURNING, ClassCall, ClassRef, class_reference, find_method
+from .workspace_classes import (
+    SELF_RETURNING,
+    ClassCall,
+    ClassRef,
+    chain,
+    class_reference,
+    find_method,
+)
 
 # A model picked by name from a module with more candidates than this is anyone's guess.
 MAX_CANDIDATES = 4
@@ -145,3 +152,34 @@ def forward_of(construction: ClassCall) -> ClassCall | None:
             return None
         found.append(ClassCall(call.chain, method[0], method[1], call.shown))
     return replace(found[0], alternatives=tuple(found[1:])) if found else None
+
+
+# Block classes followed from one built model: a file of blocks, not of every architecture.
+MAX_BLOCKS = 6
+
+
+def block_forwards(construction: ClassCall) -> list[ClassCall]:
+    """The ``forward`` of each class of the built model's own module that its class body
+    names (PyramidNet's ``block = Bottleneck`` / ``BasicBlock``, whose forwards build
+    ``torch.cuda.FloatTensor`` padding: held-out 62's CutMix): the model's forward runs them
+    through its layers."""
+    built = construction.chain[0]
+    own = {id(c.node) for c in construction.chain}  # its bases' forwards are its own
+    names = {
+        n.id
+        for stmt in built.node.body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id != built.name
+    }
+    out: list[ClassCall] = []
+    for name in sorted(names):
+        node = built.module.classes.get(name)
+        if node is None or id(node) in own:
+            continue
+        ref = ClassRef(built.path, node, built.module)
+        method = find_method(chain(ref), "forward")
+        if method is not None and method[0].path == built.path:
+            out.append(ClassCall(chain(ref), method[0], method[1], construction.shown))
+        if len(out) >= MAX_BLOCKS:
+            break
+    return out
