@@ -238,3 +238,27 @@ def test_runtime_ranks_under_the_xla_launcher_report_nothing():
     )
     assert "_mp_fn" in code
     assert not [f for f in findings(code, "XLA202") if "only torchrun reaches" in f.message]
+
+
+def test_a_spawn_under_a_flag_is_said_with_its_condition():
+    # Held-out 61's ddpm-torch: mp.spawn only with --rigid-launch, torchrun otherwise; the
+    # env reads of the torchrun path were said to run "under mp.spawn".
+    code = """
+    import os
+    import torch.multiprocessing as mp
+
+
+    def worker(index, args):
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+
+
+    if __name__ == "__main__":
+        if args.rigid_launch:
+            mp.spawn(worker, (args,), 2)
+        else:
+            worker(0, args)
+    """
+    (f,) = _reads(code)
+    assert "(line 11, when `args.rigid_launch`; otherwise whatever starts the script" in (
+        f.fix.review_reason
+    )

