@@ -140,8 +140,8 @@ def _workspace_wrapper_steps(model: ScriptModel) -> Iterator[Finding]:
         )
         yield Finding(
             CODE,
-            f"optimizer step on XLA: `{model.segment(call.func)}()` runs {runs}, which on XLA "
-            f"must be {must}: it all-reduces the gradients across replicas before "
+            f"optimizer step on XLA: `{model.segment(call.func)}()` runs {runs}; across "
+            f"replicas on XLA that is {must}, which all-reduces the gradients before "
             "stepping (a no-op on one device)",
             model.span(call),
             Severity.WARNING,
