@@ -45,7 +45,11 @@ def prepare(client: LanguageClient) -> None:
 
 
 async def wait_published(
-    client: LanguageClient, uri: str, version: int | None = None, after: int = 0
+    client: LanguageClient,
+    uri: str,
+    version: int | None = None,
+    after: int = 0,
+    timeout: float = TIMEOUT,
 ) -> types.PublishDiagnosticsParams:
     """The first publication for ``uri`` (at ``version``) past index ``after``."""
     published: list[types.PublishDiagnosticsParams] = client.published  # type: ignore[attr-defined]
@@ -58,7 +62,7 @@ async def wait_published(
             client.published_event.clear()  # type: ignore[attr-defined]
             await client.published_event.wait()  # type: ignore[attr-defined]
 
-    return await asyncio.wait_for(find(), TIMEOUT)
+    return await asyncio.wait_for(find(), timeout)
 
 
 async def initialize(
