@@ -75,3 +75,37 @@ def test_the_pjrt_module_moved_to_torch_xla_runtime():
     used = unused.replace("print(torch_xla.__version__)", "print(pjrt.global_ordinal())")
     (f,) = findings(used, "XLA501")
     assert f.fix is None and "import torch_xla.runtime as xr" in f.manual.lower()
+
+
+def test_moved_spmd_modules_are_imported_from_their_new_path():
+    # Held-out 63's already-SPMD LLaVA trainer: torch_xla.experimental.xla_sharding and
+    # xla_sharded_tensor moved to torch_xla.distributed.spmd (ModuleNotFoundError on 2.9).
+    code = """
+    import torch_xla.experimental.xla_sharding as xs
+    from torch_xla.experimental.xla_sharded_tensor import XLAShardedTensor
+    from torch_xla.experimental.xla_sharding import Mesh
+    from torch_xla.experimental import xla_sharding
+    xs.mark_sharding(t, Mesh(ids, shape), (0, 1))
+    """
+    found = findings(code, "XLA501")
+    assert len(found) == 4 and all(f.fix is not None and f.fix.safe for f in found)
+    out = fixed(code, "XLA501")
+    assert "import torch_xla.distributed.spmd.xla_sharding as xs" in out
+    assert "from torch_xla.distributed.spmd.xla_sharded_tensor import XLAShardedTensor" in out
+    assert "from torch_xla.distributed.spmd.xla_sharding import Mesh" in out
+    assert "from torch_xla.distributed.spmd import xla_sharding as xla_sharding" in out
+    # A bare import read through its dotted name: said, not rewritten.
+    bare = "import torch_xla.experimental.xla_sharding\ntorch_xla.experimental.xla_sharding.mark_sharding(t, m, s)\n"
+    (f,) = findings(bare, "XLA501")
+    assert f.fix is None and "torch_xla.distributed.spmd.xla_sharding" in f.manual
+
+
+def test_the_moved_paths_import_on_this_torch_xla():
+    import importlib
+
+    from xla_lens.rules.parts.moved_modules import MOVED
+
+    for old, new in MOVED.items():
+        assert importlib.util.find_spec(new) is not None, new
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)

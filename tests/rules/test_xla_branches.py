@@ -277,3 +277,30 @@ def test_a_cuda_branch_placement_does_not_hold_back_a_fix_that_depends_on_the_de
     (f,) = [f for f in findings(code, "XLA102") if f.fix is not None]
     assert "XLA101's change" not in f.fix.review_reason
     assert "switches between XLA and CUDA" in f.fix.review_reason
+
+
+def test_a_tpus_flag_guarding_the_torch_xla_imports_is_the_scripts_xla_mode():
+    # Held-out 64's Bert_Sentiment: `if config.TPUs: import torch_xla.core.xla_model as xm`,
+    # CUDA by default. Safe fixes wrote `xm.master_print` into code both modes run and
+    # `xm.save` into `if not config.TPUs:`: NameError in the default mode (probe repro).
+    code = """
+    import torch
+    import config
+    if config.TPUs:
+        import torch_xla.core.xla_model as xm
+
+    def run(model):
+        if config.TPUs:
+            device = xm.xla_device()
+        else:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        print(f"score = {1}")
+        if not config.TPUs:
+            torch.save(model.state_dict(), "m.pt")
+        else:
+            xm.save(model.state_dict(), "m.pt")
+    """
+    out = fixed(code, unsafe=False)
+    assert 'torch.save(model.state_dict(), "m.pt")' in out
+    assert "xm.master_print" not in out
+    assert "device = torch_xla.device()" in out  # the XLA side's own API still updated

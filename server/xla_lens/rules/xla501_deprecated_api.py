@@ -20,6 +20,7 @@ from .base import (
     Target,
 )
 from .parts.gpu_era_env import gpu_era_env_findings
+from .parts.moved_modules import moved_module_imports
 from .parts.removed_imports import removed_name_imports
 from .parts.sibling_removed_apis import sibling_removed_apis
 from .xla502_spawn_nprocs import nprocs_raises
@@ -354,6 +355,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         yield from _api_findings(model, MODERN)
         yield from gpu_era_env_findings(model, CODE)
         yield from removed_name_imports(model, CODE)
+        yield from moved_module_imports(model, CODE)
         yield from sibling_removed_apis(model, CODE, lambda other: _api_findings(other, MODERN))
     else:
         # The legacy target is SageMaker Training Compiler's torch_xla 1.13, where the

