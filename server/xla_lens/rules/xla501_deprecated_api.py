@@ -23,6 +23,7 @@ from .parts.gpu_era_env import gpu_era_env_findings
 from .parts.moved_modules import moved_module_imports
 from .parts.removed_imports import removed_name_imports
 from .parts.sibling_removed_apis import sibling_removed_apis
+from .parts.unknown_xm import unknown_xm_attributes
 from .xla502_spawn_nprocs import nprocs_raises
 
 CODE = "XLA501"
@@ -217,6 +218,10 @@ MODERN: dict[str, _Mapping] = {
     ),
 }
 MODERN["torch_xla.amp.grad_scaler.GradScaler"] = MODERN["torch_xla.amp.GradScaler"]
+# xm names the mapping above speaks for (removed ones too): not said twice.
+MAPPED_XM = frozenset(
+    q.rpartition(".")[2] for q in MODERN if q.startswith("torch_xla.core.xla_model.")
+)
 
 LEGACY_MAP: dict[str, _Mapping] = {
     "torch_xla.device": _Mapping(
@@ -356,6 +361,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         yield from gpu_era_env_findings(model, CODE)
         yield from removed_name_imports(model, CODE)
         yield from moved_module_imports(model, CODE)
+        yield from unknown_xm_attributes(model, CODE, MAPPED_XM)
         yield from sibling_removed_apis(model, CODE, lambda other: _api_findings(other, MODERN))
     else:
         # The legacy target is SageMaker Training Compiler's torch_xla 1.13, where the
