@@ -34,6 +34,7 @@ def pin_memory_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
         return
     yield from _pin_memory(model, code)
     yield from _pin_memory_in_kwargs(model, code)
+    yield from _pinned_tensors(model, code)
 
 
 def serves_a_cuda_mode(model: ScriptModel) -> bool:
@@ -109,3 +110,81 @@ def _pin_dict_fix(model: ScriptModel, entry: DictEntry) -> Fix | None:
         ops = (Replace(model.span(container), code),)
     title = f"Remove the pin_memory entry of `{entry.holder}`"
     return Fix(title, ops, safe=not reason, review_reason=reason)
+
+
+# Tensor factories that take ``pin_memory=``.
+FACTORIES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "empty",
+        "zeros",
+        "ones",
+        "full",
+        "tensor",
+        "as_tensor",
+        "rand",
+        "randn",
+        "randint",
+        "arange",
+        "linspace",
+        "empty_strided",
+        "randperm",
+    )
+)
+PINNED_MESSAGE = (
+    "pinned host memory needs a CUDA driver: on an XLA host (no CUDA) this raises "
+    'RuntimeError ("Found no NVIDIA driver", measured on torch 2.9), and XLA transfers do not '
+    "use pinned memory"
+)
+REVIEW_PIN_COPY = (
+    "pin_memory() returns a pinned copy; without it the tensor itself is used, so an in-place "
+    "change to one would now reach the other"
+)
+
+
+def _pinned_tensors(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """``torch.empty(..., pin_memory=True)`` (held-out 63's modded-nanogpt) and
+    ``x.pin_memory()``: both raise where no CUDA driver is."""
+    for call in model.calls:
+        if _under_a_cuda_test(model, call):
+            continue  # ``if device_type == "cuda": x.pin_memory()``: the CUDA path's own pinning
+        name = model.call_name(call)
+        if name in FACTORIES:
+            kw = keyword(call, "pin_memory")
+            if kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
+                continue
+            fix = Fix("Remove pin_memory=True", (RemoveKeyword(model.span(call), "pin_memory"),))
+            yield _finding(model, code, kw.value, PINNED_MESSAGE, fix, None)
+        elif (
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "pin_memory"
+            # not inside a batch class's own ``pin_memory()`` (the DataLoader's pinning
+            # protocol, which runs only with ``pin_memory=True``: removed above)
+            and getattr(model.enclosing_function(call), "name", "") != "pin_memory"
+            and not call.args
+            and not call.keywords
+            and (name is None or not name.startswith("torch.utils"))
+        ):
+            receiver = call.func.value
+            fix = Fix(
+                "Drop .pin_memory()",
+                (Replace(model.span(call), model.segment(receiver)),),
+                safe=False,
+                review_reason=REVIEW_PIN_COPY,
+            )
+            yield _finding(model, code, call, PINNED_MESSAGE, fix, None)
+
+
+def _under_a_cuda_test(model: ScriptModel, node: ast.AST) -> bool:
+    """Inside an ``if`` (or conditional expression) whose test asks about CUDA: nanoGPT's
+    ``if device_type == 'cuda': x.pin_memory().to(device, non_blocking=True)`` never runs on
+    XLA, where ``device_type`` is not "cuda"."""
+    child = node
+    for parent in model.ancestors(node):
+        if isinstance(parent, ast.If | ast.IfExp) and child is not parent.test:
+            if "cuda" in model.segment(parent.test).lower():
+                return True
+        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = parent
+    return False
