@@ -321,11 +321,7 @@ def _runtime_import_findings(model: ScriptModel) -> Iterator[Finding]:
     # The module itself is missing in 1.13: importing it fails even once every call is
     # rewritten, so an import left unused by the fixes goes too.
     for imp, bound in _runtime_imports(model):
-        uses = [
-            n
-            for n in model.nodes_of(ast.Name)
-            if isinstance(n, ast.Name) and n.id == bound and isinstance(n.ctx, ast.Load)
-        ]
+        uses = [n for n in model.name_nodes(bound) if isinstance(n.ctx, ast.Load)]
         message = f"torch_xla.runtime does not exist in {LEGACY}: this import fails there"
         if not uses:
             fix = Fix(

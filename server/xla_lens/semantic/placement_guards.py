@@ -212,11 +212,7 @@ def _elif_of_picker(model: ScriptModel, node: ast.AST) -> bool:
 
 
 def _flag_loads(model: ScriptModel, name: str) -> list[ast.Name]:
-    return [
-        n
-        for n in model.nodes_of(ast.Name)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-    ]
+    return [n for n in model.name_nodes(name) if isinstance(n.ctx, ast.Load)]
 
 
 def _site_of(model: ScriptModel, node: ast.AST) -> ast.AST:

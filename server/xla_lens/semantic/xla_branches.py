@@ -313,11 +313,7 @@ def _functions_called_only_off_xla(model: ScriptModel, regions: list[Region]) ->
                 continue
             # Every mention, not only the calls: ``xmp.spawn(main, ...)`` on the XLA side runs
             # ``main`` there (held-out 34's moco_v3_tpu calls it directly on its other side).
-            uses = [
-                n
-                for n in model.nodes_of(ast.Name)
-                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-            ]
+            uses = [n for n in model.name_nodes(name) if isinstance(n.ctx, ast.Load)]
             if not uses:
                 continue
             holders = [

@@ -91,11 +91,7 @@ def _only_launched(model: ScriptModel, name: str, spawn: ast.Call) -> bool:
     """``name`` is read nowhere but as the spawn's function: no direct call (``run(0, 1)``
     when not distributed) would get the runtime's count instead of its argument."""
     return not any(
-        isinstance(n, ast.Name)
-        and n.id == name
-        and isinstance(n.ctx, ast.Load)
-        and n is not spawn.args[0]
-        for n in model.nodes_of(ast.Name)
+        isinstance(n.ctx, ast.Load) and n is not spawn.args[0] for n in model.name_nodes(name)
     )
 
 
