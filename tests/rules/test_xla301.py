@@ -172,6 +172,40 @@ def test_parser_of_transformers_class_reports_the_flag_to_pass():
     assert g.fix is None and "--dataloader_num_workers N" in g.manual
 
 
+def test_parser_reading_a_json_file_says_to_set_the_value_in_that_file():
+    # held-out 66's Firefly: every setting comes from a JSON file (its argparse, a parser of
+    # the same name before, takes only --train_args_file and rejects --optim).
+    code = """
+    import argparse
+    from transformers import HfArgumentParser, TrainingArguments
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train_args_file", type=str)
+    args = parser.parse_args()
+    parser = HfArgumentParser((CustomArguments, TrainingArguments))
+    args, training_args = parser.parse_json_file(json_file=args.train_args_file)
+    """
+    (f,) = findings(code, "XLA301")
+    assert "--optim" not in f.manual
+    assert '`"optim": "adamw_torch_xla"` in the file `parser.parse_json_file` reads' in f.manual
+    (g,) = findings(code, "XLA302")
+    assert '`"dataloader_num_workers": N`' in g.manual and "--dataloader" not in g.manual
+
+
+def test_parser_reading_the_command_line_or_a_json_file_names_both():
+    # the transformers examples: a single .json argument is read as the file, else argv.
+    code = """
+    import sys
+    from transformers import HfArgumentParser, TrainingArguments
+    parser = HfArgumentParser((ModelArguments, TrainingArguments))
+    if len(sys.argv) == 2 and sys.argv[1].endswith(".json"):
+        model_args, training_args = parser.parse_json_file(json_file=sys.argv[1])
+    else:
+        model_args, training_args = parser.parse_args_into_dataclasses()
+    """
+    (f,) = findings(code, "XLA301")
+    assert 'pass --optim adamw_torch_xla, or set `"optim": "adamw_torch_xla"`' in f.manual
+
+
 def test_parsed_subclass_without_the_field_is_reported_on_the_parser():
     code = SUBCLASS.replace('    optim: str = field(default="adamw_torch")\n', "")
     (f,) = findings(code, "XLA301")

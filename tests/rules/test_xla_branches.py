@@ -304,3 +304,19 @@ def test_a_tpus_flag_guarding_the_torch_xla_imports_is_the_scripts_xla_mode():
     assert 'torch.save(model.state_dict(), "m.pt")' in out
     assert "xm.master_print" not in out
     assert "device = torch_xla.device()" in out  # the XLA side's own API still updated
+
+
+def test_a_shared_scaler_already_for_review_also_says_it_serves_both_modes():
+    # held-out 65's SimCLR control: ``scaler = None`` then ``scaler = GradScaler()`` under an
+    # option, in code both modes run; the keep-scaling rewrite waits for review for its own
+    # reason and must also say that it changes the CUDA mode.
+    code = DUAL_AUTOCAST.replace(
+        "    model.to(device)\n",
+        "    model.to(device)\n    scaler = None\n    if amp:\n"
+        "        scaler = torch.cuda.amp.GradScaler()\n",
+    ).replace("loss.backward(); opt.step()", "scaler.scale(loss).backward(); scaler.step(opt)")
+    (scaler,) = findings(code, "XLA103")
+    assert scaler.fix is not None and not scaler.fix.safe
+    reason = scaler.fix.review_reason
+    assert "also, the script switches between XLA and CUDA (line 3)" in reason
+    assert reason.index("also,") > 0  # after the finding's own reason

@@ -54,6 +54,7 @@ from .parts.displayed_devices import displayed_only
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
 from .parts.get_device_args import get_device_findings
 from .parts.is_cuda_guards import guard_test, is_cuda_guard
+from .parts.own_cuda_methods import own_cuda_class
 from .parts.sparse_tensors import SPARSE_REASON, is_sparse
 
 CODE = "XLA101"
@@ -95,6 +96,8 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             recv = receiver(call)
             if recv is None or model.qualname(recv) == "torch":
                 continue
+            if own_cuda_class(model, recv) is not None:
+                continue  # the script's own ``cuda()`` method: its moves are reported inside
             e = Emitter(model)
             dev = _direct_device(model, e, target, call)
             sparse = is_sparse(model, recv)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from ..semantic import xla_api
 from ..semantic.device_intent import finished_on_xla
 from ..semantic.frameworks import ownership
+from ..semantic.line_refs import line_ref
 from ..semantic.loaders import creates_xla_loader
 from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, receiver
@@ -74,6 +75,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         loop = model.in_training_loop(call)
         if call.args or call.keywords or loop is None:
             continue
+        twin = _xla_step_of_same_optimizer(model, call, loop.node)
+        if twin is not None:
+            yield _double_step(model, call, twin)
+            continue
         reduced_by_callers, callers_reason = ddp_callers(model, call)
         if reduced_by_callers:
             continue  # every caller wraps the model in DDP: the plain step is right
@@ -111,6 +116,59 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 review_reason="; ".join(reasons),
             ),
         )
+
+
+def _xla_step_of_same_optimizer(
+    model: ScriptModel, call: ast.Call, loop: ast.AST
+) -> ast.Call | None:
+    """``xm.optimizer_step(opt)`` of the same optimizer as ``opt.step()``, a statement of the
+    same block of the same loop: both run in every pass that runs either (two branches of an
+    ``if`` are not that: one of them stepping through XLA is XLA105's own fix)."""
+    text = model.segment(receiver(call))
+    block = _statement_block(model, call)
+    if block is None:
+        return None
+    for other in model.calls_to("torch_xla.core.xla_model.optimizer_step"):
+        if (
+            other.args
+            and model.segment(other.args[0]) == text
+            and _statement_block(model, other) is block
+        ):
+            other_loop = model.in_training_loop(other)
+            if other_loop is not None and other_loop.node is loop:
+                return other
+    return None
+
+
+def _statement_block(model: ScriptModel, call: ast.Call) -> list[ast.stmt] | None:
+    """The statement list holding ``call``'s own expression statement."""
+    stmt = model.parent(call)
+    if not isinstance(stmt, ast.Expr):
+        return None
+    owner = model.parent(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(owner, field, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return None
+
+
+def _double_step(model: ScriptModel, call: ast.Call, twin: ast.Call) -> Finding:
+    # Rewriting this step would make both of them all-reduce and step: the script's own
+    # double step, now across replicas too. Which one was meant is the author's call.
+    opt = model.segment(receiver(call))
+    return Finding(
+        CODE,
+        f"`{opt}` is stepped twice in each iteration: here and by "
+        f"`{model.segment(twin)}` on line {line_ref(twin.lineno)} (each applies the update "
+        "again: twice the learning rate's effect, and the momentum and Adam moments advance "
+        "twice)",
+        model.span(call),
+        Severity.WARNING,
+        manual=f"keep one of the two: on XLA `{model.segment(twin)}` (it all-reduces the "
+        "gradients across replicas, then steps); remove this call if one step per "
+        "iteration is what was meant",
+    )
 
 
 def _workspace_wrapper_steps(model: ScriptModel) -> Iterator[Finding]:

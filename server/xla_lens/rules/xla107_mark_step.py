@@ -23,6 +23,7 @@ from ..semantic.loaders import Source, creates_xla_loader, loop_source, passed_i
 from ..semantic.loop_syncs import loop_syncs, sub_step_loop, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from ..semantic.prepared_loaders import prepared_feed
+from ..semantic.workspace_loaders import from_workspace_xla_loader
 from .base import (
     AppendToBody,
     Category,
@@ -69,6 +70,11 @@ def _fed_by_xla_loader(model: ScriptModel, loop: TrainingLoop, target: Target) -
         # base class in a sibling module hands its subclass a pl.MpDeviceLoader). Trusted
         # only in a script on the XLA device with no CUDA left: a CUDA script's caller hands
         # in a plain DataLoader, and it still has its CUDA traces until XLA101 is applied.
+        if written_for_xla(model) or finished_on_xla(model):
+            return True
+    if source is Source.UNKNOWN and from_workspace_xla_loader(model, expr) is not None:
+        # So is a loader a function of another module hands out when that function builds an
+        # XLA loader (for the XLA device: same trust as above).
         if written_for_xla(model) or finished_on_xla(model):
             return True
     if source is Source.NONE:

@@ -119,6 +119,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if id(node) in seen:
                 continue
             seen.add(id(node))
+            # ``torch.float16 if args.fp16 else torch.bfloat16``: the choice is gone on XLA;
+            # writing ``torch.bfloat16 if args.fp16 else torch.bfloat16`` would keep a test
+            # that no longer decides anything (held-out 66's Firefly).
+            whole = _choice_of_the_same(model, node, replacement)
             yield Finding(
                 CODE,
                 MESSAGE,
@@ -126,7 +130,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 Severity.WARNING,
                 fix=Fix(
                     f"Use {replacement.strip(chr(34))} instead",
-                    (Replace(model.span(node), replacement),),
+                    (Replace(model.span(whole or node), replacement),),
                     safe=False,
                     review_reason=REVIEW_HALF if value in casts else REVIEW,
                 ),
@@ -139,6 +143,19 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             Severity.WARNING,
             fix=fix,
         )
+
+
+def _choice_of_the_same(model: ScriptModel, node: ast.AST, replacement: str) -> ast.AST | None:
+    """The ``a if test else b`` around ``node`` whose other branch already reads as
+    ``replacement``, when its test has no side effect (a name or attribute read)."""
+    choice = model.parent(node)
+    if not isinstance(choice, ast.IfExp) or node is choice.test:
+        return None
+    other = choice.orelse if node is choice.body else choice.body
+    plain_test = all(
+        isinstance(n, ast.Name | ast.Attribute | ast.Load) for n in ast.walk(choice.test)
+    )
+    return choice if plain_test and model.segment(other) == replacement else None
 
 
 HOVER = """\

@@ -32,6 +32,7 @@ from ..semantic.workspace_factories import block_forwards, forward_of
 from ..semantic.workspace_regions import regions
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts import helper_evidence as evidence_cache
+from .parts.device_parameters import passes_xla_device
 from .parts.helper_backend import backend_literals
 from .parts.helper_evidence import (
     GLOBAL_CODES,
@@ -191,7 +192,9 @@ def _evidence_at(
     kept = tuple(
         e
         for e in _for_this_caller(model, call, evidence)
-        if e.line not in already and not (e.default_of and passes(call, *e.default_of))
+        if e.line not in already
+        and not (e.default_of and passes(call, *e.default_of))
+        and not (e.device_of and passes_xla_device(model, call, *e.device_of))
     )
     return kept if any(e.code not in SUPPORTING for e in kept) else ()
 

@@ -38,6 +38,7 @@ from .parts.hf_local_rank import hf_local_rank_tests
 from .parts.sentinel_paths import sentinel_finding
 from .parts.spawn_launch import SPAWN_CALLS
 from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
+from .parts.unread_env_copies import unread_copy
 
 CODE = "XLA202"
 Api = Callable[[Emitter, Target], str]
@@ -301,6 +302,8 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield _review_env_read(model, finding, node, ctx.target)
             continue
         wrapper = _int_wrapper(model, node)
+        if unread_copy(model, wrapper or node):
+            continue
         finding = _finding(
             model,
             wrapper or node,

