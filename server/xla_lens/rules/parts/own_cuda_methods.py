@@ -13,6 +13,28 @@ import ast
 from ...semantic.model import ScriptModel
 
 
+def own_cuda_method(
+    model: ScriptModel, recv: ast.expr
+) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """(class name, its ``cuda`` method) when ``recv`` may be an instance of a class of this
+    script that defines (or inherits from a class of the script) ``cuda``, else None."""
+    name = own_cuda_class(model, recv)
+    if name is None:
+        return None
+    defs = {c.name: c for c in model.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)}
+    todo, seen = [name], set()
+    while todo:
+        cls = defs.get(todo.pop(0))
+        if cls is None or cls.name in seen:
+            continue
+        seen.add(cls.name)
+        for stmt in cls.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == "cuda":
+                return name, stmt
+        todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
+    return None
+
+
 def own_cuda_class(model: ScriptModel, recv: ast.expr) -> str | None:
     """The name of this script's class defining ``cuda`` that ``recv`` may be an instance
     of (a name or attribute assigned from a call of that class), else None."""
