@@ -37,6 +37,9 @@ sys.path.insert(0, str(HERE.parent / "server"))
 from corpus import make_script  # noqa: E402
 from xla_lens.engine.analysis import analyze  # noqa: E402
 
+# CPU per line of the largest size over the smallest's above which the bench says so.
+LINEAR_SLACK = 1.4
+
 
 def big_text(megabytes: float) -> str:
     per_line = len(make_script(2000)) / 2000
@@ -153,9 +156,19 @@ def main() -> None:
         per_rule(args.rules, args.repeat)
         return
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    per_line: list[tuple[int, float]] = []
     for size in (int(s) for s in args.sizes.split(",") if s):
         wall, cpu = median_ms(make_script(size), args.repeat)
         print(f"{size:>6} lines: analyze median {wall:.0f} ms ({cpu:.0f} ms CPU)")
+        per_line.append((size, cpu / size))
+    # A rule that scans the whole file once per finding grows with the square of the file:
+    # CPU time per line should stay flat from the smallest size to the largest (stop 38's
+    # switch scan made 10,000 lines cost 1.6x per line what 2,000 did, and 5 MB 274 s).
+    if len(per_line) > 1:
+        (small, a), (large, b) = per_line[0], per_line[-1]
+        growth = b / a
+        verdict = "linear" if growth < LINEAR_SLACK else "GROWS FASTER THAN THE FILE"
+        print(f"CPU per line, {large:,} vs {small:,} lines: {growth:.2f}x ({verdict})")
     if args.big_mb:
         subprocess.run([sys.executable, __file__, "--big-child", str(args.big_mb)], check=True)
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
