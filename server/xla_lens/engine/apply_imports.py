@@ -32,12 +32,8 @@ def add_imports(
         and all(isinstance(x, cst.Import | cst.ImportFrom) for x in s.body)
     }
     guard = _torch_xla_guard(module, body)
-    if guard is not None:  # imports already in the guarded block count too
-        existing |= {
-            module.code_for_node(s).strip()
-            for s in guard[1].body.body  # type: ignore[attr-defined]
-            if _is_import_line(s)
-        }
+    if guard is not None:  # imports already in the guarded blocks count too
+        existing |= {module.code_for_node(s).strip() for s in _block_imports(guard[1])}
     new = []
     for op in imports:
         if op.statement.strip() not in existing:
@@ -47,16 +43,12 @@ def add_imports(
         return body
     if guard is not None:
         # The script imports torch_xla only where it is usable (``if is_torch_xla_available():
-        # import torch_xla.core.xla_model as xm``): its torch_xla imports go there too, or
-        # the script's other mode would fail at import.
-        index, block = guard
+        # import torch_xla.core.xla_model as xm``, or ``if ARGS.tpu:`` in its ``__main__``
+        # block): its torch_xla imports go there too, right after the last of them, or the
+        # script's other mode would fail at import.
         xla = [s for s in new if _imports_torch_xla(module, s)]
         new = [s for s in new if not _imports_torch_xla(module, s)]
-        inner = list(block.body.body)  # type: ignore[attr-defined]
-        last = max(i for i, st in enumerate(inner) if _imports_torch_xla(module, st))
-        inner[last + 1 : last + 1] = xla
-        body = [*body]
-        body[index] = block.with_changes(body=block.body.with_changes(body=inner))
+        body = _beside_guarded_imports(module, body, xla) or body
         if not new:
             return body
     # After the last import of the leading import block (docstring and __future__
@@ -77,23 +69,61 @@ def add_imports(
 def _torch_xla_guard(
     module: cst.Module, body: list[cst.BaseStatement]
 ) -> tuple[int, cst.If] | None:
-    """The module-level ``if <test>:`` block of only imports, torch_xla's among them, when
-    the module imports torch_xla nowhere else at its top level."""
+    """The first module-level ``if``/``try`` block whose code (nested blocks included, not
+    functions or classes) imports torch_xla, when the module imports torch_xla nowhere else
+    at its top level."""
     found = None
     for i, stmt in enumerate(body):
         if _is_import_line(stmt) and _imports_torch_xla(module, stmt):
             return None  # imported unconditionally: new imports go beside it
-        guarded = (isinstance(stmt, cst.If) and stmt.orelse is None) or (
-            isinstance(stmt, cst.Try) and bool(stmt.handlers)  # ``except ImportError:``
-        )
-        if (
-            found is None
-            and guarded
-            and isinstance(stmt.body, cst.IndentedBlock)  # type: ignore[union-attr]
-            and any(_imports_torch_xla(module, s) for s in stmt.body.body)  # type: ignore[union-attr]
-        ):
+        if found is None and _guarded_imports(module, stmt):
             found = (i, stmt)  # type: ignore[assignment]
     return found
+
+
+def _block_imports(stmt: cst.BaseStatement) -> list[cst.BaseStatement]:
+    """The import lines of an ``if``/``try`` block and of the blocks nested in it."""
+    if not isinstance(stmt, cst.If | cst.Try) or not isinstance(stmt.body, cst.IndentedBlock):
+        return []
+    out: list[cst.BaseStatement] = []
+    for s in stmt.body.body:
+        out.extend([s] if _is_import_line(s) else _block_imports(s))
+    return out
+
+
+def _guarded_imports(module: cst.Module, stmt: cst.BaseStatement) -> bool:
+    if not isinstance(stmt, cst.If | cst.Try) or not isinstance(stmt.body, cst.IndentedBlock):
+        return False
+    return any(
+        (_is_import_line(s) and _imports_torch_xla(module, s)) or _guarded_imports(module, s)
+        for s in stmt.body.body
+    )
+
+
+def _beside_guarded_imports(
+    module: cst.Module, body: list[cst.BaseStatement], new: list[cst.BaseStatement]
+) -> list[cst.BaseStatement] | None:
+    """``body`` with ``new`` right after the last torch_xla import line of the first block
+    (searched in source order, into nested ``if``/``try`` blocks) that has one; None when
+    there is none. Held-out 67: ``if ARGS.tpu: import ... as xm`` inside ``__main__``, where
+    a new import had gone to the end of the ``__main__`` block, after the launch it needs."""
+    if not new:
+        return body
+    imports = [
+        i for i, s in enumerate(body) if _is_import_line(s) and _imports_torch_xla(module, s)
+    ]
+    if imports:
+        return [*body[: imports[-1] + 1], *new, *body[imports[-1] + 1 :]]
+    for i, stmt in enumerate(body):
+        if not _guarded_imports(module, stmt):
+            continue
+        inner = _beside_guarded_imports(module, list(stmt.body.body), new)  # type: ignore[union-attr]
+        if inner is None:
+            continue
+        out = [*body]
+        out[i] = stmt.with_changes(body=stmt.body.with_changes(body=inner))  # type: ignore[union-attr]
+        return out
+    return None
 
 
 def _imports_torch_xla(module: cst.Module, stmt: cst.BaseStatement) -> bool:
