@@ -79,3 +79,23 @@ def test_an_xla_aware_constant_or_an_unread_import_is_quiet(tmp_path: Path):
     workspace_calls.clear_cache()
     rule.clear_cache()
     assert _xla118(unread) == []
+
+
+def test_a_picker_read_as_an_attribute_of_an_imported_module_is_named(tmp_path: Path):
+    # held-out 67's LightGCN: ``import world`` then ``world.device``, where world.py says
+    # ``device = torch.device('cuda' if GPU else "cpu")``.
+    _write(tmp_path / "world.py", CONFIG.replace("DEFAULT_DEVICE", "device"))
+    script = _write(
+        tmp_path / "main.py",
+        "import torch\nimport world\nmodel = torch.nn.Linear(2, 2).to(world.device)\n"
+        "lr = world.DEFAULT_LR\n",
+    )
+    (f,) = _xla118(script)
+    assert f.message.startswith("`world.device` comes from world.py, where line 3 sets it")
+    assert f.span.start.line == 2
+
+
+def test_other_attributes_of_the_module_are_not_named(tmp_path: Path):
+    _write(tmp_path / "world.py", CONFIG.replace("DEFAULT_DEVICE", "device"))
+    script = _write(tmp_path / "main.py", "import world\nlr = world.DEFAULT_LR\n")
+    assert _xla118(script) == []

