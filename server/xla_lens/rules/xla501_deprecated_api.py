@@ -351,6 +351,13 @@ def _is_mapped_use(model: ScriptModel, name: ast.Name) -> bool:
     )
 
 
+def _failing_in_module(other: ScriptModel) -> Iterator[Finding]:
+    """What fails on torch_xla 2.9 in a workspace module the script imports."""
+    yield from _api_findings(other, MODERN)
+    yield from removed_name_imports(other, CODE)
+    yield from moved_module_imports(other, CODE)
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.target == "modern":
         yield from _api_findings(model, MODERN)
@@ -358,7 +365,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         yield from removed_name_imports(model, CODE)
         yield from moved_module_imports(model, CODE)
         yield from unknown_xm_attributes(model, CODE, MAPPED_XM)
-        yield from sibling_removed_apis(model, CODE, lambda other: _api_findings(other, MODERN))
+        yield from sibling_removed_apis(model, CODE, _failing_in_module)
     else:
         # The legacy target is SageMaker Training Compiler's torch_xla 1.13, where the
         # XLA:GPU environment variables are still the way to configure the run.
