@@ -143,3 +143,17 @@ def test_a_submodule_imported_from_its_package_is_read(tmp_path: Path):
     (f,) = _found(script)
     assert f.message.startswith("utils/load.py, imported here, calls torch_xla APIs that 2.9")
     assert "line 4: xm.xrt_world_size(); line 4: xm.get_ordinal()" in f.message
+
+
+def test_a_module_importing_the_removed_scaler_module_fails_the_scripts_import(tmp_path: Path):
+    _write(
+        tmp_path / "trainer.py",
+        "import torch_xla.amp.grad_scaler\n\nSCALER = torch_xla.amp.grad_scaler.GradScaler\n",
+    )
+    script = _write(tmp_path / "train.py", "import torch_xla\nimport trainer\n")
+    (f,) = _found(script)
+    assert f.severity == Severity.ERROR
+    assert "line 1: torch_xla.amp.grad_scaler no longer exists" in f.message
+    assert f.message.endswith(
+        "ModuleNotFoundError when it is imported: the script stops at this import"
+    )

@@ -356,13 +356,19 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if not reason and _started_from_outside(model):
                 # SiT/DiT (held-out 46): env:// today, so torchrun starts it. torch_xla 2.9's
                 # launch() checks dist.is_torchelastic_launched() and then calls the function
-                # in-process with LOCAL_RANK, so both ways of starting it keep working.
+                # in-process with LOCAL_RANK, but the runtime's rank answers that replace
+                # torchrun's variables (XLA202) are torchrun's only once pjrt's xla:// handler
+                # has run (and never on PJRT CPU, measured): MONAI's BraTS trainer (held-out
+                # 70) silences every process but LOCAL_RANK 0 before its group is built.
                 text += (
                     "; today a launcher such as torchrun starts this script (its process group "
-                    "reads RANK/WORLD_SIZE): converted, plain `python` starts one process per "
-                    "device through torch_xla.launch, and torchrun still works (under torchrun "
-                    "torch_xla.launch runs `_mp_fn` once in each process, with LOCAL_RANK as its "
-                    "index)"
+                    "reads RANK/WORLD_SIZE): converted, start it with plain `python`, which "
+                    "starts one process per device through torch_xla.launch. Not with torchrun: "
+                    "there torch_xla.launch runs `_mp_fn` once in each process, but the XLA "
+                    "runtime's rank answers that replace torchrun's variables (xr.local_ordinal(), "
+                    "xr.global_ordinal()) number the processes only once an xla:// process group "
+                    "is up on TPU: before it, and throughout on the CPU runtime, every process "
+                    "is 0 of 1"
                 )
             yield Finding(CODE, text, model.span(call), severity, fix=fix)
             return

@@ -22,6 +22,7 @@ from .base import (
 from .parts.gpu_era_env import gpu_era_env_findings
 from .parts.moved_modules import moved_module_imports
 from .parts.removed_imports import removed_name_imports
+from .parts.removed_modules import removed_module_imports
 from .parts.sibling_removed_apis import sibling_removed_apis
 from .parts.unknown_xm import unknown_xm_attributes
 from .xla502_spawn_nprocs import nprocs_raises
@@ -157,6 +158,25 @@ def _legacy_seed(model: ScriptModel, e: Emitter, call: ast.Call) -> str | None:
     return xla_api.manual_seed(e, "legacy", model.segment(call.args[0]))
 
 
+_AUTOCAST_KEYWORDS = frozenset({"enabled", "dtype", "cache_enabled"})
+
+
+def _deviceless_autocast(call: ast.Call) -> bool:
+    """``torch_xla.amp.autocast(enabled=...)``: torch_xla 1.13's signature (no device)."""
+    return not call.args and all(kw.arg in _AUTOCAST_KEYWORDS for kw in call.keywords)
+
+
+def _xla_autocast(model: ScriptModel, e: Emitter, call: ast.Call) -> str | None:
+    # 1.13's torch_xla.amp.autocast on TPU cast to bf16, which is torch.autocast("xla")'s
+    # dtype; torch_xla 2.9's own class given a device ignores autocast on the CPU runtime and
+    # then fails on entry ('autocast' object has no attribute 'device', measured).
+    torch = e.torch
+    given = {kw.arg: model.segment(kw.value) for kw in call.keywords}
+    parts = ['"xla"', f"dtype={given.pop('dtype', f'{torch}.bfloat16')}"]
+    parts += [f"{k}={v}" for k, v in given.items()]
+    return f"{torch}.autocast({', '.join(parts)})"
+
+
 def _is_xla_scaler(call: ast.Call) -> bool:
     # Only the XLA scaler is ours; torch.amp.GradScaler("cuda") belongs to the AMP rules.
     return bool(call.args) and const_str(call.args[0]) == "xla"
@@ -218,6 +238,15 @@ MODERN: dict[str, _Mapping] = {
     ),
 }
 MODERN["torch_xla.amp.grad_scaler.GradScaler"] = MODERN["torch_xla.amp.GradScaler"]
+# MLPerf's UNet3D XLA trainer (held-out 70): `with torch_xla.amp.autocast(enabled=amp):` on
+# every step, --amp or not.
+MODERN["torch_xla.amp.autocast"] = _Mapping(
+    'torch.autocast("xla", dtype=torch.bfloat16)',
+    Severity.ERROR,
+    "raises TypeError in torch_xla 2.9 (torch_xla.amp.autocast takes the device first now)",
+    _xla_autocast,
+    applies=_deviceless_autocast,
+)
 # xm names the mapping above speaks for (removed ones too): not said twice.
 MAPPED_XM = frozenset(
     q.rpartition(".")[2] for q in MODERN if q.startswith("torch_xla.core.xla_model.")
@@ -356,6 +385,23 @@ def _failing_in_module(other: ScriptModel) -> Iterator[Finding]:
     yield from _api_findings(other, MODERN)
     yield from removed_name_imports(other, CODE)
     yield from moved_module_imports(other, CODE)
+    yield from removed_module_imports(other, CODE, _safely_rewritten(other))
+
+
+def _safely_rewritten(model: ScriptModel) -> Callable[[ast.Call], bool]:
+    """Whether the modern call mapping rewrites ``call`` with a safe fix."""
+
+    def rewritten(call: ast.Call) -> bool:
+        q = model.call_name(call)
+        mapping = MODERN.get(q) if q is not None else None
+        return (
+            mapping is not None
+            and mapping.applies(call)
+            and not mapping.review
+            and mapping.emit(model, Emitter(model), call) is not None
+        )
+
+    return rewritten
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -364,6 +410,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         yield from gpu_era_env_findings(model, CODE)
         yield from removed_name_imports(model, CODE)
         yield from moved_module_imports(model, CODE)
+        yield from removed_module_imports(model, CODE, _safely_rewritten(model))
         yield from unknown_xm_attributes(model, CODE, MAPPED_XM)
         yield from sibling_removed_apis(model, CODE, _failing_in_module)
     else:
@@ -386,6 +433,7 @@ _TABLE = """\
 | `xm.get_ordinal()` | `xr.global_ordinal()` | **removed** |
 | `xm.get_local_ordinal()` | `xr.local_ordinal()` | both exist |
 | `torch_xla.amp.GradScaler()` | `torch.amp.GradScaler("xla")` | **removed** |
+| `torch_xla.amp.autocast(enabled=...)` | `torch.autocast("xla", dtype=torch.bfloat16, enabled=...)` | **TypeError** (device first) |
 | `xmp.spawn(fn)` | `torch_xla.launch(fn)` | both exist |
 
 The fix follows the chosen target: modern rewrites the left column, legacy the right one."""

@@ -87,7 +87,7 @@ def _uses(found: list[_RemovedUse]) -> str:
 def _outcome(found: list[_RemovedUse]) -> str:
     raised = sorted(
         {
-            "ModuleNotFoundError" if " moved to " in use.what else "ImportError"
+            "ImportError" if " is no longer in " in use.what else "ModuleNotFoundError"
             for use in found
             if use.on_import
         }
@@ -123,6 +123,8 @@ def _removed_uses(
 def _failing_import(message: str) -> str | None:
     """What a moved-module or removed-name finding says, in short; None for other findings."""
     if " moved to " in message and "ModuleNotFoundError" in message:
+        return message.split(" in torch_xla 2.x", 1)[0]
+    if " no longer exists in " in message and "ModuleNotFoundError" in message:
         return message.split(" in torch_xla 2.x", 1)[0]
     if " is no longer in " in message and "ImportError" in message:
         return message.split(" (torch_xla 2.9 raises", 1)[0]
