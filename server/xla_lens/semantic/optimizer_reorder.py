@@ -93,6 +93,28 @@ def _first_parameter_read(block: list[ast.stmt], build: int, path: str) -> int:
     return first
 
 
+def _derivations(block: list[ast.stmt], build: int, path: str) -> list[int]:
+    """Statements ahead of the optimizer, back to the model's last binding (included), that
+    bind a name the optimizer reads from a value that reads the model (``train_params =
+    [{'params': get_1x_lr_params(model)}]``, held-out 70's video trainer; or ``params =
+    trainable(model)``): the move has to go above them, or the optimizer may keep what they
+    took from the old Parameters (a list does; only a generator is read after the move)."""
+    root = path.split(".")[0]
+    needed = _names([block[build]], ast.Load) - {root}
+    found = []
+    for k in range(build - 1, -1, -1):
+        stmt = block[k]
+        stores = _names([stmt], ast.Store)
+        if stores & needed:
+            # ``groups = [{"params": decay}]`` over ``decay = [... model.named_parameters()]``
+            needed |= _names([stmt], ast.Load) - {root}
+            if _touches(stmt, path):
+                found.append(k)
+        if root in stores:
+            break
+    return found
+
+
 def _reads_only_parameters(stmt: ast.stmt, path: str) -> bool:
     """Every read of ``path``'s root in ``stmt`` is ``path.parameters()``."""
     root = path.split(".")[0]
@@ -154,6 +176,10 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
         return ReorderPlan(None, "", False, "the statements share a line with their block header")
     i, j = block.index(build.stmt), block.index(move.stmt)
     start = _first_parameter_read(block, i, move.path)
+    root = move.path.split(".")[0]
+    derived = _derivations(block, i, move.path)
+    entangled = [k for k in derived if root in _names([block[k]], ast.Store)]
+    start = min([start, *(k for k in derived if k not in entangled)])
     between = block[start + 1 : j]
     reads = _names([move.stmt], ast.Load) - {move.path.split(".")[0]}
     if reads & _names(block[start : i + 1] + between, ast.Store):
@@ -164,11 +190,30 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
     code = model.segment(move.stmt)
     ops = (RemoveStatement(model.span(move.stmt)), InsertBefore(model.span(block[start]), code))
     title = f"Move the model to the device first: `{model.segment(move.stmt)}` before the optimizer"
-    touching = [s for s in between if _touches(s, move.path)]
+    # What the optimizer takes from the model is meant to be taken after the move.
+    taking = {id(block[k]) for k in derived}
+    touching = [s for s in between if _touches(s, move.path) and id(s) not in taking]
+    uses = (
+        f"line {line_refs(s.lineno for s in touching)} uses `{move.path}` between the optimizer "
+        "and the move"
+        if touching
+        else ""
+    )
+    if entangled:
+        stmt = block[entangled[0]]
+        taken = sorted(_names([stmt], ast.Store) & _names([build.stmt], ast.Load) - {root})
+        names = ", ".join(f"`{n}`" for n in taken) or "what it reads"
+        reason = (
+            f"the optimizer takes {names}, built from `{move.path}` in the statement that "
+            f"binds `{move.path}` (line {line_refs([stmt.lineno])}), before the move: the "
+            "reorder keeps it on the moved Parameters only where that holds generators read "
+            "when the optimizer is built (`model.parameters()`, a generator function); a "
+            f"list of them keeps the CPU ones: move `{move.path}` right after it is built "
+            "instead"
+        )
+        return ReorderPlan(ops, title, False, f"{reason}; and {uses}" if uses else reason)
     if touching:
-        lines = line_refs(s.lineno for s in touching)
-        reason = f"line {lines} uses `{move.path}` between the optimizer and the move"
-        return ReorderPlan(ops, title, False, reason)
+        return ReorderPlan(ops, title, False, uses)
     if is_prepare_move(move):
         reason = (
             "`prepare()` may also wrap the model (DDP, mixed precision) before the optimizer "
