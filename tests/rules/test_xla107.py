@@ -237,6 +237,27 @@ def test_a_loss_scaler_passed_in_makes_the_loop_a_training_loop():
     assert findings(plain.replace("loss_scaler)", "log, step)"), "XLA107") == []
 
 
+def test_a_loss_scaler_built_in_the_script_makes_the_loop_a_training_loop():
+    # Uformer's train_denoise.py (held-out 72): `loss_scaler = NativeScaler()` at module level
+    # and `loss_scaler(loss, optimizer, parameters=...)` in place of backward and step.
+    code = """
+    import torch
+    from timm.utils import NativeScaler
+    loss_scaler = NativeScaler()
+    for epoch in range(3):
+        for i, data in enumerate(train_loader):
+            optimizer.zero_grad()
+            loss = criterion(model(data[1].cuda()), data[0].cuda())
+            loss_scaler(loss, optimizer, parameters=model.parameters())
+            epoch_loss += loss.item()
+    """
+    (f,) = findings(code, "XLA107")
+    assert f.span.start.line == 4 and f.fix is not None and f.fix.safe
+    # Another callable bound at module level is no step.
+    other = code.replace("loss_scaler = NativeScaler()", "loss_scaler = make_logger()")
+    assert findings(other, "XLA107") == []
+
+
 def test_xla_optimizer_step_alone_does_not_sync_so_the_loop_is_reported():
     # xm.optimizer_step runs with barrier=False: a loop with it and nothing else that syncs
     # (no loader of XLA's, no sync, no hand-written XLA API) never marks the step, whether a

