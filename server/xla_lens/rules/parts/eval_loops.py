@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.cpu_modules import moved_to_cpu
 from ...semantic.device_sites import places_a_module
 from ...semantic.host_values import host_values
 from ...semantic.loaders import Source, classify, iterated_loader
@@ -184,7 +185,10 @@ def _counter_over_placed_module(model: ScriptModel, loop: ast.For | ast.AsyncFor
         return False
     moved = _moved_modules(model)
     return any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in moved
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Name)
+        and n.func.id in moved
+        and not moved_to_cpu(model, n.func)  # ``cpu_model = model.to("cpu")``: off XLA
         for n in _body_nodes(model, loop)
     )
 

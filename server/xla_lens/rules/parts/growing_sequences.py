@@ -23,6 +23,7 @@ import ast
 import builtins
 from collections.abc import Iterator
 
+from ...semantic.cpu_modules import moved_to_cpu
 from ...semantic.device_intent import places_on_a_device
 from ...semantic.host_values import host_values
 from ...semantic.line_refs import line_ref
@@ -52,8 +53,8 @@ def growing_sequence_findings(model: ScriptModel, code: str) -> Iterator[Finding
             continue
         for grown, cat in _grown_names(model, loop):
             call = _fed_to_a_call(model, loop, grown, cat)
-            if call is None or values.is_host(cat):
-                continue
+            if call is None or values.is_host(cat) or moved_to_cpu(model, call.func):
+                continue  # ``cpu_model(idx)`` with ``cpu_model = model.to("cpu")``: off XLA
             synced = loop_syncs(model, TrainingLoop(loop))
             after = (
                 "each iteration compiles a graph of its own, one per length"
