@@ -25,6 +25,7 @@ from .parts.forward_buffer_reads import SLICE_MANUAL, forward_buffer_reads, slic
 from .parts.growing_sequences import growing_sequence_findings
 from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
+from .parts.pointer_writes import pointer_write_findings
 from .parts.random_lengths import random_length_findings
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
 from .parts.stepped_chunks import stepped_chunk
@@ -346,6 +347,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from random_length_findings(model, CODE)
     yield from sibling_offset_findings(model, CODE)
     yield from growing_sequence_findings(model, CODE)
+    yield from pointer_write_findings(model, CODE)
     done: set[int] = set()
     for _loop, node in loop_nodes(model):
         what = dynamic_op(model, node)
