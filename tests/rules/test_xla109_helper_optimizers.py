@@ -200,3 +200,33 @@ def test_names_bound_after_the_optimizer_outside_its_loop_do_not_feed_it():
         """
     )
     assert found == []
+
+
+def test_a_helper_handed_the_parameters_themselves_builds_from_their_module(tmp_path: Path):
+    # deep-person-reid (held-out 73): `init_optim(args.optim, model.parameters(), lr, wd)` in
+    # optimizers.py, then `model = nn.DataParallel(model).cuda()` under `if use_gpu:`.
+    helpers = """
+    import torch
+
+    def init_optim(optim, params, lr, weight_decay):
+        if optim == "adam":
+            return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay)
+        return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=weight_decay)
+    """
+    script = """
+    import torch
+    from torch import nn
+    from train_utils import init_optim
+
+    def main(args, use_gpu):
+        model = nn.Linear(4, 2)
+        optimizer = init_optim(args.optim, model.parameters(), args.lr, 5e-4)
+        if use_gpu:
+            model = nn.DataParallel(model).cuda()
+        return optimizer
+    """
+    found = _analyze(tmp_path, script, helpers)
+    (stale,) = [f for f in found if f.code == "XLA109"]
+    assert stale.span.start.line == 6 and "`init_optim()`" in stale.manual
+    (move,) = [f for f in found if f.code == "XLA101"]
+    assert not move.fix.safe and "the optimizer built on line 7" in move.fix.review_reason

@@ -22,7 +22,12 @@ from ..semantic.optimizer_reorder import reorder_plan
 from .base import Category, Finding, Fix, Rule, RuleContext, Severity
 from .parts.caller_stale_optimizers import caller_stale_optimizers
 from .parts.handed_optimizer_moves import derived_parameter_builds, handed_optimizer_moves
-from .parts.self_optimizers import SelfOptimizer, self_moves_after_builds, self_optimizers
+from .parts.self_optimizers import (
+    SelfOptimizer,
+    self_moves_after_builds,
+    self_optimizers,
+    workspace_self_optimizers,
+)
 
 CODE = "XLA109"
 
@@ -54,6 +59,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "(`self.to(device)` first), or build the optimizer after the move, outside the "
             "class (`model.optimizer = ...(model.parameters(), ...)`).",
             related=((model.span(found.move), "the instance moves to the device here"),),
+        )
+    for ctor, move in workspace_self_optimizers(model):
+        where = f"{ctor.path.name} line {line_ref(ctor.line)}"  # type: ignore[union-attr]
+        yield Finding(
+            CODE,
+            f"`{ctor.cls}.__init__` ({where}) builds its optimizer from `{ctor.text}` before "
+            f"`{model.segment(move)}` moves the instance to the device: on XLA the move creates "
+            "new Parameter objects, so this optimizer updates stale CPU tensors and the model "
+            "never trains",
+            model.span(move),
+            Severity.ERROR,
+            manual=f"In {ctor.path}, move the module before building the optimizer in "
+            f"`{ctor.cls}.__init__` (`self.to(device)` first), or build the optimizer after the "
+            "move.",
         )
     for found in self_moves_after_builds(model):
         owner = model.parent(found.fn)

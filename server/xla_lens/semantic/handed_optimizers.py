@@ -11,6 +11,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
+from .constructor_optimizers import constructor_optimizer
 from .line_refs import line_ref
 
 if TYPE_CHECKING:
@@ -155,6 +156,15 @@ def stranding_reason(model: ScriptModel, move: ast.Call) -> str:
             f"`{moved}` is handed in beside the optimizer `{optimizer}`: if the caller built "
             f"that optimizer from `{moved}`'s parameters, on XLA this move makes new Parameter "
             "objects, the optimizer keeps updating the CPU copies and the model never trains"
+        )
+    ctor = constructor_optimizer(model, move)
+    if ctor is not None:
+        where = f"{ctor.path.name} " if ctor.path is not None else ""
+        return (
+            f"`{ctor.cls}.__init__` builds its optimizer from `{ctor.text}` ({where}line "
+            f"{line_ref(ctor.line)}) before this move: on XLA the move makes new Parameter "
+            "objects, so that optimizer would keep updating the CPU copies and the model would "
+            "never train; build the optimizer after the move (or move inside __init__ first)"
         )
     earlier = stranded_optimizer(model, move)
     if earlier is not None:

