@@ -319,3 +319,30 @@ for x in {loader}:
     torch_xla.sync()
 """
         assert findings(code, "XLA105") == [], head
+
+
+def test_an_optimizer_over_a_perturbation_of_the_data_is_no_model_step():
+    # TRADES' l_2 attack (held-out 74): `optimizer_delta = optim.SGD([delta], ...)` with delta
+    # made from the batch; each replica's delta is its own, so no all-reduce belongs there.
+    attack = """
+    import torch
+    from torch import optim
+    from torch.autograd import Variable
+
+    def attack(model, x, steps):
+        delta = 0.001 * torch.randn(x.shape).cuda().detach()
+        delta = Variable(delta.data, requires_grad=True)
+        optimizer_delta = optim.SGD([delta], lr=0.1)
+        for _ in range(steps):
+            optimizer_delta.zero_grad()
+            (-model(x + delta).sum()).backward()
+            optimizer_delta.step()
+        return x + delta
+    """
+    assert findings(attack, "XLA105") == []
+    # Over a module's Parameters the same shape of code is a model step.
+    weights = attack.replace(
+        "delta = Variable(delta.data, requires_grad=True)",
+        "delta = torch.nn.Parameter(delta.data)",
+    )
+    assert len(findings(weights, "XLA105")) == 1

@@ -20,7 +20,8 @@ from ..semantic.frameworks import ownership
 from ..semantic.line_refs import line_ref
 from ..semantic.loaders import creates_xla_loader
 from ..semantic.loop_syncs import written_for_xla
-from ..semantic.model import Emitter, ScriptModel, dotted, receiver
+from ..semantic.model import Emitter, ScriptModel, dotted, method_name, receiver
+from ..semantic.optimizer_events import _is_optimizer_class
 from ..semantic.params import argument_values, parameter_of
 from ..semantic.wrapped_steps import workspace_steps
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
@@ -69,7 +70,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         opt = receiver(call)
         if not model.is_optimizer(opt) or owner.in_compiled_function(call):
             continue
-        if _xla_sharded_optimizer(model, opt):
+        if _xla_sharded_optimizer(model, opt) or _input_optimizer(model, opt):
             continue
         # A closure (LBFGS) goes through optimizer_args; not worth guessing here.
         loop = model.in_training_loop(call)
@@ -236,6 +237,49 @@ def _xla_distributed_value(model: ScriptModel, value: ast.AST | None) -> bool:
         return False
     name = model.call_name(value) or ""
     return name.startswith(XLA_DISTRIBUTED) and name.endswith("Optimizer")
+
+
+def _input_optimizer(model: ScriptModel, opt: ast.AST | None) -> bool:
+    """An optimizer over tensors the script makes from its data, not a module's Parameters:
+    TRADES' ``optimizer_delta = optim.SGD([delta], ...)`` with ``delta = Variable(0.001 *
+    torch.randn(x.shape).cuda().detach(), requires_grad=True)``, the per-example perturbation
+    of an adversarial attack (held-out 74). Each replica's delta belongs to its own batch:
+    xm.optimizer_step would average their gradients across replicas."""
+    if not isinstance(opt, ast.Name):
+        return False
+    builds = [v for v in model.assigned_from(opt.id) if isinstance(v, ast.Call)]
+    if not builds or not all(_is_optimizer_class(model, b) for b in builds):
+        return False
+    for build in builds:
+        first = build.args[0] if build.args else None
+        if not isinstance(first, ast.List | ast.Tuple) or not first.elts:
+            return False
+        for elt in first.elts:
+            if not isinstance(elt, ast.Name) or not _made_from_data(model, elt.id):
+                return False
+    return True
+
+
+def _made_from_data(model: ScriptModel, name: str) -> bool:
+    """Every binding of ``name`` is a tensor expression asking for gradients of its own
+    (``requires_grad=True`` / ``.requires_grad_()``), with no Parameter or module in it."""
+    values = model.assigned_from(name)
+    if not values:
+        return False
+    asks = False
+    for value in values:
+        for n in ast.walk(value):
+            if isinstance(n, ast.Call):
+                if method_name(n) in {"parameters", "named_parameters"}:
+                    return False
+                q = model.call_name(n) or ""
+                if q.endswith(("nn.Parameter", "nn.parameter.Parameter")):
+                    return False
+                if method_name(n) == "requires_grad_" or any(
+                    k.arg == "requires_grad" for k in n.keywords
+                ):
+                    asks = True
+    return asks
 
 
 def _xla_sharded_optimizer(model: ScriptModel, opt: ast.AST | None) -> bool:
