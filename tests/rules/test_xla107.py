@@ -338,3 +338,25 @@ def test_a_step_function_defined_in_the_loop_and_handed_to_a_timer():
     )
     unused = code.replace("loss, etime = timer(train_step)", "pass")
     assert findings(unused, "XLA107") == []
+
+
+def test_an_accumulation_loop_inside_a_step_the_outer_loop_syncs_needs_no_sync():
+    # Held-out 75's TPU control: micro-batches accumulate inside `for step ...`, whose own
+    # body ends with xm.mark_step(); a sync per micro-batch would only cut the step apart.
+    code = """
+    import torch
+    import torch_xla.core.xla_model as xm
+
+    def train(model, opts, data, steps, accum, device):
+        for step in range(steps):
+            for micro in range(accum):
+                x, y = data.get_batch(step * accum + micro)
+                loss = model(x.to(device), y.to(device))
+                (loss / accum).backward()
+            for o in opts:
+                o.step()
+            xm.mark_step()
+    """
+    assert findings(code, "XLA107") == []
+    unsynced = code.replace("            xm.mark_step()\n", "")
+    assert len(findings(unsynced, "XLA107")) == 1

@@ -20,7 +20,7 @@ from ..semantic.device_intent import finished_on_xla
 from ..semantic.frameworks import ownership
 from ..semantic.line_refs import line_ref
 from ..semantic.loaders import Source, creates_xla_loader, loop_source, passed_in_loader
-from ..semantic.loop_syncs import loop_syncs, sub_step_loop, written_for_xla
+from ..semantic.loop_syncs import loop_syncs, sub_step_loop, synced_around, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop
 from ..semantic.prepared_loaders import prepared_feed
 from ..semantic.workspace_loaders import from_workspace_xla_loader
@@ -98,6 +98,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
 def _training_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for loop in model.training_loops:
         if loop_syncs(model, loop) or wait_syncs_loop(model, loop):  # XLA403's timer wait
+            continue
+        if synced_around(model, loop):
             continue
         if _fed_by_xla_loader(model, loop, ctx.target) or will_wrap(model, loop.node, ctx.target):
             continue

@@ -25,6 +25,7 @@ from .parts.removed_imports import removed_name_imports
 from .parts.removed_modules import removed_module_imports
 from .parts.sibling_removed_apis import sibling_removed_apis
 from .parts.unknown_xm import unknown_xm_attributes
+from .parts.version_fallbacks import version_fallback
 from .xla502_spawn_nprocs import nprocs_raises
 
 CODE = "XLA501"
@@ -302,6 +303,8 @@ def _api_findings(model: ScriptModel, table: dict[str, _Mapping]) -> Iterator[Fi
         q = model.call_name(call)
         mapping = table.get(q) if q is not None else None
         if mapping is None or not mapping.applies(call):
+            continue
+        if version_fallback(model, call):
             continue
         e = Emitter(model)
         code = mapping.emit(model, e, call)

@@ -51,6 +51,30 @@ def sub_step_loop(model: ScriptModel, loop: TrainingLoop) -> bool:
     return fn is not None and _returned_step_function(model, fn, loop.node)
 
 
+def synced_around(model: ScriptModel, loop: TrainingLoop) -> bool:
+    """An enclosing loop of the same function syncs every iteration with a statement of its
+    own body: ``for step ...: for micro in range(grad_accum): ...backward()`` then
+    ``xm.mark_step()`` in the outer body (held-out 75's TPU control). The inner loop runs
+    inside one synced step, whatever it draws; a sync per micro-batch would only cut the
+    step into more graphs."""
+    for a in model.ancestors(loop.node):
+        if isinstance(a, SCOPE_TYPES):
+            return False
+        if isinstance(a, LOOP_TYPES) and _syncs_every_iteration(model, a):
+            return True
+    return False
+
+
+def _syncs_every_iteration(model: ScriptModel, loop: ast.AST) -> bool:
+    """A sync call as a statement of the loop's own body (not under an ``if``)."""
+    return any(
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and is_sync_call(model, stmt.value)
+        for stmt in getattr(loop, "body", ())
+    )
+
+
 def _returned_step_function(
     model: ScriptModel, fn: ast.FunctionDef | ast.AsyncFunctionDef, loop: ast.AST
 ) -> bool:
