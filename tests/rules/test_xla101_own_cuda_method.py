@@ -60,3 +60,36 @@ def test_a_torch_module_of_the_script_still_gets_its_move_rewritten():
         "self.sampler.cuda()" in code.splitlines()[f.span.start.line]
         for f in findings(code, "XLA101")
     )
+
+
+def test_a_workspace_class_with_its_own_cuda_method_is_not_rewritten(tmp_path):
+    # Held-out 76's Fourier neural operator: `from utilities3 import *`, then
+    # `y_normalizer = UnitGaussianNormalizer(y_train)` and `y_normalizer.cuda()`; the class is a
+    # plain object whose cuda() moves its mean/std: `.to(...)` raised AttributeError.
+    from xla_lens.engine import analyze
+    from xla_lens.semantic import workspace_calls, workspace_classes
+
+    workspace_calls.clear_cache()
+    workspace_classes.clear_cache()
+    (tmp_path / "utilities3.py").write_text(
+        "import torch\n\n\nclass UnitGaussianNormalizer(object):\n"
+        "    def __init__(self, x):\n"
+        "        self.mean, self.std = torch.mean(x, 0), torch.std(x, 0)\n\n"
+        "    def cuda(self):\n"
+        "        self.mean = self.mean.cuda()\n"
+        "        self.std = self.std.cuda()\n",
+        encoding="utf-8",
+    )
+    script = tmp_path / "fourier_2d.py"
+    script.write_text(
+        "import torch\nfrom utilities3 import *\n\n"
+        "y_normalizer = UnitGaussianNormalizer(torch.ones(4, 2))\ny_normalizer.cuda()\n",
+        encoding="utf-8",
+    )
+    result = analyze(script.read_text(), str(script))
+    (f,) = [f for f in result.findings if f.code == "XLA101"]
+    assert f.fix is None and f.span.start.line == 4
+    assert f.message.startswith(
+        "`y_normalizer.cuda()` runs `UnitGaussianNormalizer.cuda()`, a method of utilities3.py"
+    )
+    assert "(utilities3.py lines 9, 10)" in f.message

@@ -154,10 +154,11 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
 
 
 def _own_method_advice(
-    model: ScriptModel, call: ast.Call, recv: ast.expr, cls: str, method
+    model: ScriptModel, call: ast.Call, recv: ast.expr, cls: str, method, module: str
 ) -> Advice:
-    """``x.cuda()`` of the script's own class: no rewrite here (``.to()`` would raise on a
-    plain object); the moves inside its method are the ones to convert."""
+    """``x.cuda()`` of the script's own class (or a workspace module's): no rewrite here
+    (``.to()`` would raise on a plain object); the moves inside its method are the ones to
+    convert."""
     moves = sorted(
         {
             n.lineno
@@ -165,12 +166,14 @@ def _own_method_advice(
             if isinstance(n, ast.Call) and method_name(n) in ("cuda", "to")
         }
     )
-    where = f" ({'lines' if len(moves) > 1 else 'line'} {line_refs(moves)})" if moves else ""
+    lines = f"{'lines' if len(moves) > 1 else 'line'} {line_refs(moves)}"
+    where = f" ({module} {lines})" if module and moves else f" ({lines})" if moves else ""
+    defined = f"a method of {module}" if module else "a method defined in this file"
     return pf.advice(
         model,
         call,
-        f"`{model.segment(recv)}.cuda()` runs `{cls}.cuda()`, a method defined in this file, not "
-        f"torch's: it moves to a CUDA device there{where}",
+        f"`{model.segment(recv)}.cuda()` runs `{cls}.cuda()`, {defined}, not torch's: it "
+        f"moves to a CUDA device there{where}",
         manual=f"convert the moves inside `{cls}.cuda()`{where}; keep this call as it is (it "
         "then moves to the XLA device; `.to(device)` here would raise AttributeError on an "
         "object that is not a tensor or module)",

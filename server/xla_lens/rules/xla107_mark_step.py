@@ -36,6 +36,7 @@ from .base import (
     Span,
     Target,
 )
+from .parts.closure_steps import closure_step_findings
 from .parts.eval_loops import eval_loops, tensor_tests
 from .parts.loopless_steps import loopless_step_findings
 from .parts.sync_point import sync_point
@@ -93,6 +94,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _training_findings(model, ctx)
     yield from _eval_findings(model, ctx.target)
     yield from loopless_step_findings(model, ctx.target)
+    yield from closure_step_findings(model, ctx.target)
 
 
 def _training_findings(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

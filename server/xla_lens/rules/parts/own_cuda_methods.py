@@ -4,6 +4,10 @@ self.multinomial.cuda()``, where ``AliasMethod`` is a plain object whose ``cuda(
 tensors). That call runs the script's method, not torch's: ``.to(device)`` would raise
 AttributeError on it. The method's own moves are reported (and fixed) inside it, after which
 the call moves to the XLA device as it is.
+
+The same for a class of a workspace module (held-out 76's Fourier neural operator: ``from
+utilities3 import *`` and ``y_normalizer = UnitGaussianNormalizer(y_train)``, whose ``cuda()``
+moves its ``mean``/``std``; ``y_normalizer.to(...)`` raised AttributeError).
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from ...semantic.model import ScriptModel
 
 def own_cuda_method(
     model: ScriptModel, recv: ast.expr
-) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef] | None:
-    """(class name, its ``cuda`` method) when ``recv`` may be an instance of a class of this
-    script that defines (or inherits from a class of the script) ``cuda``, else None."""
+) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+    """(class name, its ``cuda`` method, the module's file name or "" for this script) when
+    ``recv`` may be an instance of a class of this script, or of a workspace module, that
+    defines (or inherits) ``cuda``, else None."""
     name = own_cuda_class(model, recv)
     if name is None:
-        return None
+        return _workspace_cuda_method(model, recv)
     defs = {c.name: c for c in model.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)}
     todo, seen = [name], set()
     while todo:
@@ -30,7 +35,7 @@ def own_cuda_method(
         seen.add(cls.name)
         for stmt in cls.body:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == "cuda":
-                return name, stmt
+                return name, stmt, ""
         todo.extend(b.id for b in cls.bases if isinstance(b, ast.Name))
     return None
 
@@ -76,3 +81,18 @@ def _classes_with_cuda(model: ScriptModel) -> set[str]:
         return any(isinstance(b, ast.Name) and defines(b.id, seen | {name}) for b in cls.bases)
 
     return {name for name in defs if defines(name, frozenset())}
+
+
+def _workspace_cuda_method(
+    model: ScriptModel, recv: ast.expr
+) -> tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
+    from ...semantic import workspace_classes as wc  # noqa: PLC0415 (reads other files)
+
+    if not isinstance(recv, ast.Name) or not model.path or model.path.startswith("<"):
+        return None
+    for ref in wc.instance_classes(model, recv.id):
+        for cls in wc.chain(ref):
+            for stmt in cls.node.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name == "cuda":
+                    return cls.name, stmt, cls.path.name
+    return None
