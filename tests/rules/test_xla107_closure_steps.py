@@ -49,8 +49,10 @@ def test_a_closure_stepped_optimizer_gets_a_sync_before_the_closures_return():
     # The loop that runs train() gets its own sync finding (a step per iteration).
     assert len(found) == 2
     assert f.message.startswith(
-        "`self.optimizer.step(self.loss_fn)` steps with a closure that runs the backward pass"
+        "`loss_fn` is the closure of `self.optimizer.step(self.loss_fn)` (line 22) and runs the "
+        "backward pass"
     )
+    assert src(PINN).splitlines()[f.span.start.line].strip() == "loss.backward()"
     assert f.fix is not None and f.fix.safe
     out = fixed(PINN, "XLA107")
     assert "        loss.backward()\n        torch_xla.sync()\n        return loss\n" in out

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from ...semantic import xla_api
 from ...semantic.device_intent import places_on_a_device
+from ...semantic.line_refs import line_ref
 from ...semantic.loop_syncs import is_sync_call, loop_syncs, written_for_xla
 from ...semantic.model import Emitter, ScriptModel, method_name
 from ...semantic.xla_api import Target
@@ -95,13 +96,15 @@ def closure_step_findings(model: ScriptModel, target: Target) -> Iterator[Findin
                 f"Add {code} before `{fn.name}`'s return",
                 (InsertBefore(model.span(last), code), *e.imports),
             )
+        backward = next(c for c in calls if method_name(c) == "backward")
         yield Finding(
             "XLA107",
-            f"`{model.segment(step)}` steps with a closure that runs the backward pass "
-            f"(`{fn.name}`): the optimizer may call it many times per step (LBFGS: up to "
-            "max_iter), and with no sync in it every call's forward and backward pile into "
-            f"the pending graph; call {code} at the end of the closure",
-            model.span(step),
+            f"`{fn.name}` is the closure of `{model.segment(step)}` (line "
+            f"{line_ref(step.lineno)}) and runs the backward pass: the optimizer may call it "
+            "many times per step (LBFGS: up to max_iter), and with no sync in it every call's "
+            f"forward and backward pile into the pending graph; call {code} at the end of the "
+            "closure",
+            model.span(backward),
             Severity.WARNING,
             fix=fix,
             manual=None if fix else f"end `{fn.name}` with {code} before it returns the loss",
