@@ -34,11 +34,9 @@ def _closure_function(model: ScriptModel, step: ast.Call) -> Function | None:
     arg = args[0]
     if isinstance(arg, ast.Name):
         scope = model.enclosing_function(step)
-        for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
-            if fn.name == arg.id and (  # type: ignore[attr-defined]
-                model.enclosing_function(fn) in (scope, None)
-            ):
-                return fn  # type: ignore[return-value]
+        for fn in _functions_by_name(model).get(arg.id, ()):
+            if model.enclosing_function(fn) in (scope, None):
+                return fn
         return None
     if (
         isinstance(arg, ast.Attribute)
@@ -57,6 +55,16 @@ def _closure_function(model: ScriptModel, step: ast.Call) -> Function | None:
             None,
         )
     return None
+
+
+def _functions_by_name(model: ScriptModel) -> dict[str, list[Function]]:
+    def build() -> dict[str, list[Function]]:
+        out: dict[str, list[Function]] = {}
+        for fn in model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef):
+            out.setdefault(fn.name, []).append(fn)  # type: ignore[attr-defined]
+        return out
+
+    return model.memo(("closure_steps", "functions"), build)
 
 
 def _lbfgs(model: ScriptModel, step: ast.Call) -> bool:
