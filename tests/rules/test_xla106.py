@@ -1,3 +1,9 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
 from tests.helpers import findings, fixed, src
 
 DISTRIBUTED = """
@@ -448,3 +454,35 @@ def test_a_loop_counting_over_len_of_the_loader_wraps_nothing():
             opt.step()
     """
     assert findings(code, "XLA106") == []
+
+
+def test_a_monai_script_is_told_that_metatensor_batches_are_not_moved():
+    # MONAI's BraTS DDP trainer (held-out 70): MpDeviceLoader moves only values whose type is
+    # exactly torch.Tensor, so MetaTensor batches pass through on the CPU.
+    code = DISTRIBUTED.replace(
+        "import torch\n", "import torch\nfrom monai.data import DataLoader as _\n"
+    )
+    (f,) = findings(code, "XLA106")
+    assert "MONAI's MetaTensor batches pass through on the CPU" in f.message
+    (plain,) = findings(DISTRIBUTED, "XLA106")
+    assert "MetaTensor" not in plain.message
+
+
+@pytest.mark.xla
+def test_the_device_loader_leaves_a_tensor_subclass_on_the_cpu(tmp_path):
+    script = tmp_path / "subclass.py"
+    script.write_text(
+        "import torch, torch_xla\n"
+        "import torch_xla.distributed.parallel_loader as pl\n"
+        "class Meta(torch.Tensor):\n    pass\n"
+        "batches = [{'plain': torch.ones(2), 'sub': torch.ones(2).as_subclass(Meta)}]\n"
+        "for b in pl.MpDeviceLoader(batches, torch_xla.device()):\n"
+        "    print(b['plain'].device.type, b['sub'].device.type)\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONWARNINGS": "ignore"}
+    run = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert run.returncode == 0, run.stderr[-800:]
+    assert run.stdout.split() == ["xla", "cpu"]
