@@ -250,3 +250,25 @@ def test_picker_by_an_option_asking_for_the_cpu_keeps_the_option():
     # A device already chosen, asked for its type, is no option of the user's.
     chosen = code.replace('args.device == "cpu"', 'args.device.type == "cpu"')
     assert not [f for f in findings(chosen, "XLA101") if "device picker" in f.message]
+
+
+def test_a_store_true_flag_guarding_the_moves_themselves():
+    """``if args.cuda: model = model.cuda()`` (held-out 78, KnowledgeGraphEmbedding): the flag
+    decides the placement with no picker; converted, the XLA device needs --cuda."""
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--cuda', action='store_true', help='use GPU')
+    parser.add_argument('--verbose', action='store_true')
+    args = parser.parse_args()
+    model = torch.nn.Linear(4, 4)
+    if args.cuda:
+        model = model.cuda()
+    if args.verbose:
+        print(model)
+    """
+    (f,) = _flag_findings(code)
+    assert f.span.start.line + 1 == 4 and "--cuda decides the device at line 8" in f.message
+    assert "used only when --cuda is given; without it the script trains on the CPU" in f.message
+    assert "model = model.to(torch_xla.device())" in fixed(code, "XLA101")

