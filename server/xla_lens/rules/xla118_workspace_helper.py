@@ -20,6 +20,7 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..semantic.cuda_branches import cuda_only_branch
 from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import XLA_LOADERS, ScriptModel
 from ..semantic.module_globals import global_reads
@@ -115,6 +116,8 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
     roots = class_roots(model)  # most calls start with no name that reaches a class
     called_forwards: set[tuple[int, int]] | None = None
     for call in _training_calls_first(model):
+        if cuda_only_branch(model, call, availability=False) is not None:
+            continue  # never runs on an XLA host (``if device.type == "cuda" and ...:``)
         helper = helper_target(model, call)
         if helper is not None:
             yield from backend_literals(model, call, helper, literals, CODE)

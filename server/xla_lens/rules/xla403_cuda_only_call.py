@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..semantic import xla_api
+from ..semantic.cuda_branches import cuda_only_branch, requires_cuda, short_circuited
 from ..semantic.model import Emitter, ScriptModel
 from ..semantic.workspace import FunctionFacts
 from .base import (
@@ -78,23 +79,9 @@ BACKEND_PREFIXES = ("torch.backends.cudnn.", "torch.backends.cuda.")
 
 
 def _guard_of(model: ScriptModel, node: ast.AST) -> ast.If | None:
-    """The ``if torch.cuda.is_available():`` (or ``torch.accelerator.is_available()``, which
-    knows no XLA device; possibly ``and``-ed with other conditions) whose body holds ``node``:
-    it never runs on an XLA host. ``not``/``or`` tests do not count."""
-    child = node
-    for a in model.ancestors(node):
-        if isinstance(a, ast.If) and child in a.body and _requires_cuda(model, a.test):
-            return a
-        child = a
-    return None
-
-
-def _requires_cuda(model: ScriptModel, test: ast.expr) -> bool:
-    if isinstance(test, ast.Call):
-        return model.call_name(test) in AVAILABILITY
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_requires_cuda(model, v) for v in test.values)
-    return False
+    """The ``if`` around ``node`` whose test is False on an XLA host
+    (``semantic/cuda_branches``): its body never runs there."""
+    return cuda_only_branch(model, node)
 
 
 def _guarded(model: ScriptModel, node: ast.AST) -> bool:
@@ -127,8 +114,10 @@ def _dead_cuda_block(model: ScriptModel, guard: ast.If) -> list[str] | None:
 def _pure_cuda_test(model: ScriptModel, test: ast.expr) -> bool:
     """``torch.cuda.is_available()``, alone or ``and``-ed with conditions that call nothing."""
     calls = [n for n in ast.walk(test) if isinstance(n, ast.Call)]
-    return _requires_cuda(model, test) and all(
-        model.call_name(c) in AVAILABILITY and not c.args and not c.keywords for c in calls
+    return (
+        bool(calls)
+        and all(model.call_name(c) in AVAILABILITY and not c.args and not c.keywords for c in calls)
+        and requires_cuda(model, test)
     )
 
 
@@ -159,7 +148,7 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
     memory_guards: set[int] = set()
     for call in model.calls:
         q = model.call_name(call)
-        if q is None:
+        if q is None or short_circuited(model, call):
             continue
         guard = _guard_of(model, call)
         if guard is not None:

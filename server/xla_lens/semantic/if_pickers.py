@@ -14,6 +14,7 @@ from . import device_sites as sites
 from . import picker_fixes as pf
 from . import pickers, placement_guards
 from .advice import Advice
+from .cuda_queries import query_failure
 from .edits import Replace, ReplaceStatement
 from .model import Emitter
 from .xla_api import Target
@@ -185,6 +186,9 @@ def flag_if_advice(model, target: Target, handled) -> Iterator[Advice]:
                 if cuda_only
                 else ""
             )
+            failure = query_failure(model, cuda_only)
+            if failure:
+                flag_reason += f": {failure}"
             kept = frozenset()
         # The other branch now runs only when the user's flag says so: what it did besides
         # choosing the device (``gpu_index = -1``) no longer happens on the XLA host.
