@@ -109,3 +109,21 @@ def test_a_literal_index_move_becomes_the_device_variable():
     assert [(f.span.start.line, f.fix.safe) for f in moves] == [(3, True), (8, False)]
     assert moves[0].fix.ops[0].code == "device"
     assert "optimizer built on line" in moves[1].fix.review_reason
+
+
+def test_an_index_a_map_location_callable_moves_storages_onto_is_not_rewritten_safely():
+    """BasicSR (held-out 79): ``device_id = torch.cuda.current_device()`` only feeds
+    ``storage.cuda(device_id)`` in torch.load's map_location, which XLA101 leaves to XLA115;
+    as the XLA device it raises TypeError (``storage.cuda`` takes a CUDA index)."""
+    text = """
+    import torch
+
+    def resume(path, used):
+        device_id = torch.cuda.current_device()
+        state = torch.load(path, map_location=lambda storage, loc: storage.cuda(device_id))
+        used(state["iter"])
+        return state
+    """
+    (f,) = [f for f in findings(text, "XLA101") if f.span.start.line + 1 == 4]
+    assert not f.fix.safe and "map_location" in f.fix.review_reason
+    assert "torch_xla.device()" not in fixed(text, "XLA101")

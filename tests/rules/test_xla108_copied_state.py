@@ -3,6 +3,8 @@ minimal-diffusion: ``args.ema_dict = copy.deepcopy(model.state_dict())``, update
 then ``torch.save(args.ema_dict, path)``): it holds the device's tensors, so it is a checkpoint
 like the state dict itself."""
 
+import pytest
+
 from tests.helpers import findings, fixed, src
 
 EMA = src("""
@@ -50,3 +52,41 @@ def test_a_checkpoint_holding_a_python_random_state_waits_for_review():
     plain = code.replace(', "rng": random.getstate()', "")
     (g,) = findings(plain, "XLA108")
     assert g.fix is not None and g.fix.safe
+
+
+def test_a_model_moved_to_the_cpu_just_before_its_state_is_saved():
+    """Held-out 79's TPU control: ``model = model.to("cpu")`` then ``torch.save(model.state_dict(),
+    name)`` on the master: the state holds CPU tensors, xm.save would change nothing."""
+    text = """
+    import torch
+
+    def finish(model, name, master):
+        if master:
+            model = model.to("cpu")
+            torch.save(model.state_dict(), name)
+    """
+    assert findings(text, "XLA108") == []
+
+
+BRANCH_MOVE = """
+import torch
+
+def finish(model, name, master):
+    if master:
+        model = model.to("cpu")
+    torch.save(model.state_dict(), name)
+"""
+
+MOVED_BACK = """
+import torch
+
+def finish(model, name, device):
+    model = model.to("cpu")
+    model = model.to(device)
+    torch.save(model.state_dict(), name)
+"""
+
+
+@pytest.mark.parametrize("text", [BRANCH_MOVE, MOVED_BACK], ids=["branch", "moved-back"])
+def test_a_move_that_may_not_have_happened_is_not_trusted(text):
+    assert len(findings(text, "XLA108")) == 1

@@ -169,3 +169,28 @@ def test_module_level_code_outside_the_guard_stays_the_launcher_parent():
     (f,) = [f for f in findings(MODULE_LEVEL_BESIDE_GUARD, "XLA101") if f.span.start.line == 3]
     assert f.fix is not None and not f.fix.safe
     assert "launcher's parent" in f.fix.review_reason
+
+
+def test_a_cli_library_handed_the_training_function():
+    """``fire.Fire(main)`` (held-out 80's po2_quantization): main() trains, with the arguments
+    Fire parses; the block does not train itself, and each replica can parse them too."""
+    text = """
+    import fire
+    import torch
+    import torch.distributed as dist
+
+    def main(epochs: int = 3):
+        dist.init_process_group(backend="nccl")
+        model = torch.nn.Linear(2, 2).cuda()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(epochs):
+            model(torch.ones(1, 2).cuda()).sum().backward()
+            opt.step()
+
+    if __name__ == "__main__":
+        fire.Fire(main)
+    """
+    (f,) = findings(text, "XLA204")
+    assert "block itself" not in f.message
+    assert "hands the training function to `fire.Fire(main)`" in f.message
+    assert f.manual.startswith("define def _mp_fn(index): fire.Fire(main)")

@@ -165,3 +165,18 @@ def test_cuda_uses_that_are_gone_or_never_run_on_xla_leave_the_removal_safe():
     """
     (f,) = _asserts(code)
     assert f.fix.safe, f.fix.review_reason
+
+
+def test_a_cuda_count_anded_with_availability_goes_with_it():
+    """Held-out 80 (po2_quantization): ``assert torch.cuda.is_available() and
+    torch.cuda.device_count() >= 1`` - keeping the count would still fail (0 on XLA)."""
+    text = """
+    import torch
+    assert torch.cuda.is_available() and torch.cuda.device_count() >= 1, "invalid hardware"
+    """
+    (f,) = findings(text, "XLA403")
+    assert "`torch.cuda.device_count() >= 1` too" in f.manual and "drop the assert" in f.manual
+    assert "keep the other conditions" not in f.manual
+    text = text.replace("torch.cuda.device_count() >= 1", "torch.cuda.device_count() >= 1 and ok")
+    (f,) = findings(text, "XLA403")
+    assert f.manual.count("assert ok") == 1

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from tests.helpers import findings
+from tests.helpers import findings, src
 
 CODE = "XLA409"
 
@@ -238,3 +238,83 @@ def test_istft_on_an_xla_tensor_aborts_the_process():
         """
     )
     assert run.returncode < 0 and "survived" not in run.stdout, (run.returncode, run.stderr[-800:])
+
+
+LOSSES = """
+import torch
+import torch.nn as nn
+from torch.nn.utils import weight_norm
+
+
+def magnitude(x, n_fft):
+    spec = torch.stft(x, n_fft, return_complex=True)
+    return torch.view_as_real(spec).pow(2).sum(-1).sqrt()
+
+
+class SpectralLoss(nn.Module):
+    def __init__(self, n_fft):
+        super().__init__()
+        self.n_fft = n_fft
+
+    def forward(self, x, y):
+        return (magnitude(x, self.n_fft) - magnitude(y, self.n_fft)).abs().mean()
+
+
+class MultiResolutionLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.losses = nn.ModuleList([SpectralLoss(n) for n in (64, 128)])
+
+    def forward(self, x, y):
+        return sum(loss(x, y) for loss in self.losses)
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = weight_norm(nn.Conv1d(1, 1, 3, padding=1))
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class Unused(nn.Module):
+    def forward(self, x):
+        return torch.median(x)
+"""
+
+TRAIN = """
+import torch
+from losses import Generator, MultiResolutionLoss
+
+device = torch.device("cuda")
+generator = Generator().to(device)
+criterion = MultiResolutionLoss().to(device)
+opt = torch.optim.Adam(generator.parameters())
+for step in range(10):
+    x = torch.randn(2, 1, 256, device=device)
+    y_hat = generator(x)
+    loss = criterion(y_hat.squeeze(1), x.squeeze(1))
+    loss.backward()
+    opt.step()
+"""
+
+
+@pytest.mark.usefixtures("fresh_workspace_caches")
+def test_modules_of_another_file_the_loop_calls(tmp_path):
+    from xla_lens.engine import analyze
+
+    (tmp_path / "losses.py").write_text(textwrap.dedent(LOSSES))
+    script = tmp_path / "train.py"
+    text = src(TRAIN)
+    script.write_text(text)
+    found = {
+        f.span.start.line + 1: f for f in analyze(text, path=str(script)).findings if f.code == CODE
+    }
+    assert sorted(found) == [10, 11]
+    gen, loss = found[10], found[11]
+    assert "`Generator` of losses.py" in gen.message and "weight_norm" in gen.message
+    # forward -> ModuleList of SpectralLoss -> its forward -> module-level magnitude() -> stft
+    assert "line 8: torch.stft (aten::_fft_r2c)" in loss.message
+    assert "median" not in loss.message + gen.message  # the unused class is not reached
+    assert loss.manual.startswith(f"In {tmp_path / 'losses.py'}:")

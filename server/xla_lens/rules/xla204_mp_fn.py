@@ -407,7 +407,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             return
     span = _header_span(model, anchor)
     manual = f"define def {ENTRY}(index): that runs the training ({_what_main_runs(model, guard)})"
-    if guard is not None and (call is None and training_stays_in_guard(model, guard)):
+    dispatch = _cli_dispatch(model, guard) if guard is not None else None
+    if dispatch is not None and call is None:
+        # ``fire.Fire(main)`` (held-out 80's po2_quantization): the training is in main(), which
+        # the CLI library calls with the arguments it parses; each replica can do the same.
+        shown = model.segment(dispatch)
+        message = (
+            f'{message}; here the `if __name__ == "__main__":` block hands the training '
+            f"function to `{shown}`, which parses the command line and calls it"
+        )
+        manual = (
+            f"define def {ENTRY}(index): {shown} (each replica parses the command line itself) "
+            f"and start it with the XLA launcher (torch_xla.launch({ENTRY}))"
+        )
+    elif guard is not None and (call is None and training_stays_in_guard(model, guard)):
         # llm.c: the block is the whole program and ends with print0("done"); wrapping that
         # last call would leave the training in the launcher's parent process.
         message = (
@@ -425,6 +438,26 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             f"(torch_xla.launch({ENTRY}))"
         )
     yield Finding(CODE, message, span, severity, manual=manual)
+
+
+CLI_DISPATCHERS = frozenset(
+    {"fire.Fire", "typer.run", "jsonargparse.CLI", "tyro.cli", "defopt.run", "clize.run"}
+)
+
+
+def _cli_dispatch(model: ScriptModel, guard: ast.If) -> ast.Call | None:
+    """``fire.Fire(main)`` in the main guard: a CLI library handed a function of the script."""
+    for stmt in guard.body:
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and model.call_name(node) in CLI_DISPATCHERS
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in model.functions
+            ):
+                return node
+    return None
 
 
 def _what_main_runs(model: ScriptModel, guard: ast.If | None) -> str:

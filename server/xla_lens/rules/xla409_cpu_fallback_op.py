@@ -29,6 +29,7 @@ from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.fallback_ops import ABORTS, GENERIC, FallbackOp, fallback_call, fallback_module
 from .parts.helper_reads import IN_LOOP, helper_message, helper_reads
 from .parts.periodic_blocks import periodic_block
+from .parts.sibling_fallbacks import sibling_fallbacks
 
 CODE = "XLA409"
 MODULE_ROOT = "torch.nn."
@@ -158,6 +159,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                     said.add(id(node))
                     where = f"in `{cls.name}.{method.name}`, every forward of the module"
                     yield _finding(op, _message(op, where), model.span(node))
+    yield from _sibling_findings(model)
     # One finding per op and scope (a vocoder's __init__ wraps a dozen convs in weight_norm).
     made_in: dict[tuple[str, int], list[ast.Call]] = {}
     for node in model.nodes_of(ast.Call):
@@ -181,6 +183,28 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             "pending graph, copies its inputs to the host, computes on the CPU and copies the "
             f"result back{more}",
             model.span(first),
+        )
+
+
+def _sibling_findings(model: ScriptModel) -> Iterator[Finding]:
+    def test(other: ScriptModel, node: ast.AST) -> FallbackOp | None:
+        return _on_device_op(other, host_values(other), node)
+
+    for found in sibling_fallbacks(model, test):
+        ops = "; ".join(f"line {n}: {op.shown} ({op.aten})" for n, op in found.ops[:4])
+        more = f"; and {len(found.ops) - 4} more" if len(found.ops) > 4 else ""
+        aborts = any(op.effect == ABORTS for _, op in found.ops)
+        advice = next((op.advice for _, op in found.ops if op.advice), GENERIC)
+        yield Finding(
+            CODE,
+            f"`{model.segment(found.call.func)}(...)` runs `{found.class_name}` of "
+            f"{found.path.name} every training step, and that code calls ops torch_xla does "
+            f"not lower ({ops}{more}): each runs on the CPU, with the pending graph run and "
+            "the tensors copied to the host and back every call"
+            + ("; torch.istft on an XLA tensor aborted the whole process" if aborts else ""),
+            model.span(found.call),
+            Severity.ERROR if aborts else Severity.WARNING,
+            manual=f"In {found.path}: {advice}",
         )
 
 

@@ -24,6 +24,7 @@ from .checkpoint_loads import cuda_device_text, other_use
 from .handed_optimizers import stranding_reason
 from .line_refs import line_ref
 from .model import SCOPE_TYPES, ScriptModel, const_str, keyword, method_name
+from .storage_movers import in_storage_mover
 
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_map", "output_device"})
 STRING_KEYWORDS = frozenset({"device_type"})
@@ -399,6 +400,11 @@ class DeviceFlow:
             ]
             return refused or [Use(node, True)]
         if meth in {"to", "cuda"} and call.args and call.args[0] is node:
+            if in_storage_mover(model, call):
+                # ``map_location=lambda storage, loc: storage.cuda(device_id)`` (held-out 79,
+                # BasicSR): XLA101 leaves the storage's move to XLA115, so it keeps its
+                # ``.cuda(...)``, which takes a CUDA index, never the XLA device (TypeError).
+                return [Use(node, False, f"{NO_XLA_LOAD} (moved onto in its map_location)")]
             stranded = stranding_reason(model, call)
             if stranded:
                 return [Use(node, False, stranded)]

@@ -48,6 +48,12 @@ def _copies_every_entry(loop: ast.For, name: str) -> bool:
 def copied_to_cpu(model: ScriptModel, save: ast.Call, obj: ast.AST | None) -> bool:
     """``obj`` is a name whose entries were all made CPU copies before ``save``, in the same
     function."""
+    if (
+        isinstance(obj, ast.Call)
+        and method_name(obj) == "state_dict"
+        and isinstance(owner := obj.func.value, ast.Name)  # type: ignore[attr-defined]
+    ):
+        return _moved_to_cpu(model, save, owner.id)
     if not isinstance(obj, ast.Name):
         return False
     scope = model.enclosing_function(save) or model.tree
@@ -63,3 +69,42 @@ def copied_to_cpu(model: ScriptModel, save: ast.Call, obj: ast.AST | None) -> bo
             value = node.value
             return isinstance(value, ast.DictComp) and _to_cpu(value.value)
     return False
+
+
+def _moved_to_cpu(model: ScriptModel, save: ast.Call, name: str) -> bool:
+    """``model = model.to("cpu")`` (or ``model.cpu()``) is the last statement before ``save``
+    in the same function that binds or moves ``name`` (held-out 79's TPU control: the master
+    moves the model to the CPU, then saves ``model.state_dict()``): its state is on the CPU."""
+    scope = model.enclosing_function(save) or model.tree
+    last: ast.AST | None = None
+    for node in ast.walk(scope):
+        if not isinstance(node, ast.Assign | ast.Expr) or node.lineno >= save.lineno:
+            continue
+        binds = isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        )
+        moves = (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and method_name(node.value) in {"to", "cpu", "cuda"}
+            and isinstance(node.value.func.value, ast.Name)  # type: ignore[attr-defined]
+            and node.value.func.value.id == name  # type: ignore[attr-defined]
+        )
+        if (binds or moves) and (last is None or node.lineno > last.lineno):  # type: ignore[attr-defined]
+            last = node
+    stmt = model.enclosing_statement(save)
+    if last is None or stmt is None or not _same_block(model, last, stmt):
+        return False  # a move in a branch (or a loop) may not run before the save
+    value = last.value  # type: ignore[attr-defined]
+    return _to_cpu(value) and isinstance(value.func.value, ast.Name) and value.func.value.id == name
+
+
+def _same_block(model: ScriptModel, first: ast.AST, then: ast.stmt) -> bool:
+    """``first`` is a statement of the block that holds ``then`` (so it runs before it)."""
+    parent = model.parent(first)
+    if parent is None or model.parent(then) is not parent:
+        return False
+    return any(
+        isinstance(body, list) and first in body and then in body
+        for body in (getattr(parent, f, None) for f in ("body", "orelse", "finalbody"))
+    )
