@@ -36,6 +36,7 @@ from .parts.closure_names import free_names
 from .parts.closure_order import clock_read, reported_out_of_order
 from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
+from .parts.cpu_buffer_stores import STORE_MANUAL, STORE_MARK, cpu_buffer_store
 from .parts.eval_loops import evaluation_loops
 from .parts.forward_buffer_reads import READ_MANUAL, forward_buffer_reads, read_message
 from .parts.framework_device import framework_read_manual
@@ -102,6 +103,8 @@ def _pending(values: HostValues, expr: ast.AST) -> bool:
 
 def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
     """What kind of host read ``node`` is, or None."""
+    if isinstance(node, ast.Assign):
+        return cpu_buffer_store(model, values, node)
     if isinstance(node, ast.Call):
         tensor = numpy_conversion(model, node)
         if tensor is not None:  # ``np.array(t)``: numpy reads ``t`` through ``.numpy()``
@@ -346,7 +349,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix = _closure_fix(model, values, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
-            yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=MANUAL)
+            manual = STORE_MANUAL if STORE_MARK in what else MANUAL
+            yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=manual)
     yield from (finding for _, finding in evaluation)
     for read in forward_buffer_reads(model):  # every forward, wherever the loop is
         yield Finding(
@@ -368,7 +372,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             what = f"{MAYBE}{what} (of a CPU tensor on some paths, a device tensor on others)"
         message = helper_message(read, _message(what, on_cpu))
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
-        yield Finding(CODE, message, span, Severity.WARNING, manual=HELPER_MANUAL)
+        manual = STORE_MANUAL if STORE_MARK in what else HELPER_MANUAL
+        yield Finding(CODE, message, span, Severity.WARNING, manual=manual)
 
 
 def _reads_unmoved_batch(

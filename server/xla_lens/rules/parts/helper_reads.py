@@ -250,6 +250,8 @@ def _read_values(read: ast.AST) -> list[ast.expr]:
         return [v.value for v in read.values if isinstance(v, ast.FormattedValue)]
     if isinstance(read, ast.Compare):  # ``if torch.min(y) < -1.:``: what it compares
         return [read.left, *read.comparators]
+    if isinstance(read, ast.Assign):  # ``buf[:, i] = f(x)``: the value stored on the host
+        return [read.value]
     if not isinstance(read, ast.Call):
         return []
     recv = receiver(read)
