@@ -92,3 +92,34 @@ def test_a_report_reading_the_clock_would_tell_the_time_of_the_sync():
     assert f.fix.review_reason.startswith(
         "it reads the clock (`time.time()`) when the closure runs"
     )
+
+
+WANDB_STEP = """
+import torch
+import torch_xla
+import wandb
+
+
+def train(model, loader, optimizer, validate, validate_every):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        if step % 5 == 0:
+            wandb.log({"train/loss": loss.item()}, step=step)
+        if step % validate_every == 0:
+            wandb.log({"val/loss": validate(model)}, step=step + 1)
+        torch_xla.sync()
+"""
+
+
+def test_a_deferred_wandb_log_before_another_wandb_log_is_a_review():
+    """Held-out 81, AdaBins: the train loss logged at ``step=step`` ran, deferred, after the
+    validation log at ``step=step + 1``: wandb drops a log to an earlier step (lost data)."""
+    (f,) = findings(WANDB_STEP, "XLA401")
+    assert not f.fix.safe and "wandb drops a log to an earlier step" in f.fix.review_reason
+    alone = WANDB_STEP.replace(
+        'wandb.log({"val/loss": validate(model)}, step=step + 1)', "print(validate(model))"
+    )
+    (f,) = findings(alone, "XLA401")
+    assert f.fix.safe  # a print is no wandb log; a metrics dict is no line of text

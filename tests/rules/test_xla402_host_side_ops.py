@@ -74,3 +74,42 @@ def test_an_op_on_tensors_copied_to_the_cpu_runs_on_the_host():
     assert findings(METRICS, "XLA402") == []
     on_device = METRICS.replace(".detach().cpu()", ".detach()")
     assert [f.code for f in findings(on_device, "XLA402")] == ["XLA402"]
+
+
+NUMPY_EVAL = """
+import numpy as np
+import torch
+
+
+def validate(model, loader, lo, hi):
+    errors = []
+    for x, depth in loader:
+        pred = model(x)
+        pred = pred.squeeze().cpu().numpy()
+        pred[pred < lo] = lo
+        gt = depth.squeeze().cpu().numpy()
+        valid = np.logical_and(gt > lo, gt < hi)
+        errors.append(np.abs(gt[valid] - pred[valid]).mean())
+    return errors
+
+
+def train(model, loader, optimizer, lo, hi):
+    for step, (x, depth) in enumerate(loader):
+        loss = (model(x) - depth).abs().mean()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            print(validate(model, loader, lo, hi))
+"""
+
+
+def test_mask_ops_on_arrays_made_with_numpy_are_host_work():
+    """Held-out 81, AdaBins' validate: ``pred = pred.squeeze().cpu().numpy()`` then
+    ``pred[pred < lo] = lo``: numpy arrays, whatever ``pred`` held before."""
+    assert findings(NUMPY_EVAL, "XLA402") == []
+    moved_back = NUMPY_EVAL.replace(
+        "        pred[pred < lo] = lo\n",
+        "        if lo > 0:\n            pred = model(x)\n        pred[pred < lo] = lo\n",
+    )
+    # a branch between binds it to the model output: no longer provably a host array
+    assert [f.span.start.line + 1 for f in findings(moved_back, "XLA402")] == [12, 15]

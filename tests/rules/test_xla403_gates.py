@@ -217,3 +217,21 @@ def test_an_availability_branch_whose_else_goes_on_is_no_stop():
         print("cpu")
     """
     assert [f for f in findings(code, "XLA403") if "else branch" in f.message] == []
+
+
+def test_a_requirement_only_when_the_flag_asks_for_the_device():
+    """Held-out 81's matting trainer: ``if args.cuda and not torch.cuda.is_available(): raise``
+    with the ``--cuda`` flag the converted script needs: it stops every such run; keeping
+    ``args.cuda`` alone would too, so the advice drops the whole requirement."""
+    text = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cuda", action="store_true")
+    args = parser.parse_args()
+    if args.cuda and not torch.cuda.is_available():
+        raise Exception("No GPU found, please run without --cuda")
+    """
+    (f,) = [f for f in findings(text, "XLA403") if f.span.start.line + 1 == 6]
+    assert f.fix is None and "whenever `args.cuda` holds" in f.message
+    assert "the whole `if`" in f.manual

@@ -405,14 +405,29 @@ def _beside_xm_save(model: ScriptModel, call: ast.Call) -> bool:
     if scope is None:
         return False
     handed = set(injected_xla_calls(model))
-    return any(
-        isinstance(n, ast.Call)
-        and (
+    around = set(map(id, model.ancestors(call)))
+    for n in ast.walk(scope):
+        if not isinstance(n, ast.Call) or not (
             model.call_name(n) == "torch_xla.core.xla_model.save"
             or (n in handed and n.func.attr == "save")  # type: ignore[attr-defined]
+        ):
+            continue
+        # On the same path: not the XLA side of a switch whose other side is this save.
+        stmt = model.enclosing_statement(n)
+        parent = model.parent(stmt) if stmt is not None else None
+        if parent is None or id(parent) not in around:
+            continue
+        block = next(
+            (
+                b
+                for f in ("body", "orelse", "finalbody", "handlers")
+                if stmt in (b := getattr(parent, f, None) or [])
+            ),
+            [],
         )
-        for n in ast.walk(scope)
-    )
+        if any(s is call or id(s) in around for s in block):
+            return True
+    return False
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

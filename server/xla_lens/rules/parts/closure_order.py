@@ -2,8 +2,9 @@
 closure runs the report when the step ends, so a message that used to come out before
 another print or log line of the same iteration would now come out after it
 (held-out 42, hubert: "valid -- epoch ..." printed after "new best model found!" and
-"Saved checkpoint"). Reports to other sinks (TensorBoard scalars, tqdm postfixes) keep
-their step numbers and need no order; the deferred report's own later passes are deferred
+"Saved checkpoint"). wandb logs keep an order too: wandb drops a log to a step before its last
+one. Reports to other sinks (TensorBoard scalars, tqdm postfixes) keep their step numbers
+and need no order; the deferred report's own later passes are deferred
 too, and closures run in the order they were added.
 """
 
@@ -85,23 +86,55 @@ def reported_out_of_order(
     once). ``deferred``: whether a later statement is itself moved, safely, into a closure
     (closures run in the order they were added, so the two keep theirs)."""
     call = stmt.value
-    if not (isinstance(call, ast.Call) and _text_report(model, call)):
+    if not isinstance(call, ast.Call):
+        return None
+    if _text_report(model, call):
+        same_sink = _text_report
+        why = (
+            "prints later in the same iteration but runs at once: the deferred message would "
+            "come out after it, out of order"
+        )
+    elif _wandb_log(model, call):
+        # wandb keeps one step counter: a log to a step before the last one is dropped, and
+        # one with no step= takes the next step (held-out 81, AdaBins: the deferred train
+        # loss at step=step came after the validation log at the same iteration's step=step).
+        same_sink = _wandb_log
+        why = (
+            "logs to wandb later in the same iteration but runs at once: the deferred log "
+            "would reach wandb after it, and wandb drops a log to an earlier step (or gives "
+            "one without step= the next step)"
+        )
+    else:
         return None
     for node in rest_of_iteration(model, loop, stmt):
         if node is stmt or _exclusive(model, stmt, node):
             continue
         for inner in ast.walk(node):
-            if not (isinstance(inner, ast.Call) and _text_report(model, inner)):
+            if not (isinstance(inner, ast.Call) and same_sink(model, inner)):
                 continue
             holder = model.enclosing_statement(inner)
             if isinstance(holder, ast.Expr) and holder.value is inner and deferred(holder):
                 continue
-            return (
-                f"line {line_ref(inner.lineno)} (`{model.segment(inner)}`) prints later in "
-                "the same iteration but runs at once: the deferred message would come out "
-                "after it, out of order"
-            )
+            return f"line {line_ref(inner.lineno)} (`{model.segment(inner)}`) {why}"
     return None
+
+
+WANDB_LOGS = frozenset({"wandb.log", "wandb.sdk.wandb_run.Run.log"})
+
+
+def _wandb_log(model: ScriptModel, call: ast.Call) -> bool:
+    """``wandb.log(...)``, or ``run.log({...})`` on a name bound to ``wandb.init(...)``."""
+    if model.call_name(call) in WANDB_LOGS:
+        return True
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute) and func.attr == "log" and isinstance(func.value, ast.Name)
+    ):
+        return False
+    values = model.assigned_from(func.value.id)
+    return bool(values) and all(
+        isinstance(v, ast.Call) and model.call_name(v) == "wandb.init" for v in values
+    )
 
 
 __all__ = ["clock_read", "reported_out_of_order"]

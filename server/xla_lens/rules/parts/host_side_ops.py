@@ -29,7 +29,7 @@ def on_host_here(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
     held-out 37: logits copied with ``.detach().cpu()``, then ranked through a dict)."""
     if not isinstance(op, ast.Call | ast.Subscript):
         return False
-    if _on_the_cpu(model, fn, op):
+    if _on_the_cpu(model, fn, op) or _rebound_to_host(model, fn, op):
         return True
     operands = _names(op) - {"torch"}
     line = getattr(op, "lineno", 0)
@@ -92,3 +92,55 @@ def _moves_to_a_device(call: ast.Call) -> bool:
         and first.value.id == "torch"
     )
     return not is_dtype
+
+
+HOST_CONVERSIONS = frozenset({"numpy", "tolist"})
+
+
+def _rebound_to_host(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
+    """Every name the op indexes or reads was last bound, on a line that surely runs before
+    it, to ``.numpy()`` / ``.tolist()`` / a numpy call (held-out 81, AdaBins' ``validate``:
+    ``pred = pred.squeeze().cpu().numpy()`` then ``pred[pred < lo] = lo``): a host array,
+    whatever the name held before."""
+    reads = {
+        n.id
+        for n in ast.walk(op)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in {"np", "torch"}
+    }
+    subject = op.value if isinstance(op, ast.Subscript) else None
+    if not isinstance(subject, ast.Name):
+        return False
+    line = getattr(op, "lineno", 0)
+    ancestors = set(map(id, model.ancestors(op)))
+    last: ast.Assign | None = None
+    for node in model.walk_scope(fn):
+        if (
+            isinstance(node, ast.Assign)
+            and node.lineno < line
+            and any(isinstance(t, ast.Name) and t.id == subject.id for t in node.targets)
+            and id(model.parent(node)) in ancestors
+            and (last is None or node.lineno > last.lineno)
+        ):
+            last = node
+    if last is None or not _host_array(model, last.value):
+        return False
+    for node in model.walk_scope(fn):  # a branch between may bind it to something else
+        if (
+            isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+            and last.lineno < node.lineno < line
+            and any(
+                isinstance(t, ast.Name) and t.id == subject.id
+                for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            )
+        ):
+            return False
+    return subject.id in reads
+
+
+def _host_array(model: ScriptModel, value: ast.AST) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    if method_name(value) in HOST_CONVERSIONS and not value.args:
+        return True
+    name = model.call_name(value) or ""
+    return name.startswith("numpy.")
