@@ -228,3 +228,28 @@ def test_a_parameter_getter_and_a_tuple_alias_to_the_attribute_moved_later():
     """
     (f,) = findings(code, "XLA109")
     assert "`self.model.cuda()` (line 9)" in f.message and f.span.start.line == 4
+
+
+def test_a_guarded_move_goes_up_with_its_guard_but_not_an_else_branch():
+    """Held-out 81: ``if args.cuda: model = model.cuda()`` after the optimizer; the guard has
+    no other branch, so it goes above the optimizer as a whole."""
+    text = """
+    import torch
+
+    def build(args):
+        model = torch.nn.Linear(2, 2)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        if args.cuda:
+            model = model.cuda()
+        return model, optimizer
+    """
+    (f,) = findings(text, "XLA109")
+    assert f.fix is not None and f.fix.safe
+    out = fixed(text, "XLA109")
+    assert out.index("if args.cuda:") < out.index("optimizer = torch.optim.SGD")
+    with_else = text.replace(
+        "            model = model.cuda()\n",
+        "            model = model.cuda()\n        else:\n            model = model.half()\n",
+    )
+    (f,) = findings(with_else, "XLA109")
+    assert f.fix is None

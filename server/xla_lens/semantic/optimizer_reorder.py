@@ -34,6 +34,17 @@ def _block(model: ScriptModel, stmt: ast.stmt) -> list[ast.stmt] | None:
     return None
 
 
+def _guarded_move(model: ScriptModel, stmt: ast.stmt) -> ast.If | None:
+    """The ``if`` whose whole body is the move ``stmt`` (no else, no elif above it)."""
+    guard = model.parent(stmt)
+    if not (isinstance(guard, ast.If) and guard.body == [stmt] and not guard.orelse):
+        return None
+    outer = model.parent(guard)
+    if isinstance(outer, ast.If) and guard in outer.orelse:
+        return None  # an elif: it runs only when the tests above it fail
+    return guard
+
+
 def _is_plain_move(move: Event) -> bool:
     """``model.to(d)`` / ``model.cuda()`` alone, or ``model = model.to(d)``."""
     stmt = move.stmt
@@ -170,25 +181,28 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
             None, "", False, f"`{build.via}()` returns the model together with the optimizer"
         )
     block = _block(model, build.stmt)
-    if block is None or move.stmt not in block or block is not _block(model, move.stmt):
+    # ``if args.cuda: model = model.cuda()`` (held-out 81's matting trainer): the guarded
+    # move goes up as a whole, its test with it.
+    unit = _guarded_move(model, move.stmt) or move.stmt
+    if block is None or unit not in block or block is not _block(model, unit):
         return ReorderPlan(None, "", False, "the build and the move are in different blocks")
-    if not (model.in_indented_block(build.stmt) and model.in_indented_block(move.stmt)):
+    if not (model.in_indented_block(build.stmt) and model.in_indented_block(unit)):
         return ReorderPlan(None, "", False, "the statements share a line with their block header")
-    i, j = block.index(build.stmt), block.index(move.stmt)
+    i, j = block.index(build.stmt), block.index(unit)
     start = _first_parameter_read(block, i, move.path)
     root = move.path.split(".")[0]
     derived = _derivations(block, i, move.path)
     entangled = [k for k in derived if root in _names([block[k]], ast.Store)]
     start = min([start, *(k for k in derived if k not in entangled)])
     between = block[start + 1 : j]
-    reads = _names([move.stmt], ast.Load) - {move.path.split(".")[0]}
+    reads = _names([unit], ast.Load) - {move.path.split(".")[0]}
     if reads & _names(block[start : i + 1] + between, ast.Store):
         return ReorderPlan(
             None, "", False, "a name the move reads is bound after the optimizer is built"
         )
     # The engine keeps the removed statement's comments where it stood.
-    code = model.segment(move.stmt)
-    ops = (RemoveStatement(model.span(move.stmt)), InsertBefore(model.span(block[start]), code))
+    code = model.segment(unit)
+    ops = (RemoveStatement(model.span(unit)), InsertBefore(model.span(block[start]), code))
     title = f"Move the model to the device first: `{model.segment(move.stmt)}` before the optimizer"
     # What the optimizer takes from the model is meant to be taken after the move.
     taking = {id(block[k]) for k in derived}
