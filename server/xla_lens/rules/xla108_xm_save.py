@@ -404,14 +404,20 @@ def _beside_xm_save(model: ScriptModel, call: ast.Call) -> bool:
     scope = model.enclosing_function(call)
     if scope is None:
         return False
-    handed = set(injected_xla_calls(model))
+    saves: dict[int, list[ast.Call]] = model.memo(_beside_xm_save, dict)
+    if id(scope) not in saves:
+        handed = set(injected_xla_calls(model))
+        saves[id(scope)] = [
+            n
+            for n in ast.walk(scope)
+            if isinstance(n, ast.Call)
+            and (
+                model.call_name(n) == "torch_xla.core.xla_model.save"
+                or (n in handed and n.func.attr == "save")  # type: ignore[attr-defined]
+            )
+        ]
     around = set(map(id, model.ancestors(call)))
-    for n in ast.walk(scope):
-        if not isinstance(n, ast.Call) or not (
-            model.call_name(n) == "torch_xla.core.xla_model.save"
-            or (n in handed and n.func.attr == "save")  # type: ignore[attr-defined]
-        ):
-            continue
+    for n in saves[id(scope)]:
         # On the same path: not the XLA side of a switch whose other side is this save.
         stmt = model.enclosing_statement(n)
         parent = model.parent(stmt) if stmt is not None else None

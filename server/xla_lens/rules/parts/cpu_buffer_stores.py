@@ -54,14 +54,14 @@ def cpu_buffer_store(model: ScriptModel, values: HostValues, node: ast.AST) -> s
 def _reaching_factory(model: ScriptModel, store: ast.Assign, name: str) -> ast.Call | None:
     """The ``name = torch.empty(...)`` (no device) last bound before ``store`` in the same
     function and the same or an enclosing block, with no other binding of ``name`` between."""
-    scope = model.enclosing_function(store) or model.tree
+    scope = model.enclosing_function(store)
     last: ast.Assign | None = None
-    for node in ast.walk(scope):
+    for node in model.assignments.get(name, ()):  # the index, not a walk per store
         if (
             isinstance(node, ast.Assign)
             and node.lineno < store.lineno
             and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-            and model.enclosing_function(node) is model.enclosing_function(store)
+            and model.enclosing_function(node) is scope
             and (last is None or node.lineno > last.lineno)
         ):
             last = node

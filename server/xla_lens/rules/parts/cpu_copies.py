@@ -73,30 +73,45 @@ def copied_to_cpu(model: ScriptModel, save: ast.Call, obj: ast.AST | None) -> bo
 
 def _moved_to_cpu(model: ScriptModel, save: ast.Call, name: str) -> bool:
     """``model = model.to("cpu")`` (or ``model.cpu()``) is the last statement before ``save``
-    in the same function that binds or moves ``name`` (held-out 79's TPU control: the master
-    moves the model to the CPU, then saves ``model.state_dict()``): its state is on the CPU."""
-    scope = model.enclosing_function(save) or model.tree
-    last: ast.AST | None = None
-    for node in ast.walk(scope):
-        if not isinstance(node, ast.Assign | ast.Expr) or node.lineno >= save.lineno:
-            continue
-        binds = isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        )
-        moves = (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Call)
-            and method_name(node.value) in {"to", "cpu", "cuda"}
-            and isinstance(node.value.func.value, ast.Name)  # type: ignore[attr-defined]
-            and node.value.func.value.id == name  # type: ignore[attr-defined]
-        )
-        if (binds or moves) and (last is None or node.lineno > last.lineno):  # type: ignore[attr-defined]
-            last = node
+    in its block that binds or moves ``name``, with nothing nested between that could
+    (held-out 79's TPU control: the master moves the model to the CPU, then saves
+    ``model.state_dict()``): its state is on the CPU. Only the block's statements before the
+    save are read, so a big module pays for its own block, not its whole text per save."""
     stmt = model.enclosing_statement(save)
-    if last is None or stmt is None or not _same_block(model, last, stmt):
-        return False  # a move in a branch (or a loop) may not run before the save
-    value = last.value  # type: ignore[attr-defined]
-    return _to_cpu(value) and isinstance(value.func.value, ast.Name) and value.func.value.id == name
+    parent = model.parent(stmt) if stmt is not None else None
+    block = next(
+        (
+            b
+            for f in ("body", "orelse", "finalbody")
+            if isinstance(b := getattr(parent, f, None), list) and stmt in b
+        ),
+        None,
+    )
+    if block is None:
+        return False
+    for before in reversed(block[: block.index(stmt)]):
+        if isinstance(before, ast.Assign | ast.Expr):
+            value = before.value
+            binds = isinstance(before, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in before.targets
+            )
+            moves = (
+                isinstance(before, ast.Expr)
+                and isinstance(value, ast.Call)
+                and method_name(value) in {"to", "cpu", "cuda"}
+                and isinstance(value.func.value, ast.Name)  # type: ignore[attr-defined]
+                and value.func.value.id == name  # type: ignore[attr-defined]
+            )
+            if binds or moves:
+                return (
+                    _to_cpu(value)
+                    and isinstance(value.func.value, ast.Name)  # type: ignore[attr-defined]
+                    and value.func.value.id == name  # type: ignore[attr-defined]
+                )
+            continue
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(before)):
+            return False  # a block between may bind or move it
+    return False
 
 
 def _same_block(model: ScriptModel, first: ast.AST, then: ast.stmt) -> bool:

@@ -113,7 +113,10 @@ def _rebound_to_host(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
     line = getattr(op, "lineno", 0)
     ancestors = set(map(id, model.ancestors(op)))
     last: ast.Assign | None = None
-    for node in model.walk_scope(fn):
+    bindings = [
+        n for n in model.assignments.get(subject.id, ()) if model.enclosing_function(n) is fn
+    ]
+    for node in bindings:
         if (
             isinstance(node, ast.Assign)
             and node.lineno < line
@@ -124,7 +127,7 @@ def _rebound_to_host(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
             last = node
     if last is None or not _host_array(model, last.value):
         return False
-    for node in model.walk_scope(fn):  # a branch between may bind it to something else
+    for node in [*bindings, *_aug_assigns(model, fn, subject.id)]:  # a branch between
         if (
             isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
             and last.lineno < node.lineno < line
@@ -144,3 +147,14 @@ def _host_array(model: ScriptModel, value: ast.AST) -> bool:
         return True
     name = model.call_name(value) or ""
     return name.startswith("numpy.")
+
+
+def _aug_assigns(model: ScriptModel, fn: ast.AST, name: str) -> list[ast.AugAssign]:
+    return [
+        n
+        for n in model.nodes_of(ast.AugAssign)
+        if isinstance(n, ast.AugAssign)
+        and isinstance(n.target, ast.Name)
+        and n.target.id == name
+        and model.enclosing_function(n) is fn
+    ]
