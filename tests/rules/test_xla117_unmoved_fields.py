@@ -7,6 +7,7 @@ TRAIN = """
 import torch
 
 def train_epoch(data_loader, model, criterion, optimizer, device):
+    model.train()
     for i, (inputs, targets) in enumerate(data_loader):
         targets = targets.to(device, non_blocking=True)
         outputs = model(inputs)
@@ -23,7 +24,7 @@ def _unmoved(code: str) -> list:
 
 def test_the_unmoved_input_is_found_and_moved_where_the_targets_go():
     (f,) = _unmoved(TRAIN)
-    assert f.span.start.line + 1 == 6 and f.fix is not None and f.fix.safe
+    assert f.span.start.line + 1 == 7 and f.fix is not None and f.fix.safe
     assert "`inputs`" in f.message and "`targets`" in f.message
     assert "outputs = model(inputs.to(device))" in fixed(TRAIN, "XLA117")
 
@@ -32,6 +33,7 @@ def test_a_validation_loop_under_no_grad_too():
     code = """
     import torch
     def val_epoch(data_loader, model, device):
+        model.eval()
         with torch.no_grad():
             for inputs, targets in data_loader:
                 targets = targets.cuda()
@@ -80,3 +82,38 @@ def test_an_xla_loader_moves_whole_batches():
 def test_nothing_moved_is_the_other_finding_not_this_one():
     code = TRAIN.replace("        targets = targets.to(device, non_blocking=True)\n", "")
     assert _unmoved(code) == []
+
+
+def test_a_callee_not_shown_to_be_a_module_gets_its_fix_for_review():
+    # Nothing says `encoder` is a module: it may prepare the batch (a tokenizer, a
+    # transform), and `inputs` may then be a list of strings that `.to()` breaks.
+    code = TRAIN.replace("outputs = model(inputs)", "outputs = encoder(inputs)")
+    (f,) = _unmoved(code)
+    assert f.fix is not None and not f.fix.safe
+    assert "nothing here shows `encoder` is a module" in f.fix.review_reason
+    # A module wrapped where it is bound is one.
+    code = TRAIN.replace("    model.train()\n", "    model = torch.nn.DataParallel(model).cuda()\n")
+    (f,) = _unmoved(code)
+    assert f.fix is not None and f.fix.safe
+
+
+def test_a_call_whose_result_the_loop_moves_is_not_the_model():
+    # Held-out 84 (ALBEF's VQA.py): `tokenizer(question, ..., return_tensors="pt").to(device)`
+    # with `question` a list of strings from the collate function; moving `question` raised
+    # "'list' object has no attribute 'to'" on the first step.
+    code = """
+    import torch
+
+    def train(model, data_loader, tokenizer, optimizer, device):
+        model.train()
+        for i, (image, question, answer) in enumerate(data_loader):
+            image = image.to(device, non_blocking=True)
+            question_input = tokenizer(question, padding="longest", return_tensors="pt").to(device)
+            answer_input = tokenizer(answer, padding="longest", return_tensors="pt").to(device)
+            loss = model(image, question_input, answer_input)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    """
+    assert _unmoved(code) == []
+    assert "question.to(" not in fixed(code, unsafe=True)

@@ -26,7 +26,7 @@ from ..semantic.wrapped_steps import workspace_step
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.eval_loops import evaluating
 from .parts.self_optimizers import init_builds
-from .parts.unmoved_batch_fields import UnmovedField, unmoved_batch_fields
+from .parts.unmoved_batch_fields import UnmovedField, proven_module, unmoved_batch_fields
 
 CODE = "XLA117"
 PARAMETER_METHODS = frozenset({"parameters", "named_parameters", "zero_grad"})
@@ -181,6 +181,8 @@ def _unmoved_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[Findin
     for found in unmoved_batch_fields(model, loops):
         name = found.arg.id
         moved = f"{name}.to({found.device})" if found.device else f"{name}.cuda()"
+        module = proven_module(model, found.call)
+        callee = model.segment(found.call.func)
         yield Finding(
             CODE,
             f"`{name}` goes to the model without being moved to the device, while "
@@ -192,14 +194,21 @@ def _unmoved_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[Findin
             fix=Fix(
                 f"Move it where `{found.moved}` goes: {moved}",
                 (Replace(model.span(found.arg), moved),),
-                safe=not (other := _other_use(model, found)),
+                safe=not (other := _other_use(model, found)) and module,
                 review_reason=(
                     f"`{name}` is also used on line {line_ref(other.lineno)} "
                     f"(`{model.segment(model.enclosing_statement(other) or other)[:50].strip()}`), "
                     "which still gets the CPU tensor: if that reaches the model too, move "
                     f"`{name}` once where the batch is unpacked instead"
                     if other
-                    else ""
+                    else (
+                        f"nothing here shows `{callee}` is a module (no `.train()`, "
+                        "`.parameters()` or `.to(...)` of it): if it prepares the batch "
+                        f"instead (a tokenizer, a transform), `{name}` may be a list of strings "
+                        "that `.to()` breaks"
+                        if not module
+                        else ""
+                    )
                 ),
             ),
         )

