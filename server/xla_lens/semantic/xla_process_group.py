@@ -161,8 +161,12 @@ def callers_build_groups(model: ScriptModel, name: str) -> bool:
     runs (read from disk, never run; an import alias of init_process_group is not followed)."""
     from .workspace_callers import workspace_callers  # the model imports this module
 
-    callers = workspace_callers(model, name)
-    return bool(callers) and all(_calls_init(c.path) for c in callers)
+    return modules_build_groups([c.path for c in workspace_callers(model, name)])
+
+
+def modules_build_groups(paths: list[Path]) -> bool:
+    """At least one module, and every one of them calls ``init_process_group``."""
+    return bool(paths) and all(_calls_init(p) for p in paths)
 
 
 def _calls_init(path: Path) -> bool:
@@ -181,4 +185,10 @@ def _calls_init(path: Path) -> bool:
     )
 
 
-__all__ = ["INIT", "callers_build_groups", "makes_xla_group", "xla_group_exists_before"]
+__all__ = [
+    "INIT",
+    "callers_build_groups",
+    "makes_xla_group",
+    "modules_build_groups",
+    "xla_group_exists_before",
+]

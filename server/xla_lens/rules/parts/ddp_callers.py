@@ -79,6 +79,22 @@ def unseen_caller(model: ScriptModel, step: ast.Call) -> str:
     )
 
 
+def callers_of_entries(model: ScriptModel, fn: ast.AST) -> list[CallerModule] | None:
+    """The workspace modules that call ``fn`` or a function of this file whose calls lead to
+    it (``get_loss`` <- ``train`` <- main.py: Chinese-CLIP, held-out 84); None when this
+    module's own top-level code calls one of them."""
+    entries, called_here = _entries(model, fn)
+    if called_here:
+        return None
+    return [
+        c
+        for entry in entries
+        if isinstance(entry, ast.FunctionDef | ast.AsyncFunctionDef)
+        and isinstance(model.parent(entry), ast.Module)
+        for c in workspace_callers(model, entry.name)
+    ]
+
+
 def _entries(model: ScriptModel, fn: ast.AST) -> tuple[list[ast.AST], bool]:
     """``fn`` and the functions of this file whose calls lead to it; whether the module's
     own top-level code calls one of them."""
