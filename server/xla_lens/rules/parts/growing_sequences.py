@@ -120,7 +120,32 @@ def _grown_names(model: ScriptModel, loop: ast.AST) -> Iterator[tuple[str, ast.C
         name = node.targets[0].id
         parts = node.value.args[0].elts  # type: ignore[attr-defined]
         if parts and isinstance(parts[0], ast.Name) and parts[0].id == name:
-            yield name, node.value
+            if not _rebound_fresh(model, loop, name):
+                yield name, node.value
+
+
+def _rebound_fresh(model: ScriptModel, loop: ast.AST, name: str) -> bool:
+    """``name`` gets a new value in the loop that is not made from itself: a ``for`` target
+    (text2img-DiT's ``for x, y in loader`` around a sampling block's ``y = torch.cat([y,
+    y_null])``, held-out 84) or a reset, so the concatenation does not carry into the next
+    iteration of this loop."""
+    for node in [loop, *model.walk_scope(loop)]:
+        if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            if any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(node.target)):
+                return True
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            binds = any(isinstance(t, ast.Name) and t.id == name for t in targets) or any(
+                isinstance(e, ast.Name) and e.id == name
+                for t in targets
+                if isinstance(t, ast.Tuple | ast.List)
+                for e in t.elts
+            )
+            if binds and not any(
+                isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.value)
+            ):
+                return True
+    return False
 
 
 def _fed_to_a_call(model: ScriptModel, loop: ast.AST, grown: str, cat: ast.Call) -> ast.Call | None:
