@@ -82,3 +82,20 @@ def test_a_wrapper_moved_as_it_is_built_reads_back_as_the_model():
     out = fixed(code, "XLA110", unsafe=True)
     assert "model = model.cuda()\n" in out
     assert '{"model": model.state_dict(), "step": 3}' in out
+
+
+def test_a_wrap_in_one_branch_leaves_the_reads_the_other_branch_wraps_too():
+    # Held-out 83 (HigherHRNet's dist_train.py): DDP when distributed, DataParallel otherwise;
+    # the `.module` reads after the `if` read the DDP as well. Rewriting them to `model`
+    # (with DDP kept over the xla backend) saved `module.`-prefixed keys that the repo's
+    # strict load then refused.
+    code = SAVES_INNER.replace(
+        "    model = nn.DataParallel(model)\n",
+        "    if distributed:\n"
+        "        model = nn.parallel.DistributedDataParallel(model)\n"
+        "    else:\n"
+        "        model = nn.DataParallel(model)\n",
+    ).replace("def train(path):", "def train(path, distributed):")
+    f = _wrap_finding(code)
+    assert f.fix is not None and not f.fix.safe and "`.module`" in f.fix.review_reason
+    assert "model.module.state_dict()" in fixed(code, "XLA110", unsafe=True)

@@ -102,6 +102,10 @@ def wrapper_reads(model: ScriptModel, call: ast.Call) -> list[ast.Attribute] | N
             return None
         if isinstance(node.ctx, ast.Store | ast.Del):
             return None
+        if not _runs_after_in_same_block(model, stmt, node):
+            # HigherHRNet (held-out 83): the wrap is the ``else:`` of an ``if args.distributed:``
+            # that wraps in DDP; the ``.module`` reads after the ``if`` also read the DDP.
+            return None
         reads.append(node)
     for node in model.walk_scope(scope):
         if (
@@ -113,6 +117,24 @@ def wrapper_reads(model: ScriptModel, call: ast.Call) -> list[ast.Attribute] | N
         ):
             return None  # bound again: a later ``.module`` may not be this wrapper's
     return reads
+
+
+def _runs_after_in_same_block(model: ScriptModel, stmt: ast.stmt, node: ast.AST) -> bool:
+    """``node`` sits in a statement after ``stmt`` in the block that holds ``stmt`` (so every
+    path to it ran ``stmt``), not after a branch that ``stmt`` is one arm of."""
+    parent = model.parent(stmt)
+    block = next(
+        (
+            b
+            for field in ("body", "orelse", "finalbody", "handlers")
+            if isinstance(b := getattr(parent, field, None), list) and stmt in b
+        ),
+        None,
+    )
+    if block is None:
+        return False
+    later = {id(s) for s in block[block.index(stmt) + 1 :]}
+    return any(id(a) in later for a in model.ancestors(node))
 
 
 def _review_reason(model: ScriptModel, rewritten: frozenset[int] = frozenset()) -> str:
