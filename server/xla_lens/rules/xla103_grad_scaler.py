@@ -28,6 +28,7 @@ from .base import (
     SetArgs,
     Severity,
 )
+from .parts.apex_fp16_utils import apex_fp16_utils_findings
 from .parts.device_from_caller import device_from_caller
 from .parts.final_fixes import final_findings
 from .parts.manual_loss_scaling import manual_loss_scaling
@@ -326,6 +327,12 @@ def _opt_level(model: ScriptModel, calls: list[ast.Call]) -> str | None:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _apex(model, ctx)
+    autocast = (
+        "torch_xla.amp.autocast"
+        if ctx.target == "legacy"
+        else 'torch.autocast("xla", dtype=torch.bfloat16)'
+    )
+    yield from apex_fp16_utils_findings(model, CODE, autocast)
     yield from manual_loss_scaling(model, CODE)
     yield from timm_scaler_findings(model, CODE)
     for call in model.calls:
