@@ -23,6 +23,7 @@ from ..semantic import (
     workspace_callers,
     workspace_calls,
     workspace_classes,
+    workspace_option_tests,
     workspace_print,
 )
 
@@ -33,6 +34,7 @@ _CACHES = (
     workspace_classes,
     workspace_backend,
     workspace_print,
+    workspace_option_tests,
     ddp_wrappers,
     xla118_workspace_helper,
 )

@@ -61,6 +61,7 @@ from .parts.checkpoint_objects import (
 )
 from .parts.cpu_copies import copied_to_cpu
 from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
+from .parts.rebuilt_containers import rebuilt_container_reason
 from .parts.resumed_entries import resumed_entry_reason
 from .parts.safetensors_saves import safetensors_state_saves
 from .parts.trainer_model_saves import device_model_saves, trainer_model_saves
@@ -243,6 +244,14 @@ def _review(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> str:
             "(measured on torch_xla 2.9), which random.setstate refuses (TypeError); keep "
             "torch.save for that entry, or turn it back into a tuple where it is loaded"
         )
+    obj = arg_or_keyword(call, 0, "obj")
+    if obj is not None:
+        saved: list[ast.AST] = [obj]
+        if isinstance(obj, ast.Name):
+            saved += model.assigned_from(obj.id) + _entries_stored(model, obj)
+        rebuilt = rebuilt_container_reason(model, saved)
+        if rebuilt:
+            return rebuilt
     path = arg_or_keyword(call, 1, "f")
     if (
         isinstance(path, ast.Name)

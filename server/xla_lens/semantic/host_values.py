@@ -27,6 +27,7 @@ from .assigned_values import is_shape_number
 from .batch_placement import stays_on_cpu
 from .binding_sets import frame_values, global_values, name_and_attribute_stores
 from .host_calls import DEFAULT_DEVICE_SETTERS, MOVES, HostCalls
+from .loaders import legacy_data_parallel_step_index
 from .loop_frames import counts
 from .model import ScriptModel, method_name, receiver
 from .node_helpers import dotted, is_group_setting, keyword
@@ -290,7 +291,11 @@ class HostValues(HostCalls):
             and node.target.elts
             and isinstance(node.target.elts[0], ast.Name)
             and node.target.elts[0].id == name.id
-            and self._enumerates(node.iter, scope, set())
+            and (
+                self._enumerates(node.iter, scope, set())
+                # torch_xla's old DataParallel hands its loop function (step, batch) pairs
+                or legacy_data_parallel_step_index(self.model, node) == name.id
+            )
             for node, _value in loops
         )
 

