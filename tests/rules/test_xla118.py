@@ -1067,3 +1067,39 @@ class STN(torch.nn.Module):
     assert validate.message.startswith("validation() runs code in evaluate.py that needs")
     assert "line 2: device picker" in validate.message
     # unrelated() reads no module-level device: no finding (three in all, above).
+
+
+VALIDATION = """
+import torch
+
+
+def val_epoch(epoch, data_loader, model, criterion, device):
+    model.eval()
+    losses = []
+    with torch.no_grad():
+        for i, (inputs, targets) in enumerate(data_loader):
+            targets = targets.to(device, non_blocking=True)
+            outputs = model(inputs)
+            losses.append(criterion(outputs, targets))
+    return torch.stack(losses).mean()
+"""
+
+
+def test_an_unmoved_batch_field_in_a_helper_loop_is_named_at_the_call(tmp_path: Path):
+    # Held-out 85 (3D-ResNets' main.py -> validation.py): DataParallel moved `inputs` on
+    # CUDA; on XLA the helper's loop hands the model a CPU tensor whatever main.py does.
+    _write(tmp_path / "validation.py", VALIDATION)
+    script = _write(
+        tmp_path / "main.py",
+        """
+        import torch
+        from validation import val_epoch
+
+        def main(model, loader, device):
+            model = torch.nn.DataParallel(model).to(device)
+            for epoch in range(3):
+                val_epoch(epoch, loader, model, torch.nn.CrossEntropyLoss(), device)
+        """,
+    )
+    (f,) = [f for f in _found(script) if "val_epoch()" in f.message]
+    assert "`inputs` goes to the model without being moved" in f.message and "(XLA117)" in f.message

