@@ -93,3 +93,52 @@ def test_xm_save_gives_plain_containers_back(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["dict", "dict", "list"]
+
+
+CONFIG_SAVE = src("""
+import torch
+from omegaconf import DictConfig
+
+
+def training_loop(cfg: DictConfig, model, optimizer, args):
+    model = model.cuda()
+    for step in range(3):
+        optimizer.step()
+    checkpoint = {
+        ENTRY,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+    }
+    torch.save(checkpoint, "last.pt")
+""")
+
+
+def test_a_config_object_or_class_in_the_checkpoint_makes_the_swap_wait_for_review():
+    # Held-out 88 (piano-gpt): `"run_config": cfg` (OmegaConf) made xm.save raise TypeError
+    # at the first save; torch.save pickles it.
+    for entry, what in (('"run_config": cfg', "an OmegaConf config"), ('"cls": Net', "a class")):
+        code = CONFIG_SAVE.replace("ENTRY", entry)
+        if "Net" in entry:
+            code += "\n\nclass Net(torch.nn.Module):\n    pass\n"
+        f = _save(code)
+        assert not f.fix.safe and what in f.fix.review_reason and "TypeError" in f.fix.review_reason
+    # An argparse namespace is copied fine (measured below): the swap stays safe.
+    assert _save(CONFIG_SAVE.replace("ENTRY", '"args": args')).fix.safe
+
+
+def test_xm_save_raises_on_a_class_where_torch_save_does_not(tmp_path):
+    code = (
+        "import argparse, torch, torch_xla, torch_xla.core.xla_model as xm\n"
+        f"xm.save({{'args': argparse.Namespace(lr=0.1)}}, {str(tmp_path / 'a.pt')!r})\n"
+        f"torch.save({{'cls': torch.nn.Linear}}, {str(tmp_path / 'b.pt')!r})\n"
+        "try:\n"
+        f"    xm.save({{'cls': torch.nn.Linear}}, {str(tmp_path / 'c.pt')!r})\n"
+        "except TypeError as e:\n"
+        "    print('TypeError', e)\n"
+    )
+    env = {**os.environ, "PJRT_DEVICE": "CPU"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert "TypeError 'mappingproxy' object does not support item assignment" in out.stdout

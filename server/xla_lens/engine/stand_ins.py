@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..rules import xla118_workspace_helper
+from ..rules.parts import sibling_fp32_islands
 from ..semantic import (
     ddp_wrappers,
     diskread,
@@ -37,6 +38,7 @@ _CACHES = (
     workspace_option_tests,
     ddp_wrappers,
     xla118_workspace_helper,
+    sibling_fp32_islands,
 )
 
 

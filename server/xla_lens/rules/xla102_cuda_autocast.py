@@ -16,6 +16,7 @@ from .parts.autocast_device_type import derivation_findings
 from .parts.device_after_fixes import device_not_xla
 from .parts.device_from_caller import device_from_caller
 from .parts.device_held import device_held
+from .parts.sibling_fp32_islands import fp32_islands, islands_reason
 from .parts.unused_amp_imports import unused_amp_imports
 
 CODE = "XLA102"
@@ -176,6 +177,16 @@ def _legacy(model: ScriptModel, call: ast.Call, args: dict[str, str], cuda_form:
     return Fix(title, (op, *e.imports))
 
 
+def _enables(call: ast.Call) -> bool:
+    """The autocast turns mixed precision on (not ``autocast(enabled=False)`` itself)."""
+    for kw in call.keywords:
+        if kw.arg == "enabled" and isinstance(kw.value, ast.Constant) and kw.value.value is False:
+            return False
+    return not (
+        call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False
+    )
+
+
 def _target_api(target: Target) -> str:
     if target == "legacy":
         return "torch_xla.amp.autocast"
@@ -236,6 +247,9 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             review = device_from_caller(model, ctx.target) or review
         if dtype_review is not None:
             review = f"{dtype_review}; {review}" if review else dtype_review
+        if fix is not None and _enables(call) and (islands := fp32_islands(model)):
+            island_review = islands_reason(model, islands)
+            review = f"{island_review}; {review}" if review else island_review
         if fix is not None and review is not None:
             fix = replace(fix, safe=False, review_reason=review)
             manual = f"review: {review}"

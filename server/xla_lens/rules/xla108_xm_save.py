@@ -66,7 +66,7 @@ from .parts.cpu_round_trips import (
     module_moved_to_cpu,
     nothing_trains_after,
 )
-from .parts.rebuilt_containers import rebuilt_container_reason
+from .parts.rebuilt_containers import rebuilt_container_reason, walker_crash_reason
 from .parts.resumed_entries import resumed_entry_reason
 from .parts.safetensors_saves import safetensors_state_saves
 from .parts.trainer_model_saves import device_model_saves, trainer_model_saves
@@ -254,7 +254,7 @@ def _review(model: ScriptModel, call: ast.Call, ctx: RuleContext) -> str:
         saved: list[ast.AST] = [obj]
         if isinstance(obj, ast.Name):
             saved += model.assigned_from(obj.id) + _entries_stored(model, obj)
-        rebuilt = rebuilt_container_reason(model, saved)
+        rebuilt = walker_crash_reason(model, saved) or rebuilt_container_reason(model, saved)
         if rebuilt:
             return rebuilt
     path = arg_or_keyword(call, 1, "f")

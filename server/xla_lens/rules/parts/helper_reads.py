@@ -25,7 +25,7 @@ from ...semantic.host_values import HostValues, host_values
 from ...semantic.line_refs import line_ref
 from ...semantic.model import ScriptModel, TrainingLoop, method_name, receiver
 from ...semantic.tensors import HOST_METHODS, loop_nodes, scope_of
-from ...semantic.value_kinds import CPU, DEV, UNK, Value, verdict
+from ...semantic.value_kinds import CPU, DEV, NUM, UNK, Value, verdict
 from ...semantic.value_places import Places
 from ...semantic.workspace_calls import ParsedModule, helper_target, parsed_module
 from ...semantic.workspace_classes import ClassCall, class_call
@@ -305,8 +305,7 @@ def _sibling_reads(
         return None
     judged: list[tuple[tuple[str, ...], ast.AST, str, str]] = []
     handed_a_tensor = any(
-        host_values(model).is_device(a.value if isinstance(a, ast.Starred) else a)
-        for a in (*call.args, *(k.value for k in call.keywords))
+        _may_be_a_tensor(model, a) for a in (*call.args, *(k.value for k in call.keywords))
     )
     for chain, hops, read, what in _reads_in(sibling, fn, reads, lambda _fn: False, MAX_DEPTH):
         if not handed_a_tensor and _tensor_guarded(sibling, read):
@@ -318,6 +317,17 @@ def _sibling_reads(
         return None
     first = next((j for j in judged if j[3] == "device"), judged[0])
     return str(parsed.path), first
+
+
+def _may_be_a_tensor(model: ScriptModel, arg: ast.expr) -> bool:
+    """Not a number on some path and never a device value: ``max_lr = 0.0`` then
+    ``max_lr = max(max_lr, group["lr"])`` is a number; ``opt.param_groups[0]["params"][0]``
+    (unknown) may be a tensor."""
+    values = host_values(model)
+    if isinstance(arg, ast.Starred) or values.is_device(arg):
+        return True
+    found = _loop_value(model, values, arg)
+    return DEV in found or NUM not in found
 
 
 TENSOR_TESTS = frozenset({"torch.is_tensor"})
