@@ -128,3 +128,19 @@ def test_a_sibling_helper_that_already_uses_xm_save_is_left_alone(tmp_path: Path
         """,
     )
     assert found == []
+
+
+def test_a_sibling_helper_that_copies_the_state_to_the_cpu_is_left_alone(tmp_path: Path):
+    # Held-out 87 (allenai's tpu_pretrain utils.save_checkpoint): each entry `.to('cpu')`.
+    found = _sibling(
+        tmp_path,
+        """
+        import torch
+
+        def save_on_master(state, path):
+            for key in state["model"]:
+                state["model"][key] = state["model"][key].to('cpu')
+            torch.save(state, path)
+        """,
+    )
+    assert found == []
