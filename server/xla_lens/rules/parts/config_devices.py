@@ -100,8 +100,14 @@ CONFIG_NAME = re.compile(
 
 
 def _names_a_config(receiver: ast.expr) -> bool:
-    name = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
-    return bool(CONFIG_NAME.search(name))
+    """Some part of the receiver names settings (``cfg.system`` of piano-gpt's
+    ``cfg.system.device``, held-out 88)."""
+    node: ast.expr | None = receiver
+    while isinstance(node, ast.Attribute):
+        if CONFIG_NAME.search(node.attr):
+            return True
+        node = node.value
+    return isinstance(node, ast.Name) and bool(CONFIG_NAME.search(node.id))
 
 
 def _option_names(model: ScriptModel) -> set[str]:

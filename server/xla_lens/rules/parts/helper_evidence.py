@@ -26,7 +26,7 @@ CODE = "XLA118"
 EVIDENCE_CODES = frozenset(
     {
         "XLA101", "XLA102", "XLA103", "XLA108", "XLA110", "XLA111", "XLA115", "XLA116",
-        "XLA117", "XLA202", "XLA203", "XLA205", "XLA403", "XLA405", "XLA406",
+        "XLA117", "XLA119", "XLA202", "XLA203", "XLA205", "XLA403", "XLA405", "XLA406",
     }
 )  # fmt: skip
 # Evidence that holds only for some callers: a training loop that never marks the step needs
@@ -58,7 +58,9 @@ DEVICE_QUERIES = frozenset(
     }
 )  # fmt: skip
 # Which evidence the message names first: the setup that fails outright before env reads.
-PRIORITY = ("XLA205", "XLA403", "XLA101", "XLA102", "XLA110", "XLA108", "XLA405", "XLA103")
+PRIORITY = (
+    "XLA205", "XLA403", "XLA119", "XLA101", "XLA102", "XLA110", "XLA108", "XLA405", "XLA103",
+)  # fmt: skip
 _CACHE_LIMIT = 64
 _IGNORE = re.compile(r"#\s*xla-lens:\s*ignore(?:\[(?P<codes>[A-Za-z0-9_,\s]*)\])?")
 NVIDIA_SMI = "`nvidia-smi` queries NVIDIA GPUs, which an XLA host does not have"
