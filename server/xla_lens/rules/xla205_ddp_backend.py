@@ -40,6 +40,7 @@ from .base import (
 )
 from .parts.accelerate_dist_guards import accelerate_dist_guard_findings
 from .parts.backend_attribute import assigned_before, other_stores, stores_any_other_way
+from .parts.current_device import cuda_placements_kept
 from .parts.ddp_device_ids import ddp_findings
 from .parts.ddp_helpers import helper_device_ids_findings
 from .parts.foreign_launcher import group_launcher_reason, review_under_launcher
@@ -428,6 +429,28 @@ def _forwarding_review(call: ast.Call, finding: Finding) -> Finding:
     return replace(finding, fix=replace(fix, safe=False, review_reason=reason))
 
 
+def _with_devices(model: ScriptModel, ctx: RuleContext, finding: Finding) -> Finding:
+    """The backend change waits while the script's device change does (Sophia, held-out 88:
+    `init_process_group(backend="xla")` applied, `device = f"cuda:{local_rank}"` left for
+    review; DDP then raised "Expected XLA tensor" at construction where the original ran)."""
+    fix = finding.fix
+    if fix is None or not fix.safe:
+        return finding
+    kept = cuda_placements_kept(model, ctx.target)
+    if not kept:
+        return finding
+    reason = (
+        f"the device change on line {line_ref(kept[0])} (XLA101) waits for review: with an "
+        '"xla" process group and the model still on CUDA, DDP raises at construction '
+        '("Expected XLA tensor"); apply them together'
+    )
+    return replace(
+        finding,
+        message=f"{finding.message} (fix needs review: {reason})",
+        fix=replace(fix, safe=False, review_reason=reason),
+    )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     for call in model.calls:
         name = model.call_name(call)
@@ -438,7 +461,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 yield from _source_findings(model, call)
                 # The "xla" backend reduces only across processes torch_xla's launcher starts.
                 reason = group_launcher_reason(model, ctx.target, call)
-                yield review_under_launcher(model, finding, call, ctx.target, reason)
+                finding = review_under_launcher(model, finding, call, ctx.target, reason)
+                yield _with_devices(model, ctx, finding)
         elif name in DDP:
             yield from ddp_findings(model, call, CODE)
     yield from fsdp_findings(model, CODE)

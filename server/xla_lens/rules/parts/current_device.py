@@ -69,3 +69,20 @@ def _index_less_kept(model: ScriptModel, target: Target) -> list[tuple[int, str]
         return found
 
     return model.memo(("current device kept", target), compute)
+
+
+def cuda_placements_kept(model: ScriptModel, target: Target) -> list[int]:
+    """1-based lines of XLA101's device changes that Convert does not apply (their fix waits
+    for review, or there is none): what they place stays on CUDA."""
+
+    def compute() -> list[int]:
+        from ..xla101_cuda_device import check as device_check  # noqa: PLC0415
+        from .final_fixes import final_findings  # noqa: PLC0415
+
+        return [
+            f.span.start.line + 1
+            for f in final_findings(model, "XLA101", device_check, target)
+            if f.fix is None or not f.fix.safe
+        ]
+
+    return model.memo(("cuda placements kept", target), compute)
