@@ -129,10 +129,13 @@ def _prepared_by_accelerate(model: ScriptModel, name: str, depth: int) -> bool:
                 if given is None or isinstance(given, ast.Starred):
                     return True  # not matched by position: as before, trust prepare
                 if isinstance(given, ast.Name) and given.id == name:
-                    # loader = prepare(loader): judged by what the name held before.
+                    # loader = prepare(loader): judged by what the name held before; a
+                    # DataLoader a helper of another module returns counts (mini-sd-scripts'
+                    # build_dreambooth_dataloader, held-out 90).
                     return any(
                         classify(model, v, depth + 1) in (Source.PLAIN, Source.XLA)
                         or _returns_loaders(model, v, depth)
+                        or (isinstance(v, ast.Call) and _workspace_returns(model, v, DATALOADERS))
                         for v in model.assigned_from(name)
                         if v is not a.value
                     )
@@ -301,7 +304,9 @@ def _factory_kind(
     (a return of something else, a generator, a bare return) stays unknown."""
     fn = model.steps.callee(call) if depth < 3 else None
     if fn is None:
-        return Source.UNKNOWN
+        return (
+            Source.XLA if index is None and _workspace_xla_loader(model, call) else Source.UNKNOWN
+        )
     scope = list(model.walk_scope(fn))
     if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in scope):
         return Source.UNKNOWN
@@ -319,6 +324,59 @@ def _factory_kind(
         if value is None or _returned_kind(model, fn, ret, value, depth) is not Source.XLA:
             return Source.UNKNOWN
     return Source.XLA
+
+
+def _workspace_xla_loader(model: ScriptModel, call: ast.Call) -> bool:
+    """``create_parallel_loader(trainloader, device)`` from another module of the project
+    whose every ``return`` is ``pl.MpDeviceLoader(...)`` (or a ParallelLoader's
+    ``per_device_loader``): resnet18_pytorch_jax_tpu's utils/tpu_utils.py, held-out 90. Read
+    as text on disk, never run; the function's own returns only."""
+
+    return _workspace_returns(model, call, XLA_LOADERS)
+
+
+def _workspace_returns(
+    model: ScriptModel, call: ast.Call, kinds: set[str] | frozenset[str]
+) -> bool:
+    """Every ``return`` of the other module's function ``call`` runs is a call of one of
+    ``kinds`` (qualified names, resolved through that module's imports)."""
+    from .workspace_calls import helper_target, parsed_module  # noqa: PLC0415 (imports us)
+
+    try:
+        target = helper_target(model, call)
+    except ValueError:
+        return False
+    parsed = parsed_module(target.path) if target is not None else None
+    fn = parsed.functions.get(target.function) if parsed is not None and target else None
+    if parsed is None or fn is None:
+        return False
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    return bool(returns) and all(_loader_call(parsed, r.value, kinds) for r in returns)
+
+
+def _loader_call(parsed: object, value: ast.expr | None, kinds: set[str] | frozenset[str]) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    if method_name(value) == "per_device_loader":
+        return kinds is XLA_LOADERS
+    func = value.func
+    root = func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return False
+    imports: dict[str, str] = getattr(parsed, "imports", {})
+    reexports: dict[str, tuple[str, int, str]] = getattr(parsed, "reexports", {})
+    if isinstance(func, ast.Name):
+        source = reexports.get(func.id)
+        qualified = f"{source[0]}.{source[2]}" if source is not None else ""
+    else:
+        base = imports.get(root.id)
+        if base is None and root.id in reexports:
+            module, _level, name = reexports[root.id]
+            base = f"{module}.{name}"
+        qualified = (dotted(func) or "").replace(root.id, base or root.id, 1)
+    return qualified in kinds
 
 
 def _returned_kind(

