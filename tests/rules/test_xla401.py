@@ -281,6 +281,26 @@ def test_a_report_through_a_with_resource_is_offered_for_review_only():
     assert fine.fix.safe
 
 
+def test_a_report_to_a_file_closed_right_after_names_the_close():
+    # Held-out 89 (MCD_DA's solver): `record = open(...)`, `record.write(...)`,
+    # `record.close()`: deferred, the write ran on the closed file (ValueError).
+    code = """
+    import torch_xla
+    for step, x in enumerate(loader):
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+        record = open(log_file, "a")
+        record.write("%s\\n" % loss)
+        record.close()
+        torch_xla.sync()
+    """
+    (f,) = [
+        f for f in findings(code, "XLA401") if "record" in (f.fix.review_reason if f.fix else "")
+    ]
+    assert not f.fix.safe and "line 8 closes" in f.fix.review_reason
+
+
 def test_a_report_before_the_exit_checks_is_safe_when_the_sync_goes_before_them():
     code = """
     import torch

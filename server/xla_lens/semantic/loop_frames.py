@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from .assigned_values import target_names
 from .model import SCOPE_TYPES, ScriptModel, TrainingLoop
 
-RANGE_FUNCTIONS = frozenset({"range", "trange"})
+RANGE_FUNCTIONS = frozenset({"range", "xrange", "trange"})
 COUNTERS = frozenset({"itertools.count", "tqdm.trange", "tqdm.auto.trange"})
 
 
