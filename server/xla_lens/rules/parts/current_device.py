@@ -76,13 +76,16 @@ def cuda_placements_kept(model: ScriptModel, target: Target) -> list[int]:
     for review, or there is none): what they place stays on CUDA."""
 
     def compute() -> list[int]:
+        # XLA101's own findings, not the engine's final ones: those run the launcher rule,
+        # which asks XLA205 again (without the per-parse memo, ddp_cuda.py took minutes).
+        from ..base import RuleContext  # noqa: PLC0415
         from ..xla101_cuda_device import check as device_check  # noqa: PLC0415
-        from .final_fixes import final_findings  # noqa: PLC0415
 
         return [
             f.span.start.line + 1
-            for f in final_findings(model, "XLA101", device_check, target)
-            if f.fix is None or not f.fix.safe
+            for f in device_check(model, RuleContext(target=target))
+            if (f.fix is None or not f.fix.safe)
+            and not model.silenced("XLA101", f.span.start.line, f.span.end.line)
         ]
 
     return model.memo(("cuda placements kept", target), compute)
