@@ -287,3 +287,29 @@ def test_a_batch_size_or_count_named_for_the_gpu_is_not_a_device_number():
         return torch.utils.data.DataLoader(dataset, batch_size=images_per_batch)
     """
     assert findings(code, "XLA101") == []
+
+
+def test_picker_over_an_attribute_set_from_availability_names_where_it_is_set():
+    """Held-out 92 (NER): ``args.cuda = torch.cuda.is_available()`` then a picker over
+    ``args.cuda``. The picker is not a test that "mixes availability checks": it follows the
+    flag set at line 7, and says so, with the way out and no fix of its own."""
+    code = """
+    import argparse
+    import torch
+    import torch.nn as nn
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--lr', type=float, default=0.1)
+    args = parser.parse_args()
+    args.cuda = torch.cuda.is_available()
+    device = torch.device('cuda' if args.cuda else 'cpu')
+    model = nn.Linear(4, 2).to(device)
+    """
+    at = {f.span.start.line + 1: f for f in findings(code, "XLA101")}
+    assert set(at) == {7, 8}
+    picker = at[8]
+    assert "mixes" not in picker.message and picker.fix is None
+    assert "chooses CUDA by `args.cuda`, which line 7 sets from torch.cuda.is_available()" in (
+        picker.message
+    )
+    assert "Make args.cuda true on the XLA host (line 7" in picker.manual
+    assert fixed(code, "XLA101") == src(code)  # nothing changed for it

@@ -1206,3 +1206,48 @@ def test_a_cuda_seed_under_the_availability_test_in_a_helper_is_not_evidence(tmp
         """,
     )
     assert [f for f in _found(script) if "seed_everything()" in f.message] == []
+
+
+def test_a_helpers_own_save_helper_out_of_sight_is_no_evidence(tmp_path: Path):
+    """Held-out 91 (kwt's control): ``misc.save_model`` hands the state to
+    ``checkpoint.save_checkpoint``, which copies every tensor to the CPU. Read as a sibling,
+    misc's own imports are not followed, so that save is out of sight: no XLA108 evidence.
+    A helper that calls ``torch.save`` itself still is."""
+    _write(
+        tmp_path / "utils" / "checkpoint.py",
+        """
+        import torch
+
+        def save_checkpoint(state, path):
+            torch.save({k: v.detach().cpu() for k, v in state.items()}, path)
+        """,
+    )
+    _write(
+        tmp_path / "utils" / "misc.py",
+        """
+        import torch
+        from utils.checkpoint import save_checkpoint
+
+        def save_model(model, path):
+            save_checkpoint(model.state_dict(), path)
+
+        def save_raw(model, path):
+            torch.save(model.state_dict(), path)
+        """,
+    )
+    script = _write(
+        tmp_path / "train.py",
+        """
+        import torch
+        from utils.misc import save_model, save_raw
+
+        def train(model, path):
+            save_model(model, path)
+        """,
+    )
+    assert _found(script, None) == []
+    script.write_text(script.read_text() + "    save_raw(model, path)\n", encoding="utf-8")
+    rule.clear_cache()
+    # XLA108 itself follows save_raw to its torch.save (XLA118 leaves that to it).
+    (f,) = _found(script, None)
+    assert f.code == "XLA108" and f.span.start.line == 5 and "misc.py line 8" in f.message

