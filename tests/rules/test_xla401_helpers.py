@@ -268,3 +268,32 @@ def test_a_tensor_test_in_a_sibling_helper_is_its_every_step_read(tmp_path: Path
     found = [f for f in analyze(script.read_text(), str(script)).findings if f.code == CODE]
     (f,) = [f for f in found if "mel.py" in f.message]
     assert "mel.py:5" in f.message and "an if testing a tensor (`torch.min(y) < -1.0`)" in f.message
+
+
+def test_asserts_on_tensors_in_a_helper_the_step_calls():
+    """Held-out 93, RAFT-Stereo's loss: ``assert not torch.isnan(flow_preds[i]).any()`` and
+    ``assert not torch.isinf(...).any()`` in the loss helper, every step: each is a host read
+    (the negation and the trailing ``.any()`` read the tensor all the same)."""
+    code = """
+    import torch
+    import torch_xla
+
+    def sequence_loss(pred, gt):
+        assert not torch.isnan(pred).any()
+        assert torch.isfinite(pred).all()
+        assert pred.shape == gt.shape
+        loss = (pred - gt).abs().mean()
+        return loss
+
+    def train(model, loader, opt, device):
+        for x, y in loader:
+            loss = sequence_loss(model(x.to(device)), y.to(device))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            torch_xla.sync()
+    """
+    found = findings(code, "XLA401")
+    assert [f.span.start.line + 1 for f in found] == [5, 6]
+    assert "an assert testing a tensor (`not torch.isnan(pred).any()`)" in found[0].message
+    assert "in `sequence_loss`, which the training loop" in found[1].message

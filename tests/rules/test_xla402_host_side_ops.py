@@ -113,3 +113,46 @@ def test_mask_ops_on_arrays_made_with_numpy_are_host_work():
     )
     # a branch between binds it to the model output: no longer provably a host array
     assert [f.span.start.line + 1 for f in findings(moved_back, "XLA402")] == [12, 15]
+
+
+NUMPY_EVAL_IN_NO_GRAD = """
+import numpy as np
+import torch
+
+
+def validate(model, loader, lo, hi, crop):
+    errors = []
+    for x, depth in loader:
+        with torch.no_grad():
+            pred = model(x)
+            pred = pred.cpu().numpy().squeeze()
+        if crop:
+            padded = np.zeros((64, 64), dtype=np.float32)
+            padded[:32, :32] = pred
+            pred = padded
+        pred[pred < lo] = lo
+        pred[np.isnan(pred)] = hi
+        errors.append(np.abs(depth.numpy() - pred).mean())
+    return errors
+
+
+def train(model, loader, optimizer, lo, hi):
+    for step, (x, depth) in enumerate(loader):
+        loss = (model(x) - depth).abs().mean()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            print(validate(model, loader, lo, hi, crop=True))
+"""
+
+
+def test_numpy_arrays_made_inside_a_with_block_and_a_host_crop_between():
+    """Held-out 93, NeWCRFs' online_eval: ``pred = pred.cpu().numpy().squeeze()`` inside
+    ``with torch.no_grad():`` (it runs whenever the mask op after it does), then a branch that
+    rebinds it to another NumPy array (``np.zeros`` crop): host work, not XLA402."""
+    assert findings(NUMPY_EVAL_IN_NO_GRAD, "XLA402") == []
+    # The crop branch handing back a tensor again: no longer provably NumPy.
+    tensor_crop = NUMPY_EVAL_IN_NO_GRAD.replace(
+        "padded = np.zeros((64, 64), dtype=np.float32)", "padded = torch.zeros(64, 64)"
+    )
+    assert [f.span.start.line + 1 for f in findings(tensor_crop, "XLA402")] == [15]

@@ -28,7 +28,13 @@ from ..semantic.parameter_defaults import passes
 from ..semantic.training_loops import training_loop_of
 from ..semantic.workspace import FunctionFacts
 from ..semantic.workspace_calls import HelperTarget, helper_target, parsed_module
-from ..semantic.workspace_classes import ClassCall, call_root, class_call, class_roots
+from ..semantic.workspace_classes import (
+    ClassCall,
+    bound_method_root,
+    call_root,
+    class_call,
+    class_roots,
+)
 from ..semantic.workspace_factories import block_forwards, forward_of
 from ..semantic.workspace_regions import regions
 from .base import Category, Finding, Rule, RuleContext, Severity
@@ -123,7 +129,13 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
             yield from backend_literals(model, call, helper, literals, CODE)
         factory = _factory_call(model, call, roots) if helper is not None else None
         if helper is None or factory is not None:
-            if factory is None and (not roots or call_root(call.func) not in roots):
+            if factory is None and (
+                not roots
+                or (
+                    call_root(call.func) not in roots
+                    and bound_method_root(model, call.func) not in roots
+                )
+            ):
                 continue
             found = factory or class_call(model, call)
             if found is not None and (id(found.chain[0].node), id(found.method)) not in seen:

@@ -55,6 +55,10 @@ class CallerModule:
     # the optimizer stale): it builds an optimizer from a model's parameters, then hands the
     # model to the function or class here, which moves it (SimCLR's run.py, held-out 34).
     stale: tuple[tuple[int, int], ...] = ()
+    # 1-based lines of its calls that run in its launcher's parent process (``seed_everything
+    # (42)`` at module level before ``xmp.spawn``): a runtime call the function makes there
+    # fails the launch (held-out 93).
+    parent_lines: tuple[int, ...] = ()
 
 
 # (path, size, mtime, function, stem) -> whether the file spells both names (only those that
@@ -210,7 +214,7 @@ def _caller(path: Path, target: Path, function: str) -> CallerModule | None:
 
 def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModule | None:
     from .frameworks import ownership  # frameworks imports the model, which imports us
-    from .launch import ENTRY, XLA_LAUNCHERS
+    from .launch import ENTRY, XLA_LAUNCHERS, is_launched
     from .model import ScriptModel
 
     try:
@@ -260,9 +264,18 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
     # An optimizer built here (``.parameters(``) or by a helper (TransReID's
     # ``make_optimizer(cfg, model, ...)``, held-out 83): both need the caller's own analysis.
     stale = _stale_builds(path, text, tree, target) if "optim" in text.lower() else ()
+    parent = _parent_lines(caller, lines) if is_launched(caller) else ()
     return CallerModule(
-        path, tuple(sorted(lines)), reducer, launched, bool(trained), trained, stale
+        path, tuple(sorted(lines)), reducer, launched, bool(trained), trained, stale, parent
     )
+
+
+def _parent_lines(caller: ScriptModel, lines: list[int]) -> tuple[int, ...]:
+    from .launch import launch_targets, parent_functions, replica_functions, runs_in_parent
+
+    replicas = replica_functions(caller, launch_targets(caller, None))
+    parents = parent_functions(caller, None)
+    return tuple(sorted(ln for ln in set(lines) if runs_in_parent(caller, ln, replicas, parents)))
 
 
 def _stale_builds(

