@@ -351,3 +351,37 @@ def test_a_launched_function_that_cannot_take_the_index_is_an_error():
     assert "main() takes no positional arguments" in found[0].message
     assert "def _mp_fn(index): main()" in found[0].manual and found[0].fix is None
     assert "train(index, *args)" in found[1].message and "takes 2" in found[1].message
+
+
+def test_models_built_on_the_device_in_the_guard_and_handed_to_the_entry_are_named():
+    """GPEN (held-out 95): the main block builds its networks with ``.to(device)`` and hands
+    them to ``train(...)``; under the launcher they would be built in its parent, where the XLA
+    device starts the runtime before the launch ("Runtime is already initialized")."""
+    code = """
+    import argparse
+    import torch
+    import torch.distributed as dist
+
+
+    def train(args, net, opt):
+        dist.init_process_group("nccl")
+        print(net, opt)
+
+
+    if __name__ == "__main__":
+        args = argparse.ArgumentParser().parse_args()
+        device = "cuda"
+        net = torch.nn.Linear(4, 2).to(device)
+        half = net.to(torch.float16)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        train(args, net, opt)
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe
+    assert "it hands the replicas `net` (line 14), built on the device" in f.fix.review_reason
+    assert "`half`" not in f.fix.review_reason and "`opt`" not in f.fix.review_reason
+    assert "Runtime is already initialized" in f.message
+    # Built on the CPU and handed over: nothing to say about it.
+    on_cpu = code.replace("torch.nn.Linear(4, 2).to(device)", "torch.nn.Linear(4, 2)")
+    (g,) = findings(on_cpu, "XLA204")
+    assert g.fix.safe

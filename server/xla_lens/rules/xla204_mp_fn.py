@@ -14,7 +14,7 @@ from ..semantic import xla_api
 from ..semantic.device_intent import being_converted
 from ..semantic.launch import guard_runs_training_itself, has_own_launcher, training_entry_call
 from ..semantic.line_refs import line_ref
-from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, const_str, keyword
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, const_str, keyword, method_name
 from ..semantic.node_helpers import main_guard
 from .base import (
     Category,
@@ -154,6 +154,49 @@ def _setup_reason(model: ScriptModel, setup: list[ast.AST], entry: str) -> str:
         "launching process, where it starts CUDA or the XLA runtime before the launcher does: "
         f"move it into the entry function{unseeded}{handed}"
     )
+
+
+def _placed_arguments(model: ScriptModel, guard: ast.If, call: ast.Call) -> str:
+    """Arguments of the entry call that the guard builds on a device (GPEN, held-out 95:
+    ``generator = FullGenerator(...).to(device)`` then ``train(args, loader, generator, ...)``):
+    handed to the launcher, they are made in its parent, where the XLA device starts the
+    runtime before the launch (which then refuses to start, measured) and CUDA is absent."""
+    passed = {a.id for a in call.args if isinstance(a, ast.Name)}
+    placed: list[tuple[int, str]] = []
+    for stmt in guard.body:
+        if not isinstance(stmt, ast.Assign):
+            continue
+        names = [t.id for t in stmt.targets if isinstance(t, ast.Name) and t.id in passed]
+        if names and any(
+            isinstance(n, ast.Call) and _moves_to_a_device(model, n) for n in ast.walk(stmt.value)
+        ):
+            placed.append((stmt.lineno, names[0]))
+    if not placed:
+        return ""
+    shown = ", ".join(f"`{name}` (line {line_ref(line)})" for line, name in placed[:3])
+    more = f" and {len(placed) - 3} more" if len(placed) > 3 else ""
+    return (
+        f"it hands the replicas {shown}{more}, built on the device in the launching process: "
+        "there the XLA device starts the runtime before the launch, which then refuses to "
+        "start ('Runtime is already initialized'); build them inside the entry function"
+    )
+
+
+def _moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
+    name = method_name(call)
+    if name == "cuda":
+        return True
+    if name != "to":
+        return False
+    if any(k.arg == "device" for k in call.keywords):
+        return True
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Constant):
+        return isinstance(first.value, str) and first.value.startswith(("cuda", "xla"))
+    if isinstance(first, ast.Call):
+        return (model.call_name(first) or "") in ("torch.device", "torch_xla.device")
+    text = model.segment(first).lower() if first is not None else ""
+    return "device" in text or "gpu" in text or "rank" in text
 
 
 def _rendezvous_reason(model: ScriptModel, ctx: RuleContext) -> str:
@@ -346,6 +389,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 or _rendezvous_reason(model, ctx)
                 or _unpicklable_args(guard, call)
             )
+            placed = _placed_arguments(model, guard, call)
+            reason = "; ".join(r for r in (reason, placed) if r)
             fix = Fix(
                 f"Add def {ENTRY}(index{', ...' if call.args else ''}) and start it with {launch}",
                 (_rewrite_guard(model, guard, call, launch), *e.imports),
