@@ -313,3 +313,24 @@ def test_picker_over_an_attribute_set_from_availability_names_where_it_is_set():
     )
     assert "Make args.cuda true on the XLA host (line 7" in picker.manual
     assert fixed(code, "XLA101") == src(code)  # nothing changed for it
+
+
+def test_a_gpu_name_only_tested_and_handed_on_is_a_switch_not_a_device_number():
+    """Held-out 94 (LSTMAD): ``gpu = args.gpu`` where ``--gpu`` is a store_true option of a
+    sibling module; the function only tests it and hands it on. It is no CUDA device number:
+    the XLA device in its place would make every ``if gpu:`` true. Used as an index, it is."""
+    code = """
+    import torch
+
+    def train(args, model, data):
+        gpu = args.gpu
+        if gpu:
+            model = model.cuda()
+        report(model, data, gpu=gpu)
+    """
+    assert [f for f in findings(code, "XLA101") if "device number" in f.message] == []
+    indexed = code.replace("model = model.cuda()", "model = model.cuda(gpu)")
+    (f,) = [f for f in findings(indexed, "XLA101") if "device number" in f.message]
+    assert f.span.start.line + 1 == 4
+    compared = code.replace("if gpu:", "if gpu is not None:")
+    assert [f for f in findings(compared, "XLA101") if "device number" in f.message]

@@ -102,3 +102,25 @@ def test_the_depth_is_bounded(tmp_path: Path):
     )
     found, _ = _run(tmp_path, deep)
     assert found == []  # torch.save four helpers down: past the bound
+
+
+def test_a_script_written_for_xla_chose_how_its_helper_saves(tmp_path: Path):
+    """Held-out 94's control (cncast's train_tpu.py): a script a person wrote for XLA
+    (its metrics report: torch_xla API no fix writes) saves through a sibling helper's
+    ``torch.save``. "After conversion" says nothing to it: no XLA108 at the call."""
+    written = TRAIN.replace(
+        "import utils\n",
+        "import utils\nimport torch_xla.core.xla_model as xm\nimport torch_xla.distributed.parallel_loader as pl\nimport torch_xla.debug.metrics as met\n",
+    ).replace(
+        "        train_one_epoch(model, optimizer, epoch)\n",
+        "        train_one_epoch(model, pl.MpDeviceLoader(args.loader, xm.xla_device()), epoch)\n"
+        "        print(met.metrics_report())\n",
+    )
+    (tmp_path / "utils.py").write_text(src(UTILS))
+    script = tmp_path / "train.py"
+    script.write_text(src(written))
+    result = analyze(script.read_text(), str(script))
+    assert result.ok and not result.rule_errors
+    assert [f for f in result.findings if f.code == "XLA108"] == []
+    found, _ = _run(tmp_path, UTILS)  # the CUDA original still gets it
+    assert len(found) == 1

@@ -36,6 +36,7 @@ from ..semantic.model import (
 )
 from ..semantic.option_guards import option_guards
 from ..semantic.storage_movers import in_storage_mover
+from ..semantic.truth_flags import used_only_as_switch
 from ..semantic.values import Use, option_dest
 from .base import (
     AddImport,
@@ -278,6 +279,12 @@ def _assignment_advice(model, target: Target, handled) -> Iterator[Advice]:
             yield pf.value_advice(model, target, value, what)
         elif sites.is_int_cuda_device(model, value):
             handled.add(id(value))
+            if (
+                sites.rank_index(value)
+                and isinstance(targets[0], ast.Name)
+                and used_only_as_switch(model, node, targets[0].id)
+            ):
+                continue  # ``gpu = args.gpu`` tested as ``if gpu:`` only: a switch (LSTMAD)
             what = f"{model.segment(targets[0])} is a CUDA device number"
             numeric = _read_as_number(model, value)
             if not numeric:
