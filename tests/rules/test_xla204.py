@@ -385,3 +385,32 @@ def test_models_built_on_the_device_in_the_guard_and_handed_to_the_entry_are_nam
     on_cpu = code.replace("torch.nn.Linear(4, 2).to(device)", "torch.nn.Linear(4, 2)")
     (g,) = findings(on_cpu, "XLA204")
     assert g.fix.safe
+
+
+def test_a_torchrun_variable_read_with_a_default_in_the_guard_is_named_as_silent():
+    """GPEN (held-out 95): ``n_gpu = int(os.environ['WORLD_SIZE']) if 'WORLD_SIZE' in
+    os.environ else 1`` in the main block. torch_xla's launcher sets no torchrun variables:
+    each replica would take the default and train alone, silently."""
+    code = """
+    import os
+    import argparse
+    import torch.distributed as dist
+
+
+    def train(args):
+        dist.init_process_group("nccl")
+
+
+    if __name__ == "__main__":
+        args = argparse.ArgumentParser().parse_args()
+        n_gpu = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else 1
+        args.distributed = n_gpu > 1
+        train(args)
+    """
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe
+    assert "line 12 reads WORLD_SIZE with a default" in f.fix.review_reason
+    assert "every replica would take the default there, silently" in f.fix.review_reason
+    strict = code.replace(' if "WORLD_SIZE" in os.environ else 1', "")
+    (g,) = findings(strict, "XLA204")
+    assert "with a default" not in g.fix.review_reason

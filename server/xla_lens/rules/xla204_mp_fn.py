@@ -149,11 +149,47 @@ def _setup_reason(model: ScriptModel, setup: list[ast.AST], entry: str) -> str:
         if ranks
         else ""
     )
+    defaulted = [n for n in setup if isinstance(n, ast.Constant) and _read_with_default(model, n)]
+    silent = (
+        f" (line {line_ref(_line(defaulted[0]))} reads {defaulted[0].value} with a default: "  # type: ignore[attr-defined]
+        "torch_xla's launcher sets no torchrun variables, so every replica would take the "
+        "default there, silently (one process's world: no DDP, no sampler shards); inside the "
+        "entry function ask xr.world_size() / xr.global_ordinal() instead)"
+        if defaulted and not ranks
+        else ""
+    )
     return (
         f"the script also sets up process state outside {entry}() ({shown}); it runs in the "
         "launching process, where it starts CUDA or the XLA runtime before the launcher does: "
-        f"move it into the entry function{unseeded}{handed}"
+        f"move it into the entry function{unseeded}{handed}{silent}"
     )
+
+
+def _read_with_default(model: ScriptModel, key: ast.Constant) -> bool:
+    """``int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else 1`` or
+    ``os.environ.get("WORLD_SIZE", 1)``: a torchrun variable read that survives its absence
+    (GPEN, held-out 95)."""
+    stmt = model.enclosing_statement(key)
+    if stmt is None:
+        return False
+    for n in ast.walk(stmt):
+        if (
+            isinstance(n, ast.Compare)
+            and isinstance(n.left, ast.Constant)
+            and n.left.value == key.value
+            and any(isinstance(op, ast.In) for op in n.ops)
+        ):
+            return True
+        if (
+            isinstance(n, ast.Call)
+            and method_name(n) == "get"
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and n.args[0].value == key.value
+            and (len(n.args) > 1 or n.keywords)
+        ):
+            return True
+    return False
 
 
 def _placed_arguments(model: ScriptModel, guard: ast.If, call: ast.Call) -> str:
