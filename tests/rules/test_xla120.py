@@ -138,3 +138,62 @@ def test_a_build_where_cuda_is_missing_is_still_reported(tmp_path: Path):
 def test_library_imports_are_not_followed(tmp_path: Path):
     script = _write(tmp_path / "train.py", "import torch\nfrom torch.utils import cpp_extension\n")
     assert _found(script) == []
+
+
+SETUP = """
+from setuptools import setup, find_packages
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension, CppExtension
+
+setup(
+    name="proj",
+    packages=find_packages(),
+    ext_modules=[
+        CUDAExtension(
+            name="proj.ops.voxel_op",
+            sources=["proj/ops/voxel.cpp", "proj/ops/voxel_cuda.cu"],
+        ),
+        CppExtension("proj.ops.cpu_op", sources=["proj/ops/cpu.cpp"]),
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+
+def _setup_project(root: Path, voxel_import: str) -> Path:
+    _write(root / "setup.py", SETUP)
+    _write(root / "proj" / "__init__.py", "")
+    _write(root / "proj" / "ops" / "__init__.py", "from .voxel_module import Voxelization\n")
+    _write(
+        root / "proj" / "ops" / "voxel_module.py",
+        f"import torch\n{voxel_import}\nfrom proj.ops.cpu_op import helper\n\n"
+        "class Voxelization(torch.nn.Module):\n    pass\n",
+    )
+    _write(root / "proj" / "model" / "__init__.py", "from .net import Net\n")
+    _write(root / "proj" / "model" / "net.py", "import torch\nfrom proj.ops import Voxelization\n")
+    return _write(root / "tools" / "train.py", "import torch\nfrom proj.model import Net\n")
+
+
+def test_a_cuda_extension_from_the_projects_setup_py_is_reported_at_the_import(tmp_path: Path):
+    """PointPillars (held-out 93): setup.py's ``CUDAExtension(name='pointpillars.ops.voxel_op')``
+    imported by the ops package the model imports, four modules below the script's import."""
+    script = _setup_project(tmp_path, "from proj.ops.voxel_op import hard_voxelize")
+    (f,) = _found(script)
+    assert f.span.start.line == 1 and f.fix is None
+    assert "proj.ops.voxel_op (proj/ops/voxel_module.py line 2)" in f.message
+    assert "setup.py line 8: CUDAExtension" in f.message and "cpu_op" not in f.message
+    assert "never XLA ones" in f.message
+
+
+def test_a_relative_import_of_the_extension_is_resolved(tmp_path: Path):
+    script = _setup_project(tmp_path, "from .voxel_op import hard_voxelize")
+    (f,) = _found(script)
+    assert "proj.ops.voxel_op" in f.message
+
+
+def test_an_extension_import_with_a_fallback_is_the_projects_choice(tmp_path: Path):
+    guarded = (
+        "try:\n    from proj.ops.voxel_op import hard_voxelize\n"
+        "except ImportError:\n    hard_voxelize = None"
+    )
+    script = _setup_project(tmp_path, guarded)
+    assert _found(script) == []

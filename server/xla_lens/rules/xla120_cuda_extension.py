@@ -9,7 +9,10 @@ tensors only, and an XLA tensor handed to them fails. The script has to use a Py
 implementation of the op instead (many such ops keep one for the CPU). Reported at the
 script's import that runs the module (its own ``load`` call where the script builds one
 itself); a build inside a ``try`` that handles the failure is the project's fallback and is
-left alone, and so is one under a CUDA availability test. No fix: which implementation replaces the kernel is the project's choice.
+left alone, and so is one under a CUDA availability test. Extensions the project's
+``setup.py`` compiles (``CUDAExtension``) are found at the imports that run them
+(``parts/setup_extensions.py``). No fix: which implementation replaces the kernel is the
+project's choice.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import ScriptModel
 from ..semantic.node_helpers import dotted
 from ..semantic.workspace_calls import parsed_module
-from ..semantic.workspace_imports import modules_run_by
+from ..semantic.workspace_imports import import_targets, modules_run_by, top_level_imports
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.library_autocast import display_path
+from .parts.setup_extensions import extension_imports, project_cuda_extensions
 
 CODE = "XLA120"
 LOADERS = frozenset({"load", "load_inline"})
@@ -32,6 +36,10 @@ CUDA_KEYWORDS = frozenset({"cuda_sources", "extra_cuda_cflags"})
 WHY = (
     "an XLA host has no CUDA toolkit, so building it raises (CUDA_HOME is unset), and its "
     "kernels take CUDA tensors only"
+)
+SETUP_WHY = (
+    "its install builds it with the CUDA toolkit, which an XLA host lacks (there the import "
+    "raises), and its kernels take CUDA or CPU tensors, never XLA ones"
 )
 MANUAL = (
     "Use a PyTorch implementation of the op on XLA (many such ops keep one for the CPU), "
@@ -145,7 +153,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return
     script = Path(model.path)
     said: set[Path] = set()
+    project = project_cuda_extensions(script)
+    extensions_said: set[str] = set()
     for node in model.import_nodes:
+        if project is not None:
+            found = _extension_import(model, script, node, *project, extensions_said)
+            if found is not None:
+                yield found
+                continue
         building: list[tuple[Path, ast.Call]] = []
         for path in modules_run_by(script, node):
             parsed = parsed_module(path) if path not in said else None
@@ -169,6 +184,63 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             Severity.ERROR,
             manual=MANUAL,
         )
+
+
+def _extension_import(
+    model: ScriptModel,
+    script: Path,
+    node: ast.Import | ast.ImportFrom,
+    root: Path,
+    extensions: dict[str, int],
+    said: set[str],
+) -> Finding | None:
+    """The script's import runs imports of CUDA extensions the project's setup.py builds
+    (itself, or in workspace modules it runs); each extension is named once per script."""
+    if any(isinstance(a, ast.Try | ast.TryStar) for a in model.ancestors(node)):
+        return None  # the script's own fallback
+    found = extension_imports(root, extensions, script, ast.Module(body=[node], type_ignores=[]))
+    ran = modules_run_by(script, node)
+    # One import further than the modules followed for builds: the op's wrapper usually
+    # sits in the ops package's __init__ (model → ops/__init__ → voxel_module → voxel_op).
+    deeper = [
+        p
+        for path in ran
+        if (parsed := parsed_module(path)) is not None
+        for inner in top_level_imports(parsed.tree)
+        for p in import_targets(path, inner)
+        if p not in ran
+    ]
+    for path in dict.fromkeys([*ran, *deeper]):
+        parsed = parsed_module(path)
+        if parsed is not None:
+            found += extension_imports(root, extensions, path, parsed.tree)
+    hits: dict[str, object] = {}
+    for hit in found:
+        if hit.module not in said:
+            hits.setdefault(hit.module, hit)
+    if not hits:
+        return None
+    said.update(hits)
+    shown = []
+    for hit in list(hits.values())[:3]:
+        where = (
+            ""
+            if hit.importer == script  # type: ignore[attr-defined]
+            else f" ({display_path(model.path, hit.importer)} line {hit.line})"  # type: ignore[attr-defined]
+        )
+        shown.append(f"{hit.module}{where}")  # type: ignore[attr-defined]
+    more = f" and {len(hits) - 3} more" if len(hits) > 3 else ""
+    first = next(iter(hits.values()))
+    setup = display_path(model.path, root / "setup.py")
+    kind = "a CUDA extension" if len(hits) == 1 else "CUDA extensions"
+    return Finding(
+        CODE,
+        f"this import runs imports of {', '.join(shown)}{more}: {kind} the project compiles "
+        f"({setup} line {first.setup_line}: CUDAExtension): {SETUP_WHY}",  # type: ignore[attr-defined]
+        model.span(node),
+        Severity.ERROR,
+        manual=MANUAL,
+    )
 
 
 HOVER = """\

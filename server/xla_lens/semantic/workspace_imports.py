@@ -45,7 +45,7 @@ def import_targets(importer: Path, node: ast.Import | ast.ImportFrom) -> list[Pa
     return out
 
 
-def _top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+def top_level_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
     """The imports a module runs when it is imported: not those inside functions or classes."""
     stack: list[ast.stmt] = list(reversed(tree.body))
     while stack:
@@ -72,7 +72,7 @@ def modules_run_by(importer: Path, node: ast.Import | ast.ImportFrom) -> list[Pa
             parsed = parsed_module(path)
             if parsed is None:
                 continue
-            for inner in _top_level_imports(parsed.tree):
+            for inner in top_level_imports(parsed.tree):
                 following += [p for p in import_targets(path, inner) if p not in seen]
         frontier = following
     return seen

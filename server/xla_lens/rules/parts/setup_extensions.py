@@ -1,0 +1,129 @@
+"""XLA120 for CUDA extensions a project compiles with its ``setup.py``.
+
+PointPillars (held-out 93) declares ``CUDAExtension(name='pointpillars.ops.voxel_op',
+sources=[..., 'voxelization_cuda.cu'])`` in ``setup.py``; ``pointpillars/ops/voxel_module.py``
+imports ``hard_voxelize`` from it, and the model's forward calls it every step. On an XLA host
+there is no CUDA toolkit to build it (the import raises where it was never built) and its
+kernels dispatch on CUDA or CPU tensors, never XLA ones. Read from disk, never imported or
+built: the ``setup.py`` next to the script or up to two folders above it, and the top-level
+imports (outside ``try``, which is the project's fallback) of the workspace modules an import
+of the script runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...semantic.diskread import read_regular
+from ...semantic.workspace import MAX_BYTES
+
+# setup.py path -> (size, mtime, {extension module: line})
+_cache: dict[Path, tuple[int, int, dict[str, int]]] = {}
+LEVELS_UP = 2
+
+
+@dataclass(frozen=True)
+class ExtensionImport:
+    module: str  # ``pointpillars.ops.voxel_op``
+    setup_line: int
+    importer: Path  # the workspace module holding the import
+    line: int  # 1-based, in ``importer``
+
+
+def project_cuda_extensions(script: Path) -> tuple[Path, dict[str, int]] | None:
+    """The project's ``setup.py`` folder and its CUDA extensions (module name → line)."""
+    folder = script.parent
+    for _ in range(LEVELS_UP + 1):
+        setup = folder / "setup.py"
+        if setup.is_file():
+            found = _extensions(setup)
+            return (folder, found) if found else None
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None
+
+
+def _extensions(setup: Path) -> dict[str, int]:
+    try:
+        st = setup.stat()
+    except OSError:
+        return {}
+    cached = _cache.get(setup)
+    if cached is not None and cached[:2] == (st.st_size, st.st_mtime_ns):
+        return cached[2]
+    found: dict[str, int] = {}
+    try:
+        text = read_regular(setup, MAX_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        text = ""
+    if "CUDAExtension" in text:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Call) and _called(node.func) == "CUDAExtension":
+                name = _extension_name(node)
+                if name:
+                    found.setdefault(name, node.lineno)
+    if len(_cache) > 64:
+        _cache.clear()
+    _cache[setup] = (st.st_size, st.st_mtime_ns, found)
+    return found
+
+
+def _called(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+
+
+def _extension_name(call: ast.Call) -> str | None:
+    value = next((k.value for k in call.keywords if k.arg == "name"), None)
+    if value is None and call.args:
+        value = call.args[0]
+    return value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else None
+
+
+def extension_imports(
+    root: Path, extensions: dict[str, int], path: Path, tree: ast.Module
+) -> list[ExtensionImport]:
+    """The imports of extension modules that ``tree`` (the module at ``path``) runs when
+    imported: top-level statements and ``if``/``with`` blocks, not ``try`` bodies."""
+    package = _package_of(root, path)
+    out: list[ExtensionImport] = []
+    stack = list(reversed(tree.body))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.If | ast.With):
+            stack.extend(reversed([*stmt.body, *getattr(stmt, "orelse", [])]))
+            continue
+        for name in _imported_modules(stmt, package):
+            if name in extensions:
+                out.append(ExtensionImport(name, extensions[name], path, stmt.lineno))
+                break
+    return out
+
+
+def _package_of(root: Path, path: Path) -> list[str] | None:
+    try:
+        return list(path.resolve().relative_to(root.resolve()).parts[:-1])
+    except ValueError:
+        return None
+
+
+def _imported_modules(stmt: ast.stmt, package: list[str] | None) -> list[str]:
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if not isinstance(stmt, ast.ImportFrom):
+        return []
+    if stmt.level:
+        if package is None or stmt.level - 1 > len(package):
+            return []
+        base = package[: len(package) - (stmt.level - 1)]
+        module = ".".join([*base, *([stmt.module] if stmt.module else [])])
+    else:
+        module = stmt.module or ""
+    names = [module] if module else []
+    return names + [f"{module}.{a.name}" if module else a.name for a in stmt.names]
