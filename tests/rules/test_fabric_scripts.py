@@ -110,3 +110,26 @@ def test_pin_memory_of_a_fabric_loader_is_left_alone():
     # helps; on an XLA host the DataLoader only warns.
     code = FABRIC.format(read="pass").replace("drop_last=True", "drop_last=True, pin_memory=True")
     assert findings(code, "XLA403") == []
+
+
+def test_a_fabric_script_bound_to_torch_xla_is_no_longer_device_agnostic():
+    """moshi-finetune (held-out 96): a Fabric script that imports torch_xla at its top level
+    and uses torch_xla's own FSDP runs on XLA only; "torch_xla code would break its CUDA/CPU
+    runs" is false there, and its deprecated ``xm.mark_step()`` gets torch_xla.sync()."""
+    bound = FABRIC.format(read="xm.mark_step()").replace(
+        "import lightning as L\n",
+        "import lightning as L\nimport torch_xla.core.xla_model as xm\n"
+        "import torch_xla.distributed.fsdp.xla_fully_sharded_data_parallel as fsdp_internal\n",
+    )
+    model = analyze(src(bound)).model
+    assert ownership(model).device_agnostic is None
+    (f,) = findings(bound, "XLA501")
+    assert f.fix is not None and "Lightning Fabric picks" not in (f.manual or "")
+    # Only under a guard (the script also runs without torch_xla), Fabric still decides.
+    guarded = bound.replace(
+        "import torch_xla.core.xla_model as xm\n",
+        "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n    xm = None\n",
+    ).replace(
+        "import torch_xla.distributed.fsdp.xla_fully_sharded_data_parallel as fsdp_internal\n", ""
+    )
+    assert ownership(analyze(src(guarded)).model).device_agnostic == "Lightning Fabric"

@@ -334,3 +334,27 @@ def test_a_gpu_name_only_tested_and_handed_on_is_a_switch_not_a_device_number():
     assert f.span.start.line + 1 == 4
     compared = code.replace("if gpu:", "if gpu is not None:")
     assert [f for f in findings(compared, "XLA101") if "device number" in f.message]
+
+
+def test_a_str_device_field_of_a_config_dataclass_stays_a_string():
+    """CORL (held-out 96): ``device: str = "cuda"`` in a pyrallis config dataclass. A
+    torch.device there broke the config dump ("No parser for object xla:0"); "xla" keeps the
+    declared type and places tensors the same."""
+    code = """
+    from dataclasses import dataclass
+    import torch
+
+    @dataclass
+    class TrainConfig:
+        seed: int = 0
+        device: str = "cuda"
+
+    def train(config: TrainConfig):
+        net = torch.nn.Linear(4, 2).to(config.device)
+        x = torch.zeros(2, 4, device=config.device)
+        return net(x)
+    """
+    out = fixed(code, "XLA101")
+    assert '    device: str = "xla"\n' in out and "torch_xla.device()" not in out
+    untyped = code.replace('device: str = "cuda"', 'device = "cuda"')
+    assert '    device = "xla"\n' not in fixed(untyped, "XLA101")

