@@ -485,6 +485,27 @@ def test_the_binding_that_reaches_a_method_call_decides_its_class(tmp_path: Path
     assert [f.span.start.line for f in _found(script)] == [5]
 
 
+def test_a_method_called_on_the_module_or_its_wrapper_is_followed(tmp_path: Path):
+    """Tacotron2 (held-out 97): ``(model.module if n_gpu > 1 else model).parse_batch(b)``
+    calls the same object's class either way."""
+    script = _trainer_script(
+        tmp_path,
+        """
+        import torch
+        from trainer import Trainer
+
+        def main(n_gpu):
+            trainer = Trainer(torch.nn.Linear(4, 2), loader=[])
+            (trainer.module if n_gpu > 1 else trainer).train(3)
+
+        main(1)
+        """,
+    )
+    init, train = _found(script)
+    assert train.span.start.line == 5
+    assert train.message.startswith("trainer.train() (Trainer.train) runs code in trainer.py")
+
+
 def test_a_class_reexported_by_a_package_init_and_a_chained_call(tmp_path: Path):
     _write(tmp_path / "setup.py", "")
     _write(tmp_path / "models" / "__init__.py", "from .darknet import *\nfrom . import util\n")

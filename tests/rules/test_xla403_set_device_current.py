@@ -51,3 +51,43 @@ def test_an_explicit_index_or_the_other_branch_does_not():
         return torch.nn.Linear(4, 1).to(device)
     """
     assert _set_device(branches).fix.safe
+
+
+def test_a_helper_of_another_file_placing_with_a_bare_cuda_holds_the_removal_back(tmp_path):
+    """Tacotron2 (held-out 97): ``mode(model, True)`` from utils/util.py calls a bare
+    ``.cuda()``. xla-lens converts only this file, so the helper keeps placing on the device
+    set_device chose: removed alone, every torchrun rank would use cuda:0."""
+    from xla_lens.engine import analyze
+    from xla_lens.rules import xla118_workspace_helper
+    from xla_lens.semantic import workspace, workspace_calls
+
+    for cache in (xla118_workspace_helper, workspace, workspace_calls):
+        cache.clear_cache()
+    (tmp_path / "util.py").write_text(
+        "def mode(obj, train):\n    obj = obj.cuda()\n    obj.train(train)\n    return obj\n"
+    )
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import os\nimport torch\nfrom util import mode\n\n\n"
+        "def main():\n"
+        "    local_rank = int(os.environ['LOCAL_RANK'])\n"
+        "    torch.cuda.set_device(local_rank)\n"
+        "    model = mode(torch.nn.Linear(4, 2), True)\n"
+        "    return model\n"
+    )
+    result = analyze(script.read_text(), str(script))
+    (f,) = [f for f in result.findings if f.code == "XLA403" and "set_device" in f.message]
+    assert f.fix is not None and not f.fix.safe
+    assert "line 9 calls mode() of another file that places on CUDA without an index" in (
+        f.fix.review_reason
+    )
+    # The helper passed an index: nothing depends on set_device there.
+    (tmp_path / "util.py").write_text(
+        "def mode(obj, train, rank):\n    obj = obj.cuda(rank)\n    return obj\n"
+    )
+    for cache in (xla118_workspace_helper, workspace, workspace_calls):
+        cache.clear_cache()
+    script.write_text(script.read_text().replace("True)", "True, local_rank)"))
+    result = analyze(script.read_text(), str(script))
+    (g,) = [f for f in result.findings if f.code == "XLA403" and "set_device" in f.message]
+    assert g.fix.safe

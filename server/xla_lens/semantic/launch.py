@@ -69,7 +69,12 @@ def _launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[
     for call in model.calls:
         if model.call_name(call) in LAUNCHERS:
             first = launched_function(model, call)
-            if first is not None and first in steps.module_functions:
+            handed = _handed_functions(model, call, first) if first is not None else []
+            if handed:
+                # ``def run_distributed(fn, ...): mp.spawn(fn, ...)`` called with
+                # ``run_training`` (WaveGrad, held-out 97): what the callers hand in.
+                targets.extend(steps.module_functions[name] for name in handed)
+            elif first is not None and first in steps.module_functions:
                 targets.append(steps.module_functions[first])
             elif first is not None:
                 # ``mp.spawn(Trainer, ...)``: each replica builds the class, whose
@@ -78,6 +83,32 @@ def _launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[
     if will_add_entry_for and will_add_entry_for in steps.module_functions:
         targets.append(steps.module_functions[will_add_entry_for])
     return targets
+
+
+def _handed_functions(model: ScriptModel, call: ast.Call, name: str) -> list[str]:
+    """The module functions callers pass as parameter ``name`` of the function holding the
+    launch ``call`` (a launcher wrapper); [] when ``name`` is no parameter of it."""
+    fn = model.enclosing_function(call)
+    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+        return []
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if name not in params and name not in [a.arg for a in fn.args.kwonlyargs]:
+        return []
+    index = params.index(name) if name in params else None
+    found: list[str] = []
+    for caller in model.calls:
+        if model.steps.callee(caller) is not fn:
+            continue
+        value = next((k.value for k in caller.keywords if k.arg == name), None)
+        if value is None and index is not None and index < len(caller.args):
+            value = caller.args[index]
+        if (
+            isinstance(value, ast.Name)
+            and value.id in model.steps.module_functions
+            and value.id not in found
+        ):
+            found.append(value.id)
+    return found
 
 
 def _class_methods(model: ScriptModel, name: str) -> list[FunctionNode]:

@@ -245,8 +245,15 @@ def _instance_class(model: ScriptModel, name: str) -> ClassRef | None:
 
 
 def call_root(node: ast.expr) -> str | None:
-    """``a`` of ``a.b.c``, of ``a.B(...).m``, of ``a.__dict__[k]`` and ``getattr(a, k)``."""
-    while isinstance(node, _CHAINS):
+    """``a`` of ``a.b.c``, of ``a.B(...).m``, of ``a.__dict__[k]`` and ``getattr(a, k)``
+    (and of ``(a.module if n > 1 else a).m``)."""
+    while isinstance(node, _CHAINS) or isinstance(node, ast.IfExp):
+        if isinstance(node, ast.IfExp):
+            chosen = _unwrapped_choice(node)
+            if chosen is node:
+                break
+            node = chosen
+            continue
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -378,7 +385,7 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
         return replace(calls[0], alternatives=tuple(calls[1:]))  # type: ignore[arg-type]
     if not isinstance(func, ast.Attribute):
         return None
-    receiver = func.value
+    receiver = _unwrapped_choice(func.value)
     shown = f"{dotted(receiver) or '...'}.{func.attr}"
     if isinstance(receiver, ast.Call):  # ``Trainer(...).train()``
         cls = _constructed(model, receiver)
@@ -401,6 +408,21 @@ def class_call(model: ScriptModel, call: ast.Call) -> ClassCall | None:
     ):  # ``self.saver.save_checkpoint(...)`` with ``self.saver = Saver(args)``
         cls = _attribute_class(model, call, receiver.attr)
     return _target(chain(cls), func.attr, shown) if cls is not None else None
+
+
+def _unwrapped_choice(receiver: ast.expr) -> ast.expr:
+    """``(model.module if n_gpu > 1 else model)`` (Tacotron2, held-out 97): the wrapped module
+    or the module itself, the same object's class either way; else ``receiver``."""
+    if not isinstance(receiver, ast.IfExp):
+        return receiver
+    names = []
+    for side in (receiver.body, receiver.orelse):
+        if isinstance(side, ast.Attribute) and side.attr == "module":
+            side = side.value
+        names.append(side.id if isinstance(side, ast.Name) else None)
+    if names[0] is not None and names[0] == names[1]:
+        return receiver.orelse if isinstance(receiver.orelse, ast.Name) else receiver.body.value  # type: ignore[attr-defined]
+    return receiver
 
 
 def _reaching_classes(model: ScriptModel, name: ast.Name) -> tuple[ClassRef, ...]:

@@ -66,6 +66,7 @@ def _index_less_kept(model: ScriptModel, target: Target) -> list[tuple[int, str]
                         "review: removed alone, every process would use cuda:0",
                     )
                 )
+        found.extend(_helpers_placing_index_less(model, target))
         return found
 
     return model.memo(("current device kept", target), compute)
@@ -89,3 +90,38 @@ def cuda_placements_kept(model: ScriptModel, target: Target) -> list[int]:
         ]
 
     return model.memo(("cuda placements kept", target), compute)
+
+
+def _helpers_placing_index_less(model: ScriptModel, target: Target) -> list[tuple[int, str]]:
+    """Calls of workspace helpers that place on CUDA without an index (Tacotron2's
+    ``mode(model, True)``, whose utils/util.py calls a bare ``.cuda()``, held-out 97): the
+    helper's file is not this conversion's, so what it places stays on the device this call
+    decides. Read from the helper's own XLA101 evidence (read from disk, never run)."""
+    from ...semantic.workspace_calls import helper_target, parsed_module  # noqa: PLC0415
+    from .helper_evidence import helper_evidence  # noqa: PLC0415
+
+    if not model.path or model.path.startswith("<"):
+        return []
+    found: list[tuple[int, str]] = []
+    for call in model.calls:
+        helper = helper_target(model, call)
+        if helper is None:
+            continue
+        evidence = [e for e in helper_evidence(helper, target) if e.code == "XLA101"]
+        if not evidence:
+            continue
+        parsed = parsed_module(helper.path)
+        if parsed is None:
+            continue
+        lines = parsed.source.splitlines()
+        if any(0 < e.line <= len(lines) and INDEX_LESS.search(lines[e.line - 1]) for e in evidence):
+            found.append(
+                (
+                    call.lineno - 1,
+                    f"line {line_ref(call.lineno)} calls {helper.function}() of another file "
+                    "that places on CUDA without an index, which this call decides; that file "
+                    "is not converted with this one: removed alone, every process would use "
+                    "cuda:0",
+                )
+            )
+    return found
