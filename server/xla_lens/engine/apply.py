@@ -34,6 +34,7 @@ from ..rules.base import (
 )
 from . import apply_anchors as anchors
 from . import apply_comments as comments
+from . import apply_emptied as emptied
 from .apply_calls import edit_call, expression, replace_expression
 from .apply_imports import add_imports, statements
 
@@ -80,6 +81,7 @@ class _Applier(cst.CSTTransformer):
         self.body_ops: dict[Span, list[AppendToBody]] = defaultdict(list)
         self.imports: list[AddImport] = []
         self.leftover_lines: list[cst.EmptyLine] = []
+        self.made_pass: set[int] = set()  # ``pass`` lines written into emptied blocks
         for op in ops:
             if isinstance(op, AddImport):
                 if op not in self.imports:
@@ -278,6 +280,9 @@ class _Applier(cst.CSTTransformer):
             return before, line, after, closing
         span = self._span(orig)
         ops = self.stmt_ops.get(span, []) if span is not None else []
+        kept_comments = None if ops else emptied.dropped_if(upd, self.made_pass)
+        if kept_comments is not None:
+            return [], None, [], kept_comments
         line = upd
         rest: list[cst.BaseStatement] = []
         closing: list[cst.EmptyLine] = []
@@ -305,7 +310,9 @@ class _Applier(cst.CSTTransformer):
         if not changed:
             return updated_node
         if not body:
-            body = [cst.SimpleStatementLine([cst.Pass()], leading_lines=leftover)]
+            filler = cst.SimpleStatementLine([cst.Pass()], leading_lines=leftover)
+            self.made_pass.add(id(filler))
+            body = [filler]
             leftover = []
         return updated_node.with_changes(body=body, footer=[*leftover, *updated_node.footer])
 
