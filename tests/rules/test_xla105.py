@@ -177,6 +177,64 @@ def test_a_local_optimizer_wrapper_gets_a_review_only_fix():
     assert not f.fix.safe and "NoamOpt" in f.fix.review_reason
 
 
+def test_a_workspace_optimizer_wrapper_handed_through_a_closure_is_for_review(tmp_path):
+    """pytorch-original-transformer (held-out 98): ``CustomLRAdamOptimizer`` of utils/ wraps
+    Adam with no param_groups of its own and reaches the loop through the parameter of the
+    function that builds the closure; xm.optimizer_step of it raised on two replicas. A
+    wrapper that gives ``self.param_groups`` is a torch-like optimizer: safe."""
+    from xla_lens.engine import analyze
+    from xla_lens.semantic import workspace, workspace_calls
+
+    (tmp_path / "utils").mkdir()
+    wrapper = (
+        "class CustomLR:\n"
+        "    def __init__(self, optimizer):\n"
+        "        self.optimizer = optimizer\n"
+        "    def step(self):\n"
+        "        for g in self.optimizer.param_groups:\n"
+        "            g['lr'] = 0.1\n"
+        "        self.optimizer.step()\n"
+    )
+    (tmp_path / "utils" / "optim.py").write_text(wrapper)
+    script = tmp_path / "train.py"
+    script.write_text(
+        src(
+            """
+            import torch
+            from utils.optim import CustomLR
+
+            def get_loop(model, custom_optimizer):
+                def loop(loader):
+                    for x in loader:
+                        model(x).sum().backward()
+                        custom_optimizer.step()
+                return loop
+
+            def main(model, loader):
+                opt = CustomLR(torch.optim.Adam(model.parameters()))
+                get_loop(model, opt)(loader)
+            """
+        )
+    )
+
+    def step_finding():
+        workspace.clear_cache()
+        workspace_calls.clear_cache()
+        result = analyze(script.read_text(), str(script))
+        (f,) = [f for f in result.findings if f.code == "XLA105"]
+        return f
+
+    f = step_finding()
+    assert not f.fix.safe and "`CustomLR` (a class of the project" in f.fix.review_reason
+    (tmp_path / "utils" / "optim.py").write_text(
+        wrapper.replace(
+            "        self.optimizer = optimizer\n",
+            "        self.optimizer = optimizer\n        self.param_groups = optimizer.param_groups\n",
+        )
+    )
+    assert step_finding().fix.safe
+
+
 ZERO = """
 import torch
 import torch_xla

@@ -193,6 +193,25 @@ def test_sync_batchnorm_named_as_a_type_is_no_use():
     assert lines == [7, 9]
 
 
+def test_sync_batchnorm_chosen_as_the_norm_layer_of_a_builder_is_a_use():
+    """DIST_KD (held-out 99): ``BatchNorm2d = nn.SyncBatchNorm if distributed else
+    nn.BatchNorm2d`` handed to the model builder as ``norm_layer=``: every layer built with it
+    is a SyncBatchNorm, whose training forward raises on XLA tensors. So is a bare
+    ``norm_layer=nn.SyncBatchNorm``; a comparison or a type tuple is not."""
+    code = """
+    import torch.nn as nn
+
+    def build(distributed, make):
+        BatchNorm2d = nn.SyncBatchNorm if distributed else nn.BatchNorm2d
+        model = make(norm_layer=BatchNorm2d)
+        other = make(norm_layer=nn.SyncBatchNorm)
+        same = type(model) is nn.SyncBatchNorm
+        return model, other, same
+    """
+    lines = [f.span.start.line for f in findings(code, "XLA405")]
+    assert lines == [3, 5]
+
+
 def test_a_cuda_default_tensor_type_under_an_availability_guard_is_still_reported():
     # ssd.pytorch (held-out 24): skipped on an XLA host, the default stays the CPU, and the
     # loss targets and prior boxes its bare constructors make land there.

