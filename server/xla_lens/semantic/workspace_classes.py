@@ -420,9 +420,12 @@ def _unwrapped_choice(receiver: ast.expr) -> ast.expr:
         if isinstance(side, ast.Attribute) and side.attr == "module":
             side = side.value
         names.append(side.id if isinstance(side, ast.Name) else None)
-    if names[0] is not None and names[0] == names[1]:
-        return receiver.orelse if isinstance(receiver.orelse, ast.Name) else receiver.body.value  # type: ignore[attr-defined]
-    return receiver
+    if names[0] is None or names[0] != names[1]:
+        return receiver
+    for side in (receiver.body, receiver.orelse):
+        if isinstance(side, ast.Name):
+            return side
+    return receiver.body.value  # type: ignore[attr-defined]  # both ``m.module``
 
 
 def _reaching_classes(model: ScriptModel, name: ast.Name) -> tuple[ClassRef, ...]:
