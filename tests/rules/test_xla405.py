@@ -212,6 +212,27 @@ def test_sync_batchnorm_chosen_as_the_norm_layer_of_a_builder_is_a_use():
     assert lines == [3, 5]
 
 
+def test_data_parallel_by_hand_is_reported_once_per_function():
+    """ChineseNMT (held-out 98): the loss computed over ``config.device_id=[0, 1]`` with
+    ``nn.parallel.replicate/scatter/parallel_apply/gather``. One finding per function."""
+    code = """
+    import torch.nn as nn
+
+    class MultiGPULoss:
+        def __init__(self, criterion, devices):
+            self.criterion = nn.parallel.replicate(criterion, devices=devices)
+            self.devices = devices
+
+        def __call__(self, out, targets):
+            outs = nn.parallel.scatter(out, target_gpus=self.devices)
+            losses = nn.parallel.parallel_apply(self.criterion, list(zip(outs, targets)))
+            return nn.parallel.gather(losses, target_device=self.devices[0])
+    """
+    found = findings(code, "XLA405")
+    assert [f.span.start.line for f in found] == [4, 8]
+    assert "DataParallel by hand" in found[1].message and "torch_xla.launch" in found[1].manual
+
+
 def test_a_cuda_default_tensor_type_under_an_availability_guard_is_still_reported():
     # ssd.pytorch (held-out 24): skipped on an XLA host, the default stays the CPU, and the
     # loss targets and prior boxes its bare constructors make land there.

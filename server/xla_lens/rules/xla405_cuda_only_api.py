@@ -114,6 +114,22 @@ ADVICE: tuple[tuple[str, str], ...] = (
         "scatters the batch over CUDA devices: on XLA each process drives one device; run "
         "one replica per device with torch_xla.launch and call the module directly",
     ),
+    *(
+        (
+            f"torch.nn.parallel.{name}",
+            # ChineseNMT's MultiGPULossCompute (held-out 98): DataParallel taken apart by hand.
+            f"is DataParallel by hand ({what} the CUDA devices listed): XLA devices are not "
+            "addressed that way (one process drives one device); run one replica per device "
+            "with torch_xla.launch and compute the loss on this process's device",
+        )
+        for name, what in (
+            ("replicate", "copies the module onto"),
+            ("scatter_gather", "splits and gathers tensors over"),
+            ("scatter", "splits tensors over"),
+            ("parallel_apply", "runs module copies in threads on"),
+            ("gather", "gathers outputs from"),
+        )
+    ),
     (
         "torch.nn.SyncBatchNorm",
         # torch 2.9's SyncBatchNorm.forward checks the device only when it must sync
@@ -155,6 +171,12 @@ MANUAL = {
     "asking the CUDA driver.",
     "torch.cuda.": "Replace the call with its XLA counterpart (torch_xla / xm) or remove it; "
     "an XLA host has no CUDA driver to ask.",
+    **{
+        f"torch.nn.parallel.{name}": "Drop the hand-made replication: compute on this "
+        "process's XLA device and start one process per device with torch_xla.launch (with "
+        "xm.optimizer_step or DDP over the xla backend to reduce the gradients)."
+        for name in ("replicate", "scatter_gather", "scatter", "parallel_apply", "gather")
+    },
     "torch.nn.parallel.data_parallel": "Run one replica per device with torch_xla.launch and "
     "call the module directly.",
     "torch.nn.SyncBatchNorm": "Keep a plain BatchNorm per replica, or all-reduce its "
@@ -223,6 +245,10 @@ def _aliased(model: ScriptModel, node: ast.Attribute, qualname: str) -> bool:
 
 
 TYPE_TESTS = frozenset({"isinstance", "issubclass"})
+HAND_PARALLEL = tuple(
+    f"torch.nn.parallel.{n}"
+    for n in ("replicate", "scatter_gather", "scatter", "parallel_apply", "gather")
+)
 
 
 def _named_as_a_type(model: ScriptModel, node: ast.AST) -> bool:
@@ -244,6 +270,7 @@ def _named_as_a_type(model: ScriptModel, node: ast.AST) -> bool:
 
 def _api_findings(model: ScriptModel) -> Iterator[Finding]:
     reported: set[int] = set()
+    by_hand: set[int] = set()  # scopes whose hand-made DataParallel is reported
     # Tensor-type aliases whose every use XLA101 rewrites are reported there, with the fix.
     aliases = {id(a.cuda_type): a.blocker for a in tensor_type_aliases(model)}
     patched = patched_attributes(model)
@@ -271,6 +298,12 @@ def _api_findings(model: ScriptModel) -> Iterator[Finding]:
             continue
         if q.startswith(CLASSES_NAMED_SAFELY) and _named_as_a_type(model, node):
             continue  # ``isinstance(m, (nn.BatchNorm2d, nn.SyncBatchNorm))`` builds nothing
+        if q.startswith(HAND_PARALLEL):
+            # DataParallel by hand is one idiom however many of its pieces a function uses.
+            scope = id(model.enclosing_function(node) or model.tree)
+            if scope in by_hand:
+                continue
+            by_hand.add(scope)
         reported.add(node.lineno)
         shown = q if not q.startswith("torch.cuda.") else "torch.cuda." + q.split(".")[2]
         yield Finding(
