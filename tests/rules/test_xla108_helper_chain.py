@@ -9,7 +9,7 @@ from pathlib import Path
 
 from xla_lens.engine import analyze, fix_source
 
-from tests.helpers import src
+from tests.helpers import findings, src
 
 TRAIN = """
 import torch
@@ -124,3 +124,33 @@ def test_a_script_written_for_xla_chose_how_its_helper_saves(tmp_path: Path):
     assert [f for f in result.findings if f.code == "XLA108"] == []
     found, _ = _run(tmp_path, UTILS)  # the CUDA original still gets it
     assert len(found) == 1
+
+
+def test_a_checkpoint_built_by_a_helper_and_saved_here_is_a_checkpoint(tmp_path: Path):
+    """pytorch-original-transformer (held-out 98): ``torch.save(utils.get_training_state(cfg,
+    model), path)``, the helper binding a dict with ``model.state_dict()`` and returning it.
+    Reported with xm.save; for review, since what the helper builds is out of this check's
+    sight. The same helper in this file is followed through its name and the fix is safe."""
+    helper = (
+        "def get_training_state(cfg, model):\n"
+        "    state = {'name': cfg['name'], 'state_dict': model.state_dict()}\n"
+        "    return state\n"
+    )
+    (tmp_path / "utils.py").write_text(helper)
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\nimport utils\n\n\n"
+        "def train(cfg, model, loader, opt):\n"
+        "    model = model.cuda()\n"
+        "    for x in loader:\n"
+        "        model(x.cuda()).sum().backward()\n"
+        "        opt.step()\n"
+        "    torch.save(utils.get_training_state(cfg, model), 'ckpt.pt')\n"
+    )
+    result = analyze(script.read_text(), str(script))
+    (f,) = [f for f in result.findings if f.code == "XLA108"]
+    assert f.fix is not None and not f.fix.safe
+    assert "`utils.get_training_state()` returns is built in another module" in f.fix.review_reason
+    local = helper + script.read_text().replace("import utils\n", "").replace("utils.", "")
+    (g,) = [f for f in findings(local, "XLA108")]
+    assert g.fix is not None and g.fix.safe

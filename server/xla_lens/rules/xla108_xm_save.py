@@ -37,6 +37,7 @@ from ..semantic.model import (
 from ..semantic.params import argument_values, parameter_of
 from ..semantic.rank_guards import attribute_values
 from ..semantic.replica_paths import names_matching, per_replica_path
+from ..semantic.workspace_calls import helper_target, parsed_module
 from .base import (
     Category,
     EditOp,
@@ -111,15 +112,40 @@ def _builds_state_dict(model: ScriptModel, call: ast.Call) -> bool:
         return True
     fn = model.functions.get(called) if isinstance(func, ast.Name) else None
     if fn is None:
-        return False
+        return workspace_state_builder(model, call) is not None
+    return returns_state_dict(fn)
+
+
+def returns_state_dict(fn: ast.AST) -> bool:
+    """``fn`` returns a value built from a ``.state_dict()`` call, directly or through a name
+    it binds first (``state = {"state_dict": model.state_dict(), ...}; return state``,
+    pytorch-original-transformer's ``get_training_state``, held-out 98)."""
+    built: set[str] = set()
+    returned: list[ast.expr] = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign) and _has_state_dict_call(n.value):
+            built.update(t.id for t in n.targets if isinstance(t, ast.Name))
+        elif isinstance(n, ast.Return) and n.value is not None:
+            returned.append(n.value)
     return any(
-        isinstance(n, ast.Return)
-        and n.value is not None
-        and any(
-            isinstance(c, ast.Call) and method_name(c) == "state_dict" for c in ast.walk(n.value)
-        )
-        for n in model.walk_scope(fn)
+        _has_state_dict_call(v) or (isinstance(v, ast.Name) and v.id in built) for v in returned
     )
+
+
+def _has_state_dict_call(node: ast.AST) -> bool:
+    return any(isinstance(c, ast.Call) and method_name(c) == "state_dict" for c in ast.walk(node))
+
+
+def workspace_state_builder(model: ScriptModel, call: ast.Call) -> str | None:
+    """``utils.get_training_state(cfg, model)``: a function of another module of the project
+    that returns a value built from the model's ``.state_dict()`` (read, never run); how the
+    script names it, or None."""
+    helper = helper_target(model, call)
+    if helper is None:
+        return None
+    parsed = parsed_module(helper.path)
+    fn = parsed.functions.get(helper.function) if parsed is not None else None
+    return helper.shown if fn is not None and returns_state_dict(fn) else None
 
 
 COPIES = frozenset({"copy.deepcopy", "copy.copy"})
@@ -481,6 +507,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                     _review(model, call, ctx),
                     held and _held_reason(held),
                     resumed_entry_reason(model, call),
+                    _built_elsewhere_reason(model, obj),
                 )
                 if r
             ]
@@ -510,6 +537,20 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if fix is not None
             else "xm.save(data, path) takes no pickle options: drop them and call xm.save",
         )
+
+
+def _built_elsewhere_reason(model: ScriptModel, obj: ast.AST | None) -> str:
+    """What a helper of another module returns is out of this check's sight: xm.save copies
+    it into plain containers (an OrderedDict becomes a dict, a tuple a list) and refuses
+    objects it cannot copy (an OmegaConf config, a class), measured at stop 42."""
+    shown = workspace_state_builder(model, obj) if isinstance(obj, ast.Call) else None
+    if shown is None:
+        return ""
+    return (
+        f"what `{shown}()` returns is built in another module: xm.save rebuilds its "
+        "containers as plain dicts and lists and refuses objects it cannot copy (a config "
+        "object, a class); check it holds only tensors, numbers, strings and containers"
+    )
 
 
 HOVER = """\
