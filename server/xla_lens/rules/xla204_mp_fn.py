@@ -27,6 +27,7 @@ from .base import (
     Severity,
     Span,
 )
+from .parts.hand_launchers import hand_launches
 from .parts.replica_coordination import independent_replicas
 from .parts.spawn_launch import spawn_findings
 
@@ -372,6 +373,11 @@ def _launched_without_index(model: ScriptModel) -> Iterator[Finding]:
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _launched_without_index(model)
+    if not model.uses_torch_xla and any(hand_launches(model, CODE)):
+        # ``mp.Process(target=run)`` per GPU (PreSumm): converting that launcher is the change
+        # to make; an _mp_fn around the entry would start a second one.
+        yield from hand_launches(model, CODE)
+        return
     distributed = model.is_distributed
     if not (distributed or model.uses_trainer):
         return
