@@ -57,5 +57,5 @@ def test_a_device_kept_in_a_settings_object_read_by_other_files_becomes_xla_for_
     config.device = 'cuda'
     """
     (f,) = findings(code, "XLA101")
-    assert not f.fix.safe and "read only outside this file" in f.fix.review_reason
+    assert not f.fix.safe and "not read in this file" in f.fix.review_reason
     assert 'config.device = "xla"' in fixed(code, "XLA101", unsafe=True)

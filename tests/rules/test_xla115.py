@@ -278,3 +278,16 @@ def test_entries_taken_with_get_or_pop_count_like_subscripts():
     tensor = code.replace('return ckpt.get("epoch", 0)', 'return ckpt.pop("ema")')
     (g,) = findings(tensor, "XLA115")
     assert g.fix is not None and not g.fix.safe
+
+
+def test_a_grad_scaler_state_holds_no_cuda_tensor():
+    """PVDM (held-out 100): ``scaler.load_state_dict(torch.load(...))`` restores the scale
+    and growth tracker, Python numbers in GradScaler's state dict: nothing to map."""
+    code = CUDA_RESUME + (
+        "scaler = torch.cuda.amp.GradScaler()\n"
+        'scaler.load_state_dict(torch.load("scaler.pth"))\n'
+        'other.load_state_dict(torch.load("other.pth"))\n'
+        'torch.save(scaler.state_dict(), "scaler.pth")\n'
+    )
+    found = findings(code, "XLA115")
+    assert [f.span.start.line + 1 for f in found] == [5, 6, 13]

@@ -721,6 +721,35 @@ def test_each_line_of_a_class_is_named_once_and_modules_stay_bounded(tmp_path: P
     assert all(f.message.startswith(f"T{i}() runs code in t{i}.py") for i, f in enumerate(found))
 
 
+def test_classes_reaching_many_modules_leave_the_budget_of_called_functions(tmp_path: Path):
+    """pysot (held-out 100): the model's and the dataset's classes reach a dozen modules
+    (anchors, boxes, augmentations) before the script calls ``load_pretrain``, whose
+    ``torch.cuda.current_device()`` and CUDA map_location still need converting."""
+    _write(tmp_path / "pyproject.toml", "")
+    body = ["import torch", "from model_load import load_pretrain"]
+    for i in range(rule.MAX_MODULES + 2):
+        _write(
+            tmp_path / f"t{i}.py",
+            f"import torch\nclass T{i}:\n    def __init__(self):\n        self.run()\n"
+            f"    def run(self):\n        torch.cuda.set_device({i})\n",
+        )
+        body.append(f"from t{i} import T{i}")
+    _write(
+        tmp_path / "model_load.py",
+        "import torch\n\ndef load_pretrain(model, path):\n"
+        "    device = torch.cuda.current_device()\n"
+        "    state = torch.load(path, map_location=lambda storage, loc: storage.cuda(device))\n"
+        "    model.load_state_dict(state, strict=False)\n",
+    )
+    body += [f"x{i} = T{i}()" for i in range(rule.MAX_MODULES + 2)]
+    body.append("load_pretrain(model, path)")
+    script = _write(tmp_path / "train.py", "\n".join(body) + "\n")
+    found = _found(script)
+    assert len(found) == rule.MAX_MODULES + 1
+    assert found[-1].message.startswith("load_pretrain() runs code in model_load.py")
+    assert "map_location" in found[-1].message
+
+
 def test_the_class_module_is_read_not_run_and_cached(tmp_path: Path, monkeypatch):
     marker = tmp_path / "ran"
     _write(

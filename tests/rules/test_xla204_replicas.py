@@ -1,5 +1,7 @@
 """XLA204's launch rewrite is safe only when the replicas it starts visibly cooperate."""
 
+import ast
+
 from xla_lens.engine import analyze
 
 from tests.helpers import findings, fixed, src
@@ -317,6 +319,30 @@ def test_replica_code_that_needs_torchruns_environment_waits_for_review():
     assert "line 5" in f.fix.review_reason
 
 
+def test_a_read_guarded_by_membership_raises_nothing():
+    """SwinUNETR's pretraining (held-out 101): ``if "WORLD_SIZE" in os.environ:`` guards the
+    read, so under the XLA launcher the script runs on, one process's world, not a KeyError;
+    the reason then says what does happen."""
+    code = """
+    import os
+    import torch.distributed as dist
+
+    def main():
+        distributed = False
+        if "WORLD_SIZE" in os.environ:
+            distributed = int(os.environ["WORLD_SIZE"]) > 1
+        size = int(os.environ["RANK"]) if "RANK" in os.environ else 0
+        if distributed:
+            dist.init_process_group(backend="nccl")
+        print(size)
+
+    if __name__ == "__main__":
+        main()
+    """
+    (f,) = findings(code, "XLA204")
+    assert "KeyError" not in (f.fix.review_reason if f.fix else f.message)
+
+
 # A process group and a training loop, nothing of the script's own all-reduces the gradients.
 NO_REDUCTION = """
 import torch
@@ -454,3 +480,21 @@ def test_a_helper_not_handed_the_flag_holder_is_not_said_to_set_it(tmp_path):
     (f,) = [x for x in analyze(src(main), str(script)).findings if x.code == "XLA204"]
     assert "seed_everything" not in f.fix.review_reason
     assert "set out of the analysis's sight" in f.fix.review_reason
+
+
+def test_membership_guards_of_an_environment_read():
+    from xla_lens.engine.analysis import parse
+    from xla_lens.rules.parts.env_sentinel import membership_guarded
+
+    code = src("""
+    import os
+    if "WORLD_SIZE" in os.environ:
+        a = int(os.environ["WORLD_SIZE"])
+    b = int(os.environ["RANK"]) if "RANK" in os.environ else 0
+    c = 0 if "RANK" in os.environ else int(os.environ["RANK"])
+    d = int(os.environ["LOCAL_RANK"]) if "RANK" in os.environ else 0
+    e = os.environ["RANK"]
+    """)
+    model = parse(code)
+    reads = [n for n in model.nodes_of(ast.Subscript) if model.qualname(n.value) == "os.environ"]
+    assert [membership_guarded(model, r) for r in reads] == [True, True, False, False, False]

@@ -20,7 +20,9 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.checkpoint_loads import cuda_device_text, other_use
+from ..semantic.kwargs_dicts import DictEntry, entries_reaching, has_key, only_unpacked_into
 from ..semantic.model import ScriptModel, arg_or_keyword, keyword
+from ..semantic.pickers import is_availability
 from ..semantic.storage_movers import (
     MAP_LOCATION_AT,
     map_location_value,
@@ -81,6 +83,23 @@ def _reads_own_save(model: ScriptModel, call: ast.Call, saves: list[ast.Call]) -
     )
 
 
+def _into_scaler(model: ScriptModel, call: ast.Call) -> bool:
+    """``scaler.load_state_dict(torch.load(path))`` of a GradScaler: its state dict holds
+    Python numbers (the scale read with ``.item()``, the growth tracker), no tensor the CUDA
+    run placed (PVDM's trainer, held-out 100)."""
+    parent = model.parent(call)
+    if not (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr == "load_state_dict"
+        and parent.args
+        and parent.args[0] is call
+    ):
+        return False
+    owner = parent.func.value
+    return isinstance(owner, ast.Name) and owner.id in model.scaler_names
+
+
 def _reads_plain_save(model: ScriptModel, call: ast.Call) -> bool:
     """The load reads a path that the script writes only with objects that are no checkpoint
     (``torch.save((vocab_src, vocab_tgt), "vocab.pt")`` then, in the ``else``,
@@ -109,7 +128,7 @@ def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
             continue
         if any(kw.arg is None for kw in call.keywords) or _reads_own_save(model, call, saves):
             continue
-        if _reads_plain_save(model, call):
+        if _reads_plain_save(model, call) or _into_scaler(model, call):
             continue
         use = other_use(model, call)
         reason = "" if use is None else REVIEW.format(use=use)
@@ -178,8 +197,84 @@ def _safetensors_loads(model: ScriptModel) -> Iterator[Finding]:
         )
 
 
+def _empty_otherwise(model: ScriptModel, entry: DictEntry) -> ast.IfExp | None:
+    """The ``X if torch.cuda.is_available() else {}`` that chooses ``entry``'s dict: False on
+    an XLA host, so there the load gets no map_location at all."""
+    choice = model.parent(entry.container)
+    if not (isinstance(choice, ast.IfExp) and choice.body is entry.container):
+        return None
+    other = choice.orelse
+    empty = (isinstance(other, ast.Dict) and not has_key(other, "map_location")) or (
+        isinstance(other, ast.Call)
+        and isinstance(other.func, ast.Name)
+        and other.func.id == "dict"
+        and not other.args
+        and not has_key(other, "map_location")
+    )
+    return choice if empty and is_availability(model, choice.test) else None
+
+
+def _unpacked_map_locations(model: ScriptModel) -> Iterator[Finding]:
+    """``load_args = dict(map_location=f"cuda:{device_id}") if torch.cuda.is_available() else
+    {}`` then ``torch.load(path, **load_args)`` (held-out 94's towards-principled-gts): on a
+    CUDA host the checkpoint is mapped onto CUDA; on an XLA host the dict is empty and the
+    load restores each tensor where the CUDA run saved it, which fails the same way. Mapping
+    onto the CPU on every host is what load_state_dict needs."""
+    for call in model.calls_to(*MAP_LOCATION_AT):
+        if map_location_value(model, call) is not None:
+            continue
+        for kw in call.keywords:
+            if kw.arg is not None or not isinstance(kw.value, ast.Name):
+                continue
+            for entry in entries_reaching(model, kw.value, "map_location"):
+                if cuda_device_text(model, entry.value):
+                    yield _unpacked_finding(model, call, kw.value.id, entry)
+
+
+def _unpacked_finding(model: ScriptModel, call: ast.Call, name: str, entry: DictEntry) -> Finding:
+    value = model.segment(entry.value)
+    choice = _empty_otherwise(model, entry)
+    message = (
+        f"torch.load's `**{name}` maps the checkpoint onto CUDA (`{value}`, line "
+        f"{entry.value.lineno})"
+    )
+    if choice is not None:
+        message += (
+            f" only when `{model.segment(choice.test)}`: on an XLA host it is empty and the "
+            "load restores each tensor where the CUDA run saved it, which fails there too"
+        )
+    else:
+        message += ": an XLA host has no CUDA, so the load fails"
+    message += (
+        '; map onto the CPU (map_location="cpu") and let load_state_dict copy onto the XLA device'
+    )
+    container = model.segment(entry.container)
+    replaced = choice if choice is not None else entry.container
+    use = other_use(model, call)
+    reason = "" if use is None else REVIEW.format(use=use)
+    if not reason and not only_unpacked_into(model, entry, lambda c: c is call):
+        reason = f"`{name}` is used other than as this load's `**` argument; check those uses too"
+    fix = None
+    if container.count(value) == 1:
+        fix = Fix(
+            'Map onto the CPU: map_location="cpu"',
+            (Replace(model.span(replaced), container.replace(value, '"cpu"')),),
+            safe=not reason,
+            review_reason=reason,
+        )
+    return Finding(
+        CODE,
+        message,
+        model.span(entry.value),
+        Severity.WARNING,
+        fix=fix,
+        manual=None if fix is not None else 'Map the checkpoint onto the CPU: map_location="cpu".',
+    )
+
+
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_written(model)
+    yield from _unpacked_map_locations(model)
     yield from _safetensors_loads(model)
     for call in model.calls_to(*MAP_LOCATION_AT):
         value = map_location_value(model, call)

@@ -56,7 +56,10 @@ from .parts.library_autocast import display_path, library_autocasts
 CODE = "XLA118"
 # Later calls of a helper already reported, each pointed at the first (information).
 MAX_REPEATS = 5
-# Distinct helper modules analysed for one script: the editor's cost stays bounded.
+# Distinct helper modules analysed for one script: the editor's cost stays bounded. Functions
+# the script calls and the modules class calls reach each have this budget: a model's and a
+# dataset's classes reaching a dozen modules of anchors and augmentations must not spend the
+# one a checkpoint helper needs (pysot's ``load_pretrain``, held-out 100).
 MAX_MODULES = 12
 SHOWN = 3  # evidence lines named in the message; the rest are counted
 DEVICE_NOTE = "it chooses the device there"
@@ -114,7 +117,8 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
     if hand_written_xla(model) or not model.path or model.path.startswith("<"):
         return
     seen: set[object] = set()
-    modules: set[str] = set()
+    modules: set[str] = set()  # reached through class calls
+    helper_modules: set[str] = set()  # of the functions the script calls
     said: set[tuple[Path, int]] = set()  # lines of class code already named at a call
     literals: set[int] = set()  # "nccl" literals already named
     first_calls: dict[tuple[str, str], tuple[ast.Call, str]] = {}
@@ -180,9 +184,9 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
                 yield _repeat_finding(model, call, helper.shown, first)
             continue
         if key not in seen:
-            if str(helper.path) not in modules and len(modules) >= MAX_MODULES:
+            if str(helper.path) not in helper_modules and len(helper_modules) >= MAX_MODULES:
                 continue
-            modules.add(str(helper.path))
+            helper_modules.add(str(helper.path))
             seen.add(key)
         evidence = helper_evidence(helper, ctx.target)
         if not evidence:

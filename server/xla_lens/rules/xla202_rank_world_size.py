@@ -36,6 +36,7 @@ from .parts.env_sentinel import (
     SENTINELS,
     env_default,
     env_key,
+    membership_guarded,
     sentinel_test,
 )
 from .parts.foreign_launcher import XLA_LAUNCHERS, foreign_launcher, review_under_launcher
@@ -145,26 +146,6 @@ def _raw_default(model: ScriptModel, node: ast.AST) -> ast.expr | None:
     return None
 
 
-def _membership_guarded(model: ScriptModel, node: ast.Subscript) -> bool:
-    """``os.environ[key]`` under ``if key in os.environ:`` (timm's rank loop): no KeyError."""
-    key = model.segment(node.slice)
-    mapping = model.segment(node.value)
-    child: ast.AST = node
-    for anc in model.ancestors(node):
-        test = anc.test if isinstance(anc, ast.If) and child is not anc.test else None
-        if (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.In)
-            and model.segment(test.left) == key
-            and model.segment(test.comparators[0]) == mapping
-            and child in anc.body
-        ):
-            return True
-        child = anc
-    return False
-
-
 def _loop_read_finding(model: ScriptModel, node: ast.AST, keys: list[str], target) -> Finding:
     e = Emitter(model)
     answers = {
@@ -183,7 +164,7 @@ def _loop_read_finding(model: ScriptModel, node: ast.AST, keys: list[str], targe
             f'; {"/".join(rendezvous)} need no replacement: init_process_group("xla", '
             'init_method="xla://") finds its peers itself'
         )
-    raises = isinstance(node, ast.Subscript) and not _membership_guarded(model, node)
+    raises = isinstance(node, ast.Subscript) and not membership_guarded(model, node)
     unset = "KeyError" if raises else "the defaults on every replica"
     return Finding(
         CODE,

@@ -66,6 +66,15 @@ MANUAL = (
     "read into `xm.add_step_closure(fn, args=(...))`, which runs after the step's graph."
 )
 
+# The read is an ``if``/``while`` test in the loop: the host needs the value before it can go
+# on, so neither a step closure nor a read after the loop keeps the program's meaning.
+DECIDING_MANUAL = (
+    "This value decides what the loop does next (`{test}`), so it cannot move into a step "
+    "closure or wait until after the loop: each step pays the sync. To avoid it the decision "
+    "itself must move onto the device (torch.where on tensors), which changes what happens on "
+    "the steps it skipped; otherwise keep the read."
+)
+
 EVAL_MANUAL = (
     "Accumulate on the device (`total += loss.detach()`, `correct += pred.eq(y).sum()`), "
     "call torch_xla.sync() once per batch, and read the totals once after the loop "
@@ -358,7 +367,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             fix = _closure_fix(model, values, loop, stmt, ctx.target)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
-            manual = STORE_MANUAL if STORE_MARK in what else MANUAL
+            manual = STORE_MANUAL if STORE_MARK in what else _deciding_manual(model, stmt, node)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=manual)
     yield from (finding for _, finding in evaluation)
     for read in forward_buffer_reads(model):  # every forward, wherever the loop is
@@ -383,6 +392,25 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         span = model.span(read.call if read.where else read.node)  # a sibling's: at the call
         manual = STORE_MANUAL if STORE_MARK in what else HELPER_MANUAL
         yield Finding(CODE, message, span, Severity.WARNING, manual=manual)
+
+
+def _deciding_manual(model: ScriptModel, stmt: ast.stmt | None, node: ast.AST) -> str:
+    """``if is_valid_number(loss.data.item()):`` around the backward and the step (pysot,
+    held-out 100): the advice for a deferred read would change which steps run."""
+    if not (isinstance(stmt, ast.If | ast.While) and any(n is node for n in ast.walk(stmt.test))):
+        return MANUAL
+    # A test around a print alone moves into a closure whole; one that decides what trains
+    # or where the loop goes does not.
+    governed = [n for s in (*stmt.body, *stmt.orelse) for n in ast.walk(s)]
+    if any(isinstance(n, DECIDES) for n in governed) or any(
+        isinstance(n, ast.Call) and method_name(n) in TRAINING_METHODS for n in governed
+    ):
+        return DECIDING_MANUAL.format(test=model.segment(stmt.test)[:60])
+    return MANUAL
+
+
+DECIDES = (ast.Break, ast.Continue, ast.Return, ast.Raise)
+TRAINING_METHODS = frozenset({"backward", "step", "zero_grad", "optimizer_step"})
 
 
 def _reads_unmoved_batch(

@@ -62,6 +62,10 @@ HOST_MODULES = ("math.", "numpy.", "random.", "statistics.")
 HOST_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
 # Methods that move a value to a device (or may: ``type`` takes a CUDA tensor type).
 MOVES = frozenset({"to", "cuda", "xpu", "npu", "mps", "type", "new_tensor", "new"})
+# Join a list of tensors: the result lives where the parts do.
+JOINS = frozenset(
+    f"torch.{n}" for n in ("cat", "concat", "concatenate", "stack", "hstack", "vstack")
+)
 PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
 ARGUMENT_TYPES = frozenset({"int", "float", "str", "bool"})
 
@@ -105,6 +109,8 @@ class HostCalls:
             return True  # ``math.ceil(...)``, NumPy values, ``torch.from_numpy`` (CPU memory)
         if qualname in HOST_CONSTRUCTORS | LIKE_CONSTRUCTORS:
             return self._host_constructor(call, qualname, depth)
+        if qualname in JOINS and call.args:
+            return self._host_parts(call, call.args[0], depth)
         if recv is not None and name not in MOVES and self.is_host(recv, depth):
             return not any(self.is_device(a, depth) for a in arguments(call))
         return False
@@ -136,6 +142,57 @@ class HostCalls:
             return bool(call.args) and self.is_host(call.args[0], depth)
         return not any(self.is_device(a, depth) for a in arguments(call))
 
+    def _host_parts(self, join: ast.Call, parts: ast.expr, depth: int) -> bool:
+        """The list ``torch.cat`` joins holds host values only: a display of them, or a
+        list name of one frame bound only to displays and grown only with host values
+        (``y_pred.append(pred.detach().cpu())`` of an evaluation loop, ogb's ``eval``,
+        held-out 101). Any other use of the name before the join may put a device tensor in;
+        what comes after it (``y_pred = torch.cat(y_pred).numpy()``) cannot, unless a loop
+        brings it round again."""
+        if isinstance(parts, ast.List | ast.Tuple):
+            return all(self.is_host(e, depth + 1) for e in parts.elts)
+        if not isinstance(parts, ast.Name):
+            return False
+        from .loop_frames import scope_of  # noqa: PLC0415 (loop_frames imports the model)
+
+        model = self.model
+        frame = scope_of(model, parts)
+        loop = model.innermost_loop(join)
+        if loop is not None and scope_of(model, loop) is frame:
+            return False
+        stmt = model.enclosing_statement(join)
+        if stmt is None:
+            return False
+        grown = False
+        for use in model.name_nodes(parts.id):
+            if scope_of(model, use) is not frame or (use.lineno, use.col_offset) >= (
+                stmt.lineno,
+                stmt.col_offset,
+            ):
+                continue
+            parent = model.parent(use)
+            if isinstance(use.ctx, ast.Store):
+                value = _bound_display(model, use)
+                if value is None or not all(self.is_host(e, depth + 1) for e in value.elts):
+                    return False
+                continue
+            call = model.parent(parent) if isinstance(parent, ast.Attribute) else None
+            if isinstance(call, ast.Call) and call.func is parent and parent.attr == "append":
+                if len(call.args) != 1 or not self.is_host(call.args[0], depth + 1):
+                    return False
+                grown = True
+            elif not (
+                isinstance(parent, ast.Call)
+                and parent.args
+                and parent.args[0] is use
+                and (
+                    model.call_name(parent) in JOINS
+                    or (isinstance(parent.func, ast.Name) and parent.func.id == "len")
+                )
+            ):
+                return False
+        return grown
+
     def _returns_host(self, fn: ast.AST) -> bool:
         known = self._host_fns.get(fn)
         if known is None:
@@ -146,6 +203,23 @@ class HostCalls:
             )
             self._host_fns[fn] = known
         return known
+
+
+def _bound_display(model: ScriptModel, target: ast.Name) -> ast.List | None:
+    """The list display ``target`` is bound to: ``xs = []``, or ``a, b = [], []``."""
+    parent = model.parent(target)
+    if isinstance(parent, ast.Assign):
+        value = parent.value
+    elif (
+        isinstance(parent, ast.Tuple)
+        and isinstance(assign := model.parent(parent), ast.Assign)
+        and isinstance(assign.value, ast.Tuple)
+        and len(assign.value.elts) == len(parent.elts)
+    ):
+        value = assign.value.elts[parent.elts.index(target)]
+    else:
+        return None
+    return value if isinstance(value, ast.List) else None
 
 
 def _parsed_arguments_host(values: HostCalls, parser: str) -> bool:

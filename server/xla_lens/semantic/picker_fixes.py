@@ -405,8 +405,8 @@ def _read_elsewhere(model: ScriptModel, site: ast.AST, uses: list) -> str:
         return ""
     shown = model.segment(target)
     return (
-        f"{shown} is read only outside this file (a settings object): the value must suit "
-        'every reader there, so the string "xla" is offered (torch.device("xla") and '
+        f"{shown} is not read in this file, so any reader is elsewhere (a settings object "
+        'handed on): the value must suit every such reader, so the string "xla" is offered (torch.device("xla") and '
         '`.to("xla")` take it); check the readers\' comparisons with "cuda"'
     )
 

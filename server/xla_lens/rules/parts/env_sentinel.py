@@ -117,3 +117,27 @@ def device_setup_in_branch(model: ScriptModel, node: ast.AST, distributed: bool)
             if ident is not None and DEVICE_WORDS.search(ident):
                 return stmt
     return None
+
+
+def membership_guarded(model: ScriptModel, node: ast.Subscript) -> bool:
+    """``os.environ[key]`` under ``if key in os.environ:`` (timm's rank loop) or in the
+    chosen branch of ``os.environ[key] if key in os.environ else 1`` (GPEN): no KeyError."""
+    key = model.segment(node.slice)
+    mapping = model.segment(node.value)
+    child: ast.AST = node
+    for anc in model.ancestors(node):
+        test = anc.test if isinstance(anc, ast.If | ast.IfExp) and child is not anc.test else None
+        guarded = (
+            child in anc.body if isinstance(anc, ast.If) else child is getattr(anc, "body", None)
+        )
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and model.segment(test.left) == key
+            and model.segment(test.comparators[0]) == mapping
+            and guarded
+        ):
+            return True
+        child = anc
+    return False

@@ -30,6 +30,7 @@ from ...semantic.node_helpers import iteration_clauses
 from ...semantic.steps import FunctionNode
 from ...semantic.workspace import MAX_BYTES, module_file
 from ..base import Replace, RuleContext
+from .env_sentinel import membership_guarded
 from .rank_zero_checks import rank_zero_check
 
 INIT = "torch.distributed.init_process_group"
@@ -366,8 +367,10 @@ def _required_env_read(model: ScriptModel, fn: FunctionNode) -> ast.Subscript | 
                         keys = [e.value for e in loop.iter.elts if isinstance(e, ast.Constant)]
                 if keys:
                     break
-        if any(_env_key(k) for k in keys) and not any(
-            r.contains(model.span(node)) for r in rewritten
+        if (
+            any(_env_key(k) for k in keys)
+            and not any(r.contains(model.span(node)) for r in rewritten)
+            and not membership_guarded(model, node)
         ):
             return node
     return None
