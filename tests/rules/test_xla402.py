@@ -269,3 +269,26 @@ def test_a_dataset_built_as_a_multiple_of_the_batch_size_has_no_short_batch():
         "batch_size=batch_size, shuffle", "batch_size=32, shuffle"
     )
     assert not [f for f in findings(literal, "XLA402") if "last batch" in f.message]
+
+
+def test_pyg_graph_batches_change_shape_every_step():
+    """ogb's molecule property prediction (held-out 101): PyG's DataLoader joins each batch's
+    graphs into one, whose node and edge counts change almost every step. Said per loader of
+    a script that places its work on a device; a CPU-only script compiles nothing."""
+    code = """
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    train_loader = DataLoader(dataset[split["train"]], batch_size=32, shuffle=True)
+    valid_loader = DataLoader(dataset[split["valid"]], batch_size=32)
+    for batch in train_loader:
+        loss = model(batch.to(device)).sum()
+    """
+    found = [f for f in findings(code, "XLA402") if "PyTorch Geometric" in f.message]
+    assert [f.span.start.line for f in found] == [4, 5]
+    assert "transforms.Pad" in found[0].manual
+    on_cpu = code.replace(
+        '    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', ""
+    ).replace("batch.to(device)", "batch")
+    assert not [f for f in findings(on_cpu, "XLA402") if "PyTorch Geometric" in f.message]

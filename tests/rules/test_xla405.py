@@ -245,3 +245,21 @@ def test_a_cuda_default_tensor_type_under_an_availability_guard_is_still_reporte
     """
     (f,) = findings(code, "XLA405")
     assert f.span.start.line == 2 and "its CUDA availability guard skips it" in f.message
+
+
+def test_dgl_has_no_xla_device():
+    """DGL's device table names the CPU and CUDA, not XLA: a batched graph moved to the XLA
+    device raises KeyError('xla') (held-out 101). Said once, as what DGL is: not CUDA-only."""
+    code = """
+    import dgl
+    import torch
+    from dgl.dataloading import GraphDataLoader
+
+    device = torch.device("cuda")
+    for graph, labels in GraphDataLoader(dataset, batch_size=32):
+        graph = graph.to(device)
+    """
+    found = [f for f in findings(code, "XLA405") if "DGL" in f.message]
+    assert len(found) == 1 and found[0].span.start.line == 0  # `import dgl`, once
+    assert "KeyError('xla')" in found[0].message and "CUDA-only library" not in found[0].message
+    assert "plain torch ops" in found[0].manual

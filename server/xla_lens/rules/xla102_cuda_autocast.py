@@ -13,6 +13,7 @@ from ..semantic.precision import ACCELERATORS, device_strings
 from ..semantic.prepared_loaders import is_accelerator
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.autocast_device_type import derivation_findings
+from .parts.bf16_host_copies import bf16_host_copy_reason
 from .parts.device_after_fixes import device_not_xla
 from .parts.device_from_caller import device_from_caller
 from .parts.device_held import device_held
@@ -247,6 +248,12 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             review = device_from_caller(model, ctx.target) or review
         if dtype_review is not None:
             review = f"{dtype_review}; {review}" if review else dtype_review
+        if (
+            fix is not None
+            and "bfloat16" in fix.title + "".join(getattr(op, "code", "") for op in fix.ops)
+            and (host := bf16_host_copy_reason(model, call))
+        ):
+            review = f"{host}; {review}" if review else host
         if fix is not None and _enables(call) and (islands := fp32_islands(model)):
             island_review = islands_reason(model, islands)
             review = f"{island_review}; {review}" if review else island_review

@@ -22,6 +22,7 @@ from .parts.dynamic_ops import MASK_ASSIGNMENT, dynamic_op
 from .parts.eval_loader_batches import eval_loader_findings, single_sample_batches
 from .parts.even_batches import batches_divide_evenly
 from .parts.forward_buffer_reads import SLICE_MANUAL, forward_buffer_reads, slice_message
+from .parts.graph_batches import graph_batch_findings
 from .parts.growing_sequences import growing_sequence_findings
 from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
@@ -348,6 +349,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from sibling_offset_findings(model, CODE)
     yield from growing_sequence_findings(model, CODE)
     yield from pointer_write_findings(model, CODE)
+    yield from graph_batch_findings(model, CODE)
     done: set[int] = set()
     for _loop, node in loop_nodes(model):
         what = dynamic_op(model, node)

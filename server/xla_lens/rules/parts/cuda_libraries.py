@@ -1,5 +1,6 @@
 """XLA405's CUDA-only libraries: an import of apex, bitsandbytes, xformers, flash-attn,
-pynvml, CuPy or Triton, once per library, and each kernel fetched from the Hugging Face hub
+pynvml, CuPy or Triton, once per library (and DGL, which runs on the CPU or CUDA but has no XLA
+device), and each kernel fetched from the Hugging Face hub
 (``kernels.get_kernel``), with what to use on XLA instead. apex imported only for
 LARC (held-out 15, SwAV) is told apart: LARC is plain PyTorch with no torch.optim
 equivalent, so "replace apex" would change the optimizer."""
@@ -29,6 +30,18 @@ LIBRARY_MANUAL = {
     "default), which XLA lowers.",
     "triton": "Replace each Triton kernel with the PyTorch ops it computes (XLA fuses them), or "
     "with a Pallas kernel on TPU.",
+    "dgl": "Keep the DGL model on the CPU, or write its graph layers with plain torch ops over "
+    "edge index tensors (index_add_ / scatter_reduce, as PyTorch Geometric's pure-torch paths "
+    "do), which XLA lowers; batches of graphs of varying size compile once per new shape, so pad "
+    "them to a few sizes (XLA402).",
+}
+# Libraries that run on the CPU as well as CUDA, but on no XLA device: said as what they are.
+# DGL: DGLContext.STR2MASK names cpu/gpu/cuda and others, no "xla" (held-out 101's multi-GPU
+# graph prediction moves each batched graph to the device).
+CPU_OR_CUDA_LIBRARIES = {
+    "dgl": "DGL keeps its graphs and runs its message-passing kernels on the CPU or CUDA only: "
+    "its device table has no XLA entry, so `graph.to(<XLA device>)` raises KeyError('xla') "
+    "and its kernels cannot take XLA tensors",
 }
 LARC_MESSAGE = (
     "apex's LARC is plain PyTorch (it rescales each parameter's learning rate by its trust "
@@ -172,6 +185,15 @@ def library_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
                 seen.add(root)
                 yield Finding(
                     code, LARC_MESSAGE, model.span(imp), Severity.WARNING, manual=LARC_MANUAL
+                )
+            if root in CPU_OR_CUDA_LIBRARIES and root not in seen:
+                seen.add(root)
+                yield Finding(
+                    code,
+                    CPU_OR_CUDA_LIBRARIES[root],
+                    model.span(imp),
+                    Severity.WARNING,
+                    manual=LIBRARY_MANUAL[root],
                 )
             if root in CUDA_LIBRARIES and root not in seen:
                 seen.add(root)
