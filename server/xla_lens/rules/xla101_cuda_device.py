@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from ..semantic import cuda_flag_idioms as flag_idioms
 from ..semantic import device_sites as sites
-from ..semantic import dict_devices, if_pickers, pickers, xla_api, xla_branches
+from ..semantic import device_text_tests, dict_devices, if_pickers, pickers, xla_api, xla_branches
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
 from ..semantic.handed_optimizers import stranding_reason
@@ -441,6 +441,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             flag_idioms.attribute_flag_findings(model, handled),
             flag_idioms.mixed_name_findings(model, handled),
             flag_idioms.cpu_fallback_findings(model),
+            device_text_tests.device_text_test_advice(model),
             flag_idioms.tensor_type_findings(model, target),
             flag_idioms.device_flag_findings(model),
             external_devices.helper_advice(model),

@@ -229,8 +229,10 @@ def _starts_replicas(model: ScriptModel) -> bool:
 def _independent_reason(target: str) -> str:
     sync = "xm.mark_step()" if target == "legacy" else "torch_xla.sync()"
     return (
-        "xm.optimizer_step all-reduces gradients across replicas; this script's replicas "
-        f"train independently (no DDP): use optimizer.step() + {sync} to keep that"
+        "xm.optimizer_step all-reduces gradients across replicas; nothing this file shows "
+        "reduces them (no DDP or all-reduce in sight; a class of another module may wrap its "
+        "model in DDP itself), so as written here the replicas train independently: keep "
+        f"optimizer.step() + {sync} for that, or check what reduces them"
     )
 
 

@@ -30,6 +30,11 @@ REVIEW_PARAMETER = (
     "pl.MpDeviceLoader, wrapping it again breaks training (the loader thread fails and no "
     "step runs, with exit code 0)"
 )
+REVIEW_BUILT_BY = (
+    "the loader comes from `{call}` (line {line}), whose body this file does not show; if it "
+    "already wraps it in pl.MpDeviceLoader, wrapping it again breaks training (the loader "
+    "thread fails and no step runs, with exit code 0)"
+)
 REVIEW_WRAPPER = (
     "`{wrapper}(...)` now receives device batches from the MpDeviceLoader inside it; check "
     "that it only passes them on (timing, logging) and does not read or reshape them"
@@ -63,6 +68,32 @@ class Wrap:
     ops: tuple
     safe: bool
     reason: str
+
+
+def _unseen_origin(model: ScriptModel, loader: ast.expr) -> str | None:
+    """``train_loader, val_loader = model.dataloaders(...)`` in this function (held-out 102's
+    simclr-pytorch): the loader comes from a call, not from a caller; said as such."""
+    fn = model.enclosing_function(loader)
+    if not isinstance(loader, ast.Name) or fn is None:
+        return None
+    calls = [
+        node.value
+        for node in model.walk_scope(fn)
+        if isinstance(node, ast.Assign)
+        and any(
+            isinstance(t, ast.Name) and t.id == loader.id
+            for target in node.targets
+            for t in ast.walk(target)
+        )
+    ]
+    if len(calls) != 1 or not isinstance(calls[0], ast.Call):
+        return None
+    call = calls[0]
+    if model.call_name(call) is not None or any(
+        isinstance(n, ast.Name) and n.id == loader.id for n in ast.walk(call)
+    ):
+        return None  # ``itertools.islice(loader, n)`` of a loader handed in: the caller's
+    return REVIEW_BUILT_BY.format(call=f"{model.segment(call.func)}(...)", line=call.lineno)
 
 
 def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None:
@@ -103,7 +134,7 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
     code = f"{e.pl}.MpDeviceLoader({name}, {device})"
     reasons = []
     if source is not Source.PLAIN:
-        reasons.append(REVIEW_PARAMETER.format(name=name))
+        reasons.append(_unseen_origin(model, loader) or REVIEW_PARAMETER.format(name=name))
     if wrapper is not None:
         reasons.append(REVIEW_WRAPPER.format(wrapper=model.segment(wrapper.func)))
     read = _batch_read_on_host(model, loop.node)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .node_helpers import LOOP_TYPES, SCOPE_TYPES, node_order
+from .node_helpers import LOOP_TYPES, SCOPE_TYPES, dotted, node_order
 from .steps import ExternalStep, is_update_call
 
 if TYPE_CHECKING:
@@ -67,7 +67,13 @@ def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
         step_fn = None
         external = None
         if model._is_step_call(call):
-            pass
+            if steps.calls_epoch_function(call) and _hands_a_loader(model, call):
+                # ``trainer.train_network(train_loader)``, a method of a project class handed
+                # the data loader, which loops over its batches and steps in each
+                # (voxceleb_trainer, held-out 103): the step loop, and its sync, are that
+                # method's; this loop runs epochs. (An agent's ``update(rollouts)`` that
+                # loops over minibatches of what it is handed stays this loop's step.)
+                continue
         elif (step_fn := steps.step_callee(call)) is not None:
             pass
         elif (external := steps.external_step(call)) is None:
@@ -101,6 +107,19 @@ def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
             )
             entry.external_steps.extend(inner.external_steps)
     return sorted(found.values(), key=lambda t: node_order(t.node))
+
+
+def _hands_a_loader(model: ScriptModel, call: ast.Call) -> bool:
+    """An argument of ``call`` is a data loader: a DataLoader the script builds, or a name
+    that says it is one (``train_loader``)."""
+    from .loaders import Source, classify  # noqa: PLC0415 (loaders reads the model's loops)
+
+    values = [*call.args, *(k.value for k in call.keywords)]
+    return any(
+        "loader" in (dotted(v) or "").rsplit(".", 1)[-1].lower()
+        or classify(model, v) in (Source.PLAIN, Source.XLA)
+        for v in values
+    )
 
 
 def training_loop_of(model: ScriptModel, node: ast.AST) -> TrainingLoop | None:

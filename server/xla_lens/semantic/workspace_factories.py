@@ -93,9 +93,21 @@ def _registry_classes(module: ParsedModule, call: ast.Call) -> tuple[ClassRef, .
     constant of an ``if key == "CRD":`` around the call), else the dict's classes when few
     enough to name; None when ``call`` is no such lookup."""
     func = call.func
-    if not (isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)):
+    if not isinstance(func, ast.Subscript):
         return None
-    bound = module.reexports.get(func.value.id)
+    table_ref = func.value
+    if isinstance(table_ref, ast.Name):
+        bound = module.reexports.get(table_ref.id)
+    elif (
+        isinstance(table_ref, ast.Attribute)
+        and isinstance(table_ref.value, ast.Name)
+        and table_ref.value.id in module.imports
+    ):
+        # ``models.REGISTERED_MODELS[args.problem](...)`` after ``import models``
+        # (simclr-pytorch, held-out 102): the dict of the package's ``__init__``.
+        bound = (module.imports[table_ref.value.id], 0, table_ref.attr)
+    else:
+        return None
     if bound is None:
         return None
     source, level, original = bound
@@ -112,7 +124,10 @@ def _registry_classes(module: ParsedModule, call: ast.Call) -> tuple[ClassRef, .
         for k, v in zip(table.keys, table.values, strict=True)
         if key is None or (isinstance(k, ast.Constant) and k.value == key)
     ]
-    classes = [class_reference(other, v) for v in entries if isinstance(v, ast.Name)]
+    # ``{"KD": KD}`` or ``{'sim-clr': ssl.SimCLR}`` (a class of a submodule it imports).
+    classes = [
+        class_reference(other, v) for v in entries if isinstance(v, ast.Name | ast.Attribute)
+    ]
     if not classes or None in classes or len(classes) > MAX_CANDIDATES:
         return ()
     return tuple(c for c in classes if c is not None)
