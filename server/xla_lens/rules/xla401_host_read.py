@@ -66,6 +66,8 @@ MANUAL = (
     "read into `xm.add_step_closure(fn, args=(...))`, which runs after the step's graph."
 )
 
+IMAGE_WRITERS = frozenset({"torchvision.utils.save_image"})
+
 # The read is an ``if``/``while`` test in the loop: the host needs the value before it can go
 # on, so neither a step closure nor a read after the loop keeps the program's meaning.
 DECIDING_MANUAL = (
@@ -153,6 +155,10 @@ def _reads(model: ScriptModel, values: HostValues, node: ast.AST) -> str | None:
             and _pending(values, node.args[0])
         ):
             return f"{node.func.id}(tensor)"  # type: ignore[attr-defined]
+        if model.call_name(node) in IMAGE_WRITERS and node.args and _pending(values, node.args[0]):
+            # ``save_image(fake, "running.jpg")`` every step (animeface's CycleGAN, held-out
+            # 105): torchvision copies the grid to the host to write it.
+            return "writing an image of a tensor"
         if is_reporting(model, node):
             args = [
                 a
