@@ -49,6 +49,18 @@ def test_a_read_in_a_helper_the_loop_calls_every_step_is_reported_there():
     assert "clip_grad_norm_" in f.manual or "torch.stack" in f.manual
 
 
+def test_a_helper_called_under_a_flag_says_when():
+    """ssd.pytorch's plot update under ``if args.visdom:`` (held-out 106): every step, but
+    only while the flag holds."""
+    code = NORM_HELPER.replace(
+        "    norm = CALL\n", "    if plot:\n        norm = total_norm(net.parameters())\n"
+    )
+    (f,) = findings(code.replace("dev = torch", "plot = True\ndev = torch"), CODE)
+    assert "calls every step while `plot` holds" in f.message
+    (plain,) = findings(NORM_HELPER.replace("CALL", "total_norm(net.parameters())"), CODE)
+    assert "holds" not in plain.message
+
+
 def test_two_levels_of_helpers_are_followed():
     (f,) = findings(NORM_HELPER.replace("CALL", "outer_norm(net.parameters())"), CODE)
     assert f.span.start.line == 9

@@ -49,7 +49,7 @@ from .base import (
     Severity,
     Target,
 )
-from .parts import device_arguments, external_devices, library_device_defaults
+from .parts import device_arguments, external_devices, handed_flag_stores, library_device_defaults
 from .parts.config_devices import config_device_advice
 from .parts.displayed_devices import displayed_only
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
@@ -442,6 +442,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             flag_idioms.mixed_name_findings(model, handled),
             flag_idioms.cpu_fallback_findings(model),
             device_text_tests.device_text_test_advice(model),
+            handed_flag_stores.handed_flag_advice(model),
             flag_idioms.tensor_type_findings(model, target),
             flag_idioms.device_flag_findings(model),
             external_devices.helper_advice(model),

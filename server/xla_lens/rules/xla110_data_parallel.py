@@ -156,7 +156,10 @@ def _review_reason(model: ScriptModel, rewritten: frozenset[int] = frozenset()) 
             "the script uses `.module` (the wrapped model): without the wrapper that "
             "attribute no longer exists; use the model itself there"
         )
+    wrappers = _wrapper_names(model)
     for call in model.calls:
+        if wrappers is not None and _not_the_wrapper(model, call, wrappers):
+            continue  # ssd.pytorch saves ``ssd_net.state_dict()``, never the wrapper
         if method_name(call) in STATE_METHODS:
             if isinstance(call.func, ast.Attribute) and id(call.func.value) in rewritten:
                 continue  # ``model.module.state_dict()`` -> ``model.state_dict()``: same keys
@@ -194,6 +197,63 @@ def _review_reason(model: ScriptModel, rewritten: frozenset[int] = frozenset()) 
             )
             break
     return "; ".join(reasons)
+
+
+def _wrapper_names(model: ScriptModel) -> frozenset[str] | None:
+    """The names the wrappers are bound to (``net = torch.nn.DataParallel(ssd_net)``,
+    ``.cuda()`` after it included); None when a wrapper is built anywhere else (inline, in a
+    return): then any save may hold it."""
+    names: set[str] = set()
+    for call in model.calls_to(*DATA_PARALLEL):
+        node: ast.AST = call
+        parent = model.parent(node)
+        while (
+            isinstance(parent, ast.Attribute)
+            and parent.attr in SELF_RETURNING
+            and isinstance(model.parent(parent), ast.Call)
+        ):
+            node = model.parent(parent)  # type: ignore[assignment]
+            parent = model.parent(node)
+        if not (isinstance(parent, ast.Assign) and parent.value is node):
+            return None
+        for target in parent.targets:
+            name = dotted(target)
+            if name is None:
+                return None
+            names.add(name)
+    # ``m = net`` after the wrap names the wrapper too.
+    for _ in range(2):
+        for node in model.nodes_of(ast.Assign):
+            assert isinstance(node, ast.Assign)
+            value = dotted(node.value)
+            if value is not None and _within(value, frozenset(names)):
+                names.update(t for t in map(dotted, node.targets) if t is not None)
+    return frozenset(names)
+
+
+def _not_the_wrapper(model: ScriptModel, call: ast.Call, wrappers: frozenset[str]) -> bool:
+    """A save of a state dict or object that names no wrapper (``torch.save(ssd_net.
+    state_dict(), path)``), or a ``state_dict()``/``load_state_dict()`` of something else
+    (``ssd_net.vgg.load_state_dict(w)``): unwrapping changes neither. A load whose result
+    goes elsewhere is judged at the ``load_state_dict`` it feeds."""
+    name = model.call_name(call)
+    if name in ("torch.save", "torch_xla.core.xla_model.save") and call.args:
+        named = [
+            dotted(n) for n in ast.walk(call.args[0]) if isinstance(n, ast.Name | ast.Attribute)
+        ]
+        return not any(n is not None and _within(n, wrappers) for n in named)
+    if method_name(call) in STATE_METHODS and isinstance(call.func, ast.Attribute):
+        owner = dotted(call.func.value)
+        return owner is not None and not _within(owner, wrappers)
+    if name == "torch.load":
+        return all(
+            _not_the_wrapper(model, c, wrappers) for c in model.method_calls("load_state_dict")
+        )
+    return False
+
+
+def _within(name: str, wrappers: frozenset[str]) -> bool:
+    return any(name == w or name.startswith(w + ".") for w in wrappers)
 
 
 def _saves_only_rewritten(model: ScriptModel, call: ast.Call, rewritten: frozenset[int]) -> bool:

@@ -37,6 +37,7 @@ from ..semantic.workspace_classes import (
 )
 from ..semantic.workspace_factories import block_forwards, forward_of
 from ..semantic.workspace_regions import regions
+from ..semantic.xla_process_group import group_built_for
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts import helper_evidence as evidence_cache
 from .parts.device_parameters import passes_xla_device
@@ -63,6 +64,10 @@ MAX_REPEATS = 5
 MAX_MODULES = 12
 SHOWN = 3  # evidence lines named in the message; the rest are counted
 DEVICE_NOTE = "it chooses the device there"
+
+
+# Evidence that a process group makes right: dist.get_rank(), a DistributedSampler's defaults.
+GROUP_ANSWERS = frozenset({"XLA202", "XLA203"})
 
 
 def clear_cache() -> None:
@@ -215,6 +220,10 @@ def _evidence_at(
         and not (e.default_of and passes(call, *e.default_of))
         and not (e.device_of and passes_xla_device(model, call, *e.device_of))
     )
+    if any(e.code in GROUP_ANSWERS for e in kept) and group_built_for(model, call):
+        # With a process group up, torch.distributed's ranks and a DistributedSampler's
+        # defaults answer right on the "xla" backend too.
+        kept = tuple(e for e in kept if e.code not in GROUP_ANSWERS)
     return kept if any(e.code not in SUPPORTING for e in kept) else ()
 
 

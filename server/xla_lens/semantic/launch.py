@@ -253,30 +253,7 @@ def parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNod
 
 
 def _parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNode]:
-    launches_at: dict[ast.AST, int] = {}  # scope -> line of its first launching call
-    launching: set[ast.Call] = set()  # its arguments run in the parent, not what it starts
-    for call in model.calls:
-        name = model.call_name(call)
-        is_wrapped = bool(wrapped) and isinstance(call.func, ast.Name) and call.func.id == wrapped
-        if name in LAUNCHERS or (is_wrapped and model.is_module_level(call)):
-            scope = model.enclosing_function(call) or model.tree
-            launches_at[scope] = min(launches_at.get(scope, call.lineno), call.lineno)
-            launching.add(call)
-    # Scopes that reach a launch through a call of a function that launches (main()).
-    changed = True
-    while changed:
-        changed = False
-        for call in model.calls:
-            callee = model.steps.callee(call)
-            if callee is None or callee not in launches_at:
-                continue
-            scope = model.enclosing_function(call) or model.tree
-            if call not in launching:
-                launching.add(call)
-                changed = True
-            if call.lineno < launches_at.get(scope, call.lineno + 1):
-                launches_at[scope] = call.lineno
-                changed = True
+    launches_at, launching = _launching(model, wrapped)
     todo: list[FunctionNode] = []
     for scope, line in launches_at.items():
         for node in model.walk_scope(scope):
@@ -301,6 +278,49 @@ def _parent_functions(model: ScriptModel, wrapped: str | None) -> set[FunctionNo
                 if callee is not None and callee not in seen:
                     todo.append(callee)
     return seen
+
+
+def _launching(model: ScriptModel, wrapped: str | None) -> tuple[dict[ast.AST, int], set[ast.Call]]:
+    """(scope -> line of its first launching call, the calls that launch or lead to one)."""
+    launches_at: dict[ast.AST, int] = {}  # scope -> line of its first launching call
+    launching: set[ast.Call] = set()  # its arguments run in the parent, not what it starts
+    for call in model.calls:
+        name = model.call_name(call)
+        is_wrapped = bool(wrapped) and isinstance(call.func, ast.Name) and call.func.id == wrapped
+        if name in LAUNCHERS or (is_wrapped and model.is_module_level(call)):
+            scope = model.enclosing_function(call) or model.tree
+            launches_at[scope] = min(launches_at.get(scope, call.lineno), call.lineno)
+            launching.add(call)
+    # Scopes that reach a launch through a call of a function that launches (main()).
+    changed = True
+    while changed:
+        changed = False
+        for call in model.calls:
+            callee = model.steps.callee(call)
+            if callee is None or callee not in launches_at:
+                continue
+            scope = model.enclosing_function(call) or model.tree
+            if call not in launching:
+                launching.add(call)
+                changed = True
+            if call.lineno < launches_at.get(scope, call.lineno + 1):
+                launches_at[scope] = call.lineno
+                changed = True
+    return launches_at, launching
+
+
+def _run_instead_of_launch(model: ScriptModel, fn: FunctionNode) -> bool:
+    """Every call of ``fn`` in this file sits in one branch of an ``if`` whose other branch
+    launches (cift-markets' ``if args.single: train_single_device() else:
+    train_multi_device()``, held-out 107's control): the process that runs it launches
+    nothing, so it is no launcher's parent."""
+
+    def compute() -> bool:
+        _, launching = _launching(model, None)
+        calls = [c for c in model.calls if model.steps.callee(c) is fn]
+        return bool(calls) and all(_instead_of_launch(model, c, launching) for c in calls)
+
+    return model.memo((_run_instead_of_launch, fn), compute)
 
 
 def _instead_of_launch(model: ScriptModel, call: ast.Call, launching: set[ast.Call]) -> bool:
@@ -363,6 +383,9 @@ def runs_in_parent(
     enclosing = enclosing_functions_at(model, line)
     if enclosing and enclosing[-1] in parents:
         return True
+    if enclosing and not any(fn in parents for fn in enclosing):
+        if _run_instead_of_launch(model, enclosing[0]):
+            return False
     return not any(fn in replicas for fn in enclosing)
 
 

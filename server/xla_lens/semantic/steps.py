@@ -19,7 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .loop_exits import leaves_after
 from .workspace import FunctionFacts, function_facts_at, imported_function_facts
+from .workspace_calls import helper_target
 from .wrapped_steps import instance_class
 
 if TYPE_CHECKING:
@@ -164,7 +166,7 @@ class StepIndex:
                 if model._is_step_call(node):
                     # A backward() in a loop with the optimizer step after it is gradient
                     # accumulation inside one step, not a loop over steps.
-                    if model.innermost_loop(node) is not None and is_update_call(model, node):
+                    if _repeated(model, node) and is_update_call(model, node):
                         self.epoch_functions.add(fn)
                     else:
                         self.step_functions.add(fn)
@@ -178,7 +180,7 @@ class StepIndex:
                 if fn in self.epoch_functions:
                     continue
                 for call, target in self._local_calls(fn):
-                    in_loop = model.innermost_loop(call) is not None
+                    in_loop = _repeated(model, call)
                     if target in self.epoch_functions or (in_loop and self._runs_step(target)):
                         self.epoch_functions.add(fn)
                         changed = True
@@ -240,7 +242,8 @@ class StepIndex:
                 return self._instance_method(call)
             if module.split(".")[0] in NOT_WORKSPACE:
                 return None
-            return imported_function_facts(self.model.path, module, func.attr, 0)
+            found = imported_function_facts(self.model.path, module, func.attr, 0)
+            return found if found is not None else self._reexported(call)
         if not isinstance(func, ast.Name):
             return None
         origin = self._import_of(func.id)
@@ -249,7 +252,15 @@ class StepIndex:
         module, name, level = origin
         if level == 0 and module.split(".")[0] in NOT_WORKSPACE:
             return None
-        return imported_function_facts(self.model.path, module, name, level)
+        found = imported_function_facts(self.model.path, module, name, level)
+        return found if found is not None else self._reexported(call)
+
+    def _reexported(self, call: ast.Call) -> FunctionFacts | None:
+        """``lib.learn_with_auto_virtual_batch(...)`` where ``lib/__init__.py`` says ``from
+        .deep import *`` (tabular-dl-revisiting-models, held-out 107): the function of the
+        module the package re-exports it from."""
+        target = helper_target(self.model, call)
+        return function_facts_at(target.path, target.function) if target is not None else None
 
     def _inherited(self, call: ast.Call) -> FunctionFacts | None:
         """``self.m()`` in a class of the script, ``m`` inherited from a workspace base class
@@ -298,6 +309,13 @@ class StepIndex:
         if facts is None or facts.kind != "step":
             return None
         return ExternalStep(call, facts.module, facts.name, facts.syncs)
+
+
+def _repeated(model: ScriptModel, call: ast.Call) -> bool:
+    """In a loop that goes round again after the call (not an out-of-memory retry that
+    returns once the call succeeded: semantic/loop_exits.py)."""
+    loop = model.innermost_loop(call)
+    return loop is not None and not leaves_after(model, loop, call)
 
 
 EXIT_CALLS = frozenset({"exit", "quit"})

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .loop_exits import leaves_after
 from .node_helpers import LOOP_TYPES, SCOPE_TYPES, dotted, node_order
 from .steps import ExternalStep, is_update_call
 
@@ -30,6 +31,8 @@ class TrainingLoop:
     step_functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=list)
     # Step functions of sibling modules the loop calls (their bodies are not in this file).
     external_steps: list[ExternalStep] = field(default_factory=list)
+    # The calls in the loop that run the step (directly or through a step function).
+    step_calls: list[ast.Call] = field(default_factory=list)
 
     def regions(self) -> list[ast.AST]:
         return [self.node, *self.step_functions]
@@ -85,6 +88,7 @@ def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
                 continue
             step_fn = step_fn or nested
         entry = found.setdefault(loop, TrainingLoop(loop))
+        entry.step_calls.append(call)
         if step_fn is not None and step_fn not in entry.step_functions:
             entry.step_functions.append(step_fn)
         if external is not None:
@@ -93,7 +97,7 @@ def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
         # A step function that calls a deeper step function: include the callee too.
         entry.step_functions[:] = steps.callee_closure(entry.step_functions)
     for loop in list(found):
-        if _is_accumulation_loop(model, found[loop]):
+        if _is_accumulation_loop(model, found[loop]) or _retry_loop(model, found[loop]):
             del found[loop]
     for loop in sorted(found, key=node_order, reverse=True):
         outer = _variant_loop_parent(model, loop)
@@ -107,6 +111,17 @@ def find_training_loops(model: ScriptModel) -> list[TrainingLoop]:
             )
             entry.external_steps.extend(inner.external_steps)
     return sorted(found.values(), key=lambda t: node_order(t.node))
+
+
+def _retry_loop(model: ScriptModel, entry: TrainingLoop) -> bool:
+    """Every step the loop runs leaves it in the same iteration: ``while chunk_size != 0:
+    try: return learn(...) except RuntimeError: chunk_size //= 2`` (an out-of-memory retry,
+    tabular-dl-revisiting-models, held-out 107) runs one step per call of its function; it
+    goes round again only when the step failed. Not a step loop: the loop that calls the
+    function is."""
+    return bool(entry.step_calls) and all(
+        leaves_after(model, entry.node, call) for call in entry.step_calls
+    )
 
 
 def _hands_a_loader(model: ScriptModel, call: ast.Call) -> bool:

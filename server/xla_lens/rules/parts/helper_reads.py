@@ -119,11 +119,29 @@ def helper_message(read: HelperRead, message: str) -> str:
         head = f"`{shown}(...)` runs {read.where} in `{read.chain[-1]}`, where "
         where = f"every step, from the training loop on line {loop_line}"
         return head + message.replace(IN_LOOP, where)
+    guard = _guard_in_loop(read)
+    when = f" while `{guard}` holds" if guard else ""
     where = (
-        f"in `{read.chain[-1]}`, which the training loop on line {loop_line} calls every step "
-        f"(line {line_ref(read.call.lineno)}{through})"
+        f"in `{read.chain[-1]}`, which the training loop on line {loop_line} calls every "
+        f"step{when} (line {line_ref(read.call.lineno)}{through})"
     )
     return message.replace(IN_LOOP, where)
+
+
+def _guard_in_loop(read: HelperRead) -> str | None:
+    """The test of the innermost ``if`` inside the loop whose body holds the call (``if
+    args.visdom:`` around ssd.pytorch's plot update, held-out 106), shown short; None when
+    the call runs unconditionally."""
+    guards = [
+        node
+        for stmt in read.loop.node.body
+        for node in ast.walk(stmt)
+        if isinstance(node, ast.If) and any(n is read.call for s in node.body for n in ast.walk(s))
+    ]
+    if not guards:
+        return None
+    shown = ast.unparse(max(guards, key=lambda g: (g.lineno, g.col_offset)).test)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
 
 
 def _host_arguments(values: HostValues, call: ast.Call) -> bool:

@@ -30,6 +30,7 @@ from ..base import Finding, Severity, message_as_written, review_reason_as_writt
 from ..xla403_cuda_only_call import COUNTS, SEEDS
 from .guarded_sync import guarded_sync, is_guarded_sync
 from .nested_xla_imports import review_module_imports
+from .switched_off_filter import leave_switched_off
 
 CONVERSION_PREFIXES = ("XLA1", "XLA2", "XLA3", "XLA403", "XLA405")
 # Fixes that write XLA code into code both modes run: the conversion rules', and XLA401's step
@@ -124,6 +125,7 @@ def _dead_on_xla(model: ScriptModel, found: Regions, f: Finding) -> bool:
 def leave_non_xla_code(model: ScriptModel, findings: list[Finding]) -> list[Finding]:
     # A script that imports torch_xla only where it is usable gets its sync the same way,
     # which serves both of its modes.
+    findings = leave_switched_off(model, findings)
     findings = review_module_imports(model, [guarded_sync(model, f) or f for f in findings])
     both_modes = {id(f) for f in findings if is_guarded_sync(f)}
     found = regions(model)
