@@ -55,3 +55,62 @@ def test_a_load_into_the_wrapper_waits_for_review():
     text = SSD.replace("ssd_net.load_state_dict(vgg_weights)", "net.load_state_dict(vgg_weights)")
     (f,) = findings(text, "XLA110")
     assert f.fix is not None and not f.fix.safe
+
+
+SPAWNED = src("""
+import argparse
+import os
+import torch
+import torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+import torch_xla.distributed.xla_multiprocessing as xmp
+
+
+def make_parser():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--local_rank", default=os.getenv("LOCAL_RANK", 0), type=int)
+    return parser
+
+
+def train(index, args):
+    args.local_rank = xm.get_local_ordinal()
+    if args.local_rank == 0:
+        print(met.short_metrics_report())
+
+
+if __name__ == "__main__":
+    args = make_parser().parse_args()
+    args.local_rank = int(os.environ.get("LOCAL_RANK", args.local_rank))
+    if args.local_rank == 0:
+        os.makedirs("./models", exist_ok=True)
+    xmp.spawn(train, args=(args,))
+""")
+
+
+def test_a_parents_rank_read_every_replica_overwrites_first_is_left_alone():
+    """NVIDIA's SSD ported to TPU (held-out 106's control)."""
+    assert findings(SPAWNED, "XLA202") == []
+
+
+def test_a_replica_that_reads_the_parents_value_keeps_both_reported():
+    text = SPAWNED.replace(
+        "    args.local_rank = xm.get_local_ordinal()\n    if args.local_rank == 0:",
+        "    if args.local_rank == 0:",
+    )
+    assert len(findings(text, "XLA202")) == 2
+
+
+def test_a_wrapper_handed_on_may_be_saved_elsewhere_and_waits_for_review():
+    """Time-Series-Library's ``_build_model`` returns the wrapper, which is loaded into
+    as ``self.model``: the name at the save is not the one at the wrap."""
+    text = SSD.replace('torch.save(ssd_net.state_dict(), "ssd.pth")', "evaluate(net)")
+    text = "def evaluate(m):\n    pass\n\n\n" + text
+    (f,) = findings(text, "XLA110")
+    assert f.fix is not None and not f.fix.safe
+
+
+def test_a_checkpoint_handed_to_a_helper_waits_for_review():
+    text = SSD.replace("ssd_net.load_state_dict(vgg_weights)", "load_state(net, vgg_weights)")
+    text = "def load_state(m, w):\n    pass\n\n\n" + text
+    (f,) = findings(text, "XLA110")
+    assert f.fix is not None and not f.fix.safe

@@ -228,6 +228,19 @@ def _wrapper_names(model: ScriptModel) -> frozenset[str] | None:
             value = dotted(node.value)
             if value is not None and _within(value, frozenset(names)):
                 names.update(t for t in map(dotted, node.targets) if t is not None)
+    # Handed on (``return model``, ``evaluate(net)``, a container): whoever gets it may save
+    # it, under another name.
+    for node in model.nodes_of(ast.Name, ast.Attribute):
+        if not (isinstance(node.ctx, ast.Load) and dotted(node) in names):  # type: ignore[attr-defined]
+            continue
+        parent = model.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            continue
+        if isinstance(parent, ast.Call) and parent.func is node:
+            continue
+        if isinstance(parent, ast.Assign) and parent.value is node:
+            continue  # an alias, followed above
+        return None
     return frozenset(names)
 
 
@@ -246,10 +259,44 @@ def _not_the_wrapper(model: ScriptModel, call: ast.Call, wrappers: frozenset[str
         owner = dotted(call.func.value)
         return owner is not None and not _within(owner, wrappers)
     if name == "torch.load":
-        return all(
-            _not_the_wrapper(model, c, wrappers) for c in model.method_calls("load_state_dict")
-        )
+        return _loaded_into_others(model, call, wrappers)
     return False
+
+
+def _loaded_into_others(model: ScriptModel, load: ast.Call, wrappers: frozenset[str]) -> bool:
+    """What ``torch.load`` gives goes only into ``X.load_state_dict(...)`` of things other than
+    the wrapper (``ssd_net.vgg.load_state_dict(torch.load(path))``, or through a name whose
+    every use is such a call or a key read): handed to anything else, it may reach it."""
+    parent = model.parent(load)
+    if isinstance(parent, ast.Call) and method_name(parent) == "load_state_dict":
+        return _not_the_wrapper(model, parent, wrappers)
+    if not (
+        isinstance(parent, ast.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0], ast.Name)
+    ):
+        return False
+    name = parent.targets[0].id
+    for use in model.name_nodes(name):
+        if not isinstance(use.ctx, ast.Load):
+            continue
+        node: ast.AST = use
+        outer = model.parent(node)
+        while isinstance(outer, ast.Subscript) and outer.value is node:
+            node, outer = outer, model.parent(outer)
+        if isinstance(outer, ast.Call) and method_name(outer) == "load_state_dict":
+            if not _not_the_wrapper(model, outer, wrappers):
+                return False
+        elif node is use or not _scalar_read(model, node):
+            return False
+    return True
+
+
+def _scalar_read(model: ScriptModel, node: ast.AST) -> bool:
+    """``checkpoint['epoch']`` used as a value (compared, assigned, printed), not handed to
+    a function that could load it into a model."""
+    parent = model.parent(node)
+    return not (isinstance(parent, ast.Call) and node in parent.args)
 
 
 def _within(name: str, wrappers: frozenset[str]) -> bool:

@@ -41,6 +41,7 @@ from .parts.env_sentinel import (
 )
 from .parts.foreign_launcher import XLA_LAUNCHERS, foreign_launcher, review_under_launcher
 from .parts.hf_local_rank import hf_local_rank_tests
+from .parts.replica_overwrites import overwritten_in_replicas
 from .parts.sentinel_paths import sentinel_finding
 from .parts.spawn_launch import SPAWN_CALLS
 from .parts.torchrun_branch_ranks import runtime_ranks_in_torchrun_branch
@@ -288,7 +289,7 @@ def _env_reads(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             yield _review_env_read(model, finding, node, ctx.target)
             continue
         wrapper = _int_wrapper(model, node)
-        if unread_copy(model, wrapper or node):
+        if unread_copy(model, wrapper or node) or overwritten_in_replicas(model, node):
             continue
         finding = _finding(
             model,
