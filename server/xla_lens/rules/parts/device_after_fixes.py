@@ -215,6 +215,13 @@ class _Resolver:
         return found
 
 
+def value_not_xla(model: ScriptModel, ctx: RuleContext | Target, value: ast.AST) -> str:
+    """Why the device expression ``value`` may not be the XLA device once the safe fixes
+    are in ("" when it provably is)."""
+    target = ctx.target if isinstance(ctx, RuleContext) else ctx
+    return _Resolver(model, target)._value(value, 0) or ""
+
+
 def device_not_xla(model: ScriptModel, ctx: RuleContext | Target, device: str, at: ast.AST) -> str:
     """Why ``device`` may not be the XLA device at ``at`` after the safe fixes ("" when it
     provably is)."""
