@@ -119,3 +119,28 @@ def test_a_helper_loop_that_places_its_batches_still_is(tmp_path):
     found = _findings(tmp_path, "dqn.py", DQN, "XLA118")
     assert [f.code for f in found] == ["XLA118"]
     assert "XLA107" in found[0].message
+
+
+TWO_TRAINERS = src("""
+import torch
+from trainer import Trainer
+
+
+class RewardModelTrainer(Trainer):
+    def __init__(self, model):
+        super().__init__(True)
+        self.model = self.setup_model(model)
+
+
+class ProbRewardModelTrainer(Trainer):
+    def __init__(self, model):
+        super().__init__(True)
+        self.model = self.setup_model(model)
+""")
+
+
+def test_a_second_class_calling_the_same_inherited_helper_is_pointed_at_the_first(tmp_path):
+    (tmp_path / "trainer.py").write_text(BASE)
+    found = _findings(tmp_path, "reward_trainer.py", TWO_TRAINERS, "XLA118")
+    assert [f.span.start.line for f in found] == [7, 13]
+    assert "as the call at line 8 does" in found[1].message

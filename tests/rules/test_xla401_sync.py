@@ -174,3 +174,29 @@ def test_a_loader_xla106_wraps_syncs_unless_the_wrap_is_silenced():
     )
     (f,) = findings(neither, "XLA401")
     assert f.fix is None and "Nothing in this loop syncs" in f.manual
+
+
+def test_a_sync_offered_for_review_keeps_the_closure_for_review():
+    """Chinese-CLIP (held-out 84): XLA107's sync waits for review (a ``continue`` after the
+    step skips it); accepted together, the closure runs at that sync."""
+    code = """
+import torch
+feats = []
+for x in loader:
+    if mode(x):
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+    else:
+        feats.append(model(x))
+        if len(feats) < 4:
+            continue
+        loss = model(x).sum()
+        loss.backward()
+        optimizer.step()
+    print(f"loss {loss.item()}")
+"""
+    (sync,) = findings(code, "XLA107")
+    assert sync.fix is not None and not sync.fix.safe
+    (f,) = findings(code, "XLA401")
+    assert f.fix is not None and not f.fix.safe

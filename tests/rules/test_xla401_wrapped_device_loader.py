@@ -52,4 +52,6 @@ def test_a_named_progress_bar_over_the_device_loader_syncs_each_step(wrapped: st
 
 def test_a_progress_bar_over_a_plain_loader_still_syncs_nothing() -> None:
     read = _read("tqdm(loader)")
-    assert read.fix is not None and not read.fix.safe
+    # Nothing syncs and no fix would add a sync: a closure would never run, so none is
+    # offered (held-out 109).
+    assert read.fix is None and "Nothing in this loop syncs" in (read.manual or "")

@@ -36,7 +36,13 @@ from .parts.checkpoint_objects import MODULE, object_kind
 from .parts.closure_changes import changed_before_sync
 from .parts.closure_names import free_names
 from .parts.closure_order import clock_read, reported_out_of_order
-from .parts.closure_timing import NEVER_RUNS, REVIEW_LOST, closed_resource, sync_runs_after
+from .parts.closure_timing import (
+    NEVER_RUNS,
+    REVIEW_LOST,
+    closed_resource,
+    sync_offered,
+    sync_runs_after,
+)
 from .parts.closure_uses import used_before_sync
 from .parts.cpu_buffer_stores import STORE_MANUAL, STORE_MARK, cpu_buffer_store
 from .parts.eval_loops import evaluation_loops
@@ -376,7 +382,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
             fix = _closure_fix(model, values, loop, stmt, ctx.target)
-            if NEVER_RUNS in fix.review_reason:
+            if NEVER_RUNS in fix.review_reason and not sync_offered(model, loop, ctx.target):
                 # A closure nothing would ever run (no sync in the loop, none a safe fix adds):
                 # no fix to offer, even for review (held-out 109's TPU PPO control).
                 yield Finding(

@@ -18,7 +18,7 @@ from ...semantic.prepared_loaders import Feed, prepared_feed
 from .. import xla106_device_loader, xla107_mark_step
 from ..base import Pos, Span, Target
 from ..xla106_device_loader import will_wrap
-from .final_fixes import applied_spans
+from .final_fixes import applied_spans, final_findings
 from .sync_point import sync_point
 
 EXITS = frozenset({"sys.exit", "os._exit", "exit", "quit"})
@@ -215,6 +215,22 @@ def _sync_plan(model: ScriptModel, loop: TrainingLoop, target: Target) -> tuple[
     else:
         why = "no sync call, no MpDeviceLoader, and no safe XLA106/XLA107 fix adds one"
     return "never", why
+
+
+def sync_offered(model: ScriptModel, loop: TrainingLoop, target: Target) -> bool:
+    """A fix of XLA107 (its sync) or XLA106 (its loader wrap), safe or for review, would
+    sync this loop: a step closure may run once the reviewer accepts it."""
+    spans = model.memo(
+        ("closure_timing offered syncs", target),
+        lambda: tuple(
+            f.span
+            for rule in (xla107_mark_step, xla106_device_loader)
+            for f in final_findings(model, rule.CODE, rule.check, target)
+            if f.fix is not None
+        ),
+    )
+    loop_span = model.span(loop.node)
+    return any(loop_span.contains(s) for s in spans)
 
 
 def sync_runs_after(
