@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xla_lens.engine.analysis import analyze
 
-from tests.helpers import src
+from tests.helpers import findings, src
 
 LOADERS = src("""
 import torch
@@ -49,3 +49,32 @@ def test_the_same_cuda_code_without_the_switch_is(tmp_path):
         "    if flags.fast:\n",
     )
     assert [f.code for f in _xla118(tmp_path, plain)] == ["XLA118"]
+
+
+ZOE = src("""
+import torch
+from base_trainer import BaseTrainer
+
+
+class Trainer(BaseTrainer):
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+        self.scaler = torch.amp.GradScaler("cuda")
+
+    def train_on_batch(self, batch):
+        loss = self.model(batch).sum()
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad()
+        return loss
+""")
+
+
+def test_an_amp_step_method_run_by_a_base_class_loop_elsewhere_gets_its_sync():
+    """ZoeDepth: ``BaseTrainer.train`` (another module) loops over ``self.train_on_batch``;
+    the subclass's method steps through its GradScaler."""
+    (f,) = findings(ZOE, "XLA107")
+    assert "train_on_batch() runs a whole training step" in f.message
+    assert f.fix is not None and not f.fix.safe

@@ -96,7 +96,14 @@ def _steps_in_body(
         if method == "backward":
             backward = True
         elif (
-            method == "step" and step is None and model.is_optimizer(node.func.value)  # type: ignore[attr-defined]
+            method == "step"
+            and step is None
+            and (
+                model.is_optimizer(node.func.value)  # type: ignore[attr-defined]
+                # ``self.scaler.step(self.optimizer)``: the AMP step (ZoeDepth's
+                # ``train_on_batch``, run by its base class's loop in another module).
+                or (len(node.args) == 1 and model.is_optimizer(node.args[0]))
+            )
         ):
             step = node
     if step is None or not backward:
