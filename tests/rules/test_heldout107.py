@@ -253,7 +253,7 @@ def test_a_cuda_flag_handed_to_a_module_that_picks_the_device_by_it(tmp_path):
     found = [f for f in _informer(tmp_path, EXP_BASIC) if f.code == "XLA101"]
     assert len(found) == 1
     assert found[0].span.start.line == 8  # 0-based: line 9
-    assert "exp/exp_basic.py picks the device by it (line 10)" in found[0].message
+    assert "exp/exp_basic.py tests it to pick or move to the device (line 10)" in found[0].message
     assert found[0].fix is None
 
 
@@ -330,3 +330,13 @@ def test_a_function_run_before_the_launch_still_is():
     )
     found = [f for f in findings(text, "XLA501") if "xla_device" in f.message]
     assert any("launcher's parent" in f.message for f in found)
+
+
+def test_a_handed_flag_that_guards_a_move_by_rank_is_reported_too(tmp_path):
+    """Point-MAE (held-out 110): ``if args.use_gpu: base_model.to(args.local_rank)``."""
+    basic = EXP_BASIC.replace(
+        'device = torch.device("cuda:{}".format(self.args.gpu))',
+        "device = self.model.to(self.args.gpu)",
+    )
+    found = [f for f in _informer(tmp_path, basic) if f.code == "XLA101"]
+    assert len(found) == 1 and "tests it to pick or move to the device" in found[0].message

@@ -34,8 +34,8 @@ class FlagReader:
 
 
 def device_flag_reader(model: ScriptModel, attribute: str) -> FlagReader | None:
-    """A workspace module the script imports (directly or one module further) that picks a
-    CUDA device under ``if <x>.<attribute>:``, once per parse and attribute."""
+    """A workspace module the script imports (directly or one module further) that picks or
+    moves to a device under ``if <x>.<attribute>:``, once per parse and attribute."""
     return model.memo(("device_flag_reader", attribute), lambda: _search(model, attribute))
 
 
@@ -100,9 +100,16 @@ def _picks_cuda(stmt: ast.stmt) -> bool:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             if n.func.attr == "cuda":
                 return True
+            if n.func.attr == "to" and n.args and not _dtype(n.args[0]):
+                return True  # ``base_model.to(args.local_rank)`` (Point-MAE, held-out 110)
             if n.func.attr == "format" and (const_str(n.func.value) or "").startswith("cuda"):
                 return True  # ``torch.device('cuda:{}'.format(args.gpu))``
     return False
+
+
+def _dtype(node: ast.AST) -> bool:
+    name = dotted(node) or ""
+    return name.startswith("torch.") and not name.startswith("torch.device")
 
 
 __all__ = ["FlagReader", "device_flag_reader", "reads_flag_for_device"]

@@ -44,8 +44,8 @@ def handed_flag_advice(model: ScriptModel) -> Iterator[Advice]:
         module = display_path(model.path, reader.path)
         yield Advice(
             f"`{flag}` is True only where CUDA is available: on an XLA host it is False, and "
-            f"{module} picks the device by it (line {reader.line}), so after conversion its "
-            "CPU side runs and the script trains on the CPU",
+            f"{module} tests it to pick or move to the device (line {reader.line}), so after "
+            "conversion that code is skipped and the script trains on the CPU",
             model.span(node.value),
             manual=MANUAL.format(flag=flag, module=module),
         )
