@@ -13,21 +13,20 @@ pytest.importorskip("accelerate")
 
 
 @pytest.mark.xla
-def test_a_closure_in_a_loop_nothing_syncs_never_runs_so_the_fix_waits_for_review():
+def test_a_closure_in_a_loop_nothing_syncs_would_never_run_so_none_is_offered():
     fixture = FIXTURES / "accelerate_cycle_loader_nosync.py"
     safe = prove(fixture)
-    # The fix is not applied by Convert: the converted run reports every step like the original.
+    # Convert leaves the report: the converted run reports every step like the original.
     assert "add_step_closure" not in safe.converted_source
     assert "XLA401" in safe.remaining
     assert_proven(safe, min_steps=3)
-    # Applied anyway (the reviewer accepts it): the run succeeds, trains on XLA, and prints
-    # no loss at all, the silent loss the review reason warns about.
+    # Accepting every review fix changes nothing here either: the closure that ran at no sync
+    # (earlier sessions proved such a run prints no loss at all) is no fix any more.
     accepted = prove(fixture, accept_review=["XLA401"], run_original=False)
-    assert "xm.add_step_closure(lambda loss:" in accepted.converted_source
+    assert "add_step_closure" not in accepted.converted_source
     run = accepted.converted
     assert run.returncode == 0, accepted.describe()
-    assert run.param_device is not None and run.param_device.startswith("xla"), accepted.describe()
-    assert run.losses == [], accepted.describe()
+    assert len(run.losses) >= 3, accepted.describe()
 
 
 @pytest.mark.xla
