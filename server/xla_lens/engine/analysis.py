@@ -21,6 +21,7 @@ from ..rules.base import (
 from ..rules.parts.framework_device import leave_framework_device
 from ..rules.parts.launch_safety import review_parent_runtime_fixes
 from ..rules.parts.scripted_code import leave_scripted_code
+from ..rules.parts.stale_optimizer_hold import hold_device_fixes
 from ..rules.parts.xla_branch_filter import leave_non_xla_code
 from ..rules.registry import all_rules
 from ..semantic.chunked_parse import parse_in_chunks
@@ -183,8 +184,13 @@ def _run_rules(
         with_review_note(f)
         for f in review_parent_runtime_fixes(
             model,
-            leave_scripted_code(
-                model, leave_framework_device(model, leave_non_xla_code(model, result.findings))
+            hold_device_fixes(
+                model,
+                leave_scripted_code(
+                    model,
+                    leave_framework_device(model, leave_non_xla_code(model, result.findings)),
+                ),
+                target,
             ),
         )
     ]

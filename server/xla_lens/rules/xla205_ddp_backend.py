@@ -216,20 +216,41 @@ def _gloo_finding(
     written for XLA), keeps its gloo group."""
     ddps = list(model.calls_to(*DDP))
     on_cuda = runs_on_cuda(model) or any(keyword(c, "device_ids") is not None for c in ddps)
-    if not ddps or not on_cuda or hand_written_xla(model):
+    reducer = None if ddps else _reducing_optimizer(model)
+    if not (ddps or reducer) or not on_cuda or hand_written_xla(model):
         return None
     ops: list[EditOp] = [Replace(model.span(backend), _quoted(model, backend, "xla"))]
     more, reason = _backend_ops(model, call, ctx, backend)
     reason = f"{reason}; {GLOO_REVIEW}" if reason else GLOO_REVIEW
     fix = Fix('Use the "xla" backend', (*ops, *more), safe=False, review_reason=reason)
+    message = GLOO_MESSAGE
+    if reducer is not None:
+        message = GLOO_REDUCER_MESSAGE.format(
+            name=model.segment(reducer.func), line=line_ref(reducer.lineno)
+        )
     return Finding(
         CODE,
-        GLOO_MESSAGE,
+        message,
         model.span(backend),
         Severity.WARNING,
         fix=fix,
         manual=f"review: {reason}",
     )
+
+
+# Optimizer wrappers that all-reduce the gradients over the default process group themselves.
+REDUCING_OPTIMIZERS = frozenset({"cherry.optim.Distributed", "horovod.torch.DistributedOptimizer"})
+GLOO_REDUCER_MESSAGE = (
+    'the "gloo" backend reduces CPU tensors, not XLA tensors: once the model is on the XLA '
+    "device, `{name}` (line {line}) all-reduces XLA gradients over gloo, which returns without "
+    "reducing them (measured on torch_xla 2.9: each of two processes kept its own values), so "
+    'the replicas train apart with no error; use the "xla" backend'
+)
+
+
+def _reducing_optimizer(model: ScriptModel) -> ast.Call | None:
+    """``cherry.optim.Distributed(params, opt=opt)`` (learn2learn's distributed MAML)."""
+    return next((c for c in model.calls if model.call_name(c) in REDUCING_OPTIMIZERS), None)
 
 
 def _computes_own_backend(model: ScriptModel) -> bool:

@@ -21,6 +21,7 @@ from ..xla204_mp_fn import check as launch_check
 from .framework_device import leave_framework_device
 from .launch_safety import review_parent_runtime_fixes
 from .scripted_code import leave_scripted_code
+from .stale_optimizer_hold import hold_device_fixes
 from .xla_branch_filter import leave_non_xla_code
 
 Check = Callable[[ScriptModel, RuleContext], Iterable[Finding]]
@@ -52,6 +53,7 @@ def final_findings(model: ScriptModel, code: str, check: Check, target: Target) 
         kept = leave_scripted_code(
             model, leave_framework_device(model, leave_non_xla_code(model, own + launcher))
         )
+        kept = hold_device_fixes(model, kept, target)
         return [f for f in review_parent_runtime_fixes(model, kept) if f.code == code]
 
     return model.memo(("final_fixes", code, target), compute)
