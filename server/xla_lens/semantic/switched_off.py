@@ -48,6 +48,90 @@ def switched_off_at(model: ScriptModel, span: Span) -> int | None:
 
 
 def _compute(model: ScriptModel) -> list[tuple[Span, int]]:
+    out = _switched_options(model)
+    gates = _version_gates(model)
+    out += gates + _gated_flags(model, gates)
+    return out
+
+
+def _version_gates(model: ScriptModel) -> list[tuple[Span, int]]:
+    """``if version.parse(torch.__version__) < version.parse("1.6"): from apex import amp``
+    (VL-T5's caption.py, held-out 114): torch_xla 2.9 needs torch 2.9, so a branch for torch
+    1.x never runs (and the ``else`` of a ``>=`` test of it is that branch)."""
+    out: list[tuple[Span, int]] = []
+    for node in model.nodes_of(ast.If):
+        assert isinstance(node, ast.If)
+        test = node.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            continue
+        if not _names_torch_version(test.left):
+            continue
+        major = _major(test.comparators[0])
+        if major is None or major >= 2:
+            continue
+        op = test.ops[0]
+        if isinstance(op, ast.Lt | ast.LtE):
+            dead = node.body
+        elif isinstance(op, ast.Gt | ast.GtE) and node.orelse:
+            dead = node.orelse
+        else:
+            continue
+        out.append((Span(model.span(dead[0]).start, model.span(dead[-1]).end), node.lineno))
+    return out
+
+
+def _names_torch_version(node: ast.AST) -> bool:
+    return any(dotted(n) == "torch.__version__" for n in ast.walk(node))
+
+
+def _major(node: ast.AST) -> int | None:
+    """The major version of ``"1.6"`` / ``version.parse("1.6")`` / ``LooseVersion("1.6")``."""
+    texts = [
+        n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+    if len(texts) != 1:
+        return None
+    head = texts[0].split(".")[0]
+    return int(head) if head.isdigit() else None
+
+
+def _gated_flags(model: ScriptModel, gates: list[tuple[Span, int]]) -> list[tuple[Span, int]]:
+    """``_use_apex = False`` at module level, set True only inside such a branch: every
+    ``if _use_apex:`` (or ``elif ... and _use_apex``) body never runs either."""
+    if not gates:
+        return []
+    flags: dict[str, int] = {}
+    for stmt in model.tree.body:
+        flag = _falsy_name(stmt)
+        if flag is not None:
+            flags.setdefault(flag, stmt.lineno)
+    out: list[tuple[Span, int]] = []
+    for flag, line in flags.items():
+        stores = [n for n in model.name_nodes(flag) if isinstance(n.ctx, ast.Store | ast.Del)]
+        live = [
+            n
+            for n in stores
+            if n.lineno != line and not any(g.contains(model.span(n)) for g, _ in gates)
+        ]
+        if live:
+            continue
+        for node in model.nodes_of(ast.If):
+            assert isinstance(node, ast.If)
+            if any(isinstance(p, ast.Name) and p.id == flag for p in _conjuncts(node.test)):
+                out.append((_body_span(model, node), line))  # type: ignore[arg-type]
+    return out
+
+
+def _falsy_name(stmt: ast.stmt) -> str | None:
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1):
+        return None
+    target, value = stmt.targets[0], stmt.value
+    if isinstance(target, ast.Name) and isinstance(value, ast.Constant) and value.value is False:
+        return target.id
+    return None
+
+
+def _switched_options(model: ScriptModel) -> list[tuple[Span, int]]:
     out: list[tuple[Span, int]] = []
     for scope in [model.tree, *model.nodes_of(ast.FunctionDef, ast.AsyncFunctionDef)]:
         body: list[ast.stmt] = scope.body  # type: ignore[attr-defined]
