@@ -42,6 +42,12 @@ def _where(model: ScriptModel, event: Event | SelfOptimizer) -> str:
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    # The engine's hold on XLA101's fixes (parts/stale_optimizer_hold.py) asks for these
+    # findings again: computed once per parse.
+    return iter(model.memo((CODE, ctx.target), lambda: list(_check(model, ctx))))
+
+
+def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from caller_stale_optimizers(model, CODE)
     yield from handed_optimizer_moves(model, CODE)
     yield from derived_parameter_builds(model, CODE)

@@ -316,11 +316,25 @@ def _run_instead_of_launch(model: ScriptModel, fn: FunctionNode) -> bool:
     nothing, so it is no launcher's parent."""
 
     def compute() -> bool:
-        _, launching = _launching(model, None)
-        calls = [c for c in model.calls if model.steps.callee(c) is fn]
+        _, launching = model.memo((_launching, None), lambda: _launching(model, None))
+        calls = _calls_by_callee(model).get(id(fn), [])
         return bool(calls) and all(_instead_of_launch(model, c, launching) for c in calls)
 
     return model.memo((_run_instead_of_launch, fn), compute)
+
+
+def _calls_by_callee(model: ScriptModel) -> dict[int, list[ast.Call]]:
+    """The calls of this file by the function of this file each runs, once per parse."""
+
+    def compute() -> dict[int, list[ast.Call]]:
+        out: dict[int, list[ast.Call]] = {}
+        for call in model.calls:
+            callee = model.steps.callee(call)
+            if callee is not None:
+                out.setdefault(id(callee), []).append(call)
+        return out
+
+    return model.memo(_calls_by_callee, compute)
 
 
 def _instead_of_launch(model: ScriptModel, call: ast.Call, launching: set[ast.Call]) -> bool:
