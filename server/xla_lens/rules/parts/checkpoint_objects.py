@@ -92,7 +92,28 @@ def placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
         return False
     if methods & PLACEMENT_METHODS:
         return True
+    if isinstance(node, ast.Name) and _loaded_onto_device(model, node.id):
+        return True
     return any(isinstance(v, ast.Call) and method_name(v) in PLACEMENT_METHODS for v in values)
+
+
+def _loaded_onto_device(model: ScriptModel, name: str) -> bool:
+    """``model, preprocess = clip.load("ViT-L/14", device=device)``: a library loader that
+    builds the module on the device it is given (CLIP-fine-tune, held-out 114, then saved the
+    whole module with ``torch.save(model, path)``)."""
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        value = node.value
+        if not isinstance(value, ast.Call):
+            continue
+        device = next((k.value for k in value.keywords if k.arg == "device"), None)
+        if device is None or (isinstance(device, ast.Constant) and device.value == "cpu"):
+            continue
+        for target in node.targets:
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in names):
+                return True
+    return False
 
 
 def copied_from(model: ScriptModel, node: ast.AST | None) -> ast.AST | None:
