@@ -95,3 +95,11 @@ def test_gloo_with_nothing_that_reduces_device_tensors_is_left_alone():
         "    opt = cherry.optim.Distributed(model.parameters(), opt=opt, sync=1)\n", ""
     )
     assert [f for f in findings(plain, "XLA205") if "gloo" in f.message] == []
+
+
+def test_an_all_reducing_optimizer_wrapper_owns_the_step():
+    """cherry's Distributed optimizer all-reduces the gradients itself: xm.optimizer_step
+    would reduce them a second time, and nothing is missing for XLA105 to add."""
+    assert findings(L2L, "XLA105") == []
+    launch = [f for f in findings(L2L, "XLA204")]
+    assert all("nothing visible all-reduces" not in f.message for f in launch)

