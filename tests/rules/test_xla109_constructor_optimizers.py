@@ -61,8 +61,9 @@ def test_a_workspace_class_building_its_optimizer_in_init_is_reported_at_the_mov
     )
     (device,) = [f for f in found if f.code == "XLA101"]
     assert device.fix is not None and not device.fix.safe
-    assert "`Meta.__init__` builds its optimizer from `self.net.parameters()`" in (
-        device.fix.review_reason
+    assert (
+        "`Meta.__init__` (meta.py line 9) builds its optimizer from `self.net.parameters()`"
+        in device.fix.review_reason
     )
 
 

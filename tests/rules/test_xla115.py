@@ -291,3 +291,23 @@ def test_a_grad_scaler_state_holds_no_cuda_tensor():
     )
     found = findings(code, "XLA115")
     assert [f.span.start.line + 1 for f in found] == [5, 6, 13]
+
+
+def test_a_script_on_the_xla_device_is_not_told_of_its_cuda_version():
+    # BarlowTwins on TPU (held-out 119): xm.xla_device() and xm.save, CUDA seeding left in.
+    xla = """
+    import torch
+    import torch_xla.core.xla_model as xm
+
+    torch.cuda.manual_seed_all(0)
+    device = xm.xla_device()
+    model = torch.nn.Linear(2, 2).to(device)
+    ckpt = torch.load("resnet.pth")
+    model.load_state_dict(ckpt["model"])
+    xm.save({"model": model.state_dict()}, "checkpoint.pth")
+    """
+    (f,) = findings(xla, "XLA115")
+    assert "a checkpoint a CUDA run wrote" in f.message and "CUDA version" not in f.message
+    cuda = xla.replace("xm.xla_device()", '"cuda"').replace("xm.save", "torch.save")
+    (g,) = findings(cuda, "XLA115")
+    assert "the CUDA version of this script wrote" in g.message

@@ -416,3 +416,27 @@ def test_a_torchrun_variable_read_with_a_default_in_the_guard_is_named_as_silent
     strict = code.replace(' if "WORLD_SIZE" in os.environ else 1', "")
     (g,) = findings(strict, "XLA204")
     assert "with a default" not in g.fix.review_reason
+
+
+def test_a_trainer_program_inline_under_the_guard_is_told_to_move_into_a_function():
+    # Held-out 116's wav2vec2 fine-tuning: no main() to call, the program is the guard's body.
+    code = """
+    from transformers import Trainer, TrainingArguments
+
+    if __name__ == "__main__":
+        args = TrainingArguments(output_dir="out")
+        trainer = Trainer(model=m, args=args)
+        trainer.train()
+    """
+    (f,) = findings(code, "XLA204")
+    assert f.fix is None
+    assert "main()" not in f.manual
+    assert 'the code of the `if __name__ == "__main__":` block, moved into a function first' in (
+        f.manual
+    )
+    module_level = """
+    import torch.distributed as dist
+    dist.init_process_group("xla")
+    """
+    (g,) = findings(module_level, "XLA204")
+    assert "module-level training code, moved into a function first" in g.manual

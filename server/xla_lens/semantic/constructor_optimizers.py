@@ -8,12 +8,17 @@ may be the script's own or a workspace module's (and its workspace bases)."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .calls import class_methods, classes
+from .calls import FunctionNode, class_methods, classes
 from .model import ScriptModel, method_name, receiver
 from .optimizer_events import OPTIMIZER_MODULES, OPTIMIZER_NAMES, PARAMETER_METHODS
+
+if TYPE_CHECKING:
+    from .workspace_classes import ClassRef
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,24 @@ class ConstructorOptimizer:
     line: int  # 1-based, in that module
     text: str  # the parameters it is built from: ``self.net.parameters()``
     build: ast.Call
+    via: str | None = None  # the method ``__init__`` calls on ``self`` that builds it
+    # The other classes the same factory call may build whose constructors build one too.
+    also: tuple[str, ...] = ()
+
+    def builder(self, where: str) -> str:
+        """```Net.__init__` (meta.py line 12)``, ```Net.__init__` (through `self.compile()`,
+        model.py line 88)``."""
+        via = f"through `self.{self.via}()`, " if self.via else ""
+        return f"`{self.cls}.__init__` ({via}{where})"
+
+    @property
+    def alternatives(self) -> str:
+        """`` (so do `A` and `B`, which that call may build instead)`` or ""."""
+        if not self.also:
+            return ""
+        names = [f"`{c}`" for c in self.also]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        return f" (so do {listed}, which that call may build instead)"
 
 
 def _self_parameters(call: ast.Call) -> ast.Call | None:
@@ -39,18 +62,64 @@ def _self_parameters(call: ast.Call) -> ast.Call | None:
 
 def init_optimizer(model: ScriptModel, cls: ast.ClassDef) -> tuple[ast.Call, ast.Call] | None:
     """(optimizer call, parameters call) built in ``cls.__init__`` from ``self``'s
-    parameters, or None. ``model`` is the module that defines ``cls``."""
+    parameters, or in a method of the class ``__init__`` calls on ``self``; None otherwise.
+    ``model`` is the module that defines ``cls``."""
     init = class_methods(cls).get("__init__")
     if init is None:
         return None
-    for n in ast.walk(init):
+    methods = class_methods(cls)
+    found = _optimizer_in(
+        Where(model, None), init, lambda name: (Where(model, None), methods.get(name)), CALL_DEPTH
+    )
+    return (found[1], found[2]) if found is not None else None
+
+
+# How deep ``__init__``'s calls on ``self`` are followed (``__init__`` -> ``self.compile()``
+# -> ``self._build_optimizer()``).
+CALL_DEPTH = 2
+
+
+@dataclass(frozen=True)
+class Where:
+    model: ScriptModel  # the module that defines a function
+    path: Path | None  # its file; None for the script's own
+
+
+Resolver = Callable[[str], tuple[Where, FunctionNode | None]]
+
+
+def _optimizer_in(
+    where: Where, fn: FunctionNode, resolve: Resolver, depth: int
+) -> tuple[Where, ast.Call, ast.Call, str | None] | None:
+    """The optimizer ``fn`` builds from ``self``'s parameters, itself or in the methods it
+    calls on ``self`` (EfficientConformer's ``Model.compile``, called by each model's
+    ``__init__``, held-out 116): (where it is, optimizer call, parameters call, the method
+    of ``self`` that ``fn`` called to build it)."""
+    called: list[str] = []
+    for n in ast.walk(fn):
         if not isinstance(n, ast.Call):
             continue
-        q = model.call_name(n) or ""
+        q = where.model.call_name(n) or ""
         if q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES:
             params = _self_parameters(n)
             if params is not None:
-                return n, params
+                return where, n, params, None
+        func = n.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and func.attr not in called
+        ):
+            called.append(func.attr)
+    if depth <= 0:
+        return None
+    for name in called:
+        owner, method = resolve(name)
+        if method is not None and method is not fn:
+            found = _optimizer_in(owner, method, resolve, depth - 1)
+            if found is not None:
+                return found[0], found[1], found[2], found[3] or name
     return None
 
 
@@ -89,16 +158,45 @@ def _find(model: ScriptModel, move: ast.Call) -> ConstructorOptimizer | None:
         refs = wc.instance_classes(model, recv.id)
     else:
         refs = ()
+    hits: list[ConstructorOptimizer] = []
     for ref in refs:
-        for cls in wc.chain(ref):
-            if cls.path == Path(model.path):
-                continue
-            other = _module_model(model, cls.path, cls.module.source, cls.module.tree)
-            found = init_optimizer(other, cls.node)
-            if found is not None:
-                text = ast.get_source_segment(cls.module.source, found[1]) or "self.parameters()"
-                return ConstructorOptimizer(cls.name, cls.path, found[0].lineno, text, found[0])
+        hit = _workspace_build(model, ref)
+        if hit is not None:
+            hits.append(hit)
+    if not hits:
+        return None
+    return replace(hits[0], also=tuple(h.cls for h in hits[1:]))
+
+
+def _workspace_build(model: ScriptModel, ref: ClassRef) -> ConstructorOptimizer | None:
+    from . import workspace_classes as wc  # noqa: PLC0415 (the workspace layer imports the model)
+
+    classes_run = wc.chain(ref)
+
+    def resolve(name: str) -> tuple[Where, FunctionNode | None]:
+        hit = wc.find_method(classes_run, name)
+        if hit is None:
+            return Where(model, None), None
+        return _defining(model, hit[0]), hit[1]
+
+    for cls in classes_run:
+        if cls.path == Path(model.path):
+            continue
+        init = class_methods(cls.node).get("__init__")
+        if init is None:
+            continue
+        found = _optimizer_in(_defining(model, cls), init, resolve, CALL_DEPTH)
+        if found is not None:
+            where, build, params, via = found
+            text = where.model.segment(params) or "self.parameters()"
+            return ConstructorOptimizer(ref.name, where.path, build.lineno, text, build, via)
     return None
+
+
+def _defining(model: ScriptModel, cls: ClassRef) -> Where:
+    if cls.path == Path(model.path):
+        return Where(model, None)
+    return Where(_module_model(model, cls.path, cls.module.source, cls.module.tree), cls.path)
 
 
 def _own_class(model: ScriptModel, node: ast.AST | None) -> str | None:

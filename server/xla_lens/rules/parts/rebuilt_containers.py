@@ -79,7 +79,7 @@ def _config_object(model: ScriptModel, entry: ast.AST) -> str:
                 if ast.unparse(arg.annotation).endswith(CONFIG_TYPES):
                     return "an OmegaConf config"
         if any(
-            (model.call_name(d.func if isinstance(d, ast.Call) else d) or "") == "hydra.main"
+            (model.qualname(d.func if isinstance(d, ast.Call) else d) or "") == "hydra.main"
             for d in fn.decorator_list
         ) and root.id in {a.arg for a in fn.args.args}:
             return "the hydra config"
