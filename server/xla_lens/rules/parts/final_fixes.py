@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from ...semantic.model import ScriptModel
 from ..base import Finding, RuleContext, Span, Target
 from ..xla204_mp_fn import check as launch_check
+from .data_parallel_hold import hold_for_data_parallel
 from .framework_device import leave_framework_device
 from .launch_safety import review_parent_runtime_fixes
 from .scripted_code import leave_scripted_code
@@ -53,7 +54,7 @@ def final_findings(model: ScriptModel, code: str, check: Check, target: Target) 
         kept = leave_scripted_code(
             model, leave_framework_device(model, leave_non_xla_code(model, own + launcher))
         )
-        kept = hold_device_fixes(model, kept, target)
+        kept = hold_for_data_parallel(model, hold_device_fixes(model, kept, target), target)
         return [f for f in review_parent_runtime_fixes(model, kept) if f.code == code]
 
     return model.memo(("final_fixes", code, target), compute)
