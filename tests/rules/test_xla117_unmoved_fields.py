@@ -117,3 +117,23 @@ def test_a_call_whose_result_the_loop_moves_is_not_the_model():
     """
     assert _unmoved(code) == []
     assert "question.to(" not in fixed(code, unsafe=True)
+
+
+def test_a_field_wrapped_in_an_autograd_variable_is_the_field():
+    # TSM's train loop (held-out 120): ``input_var = torch.autograd.Variable(input)``; since
+    # torch 0.4 the Variable is the tensor itself, on the CPU where the loader left it.
+    code = TRAIN.replace(
+        "        outputs = model(inputs)\n",
+        "        inputs_var = torch.autograd.Variable(inputs)\n        outputs = model(inputs_var)\n",
+    )
+    (f,) = _unmoved(code)
+    assert "`inputs_var`" in f.message and f.fix is not None and f.fix.safe
+    assert "outputs = model(inputs_var.to(device))" in fixed(code, "XLA117")
+    # Moved before it is wrapped, or the alias bound twice: nothing to say.
+    moved = code.replace("Variable(inputs)", "Variable(inputs.to(device))")
+    assert _unmoved(moved) == []
+    twice = code.replace(
+        "        outputs = model(inputs_var)\n",
+        "        inputs_var = inputs_var.to(device)\n        outputs = model(inputs_var)\n",
+    )
+    assert _unmoved(twice) == []

@@ -6,6 +6,7 @@ import pytest
 from xla_lens.engine import analyze
 from xla_lens.engine.leftover import leftover
 from xla_lens.rules import xla118_workspace_helper as rule
+from xla_lens.rules.base import Severity
 from xla_lens.rules.parts import helper_evidence
 from xla_lens.semantic import workspace, workspace_calls, workspace_classes
 
@@ -1369,3 +1370,23 @@ def test_a_helpers_own_save_helper_out_of_sight_is_no_evidence(tmp_path: Path):
     # XLA108 itself follows save_raw to its torch.save (XLA118 leaves that to it).
     (f,) = _found(script, None)
     assert f.code == "XLA108" and f.span.start.line == 5 and "misc.py line 8" in f.message
+
+
+def test_a_second_call_of_the_same_module_forward_is_pointed_at_the_first(tmp_path):
+    # CMC (held-out 119): ``contrast(feat, index)`` in one loop and ``contrast(feat_q, feat_k)``
+    # in another both run MemoryMoCo.forward, whose ``.cuda()`` the first call names.
+    (tmp_path / "memory.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Memory(nn.Module):\n"
+        "    def forward(self, q, k):\n        return (q * k).cuda()\n"
+    )
+    text = (
+        "import torch\nfrom memory import Memory\n\ncontrast = Memory()\n\n\n"
+        "def train_a(loader):\n    for q, k in loader:\n        out = contrast(q, k)\n\n\n"
+        "def train_b(loader):\n    for q, k in loader:\n        out = contrast(k, q)\n"
+    )
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    found = [f for f in analyze(text, str(script)).findings if f.code == "XLA118"]
+    assert [f.span.start.line + 1 for f in found] == [9, 14]
+    assert found[1].severity == Severity.INFORMATION
+    assert "as the call at line 9 does (said there)" in found[1].message

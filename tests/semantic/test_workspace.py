@@ -224,3 +224,16 @@ def test_library_names_a_star_import_of_a_workspace_module_binds(tmp_path: Path)
     workspace_calls.clear_cache()
     model = ScriptModel(text, ast.parse(text), str(script))
     assert "torch" not in model.imports
+
+
+def test_a_package_named_like_an_ancestor_resolves_from_above_its_setup_py(tmp_path: Path):
+    # GraphSAINT (held-out 123): graphsaint/setup.py marks a root, yet the script imports
+    # ``graphsaint.pytorch_version.models`` as run from the repository above it.
+    repo = tmp_path / "repo"
+    _write(repo / "graphsaint" / "setup.py", "")
+    _write(repo / "graphsaint" / "pytorch_version" / "models.py", "class M:\n    pass\n")
+    script = str(repo / "graphsaint" / "pytorch_version" / "train.py")
+    found = module_file(script, "graphsaint.pytorch_version.models", 0)
+    assert found == repo / "graphsaint" / "pytorch_version" / "models.py"
+    # A top package named like no ancestor is still looked for only where it was.
+    assert module_file(script, "other.pytorch_version.models", 0) is None

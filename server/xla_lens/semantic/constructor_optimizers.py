@@ -155,7 +155,10 @@ def _find(model: ScriptModel, move: ast.Call) -> ConstructorOptimizer | None:
     if isinstance(recv, ast.Call):
         refs = wc.built(model, recv)
     elif isinstance(recv, ast.Name):
-        refs = wc.instance_classes(model, recv.id)
+        # Every binding of the name, or else the one that reaches the move (GraphSAINT's
+        # ``model = GraphSAINT(...)`` then ``model = model.cuda()`` in ``prepare()``, while
+        # ``train()`` binds its own ``model`` from a tuple: held-out 123).
+        refs = wc.instance_classes(model, recv.id) or wc.reaching_classes(model, recv)
     else:
         refs = ()
     hits: list[ConstructorOptimizer] = []

@@ -220,7 +220,10 @@ def is_device_name(target: ast.AST) -> bool:
 def is_int_cuda_device(model: ScriptModel, value: ast.AST) -> bool:
     """``rank % torch.cuda.device_count()``, ``local_rank``: a CUDA index kept as the device."""
     if rank_index(value):
-        return True
+        from .bool_options import is_bool_option  # noqa: PLC0415 (imports the model)
+
+        name = value.attr if isinstance(value, ast.Attribute) else value.id  # type: ignore[attr-defined]
+        return not is_bool_option(model, name)
     if isinstance(value, ast.Call) and model.call_name(value) == "torch.cuda.current_device":
         return True
     return isinstance(value, ast.BinOp) and any(

