@@ -534,3 +534,39 @@ def test_a_library_loader_built_here_is_named_as_such():
         f.fix.review_reason
     )
     assert "outside this function" not in f.fix.review_reason
+
+
+def test_a_loader_rebound_through_a_helper_is_not_the_dataloader_it_was():
+    # ResNeSt (held-out 124): ``criterion, train_loader = get_criterion(cfg, train_loader,
+    # gpu)`` returns a mixup generator that moves batches with .cuda(); the loop is a closure.
+    # Wrapped as the DataLoader it was, the generator's error died in the loader thread: no
+    # step ran and the script exited 0.
+    code = """
+    import torch
+    import torch.distributed as dist
+    from utils import get_criterion
+
+
+    def main_worker(gpu, cfg, model, optimizer, dataset):
+        dist.init_process_group("xla")
+        train_loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+        criterion, train_loader = get_criterion(cfg, train_loader, gpu)
+
+        def train(epoch):
+            for data, target in train_loader:
+                loss = criterion(model(data), target)
+                loss.backward()
+                optimizer.step()
+
+        train(0)
+    """
+    (f,) = findings(code, "XLA106")
+    assert not f.fix.safe
+    assert "the loader comes from `get_criterion(...)` (line 9)" in f.fix.review_reason
+    assert fixed(code, "XLA106") == src(code)
+    plain = code.replace(
+        "        criterion, train_loader = get_criterion(cfg, train_loader, gpu)\n", ""
+    )
+    plain = plain.replace("criterion(model(data), target)", "model(data).sum()")
+    (g,) = findings(plain, "XLA106")
+    assert g.fix.safe

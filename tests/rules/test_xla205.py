@@ -292,3 +292,17 @@ def test_a_group_with_its_own_store_gets_no_init_method():
     (f,) = findings(code, "XLA205")
     out = fixed(code, "XLA205", unsafe=True)
     assert 'dist.init_process_group("xla", rank=rank' in out and "init_method" not in out
+
+
+def test_an_xla_ordinal_in_device_ids_is_not_called_a_cuda_device():
+    # held-out 125's control (written for XLA): ``device_ids=[xr.local_ordinal()]``.
+    code = """
+    import torch_xla.runtime as xr
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(model, device_ids=[xr.local_ordinal()])
+    other = DDP(other, device_ids=[rank])
+    """
+    first, second = findings(code, "XLA205")
+    assert "gives DDP a device index, not a CUDA device" in first.message
+    assert "names a CUDA device" in second.message

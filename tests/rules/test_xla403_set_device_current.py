@@ -91,3 +91,14 @@ def test_a_helper_of_another_file_placing_with_a_bare_cuda_holds_the_removal_bac
     result = analyze(script.read_text(), str(script))
     (g,) = [f for f in result.findings if f.code == "XLA403" and "set_device" in f.message]
     assert g.fix.safe
+
+
+def test_a_read_of_the_current_device_holds_the_removal_back():
+    # fine-tune-mistral (held-out 125): FSDP(..., device_id=torch.cuda.current_device());
+    # without set_device every rank answers 0.
+    code = CODE.replace('torch.device("cuda" if args.cuda else "cpu")', "rank").replace(
+        "    return model\n", "    return FSDP(model, device_id=torch.cuda.current_device())\n"
+    )
+    f = _set_device(code)
+    assert f.fix is not None and not f.fix.safe
+    assert "reads torch.cuda.current_device()" in f.fix.review_reason

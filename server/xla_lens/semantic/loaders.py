@@ -197,6 +197,8 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
         if Source.XLA in kinds:
             return Source.XLA
         if Source.PLAIN in kinds:
+            if _rebound_unknown(model, node, depth):
+                return Source.UNKNOWN
             return Source.PLAIN
     if isinstance(node, ast.Attribute) and depth < 3:
         # ``self.loader``: what the script assigns to that attribute anywhere.
@@ -257,6 +259,45 @@ def legacy_data_parallel_step_index(model: ScriptModel, loop: ast.AST) -> str | 
     if param is None or param[1] != 1 or not _legacy_data_parallel_loop(model, param[0]):
         return None
     return target.elts[0].id
+
+
+def _rebound_unknown(model: ScriptModel, node: ast.Name, depth: int) -> bool:
+    """The loop's own function binds the name again to something not known as a loader:
+    ResNeSt's ``criterion, train_loader = get_criterion(cfg, train_loader, args.gpu)`` after
+    ``train_loader = DataLoader(...)``, which with mixup returns a generator that moves its
+    batches with ``.cuda()`` (held-out 124): wrapping that in pl.MpDeviceLoader turned a
+    crash into a run that trains no step and exits 0."""
+    stores = [u for u in model.name_nodes(node.id) if isinstance(u.ctx, ast.Store)]
+    # The function that binds the name for this read: its own, or one it is nested in (the
+    # ``def train(epoch):`` closure inside ResNeSt's main_worker).
+    scope = model.enclosing_function(node)
+    while scope is not None and not any(model.enclosing_function(u) is scope for u in stores):
+        scope = model.enclosing_function(scope)
+    for use in stores:
+        if model.enclosing_function(use) is not scope:
+            continue
+        assign = model.parent(use)
+        index: tuple[int, int] | None = None
+        if isinstance(assign, ast.Tuple | ast.List):
+            elts = assign.elts
+            i = next(k for k, e in enumerate(elts) if e is use)
+            starred = any(isinstance(e, ast.Starred) for e in elts)
+            index = None if starred else (i, len(elts))
+            assign = model.parent(assign)
+        if not isinstance(assign, ast.Assign):
+            continue  # a ``for``/``with`` target: judged where it is iterated
+        value = assign.value
+        if index is not None:
+            kind = (
+                _factory_kind(model, value, index, depth)
+                if isinstance(value, ast.Call)
+                else Source.UNKNOWN
+            )
+        else:
+            kind = classify(model, value, depth + 1)
+        if kind is Source.UNKNOWN:
+            return True
+    return False
 
 
 def _name_value_kinds(model: ScriptModel, name: str, depth: int) -> set[Source]:

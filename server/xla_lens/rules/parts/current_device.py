@@ -67,6 +67,16 @@ def _index_less_kept(model: ScriptModel, target: Target) -> list[tuple[int, str]
                     )
                 )
         found.extend(_helpers_placing_index_less(model, target))
+        # ``FSDP(..., device_id=torch.cuda.current_device())`` (fine-tune-mistral, held-out
+        # 125): no fix touches that read, and without set_device every rank answers 0.
+        for call in model.calls_to("torch.cuda.current_device"):
+            found.append(
+                (
+                    call.lineno - 1,
+                    f"line {line_ref(call.lineno)} reads torch.cuda.current_device(), which "
+                    "this call decides: removed alone, every process would get device 0",
+                )
+            )
         return found
 
     return model.memo(("current device kept", target), compute)

