@@ -570,3 +570,27 @@ def test_a_loader_rebound_through_a_helper_is_not_the_dataloader_it_was():
     plain = plain.replace("criterion(model(data), target)", "model(data).sum()")
     (g,) = findings(plain, "XLA106")
     assert g.fix.safe
+
+
+def test_an_xla_loader_drawn_through_zip_and_cycle_is_not_wrapped_again():
+    # onsets-and-frames' TPU trainer (held-out 127): the loop draws from an MpDeviceLoader the
+    # same function builds, through ``zip(counter, cycle(mp_device_loader))``.
+    code = """
+    import torch
+    import torch.distributed as dist
+    import torch_xla.distributed.parallel_loader as pl
+    from itertools import cycle
+    from tqdm import tqdm
+
+
+    def train(model, loader, optimizer, device):
+        dist.init_process_group("xla", init_method="xla://")
+        mp_device_loader = pl.MpDeviceLoader(loader, device)
+        loop = tqdm(range(100))
+        for i, batch in zip(loop, cycle(mp_device_loader)):
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()
+    """
+    assert findings(code, "XLA106") == []
+    assert findings(code.replace("cycle(mp_device_loader)", "cycle(loader)"), "XLA106")

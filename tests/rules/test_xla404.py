@@ -160,3 +160,25 @@ def test_a_tensor_attribute_does_not_make_every_attribute_of_self_a_tensor():
     """
     lines = [f.span.start.line + 1 for f in findings(code, "XLA404")]
     assert lines == [15], lines  # only the test of the tensor attribute
+
+
+def test_a_counter_zipped_with_the_loader_is_a_python_int():
+    # onsets-and-frames (held-out 127): ``for i, batch in zip(tqdm(range(...)), cycle(loader))``.
+    code = """
+    import torch
+    from itertools import cycle
+    from tqdm import tqdm
+
+    def train(model, loader, optimizer, checkpoint_interval):
+        loop = tqdm(range(1, 100))
+        for i, batch in zip(loop, cycle(loader)):
+            loss = model(batch).sum()
+            loss.backward()
+            optimizer.step()
+            if i % checkpoint_interval == 0:
+                torch.save(model.state_dict(), f"model-{i}.pt")
+            if batch.sum() > 0:
+                print("positive")
+    """
+    found = findings(code, "XLA404")
+    assert [f.span.start.line + 1 for f in found] == [13]  # the batch test, not the counter

@@ -23,8 +23,8 @@ class Emitter:
         if existing is not None:
             return existing
         if default_alias and default_alias != qualname:
-            stmt = f"import {qualname} as {default_alias}"
-            name = default_alias
+            name = self._free_alias(default_alias, qualname)
+            stmt = f"import {qualname} as {name}"
         else:
             stmt = f"import {qualname}"
             name = qualname
@@ -40,6 +40,21 @@ class Emitter:
         if bound is not None or name in self.model.functions or name in self.model.assignments:
             return f"{self.module(module)}.{name}"
         self._add(AddImport(f"from {module} import {name}"))
+        return name
+
+    def _free_alias(self, alias: str, qualname: str) -> str:
+        """``alias``, or ``alias_`` (``alias__``...) when the script binds ``alias`` to
+        something else: DCL's ``import torch_xla_py.xla_model as xm`` (torch_xla's 2019 name,
+        held-out 126) would have been rebound by a fix's ``import ... as xm``, changing every
+        ``xm.`` call of the script."""
+        model = self.model
+        name = alias
+        while (
+            model.imports.get(name, qualname) != qualname
+            or name in model.functions
+            or name in model.assignments
+        ):
+            name += "_"
         return name
 
     def _add(self, op: AddImport) -> None:

@@ -87,13 +87,25 @@ def batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
     it, target = loop.iter, loop.target
     if isinstance(it, ast.List | ast.Tuple | ast.Constant):
         return []
-    if any(isinstance(n, ast.Call) and _is_counter(model, n) for n in model.walk(it)):
-        return []  # ``tqdm(range(n))``, ``itertools.count()``: step counters, not data
-    # Imported here: counter_iterables needs reaching, which imports this module's users.
-    from .counter_iterables import counts_through_name
-
-    if counts_through_name(model, it, lambda call: _is_counter(model, call)):
-        return []  # ``steps = range(n)`` (maybe ``tqdm(steps)``) then ``for i in steps:``
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "zip"
+        and not it.keywords
+        and isinstance(target, ast.Tuple | ast.List)
+        and len(target.elts) == len(it.args)
+        and not any(isinstance(a, ast.Starred) for a in it.args)
+    ):
+        # ``for i, batch in zip(tqdm(range(n)), cycle(loader))`` (onsets-and-frames, held-out
+        # 127): ``i`` is the counter's, ``batch`` the loader's.
+        return [
+            n
+            for arg, t in zip(it.args, target.elts, strict=True)
+            if not _counts(model, arg)
+            for n in target_names(t)
+        ]
+    if _counts(model, it):
+        return []  # ``tqdm(range(n))``, ``itertools.count()``, ``steps = range(n)``: counters
     values = model.assigned_from(it.id) if isinstance(it, ast.Name) else [it]
     if values and all(plain_numbers(v) for v in values):
         return []  # ``warm = sorted({0, 1} | {...})``: Python numbers, no data
@@ -106,6 +118,17 @@ def batch_names(model: ScriptModel, loop: ast.For | ast.AsyncFor) -> list[str]:
     ):
         return [n for t in target.elts[1:] for n in target_names(t)]
     return target_names(target)
+
+
+def _counts(model: ScriptModel, it: ast.AST) -> bool:
+    """``it`` yields step counters, not data: ``tqdm(range(n))``, ``itertools.count()``, or a
+    name bound to one (``steps = range(n)``, maybe ``tqdm(steps)``)."""
+    if any(isinstance(n, ast.Call) and _is_counter(model, n) for n in model.walk(it)):
+        return True
+    # Imported here: counter_iterables needs reaching, which imports this module's users.
+    from .counter_iterables import counts_through_name  # noqa: PLC0415
+
+    return counts_through_name(model, it, lambda call: _is_counter(model, call))
 
 
 NUMBER_BUILTINS = frozenset(
