@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
+from .cpu_targets import NOT_DEVICES, names_the_cpu
 from .model import SCOPE_TYPES, ScriptModel, dotted, method_name, receiver
+from .optimizer_escape import outlives_its_function
 from .parameter_lists import parameter_list_owner
 
 PARAMETER_METHODS = {"parameters", "named_parameters"}
@@ -37,7 +39,6 @@ OPTIMIZER_NAMES = {
     "transformers.optimization.AdamW",
 }
 NOT_OPTIMIZERS = {"Optimizer"}
-NOT_DEVICES = {"cpu", "meta"}
 
 
 @dataclass(frozen=True)
@@ -312,8 +313,14 @@ class OptimizerEvents:
         return groups
 
     def _calls_to_helpers(self, events: list[Event], kind: str) -> list[Event]:
-        """Builds/moves that happen inside a local helper, seen from its callers."""
+        """Builds/moves that happen inside a local helper, seen from its callers. A build
+        counts only when the optimizer outlives the call (returned, stored, handed on): one
+        the helper builds, steps and drops cannot go stale by a later move of its caller
+        (leimao's QAT ``train_model`` moves, builds and trains; the caller's later
+        ``model.to(cpu_device)`` then prepares the model for int8 conversion, held-out 129)."""
         out = []
+        if kind == "build":
+            events = [e for e in events if outlives_its_function(e.node, e.scope)]
         targets: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]] = {}
         for name, fn in self._functions.items():
             used = self._helper_param_events(events, fn)
@@ -449,7 +456,7 @@ class OptimizerEvents:
 def moves_to_a_device(model: ScriptModel, call: ast.Call) -> bool:
     """``x.cuda()`` / ``x.to(device)``: a move to a device, not a dtype or memory-format cast
     (``.to(torch.float16)``, ``.to(dtype)``) nor a move to the CPU or meta."""
-    return is_device_move(call, model.qualname)
+    return is_device_move(call, model.qualname) and not names_the_cpu(model, call)
 
 
 def is_device_move(call: ast.Call, qualname: Callable[[ast.AST], str | None] = dotted) -> bool:
