@@ -1,6 +1,7 @@
-"""An ``if`` whose only statements the fixes removed is removed too, when it has no else and
-its test only reads (``if args.cuda: torch.backends.cudnn.benchmark = True``): no
-``if args.cuda: pass`` left behind. The comments of what was removed stay."""
+"""An ``if`` whose only statements the fixes removed is removed too (with its ``elif`` and
+``else`` blocks when they were all emptied), when its tests only read (``if args.cuda:
+torch.backends.cudnn.benchmark = True``): no ``if args.cuda: pass`` left behind. The comments
+of what was removed stay."""
 
 import ast
 
@@ -82,3 +83,26 @@ def test_convert_drops_the_flag_guarded_cudnn_settings_and_stays_a_fixpoint():
     assert "if args.cuda:" not in once.source and "# faster convs\n" in once.source
     twice = fix_source(once.source, "s.py", target="modern")
     assert twice.source == once.source
+
+
+def test_an_if_with_every_branch_emptied_goes_whole():
+    # SSL4MIS (held-out 128): cudnn flags in both branches of ``if not args.deterministic``.
+    source = (
+        "if not args.deterministic:\n"
+        "    cudnn.benchmark = True\n"
+        "# the slow, exact path\n"
+        "else:\n"
+        "    cudnn.benchmark = False  # exact\n"
+        "seed = 1\n"
+    )
+    out = _removing(source, 2, 5)
+    assert "if not" not in out and "else" not in out and "pass" not in out
+    assert "# the slow, exact path\n" in out and "# exact\n" in out and out.endswith("seed = 1\n")
+    elif_chain = (
+        "if mode == 'a':\n    cudnn.benchmark = True\nelif mode == 'b':\n"
+        "    cudnn.benchmark = False\nelse:\n    cudnn.enabled = False\n"
+    )
+    assert "if" not in _removing(elif_chain, 2, 4, 6)
+    # One branch keeps a statement: the whole chain stays, emptied blocks as ``pass``.
+    kept = _removing(elif_chain, 2, 4)
+    assert kept.count("pass") == 2 and "cudnn.enabled = False" in kept
