@@ -274,6 +274,20 @@ def test_a_module_attribute_moved_with_cuda_is_a_whole_module_too():
     assert f.fix is None and "`self.net`" in f.message
 
 
+def test_the_wrapped_model_of_a_placed_data_parallel_is_a_whole_module_too():
+    # held-out 130 (pytorch-retinanet): `torch.save(net.module, path)` saves the wrapped model,
+    # whose parameters the wrapper's `.cuda()` placed.
+    code = """
+    import torch
+    net = torch.nn.DataParallel(Net()).cuda()
+    optimizer = torch.optim.Adam(net.parameters())
+    torch.save(net.module, "net.pt")
+    torch.save(cfg.module, "cfg.pt")
+    """
+    (f,) = findings(code, "XLA108")
+    assert f.fix is None and f.span.start.line == 3 and "`net.module`" in f.message
+
+
 def test_a_library_or_script_built_partial_state_dict_is_a_checkpoint():
     # held-out 9 r2 (LoRA: torch.save({"model_state_dict": lora.lora_state_dict(model)}, p)).
     code = """

@@ -106,3 +106,29 @@ def test_a_script_written_for_xla_by_hand_chose_its_precision():
         .replace("xm.xla_device()", '"cuda"')
     )
     assert len(findings(cuda, "XLA114")) == 1
+
+
+def test_float16_offered_beside_bfloat16_by_the_scripts_own_option_is_quiet():
+    # held-out 125: `--mixed_precision fp16|bf16` picks the dtype; rewriting the fp16 branch
+    # would make the option lie. A float16 with no bfloat16 sibling is still reported.
+    code = """\
+import torch
+import torch_xla
+device = torch_xla.device()
+mp_dtype = torch.float32
+if args.mixed_precision == "fp16":
+    mp_dtype = torch.float16
+elif args.mixed_precision == "bf16":
+    mp_dtype = torch.bfloat16
+if args.half:
+    weight_dtype = torch.float16
+elif args.bf16:
+    other_dtype = torch.bfloat16
+else:
+    weight_dtype = torch.float32
+"""
+    found = findings(code, "XLA114")
+    assert [f.span.start.line for f in found] == [9]
+    # Still on CUDA: the fp16 branch is the one its setup takes; reported.
+    on_cuda = code.replace("torch_xla.device()", 'torch.device("cuda")')
+    assert [f.span.start.line for f in findings(on_cuda, "XLA114")] == [5, 9]

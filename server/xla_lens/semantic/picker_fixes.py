@@ -480,7 +480,45 @@ def respect_guards(
                         review_reason=reason,
                     )
                 f = replace(f, message=f"{f.message} (fix needs review: {reason})", fix=fix)
+        elif f.fix is not None and f.message.endswith(")") and UNDER_GUARD not in f.message:
+            if guards is None:
+                guards = sites.availability_guards(model)
+            f = _guard_noted(model, f, guards)
         yield f
+
+
+def _asks_the_host(model: ScriptModel, span: Span, text: str) -> bool:
+    """The ``if`` with test ``text`` around ``span`` asks the host (a CUDA query, or a name
+    bound to one, in one of its ``and``/``or`` parts), not only the user (``if args.cuda:``)."""
+    for node in model.nodes_of(ast.If):
+        assert isinstance(node, ast.If)
+        if model.segment(node.test) != text or not model.span(node).contains(span):
+            continue
+        parts = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
+        return any(pickers.is_availability(model, p) for p in parts)
+    return False
+
+
+def _guard_noted(model: ScriptModel, f: Advice, guards: list[tuple[Span, str, str]]) -> Advice:
+    """A review fix under an availability test: its reason also names the outermost such
+    test (CyCLIP's ``if ngpus == 0 or options.device == "cpu":`` with ``ngpus =
+    torch.cuda.device_count()``, held-out 132: on an XLA host the count is 0 and the branch
+    that picks CUDA never runs, whatever this fix writes there)."""
+    assert f.fix is not None
+    around = [
+        (span, t, k)
+        for span, t, k in guards
+        if span.contains(f.span) and (k.startswith("a test of") or _asks_the_host(model, span, t))
+    ]
+    outer = min(around, key=lambda g: (g[0].start.line, g[0].start.col), default=None)
+    if outer is None or "(fix needs review: " not in f.message:
+        return f
+    note = (
+        f"{UNDER_GUARD} `if {outer[1]}:`, {outer[2]} that decides differently on an XLA host "
+        "(check the branch still runs there once converted)"
+    )
+    fix = replace(f.fix, review_reason=f"{f.fix.review_reason}; {note}")
+    return replace(f, message=f"{f.message[:-1]}; {note})", fix=fix)
 
 
 def int_device_move_advice(

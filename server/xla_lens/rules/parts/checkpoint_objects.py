@@ -82,6 +82,14 @@ def placed_module(model: ScriptModel, node: ast.AST | None) -> bool:
         return False
     if _ema_of_placed(model, node):
         return True
+    if (
+        isinstance(node, ast.Attribute)
+        and node.attr == "module"
+        and placed_module(model, node.value)
+    ):
+        # ``torch.save(net.module, path)`` of a placed DataParallel/DDP wrapper (held-out 130,
+        # pytorch-retinanet): the wrapped model holds the same, placed parameters.
+        return True
     methods = methods_on(model, text)
     values = values_of(model, node)
     # A module's methods may all be called in another module (a2c-ppo's PPO takes the

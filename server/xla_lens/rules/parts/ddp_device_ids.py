@@ -77,7 +77,8 @@ def _ddp_finding(model: ScriptModel, call: ast.Call, code: str) -> Finding | Non
     what = "gives DDP a device index, not a CUDA device" if xla_index else "names a CUDA device"
     message = (
         f"DistributedDataParallel on XLA: `{shown}` {what}; each XLA process "
-        'owns one device, so leave device_ids/output_device out (DDP over the "xla" backend '
+        "owns one device, its `xla:0`, so a device index past 0 makes DDP fail in every "
+        'process but the first: leave device_ids/output_device out (DDP over the "xla" backend '
         "still all-reduces the gradients)"
     )
     # device_ids also made DDP move each forward's inputs onto the device: without them a

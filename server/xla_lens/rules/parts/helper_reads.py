@@ -105,7 +105,32 @@ def helper_reads(
 
 
 def _returned(model: ScriptModel, chain: tuple[str, ...], read: ast.AST) -> bool:
-    return len(chain) == 1 and isinstance(model.enclosing_statement(read), ast.Return)
+    """The helper returns the value it reads: ``return t.item()``, or ``action =
+    t.item()`` then ``return action`` (held-out 133's TPU actor-critic) with the name bound
+    nowhere else in the function."""
+    if len(chain) != 1:
+        return False
+    stmt = model.enclosing_statement(read)
+    if isinstance(stmt, ast.Return):
+        return True
+    fn = model.enclosing_function(read)
+    if not (
+        fn is not None
+        and isinstance(stmt, ast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(target := stmt.targets[0], ast.Name)
+        and model.parent(stmt) is fn
+    ):
+        return False
+    last = fn.body[-1]
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name)):
+        return False
+    stores = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Store)
+    ]
+    return last.value.id == target.id and stores == [target]
 
 
 def helper_message(read: HelperRead, message: str) -> str:

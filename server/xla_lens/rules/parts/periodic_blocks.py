@@ -16,9 +16,21 @@ def periodic_block(model: ScriptModel, loop: TrainingLoop, node: ast.AST) -> ast
     """The ``if step % log_every == 0:`` (a test with a ``%``, or a name bound to one) the
     read sits under inside the loop: it runs every few steps, not every step."""
     child = node
+    flags: list[ast.If] = []  # ``if <name>:`` passed on the way out
     for a in model.ancestors(node):
-        if a is loop.node or isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+        if a is loop.node:
             return None
+        if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef):
+            if any(loop.node is b for b in model.ancestors(a)) or any(
+                a is b for b in model.ancestors(loop.node)
+            ):
+                return None  # the loop's own function, or one defined inside the loop
+            return next(
+                (found for f in flags if (found := _periodic_parameter(model, a, f)) is not None),
+                None,
+            )
+        if isinstance(a, ast.If) and child in a.body and isinstance(a.test, ast.Name):
+            flags.append(a)
         if (
             isinstance(a, ast.If)
             and child in a.body
@@ -137,3 +149,81 @@ def _modulo_helper(model: ScriptModel, call: ast.Call) -> bool:
         any(isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mod) for m in ast.walk(r.value))
         for r in returns  # type: ignore[arg-type]
     )
+
+
+def _periodic_parameter(
+    model: ScriptModel, fn: ast.FunctionDef | ast.AsyncFunctionDef, block: ast.If
+) -> ast.If | None:
+    """``def update_weights(..., vis_result=False): ... if vis_result: <read>`` where every call
+    of the step function passes a flag the caller sets every few steps (``if step_count %
+    config.vis_interval == 0: vis_result = True else: vis_result = False``, EfficientZero,
+    held-out 133; or ``log=step % 100 == 0``): the caller's periodic test (or ``block`` when the
+    argument is the test itself), or None."""
+    from ...semantic.rank_guards import call_sites  # noqa: PLC0415
+
+    assert isinstance(block.test, ast.Name)
+    name = block.test.id
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if name not in positional and name not in [a.arg for a in fn.args.kwonlyargs]:
+        return None
+    if any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+        for n in ast.walk(fn)
+    ):
+        return None  # rebound in the function: no longer the caller's flag
+    calls = call_sites(model, fn)
+    if not calls:
+        return None
+    found: ast.If | None = None
+    for call in calls:
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords
+        ):
+            return None
+        argument = next((k.value for k in call.keywords if k.arg == name), None)
+        if argument is None and name in positional:
+            index = positional.index(name)
+            if isinstance(call.func, ast.Attribute) and positional[:1] == ["self"]:
+                index -= 1
+            argument = call.args[index] if 0 <= index < len(call.args) else None
+        if argument is None:
+            return None  # the default decides: not the caller's periodic flag
+        if _has_modulo(model, argument):
+            found = found or block
+            continue
+        test = _set_under_modulo(model, call, argument)
+        if test is None:
+            return None
+        found = found or test
+    return found
+
+
+def _set_under_modulo(model: ScriptModel, call: ast.Call, argument: ast.expr) -> ast.If | None:
+    """The ``if step % every == 0:`` under which the caller's scope sets the flag ``argument``
+    names True (every other binding of it there a constant false value), or None."""
+    if not isinstance(argument, ast.Name):
+        return None
+    scope = model.enclosing_function(call) or model.tree
+    test: ast.If | None = None
+    bindings = 0
+    for node in ast.walk(scope):
+        if not (isinstance(node, ast.Name) and node.id == argument.id):
+            continue
+        if not isinstance(node.ctx, ast.Store):
+            continue
+        statement = model.parent(node)
+        if not (isinstance(statement, ast.Assign) and statement.targets == [node]):
+            return None
+        value = statement.value
+        bindings += 1
+        if not isinstance(value, ast.Constant):
+            return None
+        if not value.value:
+            continue
+        guard = model.parent(statement)
+        if not (
+            isinstance(guard, ast.If) and statement in guard.body and _has_modulo(model, guard.test)
+        ):
+            return None
+        test = guard
+    return test if bindings else None
