@@ -1390,3 +1390,29 @@ def test_a_second_call_of_the_same_module_forward_is_pointed_at_the_first(tmp_pa
     assert [f.span.start.line + 1 for f in found] == [9, 14]
     assert found[1].severity == Severity.INFORMATION
     assert "as the call at line 9 does (said there)" in found[1].message
+
+
+def test_a_helper_a_star_import_binds_is_named_at_the_call(tmp_path: Path):
+    # l2p-pytorch (held-out 134): `from engine import *` then `train_and_evaluate(...)`.
+    _write(tmp_path / "utils.py", DIST_UTILS)
+    _write(tmp_path / "engine.py", "from utils import *\n")
+    script = _write(
+        tmp_path / "main.py",
+        """
+        from engine import *
+        init_distributed_mode(args)
+        """,
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 1 and "init_distributed_mode() runs code in utils.py" in f.message
+    # The script's own definition of the name wins over the star import.
+    own = _write(
+        tmp_path / "own.py",
+        """
+        from engine import *
+        def init_distributed_mode(args):
+            return None
+        init_distributed_mode(args)
+        """,
+    )
+    assert _found(own) == []

@@ -428,10 +428,11 @@ class OptimizerEvents:
 
     def _workspace_moves(self) -> list[Event]:
         """A class of another file whose ``__init__`` moves the module the call hands it."""
+        from .holder_moves import holder_moves  # noqa: PLC0415 (reads other files)
         from .workspace_moves import foreign_moves  # reads other files: only when asked
 
         out = []
-        for found in foreign_moves(self.model):
+        for found in [*foreign_moves(self.model), *holder_moves(self.model)]:
             stmt = self.model.enclosing_statement(found.call)
             path = dotted(found.moved)
             if stmt is None or path is None:

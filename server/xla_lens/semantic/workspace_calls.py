@@ -284,6 +284,37 @@ def helper_target(model: ScriptModel, call: ast.Call) -> HelperTarget | None:
     return resolved[name]
 
 
+def _star_imported_function(model: ScriptModel, name: str) -> HelperTarget | None:
+    """``from engine import *`` then ``train_and_evaluate(...)`` (l2p-pytorch, held-out 134):
+    the workspace module whose star import binds ``name``, the last such import winning. Not
+    when the script binds the name itself (a def, a class, an assignment, an import)."""
+    if name in model.functions or name in model.imports or model.assigned_from(name):
+        return None
+    if any(isinstance(n, ast.ClassDef) and n.name == name for n in model.nodes_of(ast.ClassDef)):
+        return None
+    stars = [
+        n
+        for n in model.import_nodes
+        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+    ]
+    for imp in reversed(stars):
+        module, level = imp.module or "", imp.level
+        if _is_library(module, level):
+            continue
+        path = module_file(model.path, module, level)
+        if path is None:
+            continue
+        try:
+            if path.resolve() == Path(model.path).resolve():
+                continue
+        except OSError:
+            continue
+        found = definition(path, name)
+        if found is not None:
+            return HelperTarget(found[0], found[1], name)
+    return None
+
+
 def _module_dict_pick(model: ScriptModel, call: ast.Call) -> HelperTarget | None:
     """``models_llama_adapter.__dict__[args.model](args)`` of a workspace module that defines
     one function (LLaMA-Adapter's ``Llama7B_adapter``, held-out 104): whatever the key, that
@@ -317,7 +348,7 @@ def _resolve(model: ScriptModel, call: ast.Call, name: str) -> HelperTarget | No
     root, _, rest = name.partition(".")
     bound = bindings.get(root)
     if bound is None:
-        return None
+        return None if rest else _star_imported_function(model, root)
     module, level, imported = bound
     if not rest:
         if imported is None or root in model.functions:
