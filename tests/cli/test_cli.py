@@ -227,12 +227,15 @@ def test_fix_says_when_the_script_still_does_not_reach_the_xla_device(tmp_path):
     )
     proc = xla_lens("fix", "--target", "modern", str(script), cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
-    assert "torch.cuda.synchronize" not in script.read_text()  # the safe fix was applied
-    assert 'default="cpu"' in script.read_text()  # the review fix was not
+    # Nothing reaches XLA (the device default waits for review), so the CUDA-only call's
+    # removal, which belongs with the move, waits with it (engine/consistency.py).
+    assert "torch.cuda.synchronize" in script.read_text()
+    assert 'default="cpu"' in script.read_text()  # the review fix was not applied
+    assert "Convert held this back" in proc.stderr
     assert "does not reach the XLA device yet: see line" in proc.stderr
     assert (
         "(XLA101)" in proc.stderr
-        and "1 fix waits for your review (`xla-lens fix --unsafe-fixes` applies them)"
+        and "2 fixes wait for your review (`xla-lens fix --unsafe-fixes` applies them)"
         in proc.stderr
     )
     assert "left for you (review or by hand)" in proc.stderr

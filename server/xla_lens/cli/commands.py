@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ..engine import ConfigError, FixOutcome, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
-from ..engine.fix_plan import applied_later
+from ..engine.consistency import as_held
+from ..engine.fix_plan import plan as fix_plan
 from ..engine.leftover import CLI_REVIEW, leftover
 from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
@@ -69,13 +70,15 @@ def check_command(args: argparse.Namespace) -> int:
         # With --fix-plan, run the rounds `fix` runs, so a review fix that `fix` applies once
         # another is in is shown as such (engine/fix_plan.py). Not by default: the rounds
         # re-analyse and rewrite the file with libcst, several times the cost of the check.
-        later = {}
+        later: dict = {}
+        held: dict[int, str] = {}
+        shown = result.findings
         if plan:
             target = resolve_target(settings)
-            later = applied_later(source.text, str(path), settings, target, result.findings)
-        reported.extend(
-            Reported(path, f, later.get(i), planned=plan) for i, f in enumerate(result.findings)
-        )
+            later, held = fix_plan(source.text, str(path), settings, target, result.findings)
+            # A safe fix `fix` holds back so its result stays consistent is shown as held.
+            shown = [as_held(f, held[i]) if i in held else f for i, f in enumerate(shown)]
+        reported.extend(Reported(path, f, later.get(i), planned=plan) for i, f in enumerate(shown))
     if args.format == "json":
         print(format_json(reported))
     elif args.format == "sarif":

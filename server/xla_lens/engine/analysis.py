@@ -22,6 +22,7 @@ from ..rules.parts.cuda_setting_hold import hold_cuda_settings
 from ..rules.parts.data_parallel_hold import hold_for_data_parallel
 from ..rules.parts.framework_device import leave_framework_device
 from ..rules.parts.launch_safety import review_parent_runtime_fixes
+from ..rules.parts.paired_device_hold import hold_paired_allocations
 from ..rules.parts.scripted_code import leave_scripted_code
 from ..rules.parts.stale_optimizer_hold import hold_device_fixes
 from ..rules.parts.xla_branch_filter import leave_non_xla_code
@@ -192,31 +193,23 @@ def _run_rules(
             if severity is not None and f.severity != severity:
                 f = replace(f, severity=severity)
             result.findings.append(f)
-    result.findings = [
-        with_review_note(f)
-        for f in review_parent_runtime_fixes(
-            model,
-            hold_cuda_settings(
-                model,
-                hold_for_data_parallel(
-                    model,
-                    hold_device_fixes(
-                        model,
-                        leave_scripted_code(
-                            model,
-                            leave_framework_device(
-                                model, leave_non_xla_code(model, result.findings)
-                            ),
-                        ),
-                        target,
-                    ),
-                    target,
-                ),
-            ),
-        )
-    ]
+    result.findings = [with_review_note(f) for f in _settled(model, result.findings, target)]
     result.findings.sort(key=lambda f: (f.span.start, f.code))
     return result
+
+
+def _settled(model: ScriptModel, findings: list[Finding], target: Target) -> list[Finding]:
+    """The rules' findings after the checks that read them all together: code a converted
+    run never meets is left alone, and safe fixes that would break the program while another
+    fix waits for review wait with it (each check's module says which and why)."""
+    findings = leave_non_xla_code(model, findings)
+    findings = leave_framework_device(model, findings)
+    findings = leave_scripted_code(model, findings)
+    findings = hold_device_fixes(model, findings, target)
+    findings = hold_for_data_parallel(model, findings, target)
+    findings = hold_cuda_settings(model, findings)
+    findings = hold_paired_allocations(findings)
+    return list(review_parent_runtime_fixes(model, findings))
 
 
 def with_review_note(f: Finding) -> Finding:

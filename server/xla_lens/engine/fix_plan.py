@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..rules.base import AppendToBody, Finding, InsertAfter, InsertBefore, Target
 from .analysis import analyze
 from .config import Settings
-from .fixing import fix_source
+from .fixing import FixOutcome, fix_source
 
 _LINE = re.compile(r"\blines? (\d+)")
 _CODE = re.compile(r"\b(XLA\d{3})\b")
@@ -85,11 +85,36 @@ def applied_later(
 ) -> dict[int, AppliedWith]:
     """Index in ``findings`` (the first analysis of ``source``, as `check` shows it) of each
     finding whose fix needs review on its own but which `fix` applies in a later round."""
-    waiting = [i for i, f in enumerate(findings) if f.fix is not None and not f.fix.safe]
-    if not waiting or not any(f.fix is not None and f.fix.safe for f in findings):
-        return {}  # nothing is applied in the first round, so there is no later one
+    return plan(source, path, settings, target, findings)[0]
+
+
+def plan(
+    source: str,
+    path: str,
+    settings: Settings,
+    target: Target,
+    findings: list[Finding],
+) -> tuple[dict[int, AppliedWith], dict[int, str]]:
+    """``applied_later``'s answer, and the index of each safe fix `fix` holds back so its
+    result stays consistent (``engine.consistency``), with the reason."""
+    if not any(f.fix is not None and f.fix.safe for f in findings):
+        return {}, {}  # nothing is applied in the first round, so there is no later one
     outcome = fix_source(source, path, settings, target)
-    if outcome.error is not None or len(outcome.rounds) < 2:
+    held = {
+        i: reason
+        for i, f in enumerate(findings)
+        if f.fix is not None and f.fix.safe
+        for reason in [next((why for g, why in outcome.held if g(f)), None)]
+        if reason is not None
+    }
+    return _promoted(outcome, path, settings, target, findings), held
+
+
+def _promoted(
+    outcome: FixOutcome, path: str, settings: Settings, target: Target, findings: list[Finding]
+) -> dict[int, AppliedWith]:
+    waiting = [i for i, f in enumerate(findings) if f.fix is not None and not f.fix.safe]
+    if not waiting or outcome.error is not None or len(outcome.rounds) < 2:
         return {}
     # Each round's lines, mapped back to the text `check` analysed.
     to_first: list[dict[int, tuple[int, bool]]] = [
@@ -198,4 +223,4 @@ def _waits_for(
     return tuple(after)
 
 
-__all__ = ["AppliedWith", "applied_later"]
+__all__ = ["AppliedWith", "applied_later", "plan"]

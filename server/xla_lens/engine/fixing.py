@@ -36,6 +36,11 @@ class FixOutcome:
     # Each round that changed the text: the text it analysed and the findings it applied
     # (`check` reads them to say which review fixes `fix` applies once others are in).
     rounds: list[tuple[str, list[Finding]]] = field(default_factory=list)
+    # Every finding of the result (``remaining`` are those a person still has to act on).
+    remaining_all: list[Finding] = field(default_factory=list)
+    # Groups of safe fixes held back so the result stays consistent (``engine.consistency``):
+    # which findings (a predicate) and why.
+    held: list[tuple[Callable[[Finding], bool], str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -63,13 +68,57 @@ def fix_source(
     target: Target | None = None,
     accept: Callable[[Finding], bool] | None = None,
     unsafe: bool = False,
+    consistent: bool = True,
 ) -> FixOutcome:
     """Apply every safe fix (those ``accept`` allows) until nothing more changes.
-    With ``unsafe``, fixes marked for review are applied too (ruff's ``--unsafe-fixes``)."""
-    from .apply import FixError, apply_ops
+    With ``unsafe``, fixes marked for review are applied too (ruff's ``--unsafe-fixes``).
+    ``consistent``: hold back the device moves, or the XLA-only changes, when the result
+    would otherwise have one without the other (``engine.consistency``); off for a caller
+    that asks for one rule's fixes alone."""
+    from .consistency import as_held, held_group
 
     settings = settings or Settings()
     target = target or resolve_target(settings)
+    outcome = _rounds(source, path, settings, target, accept, unsafe)
+    held: list[tuple[Callable[[Finding], bool], str]] = []
+    while consistent and not unsafe and outcome.error is None and len(held) < 2:
+        applied = [f for _, chosen in outcome.rounds for f in chosen]
+        group = held_group(applied, outcome.remaining, outcome.source)
+        if group is None:
+            break
+        held.append(group)
+        outcome = _rounds(source, path, settings, target, _without(accept, held), unsafe)
+    outcome.held = held
+    if held:
+        # What Convert held back is the user's to review, with the reason.
+        out = []
+        for f in outcome.remaining_all:
+            reason = next((why for g, why in held if f.fix is not None and g(f)), None)
+            if reason is not None and f.fix is not None and f.fix.safe:
+                f = as_held(f, reason)
+            if f.fix is None or not f.fix.safe:
+                out.append(f)
+        outcome.remaining = out
+    return outcome
+
+
+def _without(
+    accept: Callable[[Finding], bool] | None, held: list[tuple[Callable[[Finding], bool], str]]
+) -> Callable[[Finding], bool]:
+    groups = [g for g, _ in held]
+    return lambda f: (accept is None or accept(f)) and not any(g(f) for g in groups)
+
+
+def _rounds(
+    source: str,
+    path: str,
+    settings: Settings,
+    target: Target,
+    accept: Callable[[Finding], bool] | None,
+    unsafe: bool,
+) -> FixOutcome:
+    from .apply import FixError, apply_ops
+
     bom, text = _split_bom(source)
     outcome = FixOutcome(source)
     for _ in range(MAX_ROUNDS):
@@ -99,6 +148,7 @@ def fix_source(
         text = new_text
     final = analyze(text, path, settings, target)
     outcome.remaining = [f for f in final.findings if f.fix is None or not (f.fix.safe or unsafe)]
+    outcome.remaining_all = list(final.findings)
     outcome.source = bom + text
     return outcome
 

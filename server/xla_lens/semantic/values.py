@@ -309,6 +309,20 @@ class DeviceFlow:
             return [Use(node, False, "indexed")]
         return [Use(node, False, f"used in a {type(p).__name__}")]
 
+    def _autocast_gate(self, compare: ast.Compare) -> bool:
+        """``compare`` is (part of) the ``enabled=`` of a CUDA autocast call."""
+        for a in self.model.ancestors(compare):
+            if isinstance(a, ast.keyword):
+                call = self.model.parent(a)
+                return (
+                    a.arg == "enabled"
+                    and isinstance(call, ast.Call)
+                    and (self.model.call_name(call) or "").endswith("autocast")
+                )
+            if not isinstance(a, ast.BoolOp | ast.UnaryOp | ast.Compare):
+                return False
+        return False
+
     def _type_use(self, node: ast.AST, attr: ast.Attribute) -> Use:
         """``device.type == "cuda"`` (or ``in ("cuda", "mps")``) decides differently once the
         device is XLA; against ``"cpu"`` it decides as on a CUDA host."""
@@ -321,6 +335,11 @@ class DeviceFlow:
                 for e in (c.elts if isinstance(c, ast.Tuple | ast.List | ast.Set) else [c])
             ]
             other = next((n for n in names if n != "cpu"), "cpu")
+            if other == "cuda" and self._autocast_gate(p):
+                # ``autocast(enabled=device.type == "cuda")``: XLA102's fix reads it as "xla"
+                # with the autocast it rewrites (held-out 137); until then the CUDA autocast is
+                # a no-op on XLA tensors whichever way the gate decides.
+                return Use(node, True)
             if other != "cpu":
                 shown = f'"{other}"' if other is not None else "a value"
                 return Use(node, False, f".type compared with {shown}: decides otherwise on XLA")

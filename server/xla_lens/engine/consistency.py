@@ -1,0 +1,105 @@
+"""Convert's result must run somewhere: the device and the distributed setup move together.
+
+Each safe fix is safe on its own terms, yet two groups of them only make sense together.
+Held-out 137 (a torchrun DDP script): the ``.cuda()`` moves became XLA moves while
+``DDP(model, device_ids=[local_rank])`` over NCCL waited for review, so DDP failed when it
+was built; the script had trained on its GPUs and now ran nowhere. Held-out 138 (FLatten
+Transformer) the other way round: the launcher, the process group, the ranks and the AMP
+changes were applied while every device move waited for review, leaving an XLA launcher and
+an XLA autocast around a model still on CUDA.
+
+So after the rounds, ``fix_source`` asks two questions of what it produced:
+- did a device move reach XLA while DDP still names a CUDA device or NCCL stays? Then the
+  device moves (and the allocations that place on XLA) wait too;
+- did nothing reach XLA, while fixes that only make sense on XLA (launcher, process group,
+  ranks, CUDA-only calls, GradScaler, DataParallel, sync-free optimizers) went in? Then
+  those wait too.
+The rounds are run again without the group held back; the held fixes are reported for review
+with the reason. ``fix --unsafe-fixes`` (every fix, on request) is not second-guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..rules.base import Finding, Severity
+
+DEVICE_CODES = frozenset({"XLA101", "XLA112"})
+# Fixes a script still running on CUDA must not get: they assume the XLA device/runtime.
+XLA_ONLY_CODES = frozenset(
+    {
+        # XLA102 (autocast) is not here: it already waits for a held device itself, and
+        # its safe rewrites of a device_type derivation are inert until the device is XLA.
+        "XLA103",  # GradScaler
+        "XLA104",  # sync-free optimizers
+        "XLA110",  # DataParallel
+        "XLA202",  # ranks
+        "XLA203",  # samplers
+        "XLA204",  # launcher
+        "XLA205",  # process group, DDP
+        "XLA206",  # reductions
+        "XLA403",  # CUDA-only calls: a script still on CUDA keeps them
+    }
+)
+CUDA_DDP = ("DistributedDataParallel on XLA: ", "NCCL is CUDA-only")
+
+HELD_DEVICE = (
+    "Convert held the device moves back: DistributedDataParallel still names a CUDA device "
+    "or NCCL (XLA205, waiting for review), and a model on the XLA device under it fails when "
+    "DDP is built; review the DDP change first, then the device"
+)
+HELD_XLA_ONLY = (
+    "Convert held this back: no device move of the script reached the XLA device (XLA101 waits "
+    "for review), so the script still runs where it ran (CUDA or the CPU), and this change "
+    "belongs with the move to XLA; review the device change first"
+)
+
+
+def _xla_only(f: Finding) -> bool:
+    return f.code in XLA_ONLY_CODES
+
+
+# What sends tensors through the process group: with NCCL left, XLA tensors there fail. A
+# group nothing sends through (replicas that train apart) is created lazily and never fails.
+_SENDS = re.compile(
+    r"\bDistributedDataParallel\b|\b(all_reduce|all_gather\w*|reduce_scatter\w*|broadcast|reduce)\("
+)
+
+
+def _cuda_ddp_left(findings: list[Finding], text: str) -> bool:
+    for f in findings:
+        if f.code != "XLA205" or (f.fix is not None and f.fix.safe):
+            continue
+        if f.message.startswith(CUDA_DDP[0]) and "names a CUDA device" in f.message:
+            return True
+        if f.message.startswith(CUDA_DDP[1]) and _SENDS.search(text):
+            return True
+    return False
+
+
+def _device_left(findings: list[Finding]) -> bool:
+    return any(
+        f.code == "XLA101" and f.severity <= Severity.WARNING and f.fix is not None
+        for f in findings
+    )
+
+
+def held_group(
+    applied: list[Finding], remaining: list[Finding], text: str
+) -> tuple[Callable[[Finding], bool], str] | None:
+    """Which applied fixes must wait (a predicate) and why, or None when the result is
+    consistent. ``applied``: every fix the rounds applied; ``remaining``: the findings of the
+    result ``text`` that still need a person or a review."""
+    moved = any(f.code in DEVICE_CODES for f in applied)
+    if moved and _cuda_ddp_left(remaining, text):
+        return (lambda f: f.code in DEVICE_CODES), HELD_DEVICE
+    if not moved and _device_left(remaining) and any(_xla_only(f) for f in applied):
+        return _xla_only, HELD_XLA_ONLY
+    return None
+
+
+def as_held(f: Finding, reason: str) -> Finding:
+    assert f.fix is not None
+    return replace(f, fix=replace(f.fix, safe=False, review_reason=reason))
