@@ -98,3 +98,48 @@ def test_a_tensor_or_framework_device_is_not_a_setting():
     for owner in ("batch", "accelerator", "self.model"):
         code = WORKSPACE.replace("torch.device(cfg.training.device)", f"{owner}.device")
         assert not [f for f in findings(code, "XLA101") if "never sets" in f.message], owner
+
+
+YAML_CONFIG = """
+import argparse
+import torch
+import yaml
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--config", default="settings/train.yaml")
+    args = parser.parse_args()
+    with open(args.config) as f:
+        SETTINGS = yaml.safe_load(f)
+    device = torch.device(SETTINGS["device"])
+    model = torch.nn.Linear(4, 2).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(10):
+        loss = model(torch.randn(8, 4).to(device)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+
+
+def test_a_device_looked_up_by_key_in_a_loaded_config_is_reported_for_review():
+    # held-out 132 (WavCaps): `config = yaml.safe_load(f)` then torch.device(config["device"]),
+    # "cuda" in the YAML file: the conversion's syncs went in around a CUDA model.
+    (f,) = findings(YAML_CONFIG, "XLA101")
+    assert 'comes from `SETTINGS["device"]`' in f.message
+    assert not f.fix.safe and "ignored" in f.fix.review_reason
+    assert "device = torch_xla.device()" in fixed(YAML_CONFIG, "XLA101", unsafe=True)
+    nested = YAML_CONFIG.replace('SETTINGS["device"]', 'SETTINGS["train"]["device"]')
+    assert ['SETTINGS["train"]["device"]' in f.message for f in findings(nested, "XLA101")] == [
+        True
+    ]
+    # Set in this file, or a key that is no setting of a loaded or named config: not this check.
+    stored = YAML_CONFIG.replace(
+        "    device = torch", '    SETTINGS["device"] = "cpu"\n    device = torch'
+    )
+    assert findings(stored, "XLA101") == []
+    loaded = YAML_CONFIG.replace("SETTINGS", "spec")  # no settings name: loaded from YAML
+    assert ['`spec["device"]`' in f.message for f in findings(loaded, "XLA101")] == [True]
+    batch = YAML_CONFIG.replace("yaml.safe_load(f)", "load_batch(f)").replace("SETTINGS", "batch")
+    assert findings(batch, "XLA101") == []

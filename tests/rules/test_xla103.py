@@ -355,8 +355,12 @@ def test_apex_advice_names_the_master_params_to_replace():
         scaled.backward()
     torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)
     """
-    found = findings(code, "XLA103")
+    *found, masters = findings(code, "XLA103")
     assert found and all("amp.master_params(optimizer) (line 6)" in f.manual for f in found)
+    # Its own site too (held-out 122, DialoGPT): advice only, no fix.
+    assert masters.span.start.line == 5 and masters.fix is None
+    assert "`amp.master_params(optimizer)` is apex AMP's fp32 master copy" in masters.message
+    assert "`model.parameters()`" in masters.manual
 
 
 def test_apex_advice_names_its_checkpoint_state():

@@ -375,3 +375,21 @@ def test_prints_stay_reported_when_another_fix_added_torch_xla_but_not_on_a_fini
         SPAWNED
     ).replace("for x, y in loader:", "for x, y in pl.MpDeviceLoader(loader, 'xla'):")
     assert _print_lines(finished) == []
+
+
+def test_a_lock_file_every_replica_opens_to_take_turns_is_not_output():
+    # held-out 139 (recipenlg's TPU fine-tuning): `fd = open("tpu.lock", "w")` then
+    # fcntl.lockf(fd, LOCK_EX) lets one replica load the model at a time; under the master
+    # ordinal only, the others would stop waiting.
+    locked = SPAWNED.replace(
+        '    print("starting")\n',
+        '    print("starting")\n'
+        '    lock_path = "tpu.lock"\n'
+        '    fd = open(lock_path, "w")\n'
+        "    fcntl.lockf(fd, fcntl.LOCK_EX)\n"
+        '    with open("turns", "a") as handle:\n'
+        "        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)\n"
+        '    out = open("notes.txt", "w")\n',
+    ).replace("import json\n", "import fcntl\nimport json\n")
+    opened = [f.span.start.line + 1 for f in findings(locked, "XLA113") if "open(" in f.message]
+    assert opened == [16, 30], opened  # metrics.json and notes.txt, not the locks

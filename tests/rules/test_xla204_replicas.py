@@ -499,3 +499,20 @@ def test_membership_guards_of_an_environment_read():
     model = parse(code)
     reads = [n for n in model.nodes_of(ast.Subscript) if model.qualname(n.value) == "os.environ"]
     assert [membership_guarded(model, r) for r in reads] == [True, True, False, False, False]
+
+
+def test_a_flag_set_from_a_rank_option_names_the_line_and_its_default():
+    # held-out 140 (HRNet's segmentation trainer): `distributed = args.local_rank >= 0`, the
+    # option -1 by default; torch.distributed.launch passed it, torch_xla.launch passes none.
+    code = UNCONDITIONAL.replace(
+        '    dist.init_process_group("nccl")\n    model = DDP(torch.nn.Linear(4, 1).to(dist.get_rank()))\n',
+        "    distributed = args.local_rank >= 0\n"
+        "    model = torch.nn.Linear(4, 1)\n"
+        "    if distributed:\n"
+        '        dist.init_process_group("nccl")\n'
+        "        model = DDP(model.to(dist.get_rank()))\n",
+    )
+    assert "if distributed:" in code
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe
+    assert "set on line 8 (`args.local_rank >= 0`) from a rank option" in f.fix.review_reason

@@ -318,6 +318,18 @@ def _apex(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 "or restore"
             )
         yield Finding(CODE, message, model.span(call), Severity.WARNING, manual=manual)
+    if not calls:
+        return
+    # Its own site too (DialoGPT, held-out 122: only amp.initialize's advice named it).
+    for call in model.calls_to(APEX_MASTER_PARAMS):
+        yield Finding(
+            CODE,
+            f"`{model.segment(call)}` is apex AMP's fp32 master copy of the parameters: "
+            "without apex it is a NameError",
+            model.span(call),
+            Severity.WARNING,
+            manual="once apex AMP is dropped, pass the parameters it holds (`model.parameters()`)",
+        )
 
 
 def _opt_level(model: ScriptModel, calls: list[ast.Call]) -> str | None:

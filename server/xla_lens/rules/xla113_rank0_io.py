@@ -255,7 +255,8 @@ def _writes(model: ScriptModel) -> Iterator[tuple[ast.Call, str]]:
             mode = const_str(arg_or_keyword(call, 1, "mode"))
             path = arg_or_keyword(call, 0, "file")
             if mode and WRITE_MODES.search(mode) and not _own_file(model, path):
-                yield call, "open(..., " + repr(mode) + ")"
+                if not _lock_file(model, call, path):
+                    yield call, "open(..., " + repr(mode) + ")"
             continue
         name = model.call_name(call)
         if name not in DUMPS:
@@ -272,6 +273,36 @@ def _writes(model: ScriptModel) -> Iterator[tuple[ast.Call, str]]:
         if _own_file(model, _destination(call, name)):
             continue  # a file per replica, named after its rank
         yield call, (dotted(call.func) or name) + "(...)"
+
+
+LOCKS = frozenset({"fcntl.lockf", "fcntl.flock"})
+
+
+def _lock_file(model: ScriptModel, call: ast.Call, path: ast.AST | None) -> bool:
+    """``fd = open("tpu.lock", "w")`` then ``fcntl.lockf(fd, LOCK_EX)`` (recipenlg, held-out
+    139): a lock every replica opens on purpose, to take turns; under the master ordinal
+    only, the others would no longer wait. Evidence: the handle is locked with fcntl, or the
+    path is a ``.lock`` file."""
+    literals = [const_str(path)]
+    if isinstance(path, ast.Name):
+        literals += [const_str(v) for v in model.assigned_from(path.id)]
+    if any(text and text.endswith(".lock") for text in literals):
+        return True
+    parent = model.parent(call)
+    handle = None
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1:
+        handle = parent.targets[0]
+    elif isinstance(parent, ast.withitem):
+        handle = parent.optional_vars
+    if not isinstance(handle, ast.Name):
+        return False
+    for lock in model.calls_to(*LOCKS):
+        first = lock.args[0] if lock.args else None
+        if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute):
+            first = first.func.value  # ``fd.fileno()``
+        if isinstance(first, ast.Name) and first.id == handle.id:
+            return True
+    return False
 
 
 IN_MEMORY = {"io.BytesIO", "io.StringIO"}

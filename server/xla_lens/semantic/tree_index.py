@@ -126,11 +126,17 @@ def _dynamic_imports(index: TreeIndex) -> None:
     """``xm = importlib.import_module("torch_xla.core.xla_model")`` binds ``xm`` as ``import
     torch_xla.core.xla_model as xm`` would (held-out 68's Diff-VocSep imports torch_xla that
     way in its TPU entry: its ``xm.mark_step()`` went unseen, and XLA107 added a second sync).
-    A name the script also imports or binds otherwise keeps its other meaning."""
+    A name the script also imports or binds otherwise keeps its other meaning; ``xm = None``
+    where the import failed (a later commit of the same script, held-out 141) is the fallback a
+    plain ``import ... as xm`` would have too."""
     for name, assigns in index.assignments.items():
         if name in index.imports:
             continue
-        modules = {_imported_module(a.value) for a in assigns}
+        modules = {
+            _imported_module(a.value)
+            for a in assigns
+            if not (isinstance(a.value, ast.Constant) and a.value.value is None)
+        }
         if len(modules) == 1 and None not in modules:
             index.imports[name] = modules.pop()  # type: ignore[assignment]
 

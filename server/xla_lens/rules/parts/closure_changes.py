@@ -67,6 +67,12 @@ def changed_before_sync(
     # step, a call on another object (held-out 16, pytorch-cifar100: every printed LR was
     # the next step's).
     lr_read = next((p for p in reads.paths if any("param_groups" in part for part in p)), None)
+    # The report's own names keep their identity (it reads them), a loop's element others.
+    elements = {
+        name: path
+        for name, path in element_aliases(model, scope_of(model, stmt), {}).items()
+        if all(read[0] != name for read in reads.paths)
+    }
     for node in rest_of_iteration(model, loop, stmt):
         if node is stmt:
             continue  # its own later passes are deferred too, and closures run in order
@@ -77,7 +83,7 @@ def changed_before_sync(
                 f"(`{model.segment(node)}`) steps a learning-rate scheduler first: it would "
                 "report the next step's learning rate"
             )
-        change = Changes(model, reads, class_of(model, stmt)).at(node, {}, 0)
+        change = Changes(model, reads, class_of(model, stmt)).at(node, elements, 0)
         if change is None:
             continue
         path, line, text = change
@@ -244,12 +250,12 @@ class Changes:
         return text if len(text) <= 60 else text[:57] + "..."
 
     def _related(self, path: Path | None) -> Path | None:
-        """The read path ``path`` overlaps (a prefix of it or under it)."""
+        """The read path ``path`` overlaps (a prefix of it or under it; ``[*]``, an element
+        a loop took, stands for any key)."""
         if path is None:
             return None
         for read in self.reads.paths:
-            n = min(len(read), len(path))
-            if read[:n] == path[:n]:
+            if all(a == b or ANY_ELEMENT in (a, b) for a, b in zip(read, path, strict=False)):
                 return read
         return None
 
@@ -361,12 +367,33 @@ class Changes:
         hidden: Path = ("_",)
         own = {n: hidden + (n,) for n in frame_names(self.model, fn).own if n not in mapping}
         mapping = {**own, **mapping}
+        elements = element_aliases(self.model, fn, mapping)
+        mapping.update({n: p for n, p in elements.items() if n in own})
         for stmt in self.model.walk_scope(fn):
             if isinstance(stmt, ast.stmt):
                 hit = self.at(stmt, mapping, depth + 1)
                 if hit is not None:
                     return hit[0]
         return None
+
+
+ANY_ELEMENT = "[*]"
+
+
+def element_aliases(
+    model: ScriptModel, scope: ast.AST, mapping: dict[str, Path]
+) -> dict[str, Path]:
+    """``group`` in ``for group in opt.param_groups:`` (loops of ``scope``, not of nested
+    functions) stands for an element of what it walks: ``group["lr"] = lr`` changes
+    ``opt.param_groups[0]["lr"]`` (NeuS, held-out 136: a method setting the learning rate
+    after the report made every deferred report print the next step's)."""
+    out: dict[str, Path] = {}
+    for node in model.walk_scope(scope):
+        if isinstance(node, ast.For | ast.AsyncFor) and isinstance(node.target, ast.Name):
+            path = map_path(path_of(node.iter), mapping)
+            if path is not None:
+                out[node.target.id] = path + (ANY_ELEMENT,)
+    return out
 
 
 def _attribute_of(model: ScriptModel, cls: ast.ClassDef, name: str) -> bool:

@@ -49,18 +49,19 @@ def config_device_advice(model: ScriptModel, target: Target, handled: set[int]) 
             setting = call.args[0]
         else:
             setting = call
-        path = dotted(setting)
+        path = _setting_path(model, setting)
         if path is None or "." not in path or "device" not in path.rpartition(".")[2].lower():
             continue
         if path.rpartition(".")[2] in options or _stored(model, path):
             continue  # decided in this file: the option and store checks report it there
+        shown = model.segment(setting) if isinstance(setting, ast.Subscript) else path
         if not _places_with(model, call):
             continue
         handled.add(id(call))
         e = Emitter(model)
         code = xla_api.device(e, target)
         yield Advice(
-            f"the training device comes from `{path}`, which this file never sets (a config "
+            f"the training device comes from `{shown}`, which this file never sets (a config "
             "file or a caller): the script places its model or tensors there, and after the conversion it must be the "
             f'XLA device ("xla" there, or {code} here)',
             model.span(call),
@@ -71,6 +72,34 @@ def config_device_advice(model: ScriptModel, target: Target, handled: set[int]) 
                 review_reason=REVIEW,
             ),
         )
+
+
+LOADERS = frozenset(
+    {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "toml.load", "tomllib.load"}
+)
+
+
+def _setting_path(model: ScriptModel, node: ast.expr) -> str | None:
+    """``cfg.training.device``, or ``config["device"]`` as ``config.device`` where ``config``
+    holds settings (WavCaps, held-out 132: ``config = yaml.safe_load(f)`` then
+    ``torch.device(config["device"])``, "cuda" in the YAML file)."""
+    keys = []
+    while isinstance(node, ast.Subscript):
+        key = node.slice
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        keys.append(key.value)
+        node = node.value
+    base = dotted(node)
+    if base is None or not keys:
+        return base
+    root = base.partition(".")[0]
+    loaded = any(
+        isinstance(v, ast.Call) and model.call_name(v) in LOADERS for v in model.assigned_from(root)
+    )
+    if not (loaded or _names_a_config(node)):
+        return None
+    return ".".join([base, *reversed(keys)])
 
 
 def _attribute_reads(model: ScriptModel) -> list[ast.Attribute]:
@@ -126,7 +155,7 @@ def _option_names(model: ScriptModel) -> set[str]:
 def _stored(model: ScriptModel, path: str) -> bool:
     """``cfg.training.device = ...`` somewhere in this file."""
     return any(
-        dotted(t) == path
+        _setting_path(model, t) == path
         for node in model.nodes_of(ast.Assign)
         for t in node.targets  # type: ignore[attr-defined]
     )

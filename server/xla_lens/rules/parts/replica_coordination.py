@@ -309,6 +309,22 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
             f"{what} runs only {where}, which depends on torchrun's environment "
             "variables, and the XLA launcher sets none of them"
         )
+    # ``distributed = args.local_rank >= 0`` (HRNet, held-out 140): torch.distributed.launch
+    # passes --local_rank; the XLA launcher passes nothing, so the option keeps its default.
+    rank_option = next(
+        (
+            v
+            for v in flag_values
+            if any(isinstance(n, ast.Attribute) and "rank" in n.attr.lower() for n in ast.walk(v))
+        ),
+        None,
+    )
+    if rank_option is not None:
+        return (
+            f"{what} runs only {where}, set on line {line_ref(rank_option.lineno)} "
+            f"(`{model.segment(rank_option)[:50]}`) from a rank option that torchrun or "
+            "torch.distributed.launch passes and the XLA launcher does not: it keeps its default"
+        )
     # A flag such as args.distributed: who sets it? A helper of another module that reads
     # the environment is the DeiT/MAE shape.
     # Only a helper handed the flag's holder can set it (``init_distributed_mode(args)``
