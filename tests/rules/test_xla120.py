@@ -197,3 +197,54 @@ def test_an_extension_import_with_a_fallback_is_the_projects_choice(tmp_path: Pa
     )
     script = _setup_project(tmp_path, guarded)
     assert _found(script) == []
+
+
+INPLACE_SETUP = """
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+setup(
+    name="deform_conv",
+    ext_modules=[
+        CUDAExtension("deform_conv_cuda", ["src/deform_conv_cuda.cpp", "src/deform_conv_kernel.cu"]),
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+
+def _inplace_project(root: Path, extension_import: str) -> Path:
+    """aanet's layout (held-out 143): the op package builds its extension in its own folder
+    (``python setup.py build_ext --inplace``), five imports below the script's ``import nets``."""
+    _write(root / "nets" / "__init__.py", "from .stereo import StereoNet\n")
+    _write(root / "nets" / "stereo.py", "import torch\nfrom nets.aggregation import Aggregation\n")
+    _write(root / "nets" / "aggregation.py", "import torch\nfrom nets.deform import DeformBlock\n")
+    _write(root / "nets" / "deform.py", "import torch\nfrom nets.deform_conv import DeformConv\n")
+    _write(root / "nets" / "deform_conv" / "__init__.py", "from .deform_conv import DeformConv\n")
+    _write(root / "nets" / "deform_conv" / "setup.py", INPLACE_SETUP)
+    _write(
+        root / "nets" / "deform_conv" / "deform_conv.py",
+        f"import torch\n{extension_import}\n\nclass DeformConv(torch.nn.Module):\n    pass\n",
+    )
+    return _write(root / "train.py", "import torch\nimport nets\n")
+
+
+def test_an_extension_an_op_folder_builds_in_place_is_found_however_deep(tmp_path: Path):
+    (f,) = _found(_inplace_project(tmp_path, "from . import deform_conv_cuda"))
+    assert f.span.start.line == 1 and f.fix is None
+    assert "nets/deform_conv/deform_conv.py line 2: an import of deform_conv_cuda" in f.message
+    assert "nets/deform_conv/setup.py line 7: CUDAExtension" in f.message
+
+
+def test_an_in_place_extension_behind_a_fallback_is_the_projects_choice(tmp_path: Path):
+    guarded = "try:\n    from . import deform_conv_cuda\nexcept ImportError:\n    deform_conv_cuda = None"
+    assert _found(_inplace_project(tmp_path, guarded)) == []
+    assert _found(_inplace_project(tmp_path / "other", "import math")) == []
+    # Swin's shape: a module on the way imports the op package inside try/except.
+    swin = _inplace_project(tmp_path / "swin", "from . import deform_conv_cuda")
+    _write(
+        tmp_path / "swin" / "nets" / "deform.py",
+        "import torch\ntry:\n    from nets.deform_conv import DeformConv\n"
+        "except ImportError:\n    DeformConv = None\n",
+    )
+    assert _found(swin) == []

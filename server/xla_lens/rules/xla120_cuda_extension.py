@@ -28,7 +28,11 @@ from ..semantic.workspace_calls import parsed_module
 from ..semantic.workspace_imports import import_targets, modules_run_by, top_level_imports
 from .base import Category, Finding, Rule, RuleContext, Severity
 from .parts.library_autocast import display_path
-from .parts.setup_extensions import extension_imports, project_cuda_extensions
+from .parts.setup_extensions import (
+    extension_imports,
+    inplace_extension_import,
+    project_cuda_extensions,
+)
 
 CODE = "XLA120"
 LOADERS = frozenset({"load", "load_inline"})
@@ -161,6 +165,10 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             if found is not None:
                 yield found
                 continue
+        inplace = _inplace_import(model, script, node, extensions_said)
+        if inplace is not None:
+            yield inplace
+            continue
         building: list[tuple[Path, ast.Call]] = []
         for path in modules_run_by(script, node):
             parsed = parsed_module(path) if path not in said else None
@@ -237,6 +245,29 @@ def _extension_import(
         CODE,
         f"this import runs imports of {', '.join(shown)}{more}: {kind} the project compiles "
         f"({setup} line {first.setup_line}: CUDAExtension): {SETUP_WHY}",  # type: ignore[attr-defined]
+        model.span(node),
+        Severity.ERROR,
+        manual=MANUAL,
+    )
+
+
+def _inplace_import(
+    model: ScriptModel, script: Path, node: ast.Import | ast.ImportFrom, said: set[str]
+) -> Finding | None:
+    """An op package's own setup.py builds the extension the import reaches (deep)."""
+    if any(isinstance(a, ast.Try | ast.TryStar) for a in model.ancestors(node)):
+        return None
+    found = inplace_extension_import(script, node)
+    if found is None or found.hit.module in said:
+        return None
+    said.add(found.hit.module)
+    hit = found.hit
+    return Finding(
+        CODE,
+        f"this import runs, through workspace imports, {display_path(model.path, hit.importer)} "
+        f"line {hit.line}: an import of {hit.module}, a CUDA extension its folder compiles "
+        f"({display_path(model.path, found.setup)} line {hit.setup_line}: CUDAExtension): "
+        f"{SETUP_WHY}",
         model.span(node),
         Severity.ERROR,
         manual=MANUAL,

