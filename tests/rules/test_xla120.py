@@ -237,7 +237,9 @@ def test_an_extension_an_op_folder_builds_in_place_is_found_however_deep(tmp_pat
 
 
 def test_an_in_place_extension_behind_a_fallback_is_the_projects_choice(tmp_path: Path):
-    guarded = "try:\n    from . import deform_conv_cuda\nexcept ImportError:\n    deform_conv_cuda = None"
+    guarded = (
+        "try:\n    from . import deform_conv_cuda\nexcept ImportError:\n    deform_conv_cuda = None"
+    )
     assert _found(_inplace_project(tmp_path, guarded)) == []
     assert _found(_inplace_project(tmp_path / "other", "import math")) == []
     # Swin's shape: a module on the way imports the op package inside try/except.

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
+from .helper_returns import function_returns_host, method_returns_host
 from .model import ScriptModel, method_name, receiver
 from .node_helpers import const_str, keyword
 from .reaching import arguments
@@ -100,6 +101,10 @@ class HostCalls:
             owner = model.parent(method) if method is not None else None
             if isinstance(owner, ast.ClassDef) and any(a is owner for a in model.ancestors(call)):
                 return self._returns_host(method)  # type: ignore[arg-type]
+        if isinstance(recv, ast.Name) and name and method_returns_host(model, recv, name):
+            return True  # ``val_tracker.get_dict()`` of a class returning ``.item()`` values
+        if recv is None and function_returns_host(model, call):
+            return True  # a workspace helper returning ``np.mean(...)``
         qualname = model.call_name(call)
         if qualname in LOADERS or qualname in HOST_FUNCTIONS or self._parsed_arguments(call):
             return True

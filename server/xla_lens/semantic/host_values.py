@@ -42,6 +42,7 @@ from .reaching import (
     walk_back,
     whole_bindings,
 )
+from .step_intervals import step_interval
 from .tensors import CONVENTIONAL, TensorNames, scope_of
 from .unpacked_returns import enclosing_frame_entries, returned_elements, unpacked_from_call
 
@@ -167,6 +168,10 @@ class HostValues(HostCalls):
             return True
         if isinstance(expr, ast.Attribute) and self._parsed_option(expr, deeper):
             return True
+        if isinstance(expr, ast.Attribute) and (self.model.qualname(expr) or "").startswith(
+            ("math.", "numpy.")
+        ):
+            return True  # ``best = np.inf``, ``math.pi``: module constants are numbers
         if isinstance(expr, ast.Attribute) and expr.attr in PROCESS_COUNTS:
             # ``accelerator.num_processes`` (held-out 61's fast-DiT divides a loss by it)
             return True
@@ -191,6 +196,8 @@ class HostValues(HostCalls):
         (``strict``) or at least no device tensor (for names ``TensorNames`` judges by their
         bindings, not by their conventional name)."""
         if name.id in self._assumed and parameter_of(self.model, name) is not None:
+            return True
+        if step_interval(self, name):
             return True
         values = self.reaching(name)
         if not values:

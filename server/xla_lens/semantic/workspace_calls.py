@@ -377,3 +377,18 @@ def _resolve(model: ScriptModel, call: ast.Call, name: str) -> HelperTarget | No
     if found is None:
         return None
     return HelperTarget(found[0], found[1], name)
+
+
+def workspace_class(model: ScriptModel, name: str) -> ast.ClassDef | None:
+    """The class ``name`` (a plain name the script imports) of a workspace module, following
+    re-exports; None for a library's or one out of reach."""
+    if not model.path or model.path.startswith("<"):
+        return None
+    bindings = model.memo(("workspace_calls", "bindings"), lambda: _bindings(model))
+    bound = bindings.get(name)
+    if bound is None or bound[2] is None or _is_library(bound[0], bound[1]):
+        return None
+    path = module_file(model.path, bound[0], bound[1])
+    found = definition(path, bound[2], kind="class") if path is not None else None
+    module = parsed_module(found[0]) if found is not None else None
+    return module.classes.get(found[1]) if module is not None and found is not None else None
