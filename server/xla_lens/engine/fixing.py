@@ -83,7 +83,9 @@ def fix_source(
     held: list[tuple[Callable[[Finding], bool], str]] = []
     while consistent and not unsafe and outcome.error is None and len(held) < 2:
         applied = [f for _, chosen in outcome.rounds for f in chosen]
-        group = held_group(applied, outcome.remaining, outcome.source)
+        # Every finding left, safe ones too: a device move an earlier group held back is
+        # still left to do (held-out 146: the loader wrap went in while the moves waited).
+        group = held_group(applied, outcome.remaining_all, outcome.source)
         if group is None:
             break
         held.append(group)
