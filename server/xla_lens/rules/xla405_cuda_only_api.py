@@ -38,6 +38,7 @@ from .parts.cuda_module_holders import (
     patched_attributes,
 )
 from .parts.deepspeed_configs import accelerate_deepspeed_uses, deepspeed_configs
+from .parts.device_kind_dispatch import device_kind_raises
 from .parts.flash_attention_flags import flash_attention_flags
 from .parts.kbit_quantization import quantization_findings
 from .parts.shared_memory_moves import shared_memory_findings
@@ -413,6 +414,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from sparse_embedding_findings(model, CODE)
     yield from deepspeed_configs(model, CODE)
     yield from accelerate_deepspeed_uses(model, CODE)
+    yield from device_kind_raises(model, CODE)
 
 
 HOVER = """\
