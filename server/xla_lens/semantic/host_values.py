@@ -473,6 +473,10 @@ class HostValues(HostCalls):
             and barrier.value.value is True
         )
 
+    def fed_device(self, obj: ast.AST) -> bool:
+        """``meter`` holds device tensors: its frame calls ``meter.update(<device tensor>)``."""
+        return self._fed_device(obj, 0)
+
     def _fed_device(self, obj: ast.AST, depth: int) -> bool:
         """``meter`` of ``meter.avg`` when its frame calls ``meter.update(<device tensor>)``."""
         path = dotted(obj)
