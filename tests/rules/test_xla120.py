@@ -250,3 +250,26 @@ def test_an_in_place_extension_behind_a_fallback_is_the_projects_choice(tmp_path
         "except ImportError:\n    DeformConv = None\n",
     )
     assert _found(swin) == []
+
+
+def test_an_op_package_setup_py_above_the_importing_module_counts(tmp_path: Path):
+    # held-out 149 (point-transformer): lib/pointops/setup.py builds pointops_cuda, which
+    # lib/pointops/functions/pointops.py imports; the script imports the model in a function.
+    _write(tmp_path / "lib" / "__init__.py", "")
+    _write(tmp_path / "lib" / "pointops" / "__init__.py", "")
+    _write(
+        tmp_path / "lib" / "pointops" / "setup.py", INPLACE_SETUP.replace("deform_conv", "pointops")
+    )
+    _write(tmp_path / "lib" / "pointops" / "functions" / "__init__.py", "")
+    _write(
+        tmp_path / "lib" / "pointops" / "functions" / "pointops.py",
+        "import torch\nimport pointops_cuda\n",
+    )
+    _write(tmp_path / "model.py", "import torch\nfrom lib.pointops.functions import pointops\n")
+    script = _write(
+        tmp_path / "train.py",
+        "import torch\n\n\ndef main():\n    from model import Net\n    return Net\n",
+    )
+    (f,) = _found(script)
+    assert f.span.start.line == 4 and "an import of pointops_cuda" in f.message
+    assert "lib/pointops/setup.py" in f.message

@@ -265,7 +265,7 @@ def _inplace_import(
     return Finding(
         CODE,
         f"this import runs, through workspace imports, {display_path(model.path, hit.importer)} "
-        f"line {hit.line}: an import of {hit.module}, a CUDA extension its folder compiles "
+        f"line {hit.line}: an import of {hit.module}, a CUDA extension its package compiles "
         f"({display_path(model.path, found.setup)} line {hit.setup_line}: CUDAExtension): "
         f"{SETUP_WHY}",
         model.span(node),

