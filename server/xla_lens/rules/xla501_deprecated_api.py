@@ -21,7 +21,7 @@ from .base import (
 )
 from .parts.gpu_era_env import gpu_era_env_findings
 from .parts.moved_modules import moved_module_imports
-from .parts.removed_imports import removed_name_imports
+from .parts.removed_imports import legacy_package_imports, removed_name_imports
 from .parts.removed_modules import removed_module_imports
 from .parts.sibling_removed_apis import sibling_removed_apis
 from .parts.unknown_xm import unknown_xm_attributes
@@ -416,6 +416,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
+    yield from legacy_package_imports(model, CODE)  # gone from 1.13 and 2.9 alike
     if ctx.target == "modern":
         yield from _api_findings(model, MODERN)
         yield from gpu_era_env_findings(model, CODE)

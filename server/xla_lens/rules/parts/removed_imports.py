@@ -83,3 +83,32 @@ def _drop(model: ScriptModel, node: ast.ImportFrom, alias: ast.alias) -> Fix | N
         return Fix(title, (RemoveStatement(model.span(node)),))
     names = ", ".join(f"{a.name} as {a.asname}" if a.asname else a.name for a in kept)
     return Fix(title, (ReplaceStatement(model.span(node), f"from {node.module} import {names}"),))
+
+
+def legacy_package_imports(model: ScriptModel, code: str) -> Iterator[Finding]:
+    """``import torch_xla_py.xla_model as xm``: torch_xla's 2019 package name (held-out 148's
+    tacotron2 TPU script). On torch_xla 2.9 the import raises ModuleNotFoundError; the module
+    lives on under another name, and its API has changed since (XLA501's call findings)."""
+    from ...semantic.tree_index import LEGACY_PACKAGES  # noqa: PLC0415 (a table, no cycle)
+
+    if "torch_xla_py" not in model.source:
+        return
+    for node in model.nodes_of(ast.Import, ast.ImportFrom):
+        names = (
+            [a.name for a in node.names]  # type: ignore[attr-defined]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]  # type: ignore[attr-defined]
+        )
+        old = next((n for n in names if n.split(".")[0] == "torch_xla_py"), None)
+        if old is None:
+            continue
+        new = LEGACY_PACKAGES.get(old)
+        instead = f"import {new} instead" if new else "import its module from torch_xla instead"
+        yield Finding(
+            code,
+            f"{old} is torch_xla's 2019 package name: torch_xla 2.9 has no torch_xla_py, so this "
+            f"import raises ModuleNotFoundError and the script stops before it starts",
+            model.span(node),
+            Severity.ERROR,
+            manual=f"{instead}, then update the calls XLA501 names (the API changed since)",
+        )
