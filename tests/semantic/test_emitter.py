@@ -1,6 +1,7 @@
-"""The imports a fix adds never rebind a name the script already uses: DCL (held-out 126)
-imports ``torch_xla_py.xla_model as xm`` (torch_xla's 2019 name); a fix's ``import
-torch_xla.core.xla_model as xm`` would have changed what every ``xm.`` call of it runs."""
+"""The imports a fix adds never rebind a name the script already uses: a fix's ``import
+torch_xla.core.xla_model as xm`` over another module's ``xm`` would have changed what every
+``xm.`` call of it runs (DCL, held-out 126, first met it with ``torch_xla_py``, torch_xla's
+2019 package, which is now read as the module it became)."""
 
 import ast
 
@@ -22,10 +23,18 @@ def test_the_conventional_alias_is_used_when_free_or_already_that_module():
 
 
 def test_an_alias_bound_to_something_else_is_not_rebound():
-    e = _emitter("import torch_xla_py.xla_model as xm\nxm_ = 1\n")
+    e = _emitter("import mylib.xla_model as xm\nxm_ = 1\n")
     assert e.xm == "xm__"
     assert [op.statement for op in e.imports] == ["import torch_xla.core.xla_model as xm__"]
     assert _emitter("def pl():\n    pass\n").pl == "pl_"
+
+
+def test_torch_xla_py_is_read_as_the_module_it_became():
+    # held-out 148: a second ``import torch_xla.core.xla_model as xm_`` beside the 2019
+    # package's failed where the script ran (no torch_xla.core then); XLA501 reports the old
+    # import for 2.9 instead.
+    e = _emitter("import torch_xla_py.xla_model as xm\n")
+    assert e.xm == "xm" and list(e.imports) == []
 
 
 def test_a_fix_leaves_the_scripts_own_xm_alone():
