@@ -60,3 +60,14 @@ def test_a_float16_autocast_kept_as_float16_changes_no_dtype():
     (first, *_) = findings(code, "XLA102")
     assert "NumPy" not in (first.fix.review_reason or "")
     assert src(code) != fixed(code, "XLA102")
+
+
+def test_a_host_copy_in_a_file_without_numpy_stays_a_torch_tensor():
+    """Held-out 150's TabPFN: ``losses.mean(1).cpu()`` summed into a torch accumulator, in a
+    file that never hands a value to NumPy: bfloat16 works there as float16 did."""
+    code = VALIDATE.replace("import numpy as np\n", "").replace(
+        "    return np.argmax(torch.cat(predictions).numpy(), 1), np.mean(losses)\n",
+        "    return torch.cat(predictions).argmax(1), sum(losses) / len(losses)\n",
+    )
+    validate, step = findings(code, "XLA102")[:2]
+    assert validate.fix.safe and step.fix.safe, validate.fix.review_reason

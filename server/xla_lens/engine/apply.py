@@ -37,6 +37,7 @@ from . import apply_comments as comments
 from . import apply_emptied as emptied
 from .apply_calls import edit_call, expression, replace_expression
 from .apply_imports import add_imports, statements
+from .stale_imports import stale_import_ops
 
 
 class FixError(Exception):
@@ -353,7 +354,14 @@ def apply_ops(source: str, ops: Iterable[EditOp]) -> ApplyResult:
     """Apply ``ops`` to ``source``. Raises FixError if the source does not parse with
     libcst or the result is not valid Python."""
     try:
-        return _apply_ops(source, ops)
+        result = _apply_ops(source, ops)
+        cleanup = stale_import_ops(source, result.code)
+        if cleanup:
+            code = _apply_ops(result.code, cleanup).code
+            if source[:1] not in ("\n", "\r") and code[:1] in ("\n", "\r"):
+                code = code.lstrip("\r\n")  # the removed import opened the file
+            result.code = code
+        return result
     except RecursionError:
         # libcst visits and prints recursively: an expression the stdlib parser accepts
         # (e.g. 150 nested brackets) can still exhaust the stack here.

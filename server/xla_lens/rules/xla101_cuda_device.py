@@ -35,6 +35,7 @@ from ..semantic.model import (
     receiver,
 )
 from ..semantic.option_guards import option_guards
+from ..semantic.quantized_layers import quantizing_move_reason
 from ..semantic.storage_movers import in_storage_mover
 from ..semantic.truth_flags import used_only_as_switch
 from ..semantic.values import Use, option_dest
@@ -122,7 +123,9 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             reason = (
                 SPARSE_REASON
                 if sparse
-                else _stranding_reason(model, call) or _data_parallel_reason(model, recv)
+                else _stranding_reason(model, call)
+                or _data_parallel_reason(model, recv)
+                or quantizing_move_reason(model, recv)
             )
             yield pf.advice(
                 model,
@@ -214,7 +217,9 @@ def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advic
         if is_cuda_string(arg):
             dev = _direct_device(model, e, target, call)
             handled.add(id(arg))
-            stranding = _stranding_reason(model, call)
+            stranding = _stranding_reason(model, call) or quantizing_move_reason(
+                model, receiver(call)
+            )
             yield pf.advice(
                 model,
                 arg,
@@ -243,7 +248,9 @@ def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advic
                 if var
                 else ["no device variable is bound here; check the index is the CUDA device"]
             )
-            if stranding := _stranding_reason(model, call):
+            if stranding := _stranding_reason(model, call) or quantizing_move_reason(
+                model, receiver(call)
+            ):
                 reasons.append(stranding)
             reason = "; ".join(reasons)
             yield pf.advice(

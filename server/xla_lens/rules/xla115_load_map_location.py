@@ -31,6 +31,7 @@ from ..semantic.storage_movers import (
     moves_storage_to_cuda,
 )
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .parts.external_devices import trains_on_an_external_cuda_pick
 from .xla108_xm_save import is_checkpoint
 
 CODE = "XLA115"
@@ -66,7 +67,7 @@ def _file_text(model: ScriptModel, node: ast.AST | None) -> str | None:
 def _cuda_saves(model: ScriptModel) -> list[ast.Call]:
     """The script's checkpoint saves when it runs on CUDA: what its CUDA version wrote holds
     CUDA tensors."""
-    if not runs_on_cuda(model):
+    if not (runs_on_cuda(model) or trains_on_an_external_cuda_pick(model)):
         return []
     # xm.save too: `fix` re-checks the text after XLA108 made its saves xm.save, and while the
     # script still runs on CUDA the file to resume from is the one its CUDA version wrote.

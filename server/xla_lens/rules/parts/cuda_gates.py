@@ -30,6 +30,7 @@ from ...semantic.model import ScriptModel
 from ..base import Finding, Fix, RemoveStatement, Severity
 
 AVAILABILITY = frozenset({"torch.cuda.is_available", "torch.accelerator.is_available"})
+CUDA_BUILD = "torch.version.cuda"
 STOP_CALLS = frozenset({"sys.exit", "os._exit", "os.abort"})
 BUILTIN_STOPS = frozenset({"exit", "quit"})
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
@@ -44,8 +45,19 @@ def is_availability_call(model: ScriptModel, node: ast.AST) -> bool:
     )
 
 
-def why_false_on_xla(model: ScriptModel, call: ast.Call) -> str:
+def is_cuda_build_test(model: ScriptModel, node: ast.AST) -> bool:
+    """``torch.version.cuda``: the CUDA version PyTorch was built with, None in a build without
+    CUDA (held-out 145's InstructLLaMA: ``if not torch.version.cuda: raise RuntimeError``)."""
+    return isinstance(node, ast.Attribute) and model.qualname(node) == CUDA_BUILD
+
+
+def why_false_on_xla(model: ScriptModel, call: ast.expr) -> str:
     """Why the availability answer is False on an XLA host."""
+    if is_cuda_build_test(model, call):
+        return (
+            "PyTorch's CPU wheel, which TPU and Trainium set-ups install beside torch_xla, is "
+            "built without CUDA"
+        )
     if model.call_name(call) == "torch.accelerator.is_available":
         return "torch.accelerator knows no XLA device"
     return "an XLA host has no CUDA"
@@ -88,10 +100,11 @@ def _single_binding(model: ScriptModel, scope: ast.AST, name: str) -> ast.expr |
     return values[0] if len(values) == 1 else None
 
 
-def _answer(model: ScriptModel, node: ast.expr, scope: ast.AST) -> ast.Call | None:
-    """The availability call ``node`` is: the call, or a name bound once to it."""
-    if is_availability_call(model, node):
-        return node  # type: ignore[return-value]
+def _answer(model: ScriptModel, node: ast.expr, scope: ast.AST) -> ast.expr | None:
+    """The availability call ``node`` is: the call, or a name bound once to it; or
+    ``torch.version.cuda`` itself."""
+    if is_availability_call(model, node) or is_cuda_build_test(model, node):
+        return node
     if isinstance(node, ast.Name):
         value = _single_binding(model, scope, node.id)
         if value is not None and is_availability_call(model, value):
@@ -136,6 +149,8 @@ def _negated(test: ast.expr) -> list[ast.expr]:
     """What ``test`` asks to be False to stop: ``not X`` -> [X]; ``not X or Y`` -> [X, ...]."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return [test.operand]
+    if _is_none_test(test):  # ``torch.version.cuda is None``
+        return [test.left]  # type: ignore[attr-defined]
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return [n for v in test.values for n in _negated(v)]
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
@@ -143,6 +158,16 @@ def _negated(test: ast.expr) -> list[ast.expr]:
         # trainer): with the flag the converted script needs, it stops there.
         return [n for v in test.values for n in _negated(v)]
     return []
+
+
+def _is_none_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
 
 
 def stop_gates(
@@ -164,7 +189,9 @@ def stop_gates(
             parts = _conjuncts(asked)
             answer = next((a for a in (_answer(model, p, scope) for p in parts) if a), None)
             if answer is not None:
-                alone = isinstance(gate.test, ast.UnaryOp) and len(parts) == 1
+                alone = (isinstance(gate.test, ast.UnaryOp) or _is_none_test(gate.test)) and len(
+                    parts
+                ) == 1
                 yield _gate_finding(model, code, gate, answer, alone)
                 break
             helper = parts[0] if len(parts) == 1 and isinstance(parts[0], ast.Call) else None
@@ -221,12 +248,14 @@ def _is_elif(model: ScriptModel, gate: ast.If) -> bool:
 
 
 def _gate_finding(
-    model: ScriptModel, code: str, gate: ast.If, answer: ast.Call, alone: bool
+    model: ScriptModel, code: str, gate: ast.If, answer: ast.expr, alone: bool
 ) -> Finding:
     test = model.segment(gate.test)
+    build = is_cuda_build_test(model, answer)
     message = (
-        f"`if {test}:` stops the script when `{model.segment(answer)}` is False, as it is on "
-        f"an XLA host ({why_false_on_xla(model, answer)}): the converted script would stop here"
+        f"`if {test}:` stops the script when `{model.segment(answer)}` is "
+        f"{'None' if build else 'False'}, as it is on an XLA host "
+        f"({why_false_on_xla(model, answer)}): the converted script would stop here"
     )
     parent = model.parent(gate)
     if isinstance(gate.test, ast.BoolOp) and isinstance(gate.test.op, ast.And):
@@ -274,7 +303,7 @@ def _gate_finding(
         model.span(gate.test),
         Severity.WARNING,
         fix=Fix(
-            "Remove the availability gate",
+            "Remove the CUDA-build gate" if build else "Remove the availability gate",
             (RemoveStatement(model.span(gate)),),
             safe=not reason,
             review_reason=reason,

@@ -14,6 +14,7 @@ from ...semantic import picker_fixes as pf
 from ...semantic.advice import Advice
 from ...semantic.imported_helpers import out_of_file_helper
 from ...semantic.model import ScriptModel, method_name
+from ...semantic.workspace import FunctionFacts
 
 
 def external_picker_advice(model: ScriptModel) -> Iterator[Advice]:
@@ -22,14 +23,8 @@ def external_picker_advice(model: ScriptModel) -> Iterator[Advice]:
     belongs in that module, out of reach here: say where to look."""
     if model.uses_torch_xla:
         return
-    for call in model.calls:
-        if not isinstance(call.func, ast.Name) or call.func.id in model.functions:
-            continue
-        if not _gives_the_device(model, call):
-            continue  # ``model = load_model(...)`` places inside: not a device it returns
-        facts = model.steps.external(call)
-        if facts is None or not facts.cuda_picker_line:
-            continue
+    for call, facts in _external_pickers(model):
+        assert isinstance(call.func, ast.Name)
         module = os.path.relpath(facts.module, os.path.dirname(os.path.abspath(model.path)))
         where = f"{module}:{facts.cuda_picker_line}"
         yield pf.advice(
@@ -40,6 +35,32 @@ def external_picker_advice(model: ScriptModel) -> Iterator[Advice]:
             manual=f"Make {call.func.id}() choose the XLA device (torch_xla.device(), device "
             f'type "xla") on an XLA host, in {module}.',
         )
+
+
+def _external_pickers(model: ScriptModel) -> list[tuple[ast.Call, FunctionFacts]]:
+    """Each call of a helper of another module that returns the device it picks with CUDA
+    first (``device = get_device()``), with the helper's facts."""
+
+    def build() -> list[tuple[ast.Call, FunctionFacts]]:
+        found = []
+        for call in model.calls:
+            if not isinstance(call.func, ast.Name) or call.func.id in model.functions:
+                continue
+            if not _gives_the_device(model, call):
+                continue  # ``model = load_model(...)`` places inside: not a device it returns
+            facts = model.steps.external(call)
+            if facts is not None and facts.cuda_picker_line:
+                found.append((call, facts))
+        return found
+
+    return model.memo(_external_pickers, build)
+
+
+def trains_on_an_external_cuda_pick(model: ScriptModel) -> bool:
+    """The script's device comes from a helper of another module that picks CUDA when it is
+    available (held-out 151's vocoder: ``device = get_device()``): its CUDA run placed the
+    tensors it saved on CUDA, though no "cuda" is written in this file."""
+    return bool(_external_pickers(model))
 
 
 def _gives_the_device(model: ScriptModel, call: ast.Call) -> bool:
@@ -72,6 +93,8 @@ def helper_advice(model: ScriptModel) -> Iterator[Advice]:
         name = out_of_file_helper(model, call)
         if name is None or not DEVICE_HELPER.match(name.rpartition(".")[2]):
             continue
+        if any(c is call for c, _ in _external_pickers(model)):
+            continue  # external_picker_advice names the helper's picker line
         yield pf.advice(
             model,
             call,
