@@ -70,6 +70,7 @@ def test_a_read_on_the_last_batch_only_is_periodic():
     for last in ("i == len(loader) - 1", "i + 1 == len(loader)"):
         (f,) = findings(code.replace("LAST", last), "XLA401")
         assert "periodic block" in f.message, last
+    # ``i`` is no counter name xla-lens knows: a fixed step of it is not taken as one.
     (f,) = findings(code.replace("LAST", "i == 3"), "XLA401")
     assert "periodic block" not in f.message
 
@@ -90,10 +91,10 @@ def test_a_block_on_the_first_step_only_is_no_every_step_read():
             if FIRST:
                 print("first loss", loss.item())
     """
-    for first in ("step == 0", "epoch == 0 and step == 0", "0 == global_step"):
+    for first in ("step == 0", "epoch == 0 and step == 0", "0 == global_step", "step == 1"):
         (f,) = findings(code.replace("FIRST", first), "XLA401")
         assert "periodic block" in f.message, first
-    for other in ("loss_scale == 0", "step == 1"):
+    for other in ("loss_scale == 0", "step == -1"):
         (f,) = findings(code.replace("FIRST", other), "XLA401")
         assert "periodic block" not in f.message, other
 

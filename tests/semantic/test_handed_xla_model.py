@@ -52,3 +52,18 @@ def test_an_imported_or_assigned_xm_keeps_its_binding():
     code = "import numpy as xm\n\n\ndef f(xm):\n    return xm.mark_step()\n"
     model = _model(code)
     assert {model.call_name(c) for c in model.calls} == {"numpy.mark_step"}
+
+
+def test_a_handed_xm_makes_the_script_hand_written_xla():
+    """The float16 the author chose for stored scores is a dtype policy of an XLA script, not a
+    conversion site (XLA114 leaves hand-written XLA scripts alone)."""
+    code = HANDED.replace(
+        "    train_fn(model, cfg.loader, optimizer, xm)\n",
+        "    train_fn(model, cfg.loader, optimizer, xm)\n"
+        "    scores = model(cfg.x).detach().to(torch.float16)\n",
+    )
+    assert not findings(code, "XLA114")
+    plain = code.replace("xm.xla_device()", "torch.device('cuda')").replace(
+        "xm.optimizer_step(optimizer, barrier=True)", "optimizer.step()"
+    )
+    assert findings(plain, "XLA114")

@@ -37,6 +37,7 @@ from .parts.cuda_module_holders import (
     is_not_a_use,
     patched_attributes,
 )
+from .parts.cuda_shared_libraries import shared_library_findings
 from .parts.deepspeed_configs import accelerate_deepspeed_uses, deepspeed_configs
 from .parts.device_kind_dispatch import device_kind_raises
 from .parts.flash_attention_flags import flash_attention_flags
@@ -403,6 +404,7 @@ def _cuda_methods(model: ScriptModel) -> Iterator[Finding]:
 def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from _cuda_methods(model)
     yield from library_findings(model, CODE)
+    yield from shared_library_findings(model, CODE)
     yield from sibling_library_imports(model, CODE)
     yield from flash_attention_flags(model, CODE)
     yield from apex_site_findings(model, CODE)

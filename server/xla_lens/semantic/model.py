@@ -80,6 +80,7 @@ class ScriptModel(SourcePositions, StepCalls, ScriptFacts):
 
             self.imports = {**star_import_names(path, index.import_nodes), **index.imports}
         self.import_nodes: list[ast.Import | ast.ImportFrom] = index.import_nodes
+        self.handed_modules: set[str] = index.handed_modules
         self.assignments: dict[str, list[ast.Assign | ast.AnnAssign]] = index.assignments
         self._by_type: dict[type, list[ast.AST]] = index.by_type
         # Each node's children (ast.iter_child_nodes order), kept from indexing so scope

@@ -32,6 +32,8 @@ class TreeIndex:
     functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)
     has_star_import: bool = False
+    # Names bound to a module only by a caller handing it in (``def _mp_fn(rank, xm)``).
+    handed_modules: set[str] = field(default_factory=set)
     import_nodes: list[ast.Import | ast.ImportFrom] = field(default_factory=list)
     assignments: defaultdict[str, list[ast.Assign | ast.AnnAssign]] = field(
         default_factory=lambda: defaultdict(list)
@@ -193,6 +195,7 @@ def _handed_xla_model(index: TreeIndex) -> None:
         value = node.value  # type: ignore[attr-defined]
         if isinstance(value, ast.Name) and value.id == "xm" and node.attr in XLA_MODEL_ONLY:  # type: ignore[attr-defined]
             index.imports["xm"] = XLA_MODEL
+            index.handed_modules.add("xm")
             return
 
 

