@@ -30,8 +30,10 @@ DEVICE_CODES = frozenset({"XLA101", "XLA112"})
 # Fixes a script still running on CUDA must not get: they assume the XLA device/runtime.
 XLA_ONLY_CODES = frozenset(
     {
-        # XLA102 (autocast) is not here: it already waits for a held device itself, and
-        # its safe rewrites of a device_type derivation are inert until the device is XLA.
+        # An "xla" autocast around a model still on CUDA casts nothing: mixed precision
+        # silently lost (held-out 154's esm2 classifier, `autocast(device_type=args.device)`
+        # converted while the `--device cuda` default waited for review).
+        "XLA102",
         "XLA103",  # GradScaler
         "XLA104",  # sync-free optimizers
         # MpDeviceLoader puts every batch on the XLA device: under a CUDA model each batch
@@ -82,6 +84,13 @@ def _cuda_ddp_left(findings: list[Finding], text: str) -> bool:
     return False
 
 
+def _reaches_xla(f: Finding) -> bool:
+    """The applied device fix writes the XLA device (``torch_xla.device()``, ``"xla"``); one
+    that only names the script's own device variable (``.to(local_rank)`` -> ``.to(device)``,
+    held-out 154's scBERT, where ``device`` stays CUDA) moves nothing to XLA."""
+    return f.fix is not None and any("xla" in getattr(op, "code", "") for op in f.fix.ops)
+
+
 def _device_left(findings: list[Finding]) -> bool:
     return any(
         f.code == "XLA101" and f.severity <= Severity.WARNING and f.fix is not None
@@ -95,7 +104,7 @@ def held_group(
     """Which applied fixes must wait (a predicate) and why, or None when the result is
     consistent. ``applied``: every fix the rounds applied; ``remaining``: the findings of the
     result ``text`` that still need a person or a review."""
-    moved = any(f.code in DEVICE_CODES for f in applied)
+    moved = any(f.code in DEVICE_CODES and _reaches_xla(f) for f in applied)
     if moved and _cuda_ddp_left(remaining, text):
         return (lambda f: f.code in DEVICE_CODES), HELD_DEVICE
     if not moved and _device_left(remaining) and any(_xla_only(f) for f in applied):
