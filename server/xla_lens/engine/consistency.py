@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..rules.base import Finding, Severity
+from ..rules.parts.autocast_device_type import XLA_CASE_TITLE
 
 DEVICE_CODES = frozenset({"XLA101", "XLA112"})
 # Fixes a script still running on CUDA must not get: they assume the XLA device/runtime.
@@ -63,6 +64,8 @@ HELD_XLA_ONLY = (
 
 
 def _xla_only(f: Finding) -> bool:
+    if f.code == "XLA102" and f.fix is not None and f.fix.title.startswith(XLA_CASE_TITLE):
+        return False  # an "xla" case added to a device-type choice is inert until then
     return f.code in XLA_ONLY_CODES
 
 

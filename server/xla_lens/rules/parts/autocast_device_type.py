@@ -36,6 +36,9 @@ from ..base import Finding, Fix, Replace, RuleContext, Severity
 from .autocast_type_reads import AFTER, Reads, classify_read, compare_read, other_branch, reads_of
 
 CODE = "XLA102"
+# The fix's title: a script whose device waits for review still gets it (the new case is
+# inert until the device is XLA; engine/consistency.py lets it through).
+XLA_CASE_TITLE = "Add the XLA case"
 MAX_DEPTH = 3  # functions of this file followed from the derivation
 
 
@@ -196,6 +199,6 @@ def _fix(model: ScriptModel, value: ast.IfExp, literal: ast.Constant) -> Fix | N
     xla_body = body.replace("cuda", "xla")
     code = f"{xla_body} if {xla_test} else {model.segment(value.orelse)}"
     return Fix(
-        f"Add the XLA case: {xla_body} if {xla_test}",
+        f"{XLA_CASE_TITLE}: {xla_body} if {xla_test}",
         (Replace(model.span(value.orelse), code),),
     )
