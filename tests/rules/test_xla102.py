@@ -383,3 +383,27 @@ def test_an_autocast_an_and_never_enters_is_not_reported():
     """
     (f,) = findings(code, "XLA102")
     assert f.span.start.line == 3  # 0-based; the ``or`` enters the autocast: reported
+
+
+def test_a_dtype_name_chosen_from_the_device_string_becomes_bfloat16_for_review():
+    """Held-out 154's esm2 classifier: ``dtype = torch.bfloat16 if "cuda" in args.device and
+    is_bf16_supported() else torch.float32``: on the XLA device the choice gives float32, and an
+    "xla" autocast of float32 turns itself off; the fix names bfloat16 and waits for review."""
+    code = """
+    import torch
+    from torch.amp import autocast
+
+    device = "cuda"
+    dtype = torch.bfloat16 if "cuda" in device and torch.cuda.is_bf16_supported() else torch.float32
+    ctx = autocast(device_type=device, dtype=dtype)
+    """
+    (f,) = findings(code, "XLA102")
+    assert f.fix is not None and not f.fix.safe
+    assert "the dtype was chosen from the device" in f.fix.review_reason
+    assert 'torch.autocast("xla", dtype=torch.bfloat16)' in f.fix.ops[0].code
+    plain = code.replace(
+        'torch.bfloat16 if "cuda" in device and torch.cuda.is_bf16_supported() else torch.float32',
+        "torch.bfloat16",
+    )
+    (g,) = findings(plain, "XLA102")
+    assert "the dtype was chosen" not in (g.fix.review_reason or "")

@@ -8,7 +8,9 @@ so nothing can reach the binding any more. An import the script never used is no
 (that is the author's, not a conversion's leftover), nor one inside a ``try`` (an
 ``except ImportError`` fallback binds the name too), nor one sharing its line with another
 statement. Importing ``torch.cuda.amp`` does nothing else once ``torch`` is imported, so the
-removal keeps the program's meaning.
+removal keeps the program's meaning. (``rules/parts/unused_amp_imports.py`` reports such an
+import between rounds in a script that imports torch_xla; this pass removes it in the same
+edit that converts its last use, wherever the import sits and whatever else the file imports.)
 """
 
 from __future__ import annotations

