@@ -1,4 +1,5 @@
 import pytest
+import torch
 from xla_lens.rules.registry import get_rule
 
 from tests.helpers import findings, fixed, src
@@ -407,3 +408,19 @@ def test_a_dtype_name_chosen_from_the_device_string_becomes_bfloat16_for_review(
     )
     (g,) = findings(plain, "XLA102")
     assert "the dtype was chosen" not in (g.fix.review_reason or "")
+
+
+def test_a_float32_autocast_is_said_to_stay_float32():
+    """Held-out 156's video VAE: ``autocast(dtype=torch.float32)``; the message named bfloat16
+    while the fix kept float32 (XLA's autocast refuses float32 and turns itself off)."""
+    code = """
+    import torch
+
+    with torch.cuda.amp.autocast(dtype=torch.float32):
+        pass
+    """
+    (f,) = findings(code, "XLA102")
+    assert "float32 either way, no mixed precision" in f.message
+    assert "dtype=torch.float32" in f.fix.ops[0].code
+    with pytest.warns(UserWarning, match="XLA autocast"):
+        assert not torch.autocast("xla", dtype=torch.float32)._enabled

