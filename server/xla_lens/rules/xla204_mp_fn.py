@@ -29,6 +29,7 @@ from .base import (
 )
 from .parts.guard_globals import guard_only_global
 from .parts.hand_launchers import hand_launches
+from .parts.rank_option_gates import rank_option_reason
 from .parts.replica_coordination import FAILS_AT_ONCE, independent_replicas
 from .parts.spawn_launch import spawn_findings
 
@@ -438,7 +439,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             # raises KeyError on torchrun's variables. Not offered even for review, the
             # reason says what must change first (held-outs 104, 105: stylegan2, LLaMA-Adapter).
             cannot_run = bool(placed) or reason.startswith(FAILS_AT_ONCE)
-            reason = "; ".join(r for r in (reason, placed) if r)
+            reason = "; ".join(r for r in (reason, placed, rank_option_reason(model)) if r)
             title = (
                 f"Add def {ENTRY}(index{', ...' if call.args else ''}) and start it with {launch}"
             )
