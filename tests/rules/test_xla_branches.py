@@ -348,3 +348,55 @@ def test_a_shared_scaler_already_for_review_also_says_it_serves_both_modes():
     reason = scaler.fix.review_reason
     assert "also, the script switches between XLA and CUDA (line 3)" in reason
     assert reason.index("also,") > 0  # after the finding's own reason
+
+
+TPU_OR_FP16 = """
+import torch
+from torch.cuda import amp
+import torch_xla.core.xla_model as xm
+import torch_xla.distributed.parallel_loader as pl
+
+
+class Engine:
+    def __init__(self, model, optimizer, device, use_tpu=False, fp16=False):
+        self.model, self.optimizer, self.device = model, optimizer, device
+        self.use_tpu, self.fp16 = use_tpu, fp16
+        if self.fp16 and use_tpu:
+            raise Exception("fp16 is not available on TPUs")
+        if self.fp16:
+            self.scaler = amp.GradScaler()
+
+    def train(self, loader):
+        if self.use_tpu:
+            loader = pl.ParallelLoader(loader, [self.device]).per_device_loader(self.device)
+        for x in loader:
+            if self.fp16:
+                with amp.autocast():
+                    loss = self.model(x)
+            else:
+                loss = self.model(x)
+            loss.backward()
+            if self.use_tpu:
+                xm.optimizer_step(self.optimizer)
+                reduced = xm.mesh_reduce("loss", loss, lambda v: sum(v) / len(v))
+                print(reduced)
+            else:
+                self.optimizer.step()
+                print(loss.item())
+"""
+
+
+def test_an_option_refused_in_xla_mode_is_the_cuda_side():
+    # wtfml's engine (held-out 158's control): `if self.fp16 and use_tpu: raise` makes every
+    # `if self.fp16:` block code that never runs in the script's XLA mode, and the `else` of
+    # `if self.use_tpu:` its CUDA mode: no AMP finding, no host-read finding there.
+    assert findings(TPU_OR_FP16) == []
+
+
+def test_without_the_refusal_the_amp_blocks_are_reported():
+    code = TPU_OR_FP16.replace(
+        '        if self.fp16 and use_tpu:\n            raise Exception("fp16 is not available on TPUs")\n',
+        "",
+    )
+    codes = {f.code for f in findings(code)}
+    assert {"XLA102", "XLA103"} <= codes

@@ -284,3 +284,63 @@ def test_a_loop_over_a_literal_list_of_variants_belongs_to_the_enclosing_step_lo
         """
     )
     assert loop_lines(m) == [1]
+
+
+def test_a_loop_over_an_abstract_step_method_runs_the_subclass_override():
+    # Detectron2-style: the base class loops over ``self.run_step()`` and leaves it
+    # abstract; the subclasses here run the step (Pointcept's trainer, held-out 149).
+    code = """
+        import abc
+        import torch
+
+        class TrainerBase:
+            def train(self, start, end):
+                for self.iter in range(start, end):
+                    self.before_step()
+                    self.run_step()
+
+            def before_step(self):
+                pass
+
+            def run_step(self):
+                raise NotImplementedError
+
+        class SimpleTrainer(TrainerBase):
+            def run_step(self):
+                data = next(self._data_loader_iter)
+                loss = self.model(data)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+
+        class AMPTrainer(SimpleTrainer):
+            def run_step(self):
+                '''AMP.'''
+                loss = self.model(next(self._data_loader_iter))
+                self.optimizer.step()
+        """
+    m = model_of(code)
+    assert loop_lines(m) == [6]
+    (loop,) = m.training_loops
+    assert "run_step" in [fn.name for fn in loop.step_functions]
+    got = {(f.code, f.span.start.line + 1) for f in findings(code)}
+    assert ("XLA107", 6) in got
+    assert ("XLA105", 22) in got
+
+
+def test_an_abstract_method_with_no_override_here_stays_unresolved():
+    m = model_of(
+        """
+        import abc
+
+        class Base(abc.ABC):
+            def train(self, loader):
+                for x in loader:
+                    self.run_step(x)
+
+            @abc.abstractmethod
+            def run_step(self, x):
+                '''One step.'''
+        """
+    )
+    assert loop_lines(m) == []

@@ -55,7 +55,7 @@ from .parts.config_devices import config_device_advice
 from .parts.displayed_devices import displayed_only
 from .parts.external_devices import _gives_the_device  # noqa: F401  (XLA118 asks it here)
 from .parts.get_device_args import get_device_findings
-from .parts.is_cuda_guards import guard_test, is_cuda_guard
+from .parts.is_cuda_guards import guard_device, guard_test, is_cuda_guard
 from .parts.own_cuda_methods import own_cuda_method
 from .parts.shared_memory_review import review_when_sharing
 from .parts.sparse_tensors import SPARSE_REASON, is_sparse
@@ -104,19 +104,23 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
                 yield _own_method_advice(model, call, recv, *own)
                 continue
             e = Emitter(model)
-            dev = _direct_device(model, e, target, call)
+            guard = is_cuda_guard(model, call)
+            dev = (
+                guard_device(model, guard)
+                if guard is not None
+                else _direct_device(model, e, target, call)
+            )
             sparse = is_sparse(model, recv)
             dense = ".to_dense()" if sparse else ""
             code = f"{model.segment(recv)}{dense}.to({dev})"
             message = f".cuda() moves to a CUDA device: use .to({dev}) for the XLA device"
             ops: tuple = (Replace(model.span(call), code),)
             title = f"Replace .cuda() with {dense}.to({dev})"
-            guard = is_cuda_guard(model, call)
             if guard is not None:
                 test = guard_test(model, guard)
-                message += (
-                    f"; its guard `{model.segment(guard)}` is False for XLA tensors, so the fix "
-                    f"also asks `{test}`"
+                message = (
+                    f".cuda() moves to a CUDA device when `{model.segment(guard)}`, which is "
+                    f"False for XLA tensors: move to `{dev}` when `{test}` (the same on CUDA)"
                 )
                 title += f" and test {test}"
                 ops = (*ops, Replace(model.span(guard), test))

@@ -11,6 +11,7 @@ from ..semantic.line_refs import line_refs
 from ..semantic.model import Emitter, ScriptModel, arg_or_keyword, is_cuda_string, keyword
 from ..semantic.precision import ACCELERATORS, device_strings
 from ..semantic.prepared_loaders import is_accelerator
+from ..semantic.xla_branches import regions
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, Severity, Target
 from .parts.autocast_device_type import derivation_findings
 from .parts.bf16_host_copies import bf16_host_copy_reason
@@ -369,6 +370,8 @@ def _module_imports(model: ScriptModel) -> Iterator[Finding]:
                     continue
                 if model.qualname(node) != f"{AMP_MODULE}.{node.attr}":
                     continue  # the name was rebound to something else
+                if regions(model).not_xla_at(model.span(node)) is not None:
+                    continue  # the CUDA side of the script's own XLA switch keeps its AMP
                 uses.setdefault(node.attr, []).append(node.lineno)
             if not uses:
                 continue

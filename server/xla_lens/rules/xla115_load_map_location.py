@@ -31,6 +31,7 @@ from ..semantic.storage_movers import (
     moves_storage_to_cuda,
 )
 from .base import Category, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
+from .parts.checkpoint_helpers import helper_checkpoint_saves
 from .parts.external_devices import trains_on_an_external_cuda_pick
 from .xla108_xm_save import is_checkpoint
 
@@ -72,7 +73,8 @@ def _cuda_saves(model: ScriptModel) -> list[ast.Call]:
     # xm.save too: `fix` re-checks the text after XLA108 made its saves xm.save, and while the
     # script still runs on CUDA the file to resume from is the one its CUDA version wrote.
     saves = model.calls_to("torch.save", "torch_xla.core.xla_model.save")
-    return [c for c in saves if is_checkpoint(model, arg_or_keyword(c, 0, "obj"))]
+    own = [c for c in saves if is_checkpoint(model, arg_or_keyword(c, 0, "obj"))]
+    return own or helper_checkpoint_saves(model, is_checkpoint)
 
 
 def _reads_own_save(model: ScriptModel, call: ast.Call, saves: list[ast.Call]) -> bool:

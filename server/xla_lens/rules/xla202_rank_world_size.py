@@ -121,6 +121,11 @@ FALSY_DEFAULTS = (None, "")
 def _review_reason(model: ScriptModel, node: ast.AST, key: str, unwrapped: bool) -> str:
     """Why replacing this env read by the runtime's answer needs review ("" when it does not)."""
     default = env_default(model, node)
+    if default is None and not unwrapped and not _type_error_caught(model, node):
+        # ``int(os.getenv("LOCAL_RANK"))``: unset, int(None) raises at once, so no check ever
+        # sees the default; the script runs only where the variable is set, as
+        # ``int(os.environ["LOCAL_RANK"])`` (held-out 158's UQABench).
+        return ""
     if default in SENTINELS and (key != "WORLD_SIZE" or (default is None and unwrapped)):
         # -1 / None means "not launched distributed"; an ordinal or world size is never that.
         return (
@@ -137,6 +142,27 @@ def _review_reason(model: ScriptModel, node: ast.AST, key: str, unwrapped: bool)
             "without torchrun"
         )
     return ""
+
+
+CATCHING_TYPE_ERROR = frozenset({"TypeError", "Exception", "BaseException"})
+
+
+def _type_error_caught(model: ScriptModel, node: ast.AST) -> bool:
+    """``node`` is in the body of a ``try`` whose handler catches the TypeError of int(None)."""
+    child = node
+    for a in model.ancestors(node):
+        if isinstance(a, ast.Try) and child in a.body:
+            for handler in a.handlers:
+                caught = handler.type
+                names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+                if caught is None or any(
+                    isinstance(n, ast.Name) and n.id in CATCHING_TYPE_ERROR for n in names
+                ):
+                    return True
+        if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            return False
+        child = a
+    return False
 
 
 def _raw_default(model: ScriptModel, node: ast.AST) -> ast.expr | None:

@@ -61,6 +61,7 @@ from .parts.numpy_reads import (
 )
 from .parts.periodic_blocks import periodic_block
 from .parts.reporting_calls import REPORTING_METHODS, formatted, is_reporting, reported_values
+from .parts.shape_reads import shape_read_manual
 
 CODE = "XLA401"
 STEP_CLOSURE = "torch_xla.core.xla_model.add_step_closure"
@@ -435,7 +436,12 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
             else:
                 yield Finding(CODE, message, model.span(node), Severity.WARNING, fix=fix)
         else:
-            manual = STORE_MANUAL if STORE_MARK in what else _deciding_manual(model, stmt, node)
+            manual = (
+                STORE_MANUAL
+                if STORE_MARK in what
+                else shape_read_manual(model, loop.node, stmt, node)
+                or _deciding_manual(model, stmt, node)
+            )
             yield Finding(CODE, message, model.span(node), Severity.WARNING, manual=manual)
     yield from (finding for _, finding in evaluation)
     for read in forward_buffer_reads(model):  # every forward, wherever the loop is

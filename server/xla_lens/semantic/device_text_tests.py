@@ -106,6 +106,51 @@ def _cpu_fallback(block: list[ast.stmt]) -> ast.Assign | None:
     return None
 
 
+def cuda_device_guard(model: ScriptModel, stmt: ast.stmt) -> ast.If | None:
+    """The ``if`` whose body holds ``stmt`` (directly) and whose test asks whether the
+    script's device is a CUDA device by text or type (``if device == "cuda":``): False once
+    XLA101 makes that device the XLA device."""
+    parent = model.parent(stmt)
+    if not isinstance(parent, ast.If) or stmt not in parent.body:
+        return None
+    device = _tested_device(model, parent.test)
+    name = dotted(device) if device is not None else None
+    if name is None or not _picked(model, name):
+        return None
+    return parent
+
+
+def _picked(model: ScriptModel, name: str) -> bool:
+    """``name`` is bound to a device picker or a CUDA device (what XLA101 makes the XLA
+    device), not to a value derived from another device (nanoGPT's ``device_type = "cuda" if
+    device.startswith("cuda") else "cpu"`` stays "cpu" on an XLA host)."""
+    from .pickers import picker  # noqa: PLC0415 (pickers imports this module's neighbours)
+
+    for node in model.nodes_of(ast.Assign):
+        assert isinstance(node, ast.Assign)
+        if any(dotted(t) == name for t in node.targets) and (
+            picker(model, node.value) is not None or is_cuda_string(node.value)
+        ):
+            return True
+    return False
+
+
+def xla_passing_test(model: ScriptModel, test: ast.expr) -> str | None:
+    """``device in ("cuda", "xla")`` for ``device == "cuda"`` (``device.type`` alike): the
+    same test that the XLA device passes too; None for other forms."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and const_str(test.comparators[0]) == "cuda"
+        and dotted(test.left) is not None
+    ):
+        return None
+    written = model.segment(test.comparators[0])
+    quote = written[0] if written[:1] in ("'", '"') else '"'
+    return f"{model.segment(test.left)} in ({quote}cuda{quote}, {quote}xla{quote})"
+
+
 def device_text_test_advice(model: ScriptModel) -> Iterator[Advice]:
     for node in model.nodes_of(ast.If):
         assert isinstance(node, ast.If)

