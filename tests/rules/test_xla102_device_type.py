@@ -278,3 +278,25 @@ def test_a_name_bound_twice_or_shadowed_by_a_parameter():
     """
     (f,) = _derivation(shadowed)
     assert f.fix.safe  # configure's parameter is another name, never given this value
+
+
+def test_an_autocast_switched_off_on_a_followed_device_is_left_alone():
+    # BERT-MFT's evaluation (held-out 160's control): float32 loss under an autocast that is
+    # off on whatever device the model is on, the XLA device included.
+    code = """
+    import torch
+    import torch.nn.functional as F
+
+    class Evaluator:
+        def __init__(self, model):
+            self.model = model
+            self.device = next(model.parameters()).device
+
+        def loss(self, batch):
+            logits = self.model(batch["x"])
+            with torch.autocast(self.device.type, enabled=False):
+                return F.cross_entropy(logits.float(), batch["y"])
+    """
+    assert findings(code, "XLA102") == []
+    on = code.replace(", enabled=False", "")
+    assert [f.code for f in findings(on, "XLA102")] == ["XLA102"]

