@@ -222,3 +222,29 @@ def test_a_periodic_report_in_a_script_written_for_xla_is_left_to_its_author():
     assert findings(code, "XLA401") == []
     every_step = code.replace("            if x % 20 == 0:\n    ", "")
     assert [f.code for f in findings(every_step, "XLA401")] == ["XLA401"]
+
+
+def test_a_float_scaled_by_an_int_attribute_is_formatted_without_a_read():
+    # KIE's LayoutLMv3 trainer (held-out 163): `total_loss += loss.item() * self.accum`, with
+    # `self.accum` set from an `int` parameter, is a Python float; its f-string reads nothing.
+    code = """
+    import torch
+
+    class Trainer:
+        def __init__(self, model, optimizer, accum: int = 1):
+            self.model, self.optimizer = model, optimizer
+            self.accum = accum
+
+        def train(self, loader, bar):
+            total_loss = 0
+            for step, x in enumerate(loader):
+                loss = self.model(x.cuda()).sum() / self.accum
+                loss.backward()
+                self.optimizer.step()
+                total_loss += loss.item() * self.accum
+                bar.set_postfix({"loss": f"{total_loss / (step + 1):.4f}"})
+    """
+    lines = [f.span.start.line + 1 for f in findings(code, "XLA401")]
+    assert lines == [14]  # the .item() itself, not the formatted float
+    tensor_attr = code.replace("accum: int = 1", "accum")
+    assert 15 in [f.span.start.line + 1 for f in findings(tensor_attr, "XLA401")]

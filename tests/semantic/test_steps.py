@@ -344,3 +344,28 @@ def test_an_abstract_method_with_no_override_here_stays_unresolved():
         """
     )
     assert loop_lines(m) == []
+
+
+def test_a_step_method_called_with_its_step_switched_off_is_no_training_loop():
+    # deep-supervised-hashing (held-out 161): the test loop calls the same `run_step` with
+    # `train=False`, and every backward/step there sits under `if train:`.
+    m = model_of(
+        """
+        class Trainer:
+            def run_step(self, model, x, train: bool):
+                loss = model(x).sum()
+                if train:
+                    self.optimizer.zero_grad()
+                    loss.backward()
+                    self.optimizer.step()
+                return loss
+
+            def train(self, model, loader, test_loader):
+                for epoch in range(3):
+                    for x in loader:
+                        self.run_step(model, x, train=True)
+                    for x in test_loader:
+                        self.run_step(model, x, train=False)
+        """
+    )
+    assert loop_lines(m) == [12]

@@ -31,6 +31,7 @@ from .loaders import legacy_data_parallel_step_index
 from .loop_frames import counts
 from .model import ScriptModel, method_name, receiver
 from .node_helpers import dotted, is_group_setting, keyword
+from .number_attributes import number_attribute
 from .params import binds_parameter, handed_values, parameter_of
 from .reaching import (
     UNKNOWN,
@@ -175,6 +176,8 @@ class HostValues(HostCalls):
         if isinstance(expr, ast.Attribute) and expr.attr in PROCESS_COUNTS:
             # ``accelerator.num_processes`` (held-out 61's fast-DiT divides a loss by it)
             return True
+        if number_attribute(self.model, expr):
+            return True  # ``self.accumulation_steps`` set from an ``int`` parameter
         if isinstance(expr, ast.Subscript | ast.Attribute):
             return self.is_host(expr.value, deeper)
         if isinstance(expr, ast.BinOp):

