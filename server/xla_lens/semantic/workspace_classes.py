@@ -204,6 +204,9 @@ def _instance_classes(model: ScriptModel, name: str) -> tuple[ClassRef, ...]:
 # module itself.
 MODULE_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel", "DDP"})
 SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "bfloat16", "train", "eval"})
+# Checkpoint helpers handed the module that give it back loaded (PointFlow's ``model,
+# optimizer, start_epoch = resume(path, model, optimizer)``, held-out 162).
+RETURNING_HELPERS = frozenset({"resume", "load_checkpoint", "resume_checkpoint", "load_model"})
 
 
 def instance_classes(model: ScriptModel, name: str) -> tuple[ClassRef, ...]:
@@ -223,6 +226,10 @@ def _rewraps(value: ast.expr, name: str) -> bool:
     if isinstance(value, ast.Call):
         func = value.func
         callee = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if callee in RETURNING_HELPERS and any(
+            isinstance(a, ast.Name) and a.id == name for a in value.args
+        ):
+            return True
         if callee not in MODULE_WRAPPERS or not value.args:
             return False
         value = value.args[0]
