@@ -47,3 +47,31 @@ def test_the_loader_wrap_waits_with_the_device_moves():
     assert "no device move of the script reached the XLA device" in held.fix.review_reason
     # Every fix together (`fix --unsafe-fixes`): the wrap goes in with the moves.
     assert "MpDeviceLoader" in fix_source(src(WORKER), target="modern", unsafe=True).source
+
+
+CLOSURE = """
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+
+def train(args, model, dataset, optimizer, writer):
+    dist.init_process_group("nccl", rank=args.rank, world_size=args.world_size)
+    loader = DataLoader(dataset, sampler=DistributedSampler(dataset), batch_size=8)
+    model = model.to(args.rank)
+    for step, (x, y) in enumerate(loader):
+        loss = model(x.to(args.rank), y.to(args.rank))
+        writer.add_scalar("loss", loss.item(), step)
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_a_step_closure_waits_with_the_loader_that_gave_its_loop_a_sync():
+    # Held-out 165's clasp: the MpDeviceLoader (the loop's only sync) waited with the device,
+    # while the report went into a step closure nothing would ever run: the loss was never
+    # written. The closure waits too.
+    out = fix_source(src(CLOSURE))
+    assert out.error is None
+    assert "add_step_closure" not in out.source
+    assert out.source == src(CLOSURE)

