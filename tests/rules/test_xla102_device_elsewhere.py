@@ -170,3 +170,17 @@ def test_a_device_set_by_a_workspace_base_class_is_named_as_such(tmp_path: Path,
         assert one.span.start.line == 6
         assert one.message.startswith("super().__init__() (ExpBase.__init__) runs code in")
         assert "line 12:" in one.message and "(XLA101)" in one.message
+
+
+def test_a_base_class_out_of_reach_is_named_as_the_likely_setter(tmp_path: Path):
+    # Informer copied alone (held-out 166): ``exp.exp_basic`` is not beside the script, so
+    # the base that sets self.device cannot be read; the reason names it before any caller.
+    clear_cache()
+    clear_callers()
+    script = tmp_path / "exp.py"
+    script.write_text(src(SUBCLASS).replace("from exp_base import", "from exp.exp_base import"))
+    result = analyze(script.read_text(), str(script))
+    assert not result.rule_errors, result.rule_errors
+    fix = next(f for f in result.findings if f.code == "XLA102").fix
+    assert not fix.safe
+    assert "set by Exp's base class `ExpBase`, whose module is not found" in fix.review_reason

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..semantic import device_sites, xla_api
+from ..semantic.device_datasets import placed_dataset
 from ..semantic.device_intent import finished_on_xla, hand_written_xla, places_on_a_device
 from ..semantic.line_refs import line_ref
 from ..semantic.loaders import (
@@ -70,6 +71,13 @@ REVIEW_DEVICE = (
     "pl.MpDeviceLoader needs the XLA device, and {why}: with a CPU or CUDA device every run "
     'fails at the first batch ("Check failed: device.type() == at::kXLA"); convert the '
     "device first"
+)
+
+REVIEW_PLACED_DATASET = (
+    "the dataset `{dataset}` already puts its samples on the device (`{placement}`, line "
+    "{line}): after conversion they are XLA tensors, and pl.MpDeviceLoader's loader thread "
+    'fails on them ("Check failed: data()->tensor_data", measured); keep the dataset\'s '
+    "tensors on the CPU (drop that move) and let the MpDeviceLoader move each batch"
 )
 
 
@@ -192,6 +200,15 @@ def _plan(model: ScriptModel, target: Target, loop: TrainingLoop) -> Wrap | None
         reasons.append(REVIEW_UNPLACED)
     if not why and (moved := _batch_move_off_xla(model, target, loop.node)) is not None:
         reasons.append(moved)
+    if (placed := placed_dataset(model, loader)) is not None:
+        dataset, placement = placed
+        reasons.append(
+            REVIEW_PLACED_DATASET.format(
+                dataset=model.segment(dataset)[:60],
+                placement=model.segment(placement)[:60],
+                line=line_ref(placement.lineno),  # type: ignore[attr-defined]
+            )
+        )
     ops = (Replace(model.span(loader), code), *e.imports)
     return Wrap(loader, code, ops, not reasons, "; ".join(reasons), source is Source.PLAIN)
 

@@ -14,6 +14,7 @@ import ast
 from dataclasses import dataclass
 
 from ...semantic.calls import callee
+from ...semantic.device_datasets import yields_device_batches
 from ...semantic.loaders import is_xla_loader
 from ...semantic.model import ScriptModel, method_name
 from ...semantic.tensors import TensorNames, is_torch_tensor_function
@@ -83,7 +84,12 @@ class InputPlacement:
         if isinstance(node, ast.Name):
             bound = self.binding(node)
             if isinstance(bound, ast.For | ast.AsyncFor | ast.comprehension):
-                return is_xla_loader(self.model, _unwrap_enumerate(bound.iter))
+                loader = _unwrap_enumerate(bound.iter)
+                # A dataset that places its own samples (``TensorDataset(x.to(device))``)
+                # yields batches already on the device, as an MpDeviceLoader does.
+                return is_xla_loader(self.model, loader) or yields_device_batches(
+                    self.model, loader
+                )
             return bound is not None and self.on_device(bound, deeper, scalars)
         if isinstance(node, ast.Subscript):
             # ``images[0] = images[0].cuda(...)`` a few lines up

@@ -24,7 +24,7 @@ from ...semantic.model import ScriptModel, method_name
 from ...semantic.params import parameter_of
 from ...semantic.workspace import MAX_BYTES
 from ...semantic.workspace_callers import CallerModule, workspace_callers
-from ...semantic.workspace_classes import ClassRef, chain, script_module
+from ...semantic.workspace_classes import ClassRef, chain, class_reference, script_module
 from ..base import Target
 from ..xla101_cuda_device import check as device_check
 from .final_fixes import final_findings
@@ -61,10 +61,16 @@ def _reason(model: ScriptModel, target: Target) -> str | None:
         )
     callers = workspace_callers(model, owner)
     if not callers:
+        base = _unread_base(model, expr, owner)
+        setter = (
+            f"set by {owner}'s base class `{base}`, whose module is not found beside this file, "
+            f"or by a caller of {owner}() that is not in this file"
+            if base is not None
+            else f"set by a caller of {owner}() that is not in this file"
+        )
         return (
-            f"the device comes from {shown}, set by a caller of {owner}() that is not in this "
-            "file (no caller found in its folder): run on CUDA there, the XLA autocast would be "
-            "off and fp16 would lose its loss scaling"
+            f"the device comes from {shown}, {setter} (no caller found in its folder): run on "
+            "CUDA there, the XLA autocast would be off and fp16 would lose its loss scaling"
         )
     for caller in callers:
         if not _picks_xla(caller):
@@ -142,6 +148,29 @@ def _inherited_setting(model: ScriptModel, expr: ast.expr, owner: str) -> str | 
         method, line = site
         where = display_path(model.path, cls.path)
         return f"{cls.name}.{method} in {where} (line {line})"
+    return None
+
+
+LIBRARY_ROOTS = frozenset(
+    {"torch", "torchvision", "transformers", "lightning", "pytorch_lightning"}
+)
+
+
+def _unread_base(model: ScriptModel, expr: ast.expr, owner: str) -> str | None:
+    """``self.device`` read by a class that does not set it and inherits from a class imported
+    from a module xla-lens cannot read (Informer's ``Exp_Basic`` when ``exp/`` is not beside the
+    script, held-out 166): the base as written, the likelier setter."""
+    if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)):
+        return None
+    node = script_module(model).classes.get(owner)
+    if node is None or _assigns_attribute(node, expr.attr) is not None:
+        return None
+    for base in node.bases:
+        name = model.qualname(base)
+        if name is None or name.split(".")[0] in LIBRARY_ROOTS or "." not in name:
+            continue
+        if class_reference(script_module(model), base) is None:
+            return model.segment(base)
     return None
 
 
