@@ -51,3 +51,29 @@ def test_the_converted_model_stays_tied_and_trains_as_the_original(tmp_path):
 
     # Measured: the untied run is 0.6 % off by its sixth step, the re-tied one 1e-7.
     assert drift(losses) > 1e-3 > 100 * drift(result.converted.losses)
+
+
+OPTION_FOLDER = FIXTURES / "tied_option_lm"
+
+
+@pytest.mark.xla
+@pytest.mark.parametrize("tied", [True, False])
+def test_a_tie_made_under_an_option_is_remade_only_with_it(tied: bool):
+    # word_language_model (held-out 169): ``if tie_weights:`` in the constructor, off by
+    # default. The fix asks before the move whether the weights are shared, re-ties only then.
+    args = ["--tied"] if tied else []
+    result = prove(
+        OPTION_FOLDER / "train_lm.py",
+        steps=5,
+        args=args,
+        in_place=True,
+        extra_files=[OPTION_FOLDER / "tiny_gpt.py"],
+    )
+    assert "XLA408" in result.applied, result.describe()
+    assert "    if model_tied:\n        model.tokens.weight = model.lm_head.weight\n" in (
+        result.converted_source
+    )
+    assert_proven(result, rel_tol=1e-3, min_steps=5)
+    assert _printed(result.converted.stdout, "tied") == str(tied), result.describe()
+    assert _printed(result.original.stdout, "tied") == str(tied)
+    assert _printed(result.converted.stdout, "parameters") == ("16" if tied else "17")

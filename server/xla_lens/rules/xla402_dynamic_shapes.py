@@ -16,6 +16,7 @@ from ..semantic.sibling_loops import (
 )
 from ..semantic.tensors import loop_nodes
 from .base import Category, Finding, Fix, Rule, RuleContext, SetKeyword, Severity
+from .parts.device_chunks import device_resident_source
 from .parts.discarded_batches import batch_discarded
 from .parts.drained_loaders import drained_loaders
 from .parts.dynamic_ops import MASK_ASSIGNMENT, dynamic_op
@@ -252,6 +253,11 @@ def _short_last_chunks(model: ScriptModel) -> Iterator[Finding]:
         if not (isinstance(chunk, ast.Slice) and chunk.lower and chunk.upper) or chunk.step:
             continue
         start = _names(chunk.lower)
+        placed = device_resident_source(model, node) if start else None
+        if placed is not None and id(node) not in seen:
+            seen.add(id(node))
+            yield _device_chunk_finding(model, node, placed)
+            continue
         cap = _bounding_min(model, chunk.upper, start) if start else None
         if cap is None:
             loop = stepped_chunk(model, node)
@@ -282,6 +288,26 @@ def _short_last_chunks(model: ScriptModel) -> Iterator[Finding]:
             Severity.WARNING,
             manual=MANUAL_CHUNKS,
         )
+
+
+def _device_chunk_finding(model: ScriptModel, node: ast.Subscript, placed: ast.AST) -> Finding:
+    shown = model.segment(node)[:60]
+    moved = model.segment(placed)[:60]
+    line = placed.lineno  # type: ignore[attr-defined]
+    return Finding(
+        CODE,
+        f"`{shown}` slices a tensor already on the device (`{moved}`, line {line}) at an "
+        "offset that changes every step: a Python int in a slice is a constant of the traced "
+        "graph, so XLA compiles a new graph for every offset (and the short last chunk is one "
+        "more)",
+        model.span(node),
+        Severity.WARNING,
+        manual=(
+            f"Keep the data on the CPU (leave out `{moved}` at line {line}) and move each chunk "
+            f"as it is taken (`{shown}.to(device)`): every chunk is then an upload of the same "
+            "shape, one graph. Stop before a short last chunk (or pad it) to keep it one graph."
+        ),
+    )
 
 
 def _op_finding(model: ScriptModel, node: ast.AST, what: str, where: str) -> Finding:

@@ -13,8 +13,10 @@ The fix re-ties right after the move, with the class's own statement (``self`` r
 name) or, for a Hugging Face model, ``model.tie_weights()``. It is safe: on CUDA or the CPU the
 weights are still tied there, so the assignment puts the same Parameter back (a no-op), and on
 XLA the two copies hold the same values at that point (both were copied from one tensor), so the
-tied model goes on exactly as the original's. A tie made only under a condition is offered for
-review (re-tied unconditionally it would tie a model the original left untied).
+tied model goes on exactly as the original's. A tie made only under a condition is re-made only
+where it was made: ``m_tied = m.a is m.b`` before the move, ``if m_tied: m.a = m.b`` after
+(re-tied unconditionally it would tie a model the original left untied); where the model is
+built and moved in one statement there is nothing to ask before the move, and no fix.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ..semantic.workspace_classes import (
     class_reference,
     script_module,
 )
-from .base import Category, Finding, Fix, InsertAfter, Rule, RuleContext, Severity
+from .base import Category, Finding, Fix, InsertAfter, InsertBefore, Rule, RuleContext, Severity
 
 CODE = "XLA408"
 PARAMETER_ATTRS = frozenset({"weight", "bias"})
@@ -405,6 +407,21 @@ def _finding(
         "train apart (no error); re-tie them after the move"
     )
     manual = f"Re-tie after the move, before building the optimizer: `{code.splitlines()[0]}`."
+    if reason and moved_in_place:
+        ops = _retie_where_tied(model, stmt, name, ties)
+        if ops is not None:
+            # Whether the tie was made is read before the move and kept after it: exact
+            # whatever the condition was, so no review is needed.
+            title = f"Re-tie the shared weights after the move where they were tied: {name}"
+            fix = Fix(title, ops)
+            return Finding(CODE, message, model.span(move), Severity.WARNING, fix=fix)
+        # ``model = Net(..., tied).to(d)``: nothing holds the model before the move to ask
+        # whether it was tied, and re-tying it always would tie a model left untied.
+        message += (
+            f" (the tie at {[t for t in ties if t.conditional][0].where} is made only under a "
+            "condition: no fix, keep the re-tie under the same condition)"
+        )
+        return Finding(CODE, message, model.span(move), Severity.WARNING, manual=manual)
     if not moved_in_place:
         # ``DDP(model.to(d))``, ``self.model = model.to(d)``: the name no longer holds the
         # bare model right after this statement.
@@ -418,6 +435,47 @@ def _finding(
     if reason:
         message += f" (the fix needs review: {reason})"
     return Finding(CODE, message, model.span(move), Severity.WARNING, fix=fix)
+
+
+def _retie_where_tied(
+    model: ScriptModel, stmt: ast.stmt, name: str, ties: tuple[Tie, ...]
+) -> tuple | None:
+    """``was_tied = m.a is m.b`` before ``m.to(d)`` / ``m = m.to(d)`` and ``if was_tied: m.a =
+    m.b`` after it, for each tie made under a condition; None when the name does not hold the
+    model before the statement (``m = Net(...).to(d)``) or no free flag name is found."""
+    value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign) else None
+    receiver = (
+        value.func.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+        else None
+    )
+    while isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute):
+        if method_name(receiver) not in SELF_RETURNING:
+            return None
+        receiver = receiver.func.value
+    if not (isinstance(receiver, ast.Name) and receiver.id == name):
+        return None
+    before: list[str] = []
+    after: list[str] = []
+    for i, tie in enumerate(ties):
+        line = f"{name}.{tie.target} = {name}.{tie.value}"
+        if not tie.conditional:
+            after.append(line)
+            continue
+        flag = _free_name(model, f"{name}_tied" if i == 0 else f"{name}_tied_{i}")
+        if flag is None:
+            return None
+        before.append(f"{flag} = {name}.{tie.target} is {name}.{tie.value}")
+        after.append(f"if {flag}:\n    {line}")
+    span = model.span(stmt)
+    return (InsertBefore(span, "\n".join(before)), InsertAfter(span, "\n".join(after)))
+
+
+def _free_name(model: ScriptModel, name: str) -> str | None:
+    for candidate in (name, f"{name}_", f"{name}__"):
+        if not model.name_nodes(candidate) and candidate not in model.functions:
+            return candidate
+    return None
 
 
 RULE = Rule(

@@ -59,7 +59,7 @@ def _every_sample_placed(model: ScriptModel, value: ast.AST) -> bool:
         return False
     if model.call_name(value) in TENSOR_DATASETS:
         return bool(value.args) and all(
-            all(_placement(t) is not None for t in _values(model, arg)) for arg in value.args
+            all(placement_call(t) is not None for t in _values(model, arg)) for arg in value.args
         )
     cls = _module_class(model, value.func.id) if isinstance(value.func, ast.Name) else None
     getitem = _method(cls, "__getitem__") if cls is not None else None
@@ -72,7 +72,7 @@ def _every_sample_placed(model: ScriptModel, value: ast.AST) -> bool:
 def _placed_elements(value: ast.expr | None) -> bool:
     if isinstance(value, ast.Tuple | ast.List):
         return bool(value.elts) and all(_placed_elements(e) for e in value.elts)
-    return value is not None and _placement(value) is not None
+    return value is not None and placement_call(value) is not None
 
 
 def _loader_calls(model: ScriptModel, loader: ast.expr) -> list[ast.Call]:
@@ -101,7 +101,7 @@ def _placement_in_dataset(model: ScriptModel, value: ast.AST) -> ast.AST | None:
     if model.call_name(value) in TENSOR_DATASETS:
         for arg in value.args:
             for tensor in _values(model, arg):
-                found = _placement(tensor)
+                found = placement_call(tensor)
                 if found is not None:
                     return found
         return None
@@ -131,7 +131,7 @@ def _placing_getitem(cls: ast.ClassDef) -> ast.AST | None:
     if getitem is None:
         return None
     for node in ast.walk(getitem):
-        found = _placement(node)
+        found = placement_call(node)
         if found is not None:
             return found
     init = _method(cls, "__init__")
@@ -139,7 +139,7 @@ def _placing_getitem(cls: ast.ClassDef) -> ast.AST | None:
         return None
     placed: dict[str, ast.AST] = {}
     for node in ast.walk(init):
-        if isinstance(node, ast.Assign) and (found := _placement(node.value)) is not None:
+        if isinstance(node, ast.Assign) and (found := placement_call(node.value)) is not None:
             for target in node.targets:
                 if isinstance(target, ast.Attribute) and dotted(target.value) == "self":
                     placed[target.attr] = found
@@ -149,7 +149,7 @@ def _placing_getitem(cls: ast.ClassDef) -> ast.AST | None:
     return None
 
 
-def _placement(node: ast.AST) -> ast.AST | None:
+def placement_call(node: ast.AST) -> ast.AST | None:
     """``x.cuda()``, ``x.to(device)``, ``torch.randn(..., device=device)``: the call, when it
     names a device other than the CPU."""
     if not isinstance(node, ast.Call):
@@ -173,4 +173,4 @@ def _placement(node: ast.AST) -> ast.AST | None:
     return node if any(word in shown for word in DEVICE_WORDS) else None
 
 
-__all__ = ["placed_dataset", "yields_device_batches"]
+__all__ = ["placed_dataset", "placement_call", "yields_device_batches"]
