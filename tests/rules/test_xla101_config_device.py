@@ -48,7 +48,9 @@ def test_a_device_this_file_decides_or_never_places_with_is_left_to_the_other_ch
         "batch.to(device)", "batch"
     )
     assert findings(unplaced, "XLA101") == []
-    already = "import torch_xla\n" + WORKSPACE
+    # Written for XLA: it uses API no fix writes. A bare ``import torch_xla`` is no evidence
+    # (the syncs other fixes add import it: see the test below).
+    already = "import torch_xla.debug.metrics as met\n" + WORKSPACE
     assert findings(already, "XLA101") == []
 
 
@@ -143,3 +145,20 @@ def test_a_device_looked_up_by_key_in_a_loaded_config_is_reported_for_review():
     assert ['`spec["device"]`' in f.message for f in findings(loaded, "XLA101")] == [True]
     batch = YAML_CONFIG.replace("yaml.safe_load(f)", "load_batch(f)").replace("SETTINGS", "batch")
     assert findings(batch, "XLA101") == []
+
+
+def test_the_finding_outlives_the_syncs_other_fixes_add():
+    # videowalk (held-out 171): XLA107's sync imports torch_xla; the device is still the
+    # config's, so the finding (and the cuDNN setting waiting for it) must stay.
+    from xla_lens.engine import fix_source
+
+    code = WORKSPACE.replace(
+        "        device = torch.device(cfg.training.device)\n",
+        "        device = torch.device(cfg.training.device)\n"
+        "        torch.backends.cudnn.benchmark = True\n",
+    )
+    out = fix_source(code, target="modern")
+    assert "torch_xla.sync()" in out.source
+    assert "torch.backends.cudnn.benchmark = True" in out.source
+    left = [f for f in out.remaining_all if f.code == "XLA101"]
+    assert left and "comes from `cfg.training.device`" in left[0].message

@@ -298,3 +298,23 @@ def test_a_loader_that_tests_the_module_and_returns_it_to_a_dropped_name_runs_no
         result = analyze(script.read_text(), str(script))
         (f,) = [f for f in result.findings if f.code == "XLA205" and f.fix is not None]
         assert f.fix.safe is safe, (call, f.fix.review_reason)
+
+
+def test_an_op_on_model_outputs_is_not_called_a_cpu_tensor():
+    # STCN (held-out 171): `values = torch.cat([ref_v, prev_v], 2)` of the model's own outputs
+    # was reported as "a CPU tensor"; it lives where its inputs do. Not certain either way.
+    code = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def train(rank, batch):
+        model = DDP(Net().to(rank), device_ids=[rank])
+        frames = batch.to(rank)
+        ref_v = encoder.encode(frames[:, 0])
+        prev_v = encoder.encode(frames[:, 1])
+        values = torch.cat([ref_v, prev_v], 2)
+        return model("segment", frames[:, 2], values)
+    """
+    found = findings(code, "XLA205")
+    assert not [f for f in found if f.fix is None and "CPU tensor" in f.message]
+    assert "a CPU tensor" not in (_ddp(found).fix.review_reason or "")

@@ -12,7 +12,7 @@ from ..engine import ConfigError, FixOutcome, Settings, analyze, fix_source, res
 from ..engine.config import parse_codes, settings_for_path
 from ..engine.consistency import as_held
 from ..engine.fix_plan import plan as fix_plan
-from ..engine.leftover import CLI_REVIEW, leftover
+from ..engine.leftover import CLI_HELD, CLI_REVIEW, leftover
 from ..rules.registry import all_rules, get_rule
 from . import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
 from .files import FileProblem, SourceFile, discover, link_target, read_source
@@ -145,9 +145,13 @@ def fix_command(args: argparse.Namespace) -> int:
             _err(f"{path}: left after these fixes (line numbers of the fixed text, b/ in the diff)")
         for f in outcome.remaining:
             remaining += 1
+            why = f.fix.review_reason or "may change behaviour" if f.fix else ""
             note = f.manual or (
-                f"{f.fix.title} (needs review, not applied: {f.fix.review_reason or 'may change behaviour'};"
-                " apply with --unsafe-fixes)"
+                (
+                    f"{f.fix.title} (held back, not applied: {why})"
+                    if unsafe
+                    else f"{f.fix.title} (needs review, not applied: {why}; apply with --unsafe-fixes)"
+                )
                 if f.fix
                 else ""
             )
@@ -158,7 +162,7 @@ def fix_command(args: argparse.Namespace) -> int:
             )
         left = leftover(outcome.remaining)
         if not left.empty:
-            print(f"{path}: {left.statement(CLI_REVIEW)}", file=sys.stderr)
+            print(f"{path}: {left.statement(CLI_HELD if unsafe else CLI_REVIEW)}", file=sys.stderr)
         if not run.changed:
             continue
         changed_files += 1

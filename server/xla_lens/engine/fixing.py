@@ -81,11 +81,11 @@ def fix_source(
     target = target or resolve_target(settings)
     outcome = _rounds(source, path, settings, target, accept, unsafe)
     held: list[tuple[Callable[[Finding], bool], str]] = []
-    while consistent and not unsafe and outcome.error is None and len(held) < 2:
+    while consistent and outcome.error is None and len(held) < 2:
         applied = [f for _, chosen in outcome.rounds for f in chosen]
         # Every finding left, safe ones too: a device move an earlier group held back is
         # still left to do (held-out 146: the loader wrap went in while the moves waited).
-        group = held_group(applied, outcome.remaining_all, outcome.source)
+        group = held_group(applied, outcome.remaining_all, outcome.source, unsafe)
         if group is None:
             break
         held.append(group)
@@ -96,7 +96,7 @@ def fix_source(
         out = []
         for f in outcome.remaining_all:
             reason = next((why for g, why in held if f.fix is not None and g(f)), None)
-            if reason is not None and f.fix is not None and f.fix.safe:
+            if reason is not None and f.fix is not None and (f.fix.safe or unsafe):
                 f = as_held(f, reason)
             if f.fix is None or not f.fix.safe:
                 out.append(f)

@@ -87,5 +87,15 @@ def leftover(remaining: list[Finding]) -> Leftover:
 
 EDITOR_REVIEW = 'the quick fixes marked "review"'
 CLI_REVIEW = "`xla-lens fix --unsafe-fixes` applies them"
+# After ``--unsafe-fixes`` the only review fixes left are those held back with the device.
+CLI_HELD = "held back with the device change: make it, then run `xla-lens fix --unsafe-fixes` again"
 
-__all__ = ["CLI_REVIEW", "DEVICE_CODES", "UNPLACED_CODES", "EDITOR_REVIEW", "Leftover", "leftover"]
+__all__ = [
+    "CLI_HELD",
+    "CLI_REVIEW",
+    "DEVICE_CODES",
+    "UNPLACED_CODES",
+    "EDITOR_REVIEW",
+    "Leftover",
+    "leftover",
+]

