@@ -182,6 +182,7 @@ def convert(
     target: str = "modern",
     unsafe: bool = False,
     accept_review: Collection[str] | None = None,
+    consistent: bool = True,
 ) -> tuple[str, list[str], list[str]]:
     """Safe fixes only, as Convert does (``unsafe``: also those marked for review, as
     ``fix --unsafe-fixes``; ``accept_review``: the review fixes of these rule codes only, as a
@@ -195,10 +196,11 @@ def convert(
         def accept(f: Finding) -> bool:
             return f.fix is not None and (f.fix.safe or f.code.startswith(codes))
 
-    out = fix_source(source, name, target=target, unsafe=unsafe, accept=accept)
+    kwargs = {"unsafe": unsafe, "accept": accept, "consistent": consistent}
+    out = fix_source(source, name, target=target, **kwargs)
     assert out.error is None, f"{name}: fix failed: {out.error}"
     ast.parse(out.source)
-    again = fix_source(out.source, name, target=target, unsafe=unsafe, accept=accept)
+    again = fix_source(out.source, name, target=target, **kwargs)
     assert again.source == out.source, f"{name}: fixing again changed the output"
     return out.source, out.applied, [f.code for f in out.remaining]
 
@@ -226,17 +228,25 @@ def prove(
     unsafe: bool = False,
     accept_review: Collection[str] | None = None,
     in_place: bool = False,
+    consistent: bool = True,
 ) -> ProofResult:
     """Run the original on the CPU (unless ``run_original`` is False), convert it, run the
     conversion under torch_xla PJRT CPU, and return both runs. ``steps`` reaches the fixture
     as ``XLA_LENS_STEPS``; ``args`` are passed to both runs (the same command line);
     ``extra_files`` (data, sibling modules) are copied, unconverted, beside both scripts;
     ``baseline`` replaces the original for the CPU run only (e.g. nccl -> gloo);
-    ``in_place``: analysed at its own path, so the sibling modules beside it are read."""
+    ``in_place``: analysed at its own path, so the sibling modules beside it are read;
+    ``consistent=False``: the chosen fixes go in alone, as quick fixes applied one by one in
+    the editor do (no consistency check, ``engine/consistency.py``)."""
     fixture = Path(fixture_path).resolve()
     source = fixture.read_text()
     converted_source, applied, remaining = convert(
-        source, str(fixture) if in_place else fixture.name, target, unsafe, accept_review
+        source,
+        str(fixture) if in_place else fixture.name,
+        target,
+        unsafe,
+        accept_review,
+        consistent,
     )
     with tempfile.TemporaryDirectory(prefix="xla-lens-proof-") as tmp:
         base = Path(workdir) if workdir else Path(tmp)

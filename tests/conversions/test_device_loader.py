@@ -45,8 +45,22 @@ def test_the_review_reason_is_real_the_wrap_alone_crashes_at_the_first_batch():
     # A reviewer who accepts XLA106's wrap but not XLA101's picker fix: what the safe fix
     # used to do on its own.
     result = prove(
-        FIXTURES / "loader_device_param_review.py", run_original=False, accept_review=["XLA106"]
+        FIXTURES / "loader_device_param_review.py",
+        run_original=False,
+        accept_review=["XLA106"],
+        consistent=False,  # the quick fix alone, as the editor applies it
     )
     assert "for x, y in pl.MpDeviceLoader(loader, device):" in result.converted_source
     assert result.converted.returncode != 0, result.describe()
     assert "at::kXLA" in result.converted.stderr, result.describe()
+
+
+def test_fix_holds_the_accepted_wrap_back_with_the_device_it_needs():
+    # The same choice through `fix` (review fixes on request): the consistency check sees no
+    # device move reach XLA and holds the wrap with it, so the script still trains where it did.
+    from .harness import convert
+
+    fixture = FIXTURES / "loader_device_param_review.py"
+    out, applied, remaining = convert(fixture.read_text(), fixture.name, accept_review=["XLA106"])
+    assert "in pl.MpDeviceLoader(loader" not in out and "XLA106" not in applied
+    assert "XLA106" in remaining

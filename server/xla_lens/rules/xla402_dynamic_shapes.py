@@ -28,6 +28,7 @@ from .parts.growing_sequences import growing_sequence_findings
 from .parts.host_side_ops import on_host_here
 from .parts.loop_helpers import loop_helpers
 from .parts.pointer_writes import pointer_write_findings
+from .parts.random_branches import random_branch_findings
 from .parts.random_lengths import random_length_findings
 from .parts.random_offsets import random_offset_findings, sibling_offset_findings
 from .parts.stepped_chunks import stepped_chunk
@@ -371,6 +372,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
     yield from eval_loader_findings(model, _training_loaders(model))
     yield from _short_last_chunks(model)
     yield from random_offset_findings(model, CODE, _iteration_nodes(model), set())
+    yield from random_branch_findings(model, CODE, _iteration_nodes(model))
     yield from random_length_findings(model, CODE)
     yield from sibling_offset_findings(model, CODE)
     yield from growing_sequence_findings(model, CODE)
