@@ -87,6 +87,28 @@ def _module_builds_gru(ref: ClassRef) -> ast.Call | None:
     return None
 
 
+LIBRARY_ROOTS = frozenset(
+    {"torch", "torchvision", "torchaudio", "transformers", "numpy", "torch_xla", "timm"}
+)
+
+
+def _may_build_a_project_class(model: ScriptModel, call: ast.Call) -> bool:
+    """A constructor (a capitalised name) that no library import resolves: the only calls
+    worth reading another module for (a 2,000-line script makes thousands of calls)."""
+    func = call.func
+    name = (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else ""
+    )
+    if not name[:1].isupper():
+        return False
+    qualname = model.call_name(call)
+    return qualname is None or qualname.split(".")[0] not in LIBRARY_ROOTS
+
+
 def _packer(model: ScriptModel) -> ast.Call | None:
     return next(iter(model.calls_to(*PACKERS)), None)
 
@@ -115,7 +137,7 @@ def check(model: ScriptModel, ctx: RuleContext) -> Iterator[Finding]:
                 manual=manual,
             )
             continue
-        if model.path.startswith("<") or not isinstance(call.func, ast.Name | ast.Attribute):
+        if model.path.startswith("<") or not _may_build_a_project_class(model, call):
             continue
         for ref in built(model, call):
             if ref.path == model.path:

@@ -37,6 +37,12 @@ def random_branch_findings(
 ) -> Iterator[Finding]:
     """``step_nodes``: (node, where) of a training iteration (the loop and the functions it
     runs); the forwards of this file's modules are added here."""
+    if not any(
+        _is_draw(model, call)
+        for prefix in ("random", "numpy.random")
+        for call, _ in model.calls_to_prefix(prefix)
+    ):
+        return  # no host random draw anywhere: nothing to branch on
     seen: set[int] = set()
     candidates = list(step_nodes) + list(_forward_nodes(model))
     for node, where in candidates:
