@@ -51,3 +51,37 @@ def test_a_read_after_the_move_is_still_a_device_read():
     assert {f.span.start.line for f in reads} == {_line(moved_first, "assert images")}
     (wrap,) = findings(moved_first, "XLA106")
     assert wrap.fix is not None and "reads the batch on the host" not in wrap.fix.review_reason
+
+
+def test_a_batch_read_in_the_statement_that_rebinds_it_is_a_cpu_read():
+    # Pointnet2's classification loop (held-out 173): `points = points.data.numpy()`, the
+    # augmentation on NumPy, then the move. The read comes before the rebinding: a CPU batch
+    # (the loop is single-device, so no wrap), no crash to predict.
+    code = src("""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+    from tqdm import tqdm
+
+    model = torch.nn.Linear(3, 2).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.randn(32, 3), torch.randint(0, 2, (32,)))
+    loader = DataLoader(data, batch_size=8)
+    for batch_id, (points, target) in tqdm(enumerate(loader, 0), total=len(loader)):
+        opt.zero_grad()
+        points = points.data.numpy()
+        points = torch.Tensor(points * 2)
+        points, target = points.cuda(), target.cuda()
+        loss = torch.nn.functional.cross_entropy(model(points), target)
+        loss.backward()
+        opt.step()
+    """)
+    assert findings(code, "XLA401") == []
+    # Read after the move it is a device tensor again: the crash is said.
+    moved = code.replace(
+        "    points = points.data.numpy()\n    points = torch.Tensor(points * 2)\n"
+        "    points, target = points.cuda(), target.cuda()\n",
+        "    points, target = points.cuda(), target.cuda()\n"
+        "    points = torch.Tensor(points.data.numpy() * 2)\n",
+    )
+    assert moved != code
+    assert [f for f in findings(moved, "XLA401") if "runs only on a CPU tensor" in f.message]

