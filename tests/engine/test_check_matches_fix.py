@@ -165,3 +165,30 @@ def test_the_fix_a_promotion_waits_for_is_found_when_the_reason_names_another_li
     assert later[scaler].after == (("XLA101", 9),)
     out = fix_source(code, "t.py", Settings(), "modern")
     assert "GradScaler" not in out.source
+
+
+# The device default waits for review, so `fix` holds the CUDA-only call's removal back with it
+# (engine/consistency.py): `fix` changes nothing here.
+HELD_BACK = """
+import argparse
+import torch
+from torch import nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--device", default="cpu", help="cpu or cuda")
+args = parser.parse_args()
+model = nn.Linear(4, 1).to(args.device)
+torch.cuda.synchronize()
+"""
+
+
+def test_plain_check_counts_no_fix_that_fix_holds_back(tmp_path: Path):
+    # Held-out 176 (DETR): `check` said "1 fixable with `xla-lens fix`" and `fix` said "0 files
+    # would change". Where `fix` could hold a safe fix back, `check` runs its rounds to know.
+    script = tmp_path / "train.py"
+    script.write_text(src(HELD_BACK))
+    run = _cli_check(tmp_path)
+    assert "fixable with `xla-lens fix`" not in run.stderr, run.stderr
+    assert "(not applied by `fix`: Convert held this back" in run.stdout, run.stdout
+    out = fix_source(src(HELD_BACK), "train.py", Settings(), "modern")
+    assert out.source == src(HELD_BACK)

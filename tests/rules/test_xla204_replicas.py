@@ -516,3 +516,22 @@ def test_a_flag_set_from_a_rank_option_names_the_line_and_its_default():
     (f,) = findings(code, "XLA204")
     assert not f.fix.safe
     assert "set on line 8 (`args.local_rank >= 0`) from a rank option" in f.fix.review_reason
+
+
+def test_a_flag_set_from_a_command_line_option_is_named_as_such():
+    # held-out 177 (KAIR): `opt = option.parse(...)` then `opt['dist'] =
+    # parser.parse_args().dist`; the review said a helper reading torchrun's environment set it.
+    code = UNCONDITIONAL.replace(
+        '    dist.init_process_group("nccl")\n    model = DDP(torch.nn.Linear(4, 1).to(dist.get_rank()))\n',
+        "    opt = dict(lr=0.1)\n"
+        "    opt['dist'] = parser.parse_args().dist\n"
+        "    model = torch.nn.Linear(4, 1)\n"
+        "    if opt['dist']:\n"
+        '        dist.init_process_group("nccl")\n'
+        "        model = DDP(model.to(dist.get_rank()))\n",
+    ).replace("def main(args):", "parser = argparse.ArgumentParser()\n\n\ndef main(args):")
+    (f,) = findings(code, "XLA204")
+    assert not f.fix.safe
+    reason = f.fix.review_reason
+    assert "set on line 12 from a command-line option (`parser.parse_args().dist`)" in reason
+    assert "another module" not in reason

@@ -45,6 +45,25 @@ def test_kept_results_lists_and_unknown_inputs_are_left_alone(line):
     assert findings(code, "XLA413") == []
 
 
+@pytest.mark.parametrize(
+    ("binding", "reported"),
+    [
+        # torch_xla's own helper returns a list (held-out 181, GPT-SoVITS: the fix's
+        # `[gradients]` raised TypeError in _xla_all_reduce_inplace).
+        ("gradients = xm._fetch_gradients(optimizer)", False),
+        ("gradients = collect_grads(model)", False),  # the script's own: unknown
+        ("gradients = torch.cat([p.grad.flatten() for p in model.parameters()])", True),
+        ("gradients = m.running_mean.clone()", True),
+    ],
+)
+def test_a_name_bound_to_a_call_is_a_single_tensor_only_when_known(binding, reported):
+    code = SYNC_BN.replace(
+        "            xm.all_reduce(xm.REDUCE_SUM, m.running_mean, scale=1.0 / xr.world_size())",
+        f"            {binding}\n            xm.all_reduce(xm.REDUCE_SUM, gradients)",
+    ).replace("import torch.nn as nn", "import torch\nimport torch.nn as nn")
+    assert bool(findings(code, "XLA413")) == reported
+
+
 def test_a_name_bound_to_a_list_is_reduced_in_place():
     code = SYNC_BN.replace(
         "            xm.all_reduce(xm.REDUCE_SUM, m.running_mean, scale=1.0 / xr.world_size())",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..engine import ConfigError, FixOutcome, Settings, analyze, fix_source, resolve_target
 from ..engine.config import parse_codes, settings_for_path
-from ..engine.consistency import as_held
+from ..engine.consistency import as_held, may_hold
 from ..engine.fix_plan import plan as fix_plan
 from ..engine.leftover import CLI_HELD, CLI_REVIEW, leftover
 from ..rules.registry import all_rules, get_rule
@@ -73,12 +73,17 @@ def check_command(args: argparse.Namespace) -> int:
         later: dict = {}
         held: dict[int, str] = {}
         shown = result.findings
-        if plan:
+        if plan or may_hold(result.findings, source.text):
             target = resolve_target(settings)
             later, held = fix_plan(source.text, str(path), settings, target, result.findings)
+            if not plan:
+                later = {}  # the default view names review fixes as such; --fix-plan says more
             # A safe fix `fix` holds back so its result stays consistent is shown as held.
             shown = [as_held(f, held[i]) if i in held else f for i, f in enumerate(shown)]
-        reported.extend(Reported(path, f, later.get(i), planned=plan) for i, f in enumerate(shown))
+        reported.extend(
+            Reported(path, f, later.get(i), planned=plan, held=i in held)
+            for i, f in enumerate(shown)
+        )
     if args.format == "json":
         print(format_json(reported))
     elif args.format == "sarif":

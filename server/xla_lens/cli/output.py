@@ -42,6 +42,8 @@ class Reported:
     # Whether those rounds were run (`check --fix-plan`): without them `check` cannot say
     # which review fixes `fix` ends up applying, and says so instead of guessing.
     planned: bool = True
+    # A safe fix `fix` holds back so its result stays consistent (engine/consistency.py).
+    held: bool = False
 
 
 def as_record(r: Reported) -> dict:
@@ -88,6 +90,8 @@ def _fix_note(r: Reported) -> str:
         return ""
     if r.applied_with is not None:
         return f" ({r.applied_with.phrase()})"
+    if r.held:
+        return f" (not applied by `fix`: {f.fix.review_reason})"
     if not r.planned:
         return f" ({UNPLANNED_REVIEW})"
     return " (review: not applied by `fix`)"

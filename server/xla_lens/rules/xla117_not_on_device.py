@@ -215,7 +215,7 @@ def _unmoved_fields(model: ScriptModel, loops: list[ast.AST]) -> Iterator[Findin
 
 
 # Reads of a tensor that give metadata, not data: the CPU tensor serves them as well.
-METADATA = frozenset({"shape", "size", "dim", "dtype", "ndim", "numel"})
+METADATA = frozenset({"shape", "size", "dim", "ndimension", "dtype", "ndim", "numel"})
 
 
 def _other_use(model: ScriptModel, found: UnmovedField) -> ast.Name | None:

@@ -12,7 +12,7 @@ from ..semantic.model import ScriptModel, dotted, keyword, method_name, receiver
 from .base import Category, EditOp, Finding, Fix, Replace, Rule, RuleContext, SetKeyword, Severity
 from .parts.collator_fields import field_padding_finding, field_values
 from .parts.lm_collator_padding import lm_collator_findings
-from .parts.per_example_padding import labels_from_ids, per_example
+from .parts.per_example_padding import labels_from_ids, per_example, whole_split
 from .parts.sequence_collators import longest_row_findings, sequence_collator_findings
 from .parts.sft_padding import sft_padding_findings
 from .parts.truncation_length import truncation_length
@@ -134,6 +134,8 @@ def _padding_sites(model: ScriptModel) -> Iterator[Finding]:
             continue
         if padding is None and any(kw.arg is None for kw in call.keywords):
             continue  # ``**kwargs`` may set padding already
+        if site.takes_truncation and whole_split(model, call):
+            continue  # one length per split: no batch changes shape
         span = model.span(call)
         ops: list[EditOp] = []
         if padding is not None and keyword(call, "padding") is None:

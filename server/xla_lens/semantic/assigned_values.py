@@ -67,7 +67,7 @@ def is_host_value(
 # A tensor's metadata is a Python number (or torch.Size) kept on the host: reading it never
 # syncs (dlrm's ``mbs = T.shape[0]``, then ``total_loss += L * mbs``, held-out 24).
 _SHAPE_ATTRS = frozenset({"shape", "ndim"})
-_SHAPE_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size"})
+_SHAPE_METHODS = frozenset({"size", "dim", "ndimension", "numel", "nelement", "element_size"})
 
 
 def is_shape_number(value: ast.AST) -> bool:

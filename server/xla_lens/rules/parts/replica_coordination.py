@@ -283,6 +283,42 @@ def _helper_reads_env(model: ScriptModel, call: ast.Call) -> bool:
     return function in fns and _reads_env(None, fns[function])
 
 
+def _command_line_setting(model: ScriptModel, test: ast.expr, fn: FunctionNode) -> ast.expr | None:
+    """The last value assigned to the flag the gate tests (``opt['dist']``, ``args.ddp``)
+    before it, when that value is a command-line option (``parser.parse_args().dist``, or an
+    attribute of a name bound to ``parse_args()``)."""
+    flags = {ast.unparse(n) for n in ast.walk(test) if isinstance(n, ast.Attribute | ast.Subscript)}
+    if not flags:
+        return None
+    values = [
+        n.value
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign)
+        and n.lineno < test.lineno
+        and any(ast.unparse(t) in flags for t in n.targets)
+    ]
+    if not values:
+        return None
+    last = max(values, key=lambda v: v.lineno)
+    if any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "parse_args"
+        for n in ast.walk(last)
+    ):
+        return last
+    root = last
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if isinstance(root, ast.Name) and root is not last:
+        bound = model.assigned_from(root.id)
+        if bound and all(
+            isinstance(v, ast.Call) and getattr(v.func, "attr", None) == "parse_args" for v in bound
+        ):
+            return last
+    return None
+
+
 def _binds_one_of(model: ScriptModel, call: ast.Call, names: set[str]) -> bool:
     parent = model.parent(call)
     return isinstance(parent, ast.Assign) and any(
@@ -308,6 +344,17 @@ def _gate_reason(model: ScriptModel, test: ast.expr, fn: FunctionNode, what: str
         return (
             f"{what} runs only {where}, which depends on torchrun's environment "
             "variables, and the XLA launcher sets none of them"
+        )
+    option = _command_line_setting(model, test, fn)
+    if option is not None:
+        # ``opt['dist'] = parser.parse_args().dist`` (KAIR, held-out 177): the flag is the
+        # user's option, not a helper's reading of the environment.
+        return (
+            f"{what} runs only {where}, set on line {line_ref(option.lineno)} from a "
+            f"command-line option (`{model.segment(option)[:50]}`) that the XLA launcher "
+            "neither passes nor replaces: without it the replicas train apart, and the "
+            "distributed set-up it turns on follows torchrun's environment variables, which "
+            "the XLA launcher does not set"
         )
     # ``distributed = args.local_rank >= 0`` (HRNet, held-out 140): torch.distributed.launch
     # passes --local_rank; the XLA launcher passes nothing, so the option keeps its default.
