@@ -11,6 +11,9 @@ an XLA autocast around a model still on CUDA.
 So after the rounds, ``fix_source`` asks two questions of what it produced:
 - did a device move reach XLA while DDP still names a CUDA device or NCCL stays? Then the
   device moves (and the allocations that place on XLA) wait too;
+- did a device move reach XLA while a CUDA-availability flag that guards other placements is
+  left for a hand edit (XLA101 without a fix)? What it guards stays on the CPU, so the device
+  moves wait too (held-out 182);
 - did nothing reach XLA, while fixes that only make sense on XLA (launcher, process group,
   ranks, CUDA-only calls, GradScaler, DataParallel, sync-free optimizers) went in? Then
   those wait too.
@@ -29,6 +32,7 @@ from dataclasses import replace
 
 from ..rules.base import Finding, Severity
 from ..rules.parts.autocast_device_type import XLA_CASE_TITLE
+from ..semantic.cuda_flag_idioms import FLAG_LEFT
 
 DEVICE_CODES = frozenset({"XLA101", "XLA112"})
 # Fixes a script still running on CUDA must not get: they assume the XLA device/runtime.
@@ -58,6 +62,12 @@ HELD_DEVICE = (
     "Convert held the device moves back: DistributedDataParallel still names a CUDA device "
     "or NCCL (XLA205, waiting for review), and a model on the XLA device under it fails when "
     "DDP is built; review the DDP change first, then the device"
+)
+HELD_FLAG = (
+    "Convert held the device moves back: a CUDA-availability flag that decides where other "
+    "code places its tensors needs a change by hand (XLA101, no automatic fix), so what it "
+    "guards would stay on the CPU while these moves go to the XLA device; make the flag true "
+    "on the XLA host (placing on torch_xla.device() where it is true), then convert the device"
 )
 HELD_XLA_ONLY = (
     "Convert held this back: no device move of the script reached the XLA device (XLA101 waits "
@@ -90,6 +100,14 @@ def _cuda_ddp_left(findings: list[Finding], text: str) -> bool:
     return False
 
 
+def _blocked_flag_left(findings: list[Finding]) -> bool:
+    """A CUDA-availability flag that guards placements is left for a change by hand (XLA101
+    without a fix): what it guards stays on the CPU on an XLA host, so device moves that reach
+    XLA elsewhere mix devices (held-out 182's GRU-CRF tagger: its tensor-type aliases went to
+    XLA under --unsafe-fixes while `if CUDA: model.cuda()` kept the model on the CPU)."""
+    return any(f.code == "XLA101" and f.fix is None and FLAG_LEFT in f.message for f in findings)
+
+
 def _reaches_xla(f: Finding) -> bool:
     """The applied device fix writes the XLA device (``torch_xla.device()``, ``"xla"``); one
     that only names the script's own device variable (``.to(local_rank)`` -> ``.to(device)``,
@@ -116,6 +134,8 @@ def held_group(
     moved = any(f.code in DEVICE_CODES and _reaches_xla(f) for f in applied)
     if moved and _cuda_ddp_left(remaining, text):
         return (lambda f: f.code in DEVICE_CODES), HELD_DEVICE
+    if moved and _blocked_flag_left(remaining):
+        return (lambda f: f.code in DEVICE_CODES), HELD_FLAG
     if not moved and _device_left(remaining, unsafe) and any(_xla_only(f) for f in applied):
         if any(f.code == LOADER_CODE for f in applied):
             # A step closure runs only at a sync; where XLA106's MpDeviceLoader was to give

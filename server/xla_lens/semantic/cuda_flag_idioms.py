@@ -29,6 +29,10 @@ def _finding(model, node, message, fix=None, manual=None) -> Advice:
     return Advice(message, model.span(node), fix=fix, manual=manual)
 
 
+# How a flag's finding begins its second clause; engine/consistency.py looks for it.
+FLAG_LEFT = "is whether CUDA is available (False on an XLA host)"
+
+
 def _fix(title: str, ops: tuple, e: Emitter, reason: str) -> FixPlan:
     return FixPlan(title, (*ops, *e.imports), safe=False, review_reason=reason)
 
@@ -44,10 +48,7 @@ def flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[Advice]:
     type aliases that get their own fix, making it true is offered for review."""
     for node, name, tests in sites.availability_flags(model, handled):
         lines = line_refs(t.lineno for t in tests[:4])
-        base = (
-            f"{name} is whether CUDA is available (False on an XLA host): the CUDA placement "
-            f"it turns on (line {lines}) never runs there"
-        )
+        base = f"{name} {FLAG_LEFT}: the CUDA placement it turns on (line {lines}) never runs there"
         plan = tensor_types.flag_plan(model, node, name)
         if plan.blocker:
             yield _finding(
@@ -95,7 +96,7 @@ def attribute_flag_findings(model: ScriptModel, handled: set[int]) -> Iterator[A
         if not tests:
             continue  # ``if opt.num_gpu > 1:`` scaling the batch size places nothing
         base = (
-            f"{target} is whether CUDA is available (False on an XLA host): the CUDA placement "
+            f"{target} {FLAG_LEFT}: the CUDA placement "
             f"or multi-device code it turns on (line {line_refs(t.lineno for t in tests[:4])}) "
             "never runs there"
         )
