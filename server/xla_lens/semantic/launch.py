@@ -5,7 +5,8 @@ XLA runtime: ``xr.world_size()``, ``torch_xla.device()`` or ``xm.xla_device()`` 
 level, in an argparse default, or in ``main()`` before the launch raise "Runtime is already
 initialized. Do not use the XLA device before calling xmp.spawn" (verified on torch_xla 2.9).
 A conversion that writes such a call must therefore know whether the spot runs in a replica
-(a function reached from the launch target) or in the parent (everything else).
+(a function reached from the launch target: a function, a class the launcher builds, or a
+bound method, ``xmp.spawn(self._mp_fn, ...)``) or in the parent (everything else).
 """
 
 from __future__ import annotations
@@ -80,6 +81,8 @@ def _launch_targets(model: ScriptModel, will_add_entry_for: str | None) -> list[
                 # ``mp.spawn(Trainer, ...)``: each replica builds the class, whose
                 # ``__init__`` runs the training (RobustVideoMatting, held-out 35).
                 targets.extend(_class_methods(model, first))
+            elif (method := _bound_method(model, call)) is not None:
+                targets.append(method)
     if will_add_entry_for and will_add_entry_for in steps.module_functions:
         targets.append(steps.module_functions[will_add_entry_for])
     return targets
@@ -116,6 +119,31 @@ def _class_methods(model: ScriptModel, name: str) -> list[FunctionNode]:
     if cls is None:
         return []
     return [s for s in cls.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def _bound_method(model: ScriptModel, call: ast.Call) -> FunctionNode | None:
+    """``xmp.spawn(self._mp_fn, ...)`` in a method: the class's method each replica runs
+    (held-out 183's KoBERT-nsmc Trainer)."""
+    fn = (
+        call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "fn"), None)
+    )
+    if isinstance(fn, ast.Call) and model.call_name(fn) == "functools.partial" and fn.args:
+        fn = fn.args[0]
+    if not (
+        isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "self"
+    ):
+        return None
+    cls = next((a for a in model.ancestors(call) if isinstance(a, ast.ClassDef)), None)
+    if cls is None:
+        return None
+    return next(
+        (
+            s
+            for s in cls.body
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == fn.attr
+        ),
+        None,
+    )
 
 
 def launched_function(model: ScriptModel, call: ast.Call) -> str | None:
