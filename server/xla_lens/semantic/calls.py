@@ -144,3 +144,27 @@ def _forward_of(model: ScriptModel, cls: ast.ClassDef, depth: int = 0) -> Functi
         if local is not None and depth < 3:
             return _forward_of(model, local, depth + 1)
     return None
+
+
+def self_method(
+    model: ScriptModel, expr: ast.AST, at: ast.AST
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The method ``self.name`` (``expr``) names in the class around ``at``: a bound method
+    handed on (``optimizer.step(self.closure)``, ``xmp.spawn(self._mp_fn, ...)``)."""
+    if not (
+        isinstance(expr, ast.Attribute)
+        and isinstance(expr.value, ast.Name)
+        and expr.value.id == "self"
+    ):
+        return None
+    cls = next((a for a in model.ancestors(at) if isinstance(a, ast.ClassDef)), None)
+    if cls is None:
+        return None
+    return next(
+        (
+            s
+            for s in cls.body
+            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == expr.attr
+        ),
+        None,
+    )

@@ -129,21 +129,9 @@ def _bound_method(model: ScriptModel, call: ast.Call) -> FunctionNode | None:
     )
     if isinstance(fn, ast.Call) and model.call_name(fn) == "functools.partial" and fn.args:
         fn = fn.args[0]
-    if not (
-        isinstance(fn, ast.Attribute) and isinstance(fn.value, ast.Name) and fn.value.id == "self"
-    ):
-        return None
-    cls = next((a for a in model.ancestors(call) if isinstance(a, ast.ClassDef)), None)
-    if cls is None:
-        return None
-    return next(
-        (
-            s
-            for s in cls.body
-            if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == fn.attr
-        ),
-        None,
-    )
+    from .calls import self_method  # noqa: PLC0415 (calls imports the model)
+
+    return self_method(model, fn, call) if fn is not None else None
 
 
 def launched_function(model: ScriptModel, call: ast.Call) -> str | None:

@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterator
 
 from ...semantic import xla_api
+from ...semantic.calls import self_method
 from ...semantic.device_intent import places_on_a_device
 from ...semantic.line_refs import line_ref
 from ...semantic.loop_syncs import is_sync_call, loop_syncs, written_for_xla
@@ -38,23 +39,7 @@ def _closure_function(model: ScriptModel, step: ast.Call) -> Function | None:
             if model.enclosing_function(fn) in (scope, None):
                 return fn
         return None
-    if (
-        isinstance(arg, ast.Attribute)
-        and isinstance(arg.value, ast.Name)
-        and arg.value.id == "self"
-    ):
-        cls = next((a for a in model.ancestors(step) if isinstance(a, ast.ClassDef)), None)
-        if cls is None:
-            return None
-        return next(
-            (
-                s
-                for s in cls.body
-                if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == arg.attr
-            ),
-            None,
-        )
-    return None
+    return self_method(model, arg, step)
 
 
 def _functions_by_name(model: ScriptModel) -> dict[str, list[Function]]:
